@@ -1,0 +1,77 @@
+# bpflow set-up chain. `make run` serves the app on http://localhost:3000; `make test` runs
+# the whole suite, real-browser tests included. Both set up everything they need.
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+UV := $(VENV)/bin/uv
+INSTALL_STAMP := $(VENV)/.bpflow-installed
+BUN_VERSION := 1.4.4
+BUN := $(CURDIR)/.tools/node_modules/bun/bin/bun.exe
+CHROMIUM := /usr/bin/chromium
+PORT ?= 3000
+
+# Reflex would download bun itself, which cannot work here: use the one from npm.
+export REFLEX_BUN_PATH := $(BUN)
+
+.PHONY: help venv install bun chromium run test lint clean distclean
+
+help:
+	@echo "make run        set up and serve the app on http://localhost:$(PORT)"
+	@echo "make test       set up (browser included) and run the whole test suite"
+	@echo "make lint       ruff check"
+	@echo "make install    create $(VENV) and install bpflow with its dev extras"
+	@echo "make bun        install bun $(BUN_VERSION) under .tools/ (used by Reflex)"
+	@echo "make chromium   install Debian's chromium if $(CHROMIUM) is missing"
+	@echo "make clean      remove build output (.web, .states, test-output)"
+
+venv install: $(INSTALL_STAMP)
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+
+$(UV): | $(PY)
+	$(PY) -m pip install --quiet --disable-pip-version-check uv
+
+# Re-runs only when pyproject.toml changes; uv makes a full install take seconds.
+$(INSTALL_STAMP): pyproject.toml | $(UV)
+	$(UV) pip install --python $(PY) -e '.[dev]' \
+		|| $(PY) -m pip install --quiet -e '.[dev]'
+	@touch $@
+
+bun: $(BUN)
+
+# npm may skip bun's postinstall script (install scripts not allowed); run it by hand then.
+$(BUN):
+	npm install --prefix .tools --no-audit --no-fund bun@$(BUN_VERSION)
+	@"$@" --version >/dev/null 2>&1 || (cd .tools/node_modules/bun && node install.js)
+	@echo "bun $$("$@" --version) at $@"
+
+chromium:
+	@if [ ! -x $(CHROMIUM) ]; then \
+		if [ "$$(id -u)" = 0 ]; then sudo=; else sudo=sudo; fi; \
+		export DEBIAN_FRONTEND=noninteractive; \
+		$$sudo apt-get install -y chromium \
+			|| { $$sudo apt-get update && $$sudo apt-get install -y chromium; }; \
+	fi
+
+# Later: prepare the database and demo data here before serving, e.g.
+#   bpflow db upgrade && bpflow import <templates dir>
+# (not called yet: those commands do not exist so far).
+run: install bun
+	$(VENV)/bin/reflex run --env prod --single-port --frontend-port $(PORT) --backend-port $(PORT)
+
+test: install bun chromium
+	$(PY) -m pytest -q
+
+lint: install
+	$(VENV)/bin/ruff check .
+
+clean:
+	rm -rf .web .states test-output
+
+distclean: clean
+	rm -rf $(VENV) .tools

@@ -1,0 +1,1 @@
+"""The bpflow Reflex web app (pages, state and wiring)."""
