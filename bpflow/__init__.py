@@ -1,0 +1,1 @@
+"""bpflow services around the pure engine: command line (and later store, worker, API)."""

@@ -1,0 +1,165 @@
+"""Structural checks of a circle's box (form layer, confirm, action layer).
+
+Each check returns `(pointer below /box, message)` pairs; the analysis files
+them under `invalid_box`. Kept apart from the analysis so that the units that
+run boxes can share the vocabulary (field types, action types).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from croniter import croniter
+
+from engine.model import ACTION_TYPES, FIELD_TYPES
+
+FIELD_KEYS = {"name", "type", "label", "required", "options", "default", "placeholder", "help"}
+HTTP_METHODS = {"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"}
+NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+Problems = list[tuple[str, str]]
+
+
+def check_box(box: dict[str, Any]) -> Problems:
+    problems: Problems = []
+    form = box.get("form")
+    if isinstance(form, list):
+        problems += _check_form(form)
+        if "confirm" in box:
+            problems.append(("/confirm", "a box holds a form or a confirmation, not both"))
+    action = box.get("action")
+    if isinstance(action, dict) and isinstance(action.get("type"), str):
+        kind = action["type"]
+        if kind not in ACTION_TYPES:
+            problems.append(("/action/type", f"unknown action type '{kind}' (expected one of"
+                             f" {', '.join(ACTION_TYPES)})"))
+        else:
+            problems += [("/action" + p, m) for p, m in CHECKS[kind](action, box)]
+    return problems
+
+
+def _check_form(form: list[Any]) -> Problems:
+    problems: Problems = []
+    seen: set[str] = set()
+    for i, f in enumerate(form):
+        at = f"/form/{i}"
+        if not isinstance(f, dict):
+            problems.append((at, "a form field must be an object"))
+            continue
+        name = f.get("name")
+        if not isinstance(name, str) or not NAME.match(name):
+            problems.append((f"{at}/name", f"field name {name!r} must be an identifier"
+                             " (letters, digits, underscore)"))
+        elif name in seen:
+            problems.append((f"{at}/name", f"field '{name}' appears twice"))
+        else:
+            seen.add(name)
+        ftype = f.get("type", "string")
+        if ftype not in FIELD_TYPES:
+            problems.append((f"{at}/type", f"unknown field type {ftype!r} (expected one of"
+                             f" {', '.join(FIELD_TYPES)})"))
+        if ftype == "select":
+            options = f.get("options")
+            if not isinstance(options, list) or not options:
+                problems.append((f"{at}/options", "a select field needs a non-empty options list"))
+        elif "options" in f:
+            problems.append((f"{at}/options", "only select fields take options"))
+        if "required" in f and not isinstance(f["required"], bool):
+            problems.append((f"{at}/required", "required must be true or false"))
+        if "label" in f and not isinstance(f["label"], str):
+            problems.append((f"{at}/label", "label must be a string"))
+        if ftype == "password" and "default" in f:
+            problems.append((f"{at}/default", "a password field cannot have a default"))
+        for key in sorted(set(f) - FIELD_KEYS):
+            problems.append((f"{at}/{key}", f"unknown field key '{key}'"))
+    return problems
+
+
+def _recipients(action: dict[str, Any]) -> tuple[Problems, int | None]:
+    to = action.get("to")
+    if isinstance(to, str) and to.strip():
+        return [], 1 if "${" not in to else None
+    if isinstance(to, list) and to and all(isinstance(t, str) and t.strip() for t in to):
+        return [], len(to)
+    return [("/to", "'to' must name a user or a non-empty list of users")], None
+
+
+def _text_keys(action: dict[str, Any], *keys: str) -> Problems:
+    return [(f"/{k}", f"'{k}' must be a string") for k in keys
+            if k in action and not isinstance(action[k], str)]
+
+
+def _http(action: dict[str, Any], box: dict[str, Any]) -> Problems:
+    problems: Problems = []
+    url = action.get("url")
+    if not isinstance(url, str) or not url.strip():
+        problems.append(("/url", "an http action needs a url"))
+    method = action.get("method", "GET")
+    if not isinstance(method, str) or method.upper() not in HTTP_METHODS:
+        problems.append(("/method", f"unknown HTTP method {method!r}"))
+    headers = action.get("headers", {})
+    if not isinstance(headers, dict) or not all(isinstance(v, str) for v in headers.values()):
+        problems.append(("/headers", "headers must be an object of strings"))
+    if "json" in action and "body" in action:
+        problems.append(("/body", "give either json or body, not both"))
+    problems += _text_keys(action, "body")
+    timeout = action.get("timeout", 10)
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
+        problems.append(("/timeout", "timeout must be a positive number of seconds"))
+    return problems
+
+
+def _approval(action: dict[str, Any], box: dict[str, Any]) -> Problems:
+    problems, count = _recipients(action)
+    quorum = action.get("quorum", "all")
+    if quorum not in ("all", "any"):
+        if isinstance(quorum, bool) or not isinstance(quorum, int) or quorum < 1:
+            problems.append(("/quorum", "quorum must be 'all', 'any' or a positive integer"))
+        elif count is not None and quorum > count:
+            problems.append(("/quorum", f"quorum {quorum} is more than the {count} approvers"))
+    return problems + _text_keys(action, "subject", "body")
+
+
+def _mail(action: dict[str, Any], box: dict[str, Any]) -> Problems:
+    return _recipients(action)[0] + _text_keys(action, "subject", "body")
+
+
+def _timer(action: dict[str, Any], box: dict[str, Any]) -> Problems:
+    if ("delay" in action) == ("cron" in action):
+        return [("", "a timer needs exactly one of delay (seconds) or cron")]
+    if "delay" in action:
+        delay = action["delay"]
+        if isinstance(delay, bool) or not isinstance(delay, (int, float)) or delay < 0:
+            return [("/delay", "delay must be a number of seconds, 0 or more")]
+        return []
+    cron = action["cron"]
+    if not isinstance(cron, str) or not croniter.is_valid(cron):
+        return [("/cron", f"{cron!r} is not a valid cron expression")]
+    return []
+
+
+def _flow(action: dict[str, Any], box: dict[str, Any]) -> Problems:
+    if ("template" in action) == ("circles" in action):
+        return [("", "a nested flow needs exactly one of template (a name) or circles (inline)")]
+    return []
+
+
+def _auth(action: dict[str, Any], box: dict[str, Any]) -> Problems:
+    fields = {f.get("name"): f.get("type", "string") for f in box.get("form", [])
+              if isinstance(f, dict)}
+    if "username" not in fields or fields.get("password") != "password":
+        return [("", "an auth action needs a form with a 'username' field and a 'password'"
+                 " field of type password")]
+    return []
+
+
+def _compute(action: dict[str, Any], box: dict[str, Any]) -> Problems:
+    outputs = action.get("outputs")
+    if not isinstance(outputs, dict) or not outputs:
+        return [("/outputs", "compute needs outputs: an object of name -> expression")]
+    return [(f"/outputs/{k}", "an output must be an expression string")
+            for k, v in outputs.items() if not isinstance(v, str)]
+
+
+CHECKS = {"http": _http, "approval": _approval, "mail": _mail, "timer": _timer, "flow": _flow,
+          "auth": _auth, "compute": _compute}

@@ -1,0 +1,439 @@
+"""The safe expression language of `when` conditions and `compute` boxes.
+
+Template authors write these, so they must never reach `eval`: a lark LALR grammar
+parses the text once and the tree is compiled into small Python closures, which makes
+evaluation both safe and fast. Every failure surfaces as `ExpressionError`.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from lark import Lark, Token, Tree
+from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedToken
+
+from engine.errors import BpflowError, ExpressionError
+
+__all__ = ["MAX_DEPTH", "MAX_LENGTH", "Expression", "compile_expression", "evaluate"]
+
+MAX_LENGTH = 2000
+MAX_DEPTH = 50  # parentheses, calls and unary operators nested inside each other
+
+Resolver = Callable[[tuple[str, ...]], Any]
+Node = Callable[[Resolver, datetime], Any]
+BinaryOp = Callable[[Any, Any], Any]
+
+# Keywords are regexes ending in \b with priority 2, so `order(...)` is a call, not `or der`.
+_GRAMMAR = r"""
+?start: or_test
+?or_test: and_test ((_OR | "||") and_test)*
+?and_test: not_test ((_AND | "&&") not_test)*
+?not_test: (_NOT | "!") not_test -> not_
+         | comparison
+!?comparison: sum (("==" | "!=" | ">" | ">=" | "<" | "<=" | "~" | "!~") sum)?
+!?sum: product (("+" | "-") product)*
+!?product: unary (("*" | "/" | "%") unary)*
+!?unary: "-" unary -> neg
+       | atom
+?atom: INT | FLOAT | STRING | TRUE | FALSE | NULL | VAR
+     | NAME "(" [or_test ("," or_test)*] ")" -> call
+     | "(" or_test ")" -> paren
+_OR.2: /or\b/
+_AND.2: /and\b/
+_NOT.2: /not\b/
+TRUE.2: /true\b/
+FALSE.2: /false\b/
+NULL.2: /null\b/
+INT: /[0-9]+/
+FLOAT: /[0-9]+\.[0-9]+(?:[eE][+-]?[0-9]+)?|[0-9]+[eE][+-]?[0-9]+/
+STRING: /"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'/s
+VAR: /\$\{(?:[A-Za-z_][A-Za-z0-9_-]*|[0-9]+)(?:\.(?:[A-Za-z_][A-Za-z0-9_-]*|[0-9]+))*\}/
+NAME: /[A-Za-z_][A-Za-z0-9_]*/
+%ignore /[ \t\r\n]+/
+"""
+
+_PARSER = Lark(_GRAMMAR, parser="lalr")
+_PARSER.parse("0")  # builds the lazy lexer now, so a broken grammar fails at import
+# How error messages show each terminal, and which ones to summarise as "a value" etc.
+_SHOWN = {t.name: t.pattern.value.removesuffix(r"\b") for t in _PARSER.terminals}
+_SHOWN.update(INT="number", FLOAT="number", STRING="string", VAR="variable", NAME="function")
+_VALUE_START = {"number", "string", "variable", "function", "true", "false", "null", "(", "-",
+                "not", "!"}
+_COMPARISONS = {"==", "!=", ">", ">=", "<", "<=", "~", "!~"}
+_OPERATORS = _COMPARISONS | {"or", "||", "and", "&&", "+", "-", "*", "/", "%"}
+_LITERALS = {"TRUE": True, "FALSE": False, "NULL": None}
+# Unknown escapes stay verbatim, so regex classes such as "\d" and "\b" need no doubling.
+_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", '"': '"', "'": "'"}
+_ESCAPE_RE = re.compile(r"\\(u[0-9a-fA-F]{4}|.)", re.S)
+_KINDS = {type(None): "null", bool: "bool", int: "int", float: "float", str: "string",
+          list: "list", tuple: "list", dict: "object"}
+_RUNTIME_ERRORS = (TypeError, ValueError, ArithmeticError, AttributeError)
+
+
+class _Fail(Exception):
+    """A runtime failure inside the closure tree; `Expression.evaluate` adds the source."""
+
+
+def _kind(value: Any) -> str:
+    """Name a value's type in the language's own words, for error messages."""
+    return _KINDS.get(type(value), type(value).__name__)
+
+
+def _is_num(value: Any) -> bool:
+    """Numbers are int or float; bool deliberately is not one, to catch logic slips."""
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _same_kind(symbol: str, fn: BinaryOp) -> BinaryOp:
+    """`+` and the orderings take two numbers or two strings, never a mix."""
+    def op(a: Any, b: Any) -> Any:
+        if (_is_num(a) and _is_num(b)) or (isinstance(a, str) and isinstance(b, str)):
+            return fn(a, b)
+        raise TypeError(f"'{symbol}' needs two numbers or two strings, "
+                        f"got {_kind(a)} and {_kind(b)}")
+    return op
+
+
+def _numeric(symbol: str, fn: BinaryOp) -> BinaryOp:
+    def op(a: Any, b: Any) -> Any:
+        if not (_is_num(a) and _is_num(b)):
+            raise TypeError(f"'{symbol}' needs numbers, got {_kind(a)} and {_kind(b)}")
+        if symbol in "/%" and b == 0:
+            raise ZeroDivisionError("division by zero" if symbol == "/" else "modulo by zero")
+        return fn(a, b)
+    return op
+
+
+def _divide(a: Any, b: Any) -> Any:
+    """Integer division stays an int only when exact, so 6/3 is 2 but 7/2 is 3.5."""
+    if isinstance(a, int) and isinstance(b, int) and a % b == 0:
+        return a // b
+    return a / b
+
+
+def _equal(a: Any, b: Any) -> bool:
+    """`==` accepts anything, but true is not 1 since bool is not a number here."""
+    return isinstance(a, bool) == isinstance(b, bool) and bool(a == b)
+
+
+def _regex(pattern: Any) -> re.Pattern[str]:
+    if not isinstance(pattern, str):
+        raise TypeError(f"a regex pattern must be a string, got {_kind(pattern)}")
+    try:
+        return re.compile(pattern)
+    except (re.error, RecursionError, OverflowError) as exc:
+        raise ValueError(f"invalid regular expression {pattern!r}: {exc}") from None
+
+
+def _matcher(negate: bool, fixed: re.Pattern[str] | None) -> BinaryOp:
+    """`a ~ p` is re.search(p, str(a)); a literal pattern is compiled only once."""
+    def op(a: Any, pattern: Any) -> bool:
+        regex = fixed if fixed is not None else _regex(pattern)
+        return (regex.search(str(a)) is None) is negate
+    return op
+
+
+_BINARY: dict[str, BinaryOp] = {
+    "+": _same_kind("+", lambda a, b: a + b),
+    "-": _numeric("-", lambda a, b: a - b),
+    "*": _numeric("*", lambda a, b: a * b),
+    "/": _numeric("/", _divide),
+    "%": _numeric("%", lambda a, b: a % b),
+    "==": _equal,
+    "!=": lambda a, b: not _equal(a, b),
+    ">": _same_kind(">", lambda a, b: a > b),
+    ">=": _same_kind(">=", lambda a, b: a >= b),
+    "<": _same_kind("<", lambda a, b: a < b),
+    "<=": _same_kind("<=", lambda a, b: a <= b),
+}
+Function = tuple[int, int | None, Callable[[list[Any], datetime], Any]]
+
+
+def _unary(fn: Callable[[Any], Any], check: Callable[[Any], bool] | None = None,
+           what: str = "") -> Function:
+    def call(args: list[Any], now: datetime) -> Any:
+        if check is not None and not check(args[0]):
+            raise TypeError(f"needs {what}, got {_kind(args[0])}")
+        return fn(args[0])
+    return (1, 1, call)
+
+
+def _extreme(pick: Callable[[list[Any]], Any]) -> Function:
+    """min/max take several values or one list, all numbers or all strings."""
+    def call(args: list[Any], now: datetime) -> Any:
+        items = list(args[0]) if len(args) == 1 and isinstance(args[0], list | tuple) else args
+        if not items:
+            raise ValueError("needs at least one value")
+        if all(_is_num(v) for v in items) or all(isinstance(v, str) for v in items):
+            return pick(items)
+        raise TypeError("needs all numbers or all strings")
+    return (1, None, call)
+
+
+def _clock(fn: Callable[[datetime], Any]) -> Function:
+    return (0, 0, lambda args, now: fn(now))
+
+
+_FUNCTIONS: dict[str, Function] = {
+    "year": _clock(lambda n: n.year),
+    "month": _clock(lambda n: n.month),
+    "day": _clock(lambda n: n.day),
+    "weekday": _clock(lambda n: n.isoweekday()),
+    "week": _clock(lambda n: n.isoweekday()),
+    "time": _clock(lambda n: n.hour * 10000 + n.minute * 100 + n.second),
+    "date": _clock(lambda n: n.year * 10000 + n.month * 100 + n.day),
+    "datetime": _clock(lambda n: f"{n.year:04d}-{n.month:02d}-{n.day:02d} "
+                                 f"{n.hour:02d}:{n.minute:02d}:{n.second:02d}"),
+    "timestamp": _clock(lambda n: int(n.timestamp())),
+    "len": _unary(len, lambda v: isinstance(v, str | list | tuple | dict), "a string or list"),
+    "int": _unary(int),
+    "float": _unary(float),
+    "str": _unary(str),
+    "abs": _unary(abs, _is_num, "a number"),
+    "lower": _unary(str.lower, lambda v: isinstance(v, str), "a string"),
+    "upper": _unary(str.upper, lambda v: isinstance(v, str), "a string"),
+    "min": _extreme(min),
+    "max": _extreme(max),
+}
+
+
+class Expression:
+    """A compiled expression: immutable and cached, so share it freely."""
+
+    __slots__ = ("source", "references", "_fn")
+
+    def __init__(self, source: str, references: tuple[tuple[str, ...], ...], fn: Node):
+        self.source = source
+        self.references = references
+        self._fn = fn
+
+    def __repr__(self) -> str:
+        return f"Expression({self.source!r})"
+
+    def evaluate(self, resolve: Resolver, now: datetime) -> Any:
+        """Evaluate with `resolve` for `${...}` and `now` for the time functions."""
+        try:
+            return self._fn(resolve, now)
+        except _Fail as exc:
+            raise ExpressionError(str(exc), self.source) from exc.__cause__
+        except BpflowError:
+            raise
+        except Exception as exc:  # safety net: callers must only ever see ExpressionError
+            raise ExpressionError(f"cannot evaluate: {exc}", self.source) from exc
+
+
+def _variable(path: tuple[str, ...], text: str) -> Node:
+    def node(resolve: Resolver, now: datetime) -> Any:
+        try:
+            return resolve(path)
+        except BpflowError:
+            raise
+        except Exception as exc:
+            raise _Fail(f"cannot resolve {text}: {type(exc).__name__}: {exc}") from exc
+    return node
+
+
+def _logic(parts: tuple[Node, ...], is_or: bool) -> Node:
+    """Short-circuit `and`/`or` over truthiness; the result is always a bool."""
+    def node(resolve: Resolver, now: datetime) -> bool:
+        for part in parts:
+            if bool(part(resolve, now)) is is_or:
+                return is_or
+        return not is_or
+    return node
+
+
+def _negate(inner: Node, column: int) -> Node:
+    def node(resolve: Resolver, now: datetime) -> Any:
+        value = inner(resolve, now)
+        if not _is_num(value):
+            raise _Fail(f"unary '-' needs a number, got {_kind(value)} (column {column})")
+        return -value
+    return node
+
+
+def _chain(first: Node, steps: tuple[tuple[BinaryOp, Node, int], ...]) -> Node:
+    """A flat left-to-right loop, so `1+1+...+1` never recurses once per operator."""
+    def node(resolve: Resolver, now: datetime) -> Any:
+        acc = first(resolve, now)
+        for op, right, column in steps:
+            value = right(resolve, now)
+            try:
+                acc = op(acc, value)
+            except _RUNTIME_ERRORS as exc:
+                raise _Fail(f"{exc} (column {column})") from None
+        return acc
+    return node
+
+
+def _call(name: str, column: int, fn: Callable[..., Any], args: tuple[Node, ...]) -> Node:
+    def node(resolve: Resolver, now: datetime) -> Any:
+        values = [arg(resolve, now) for arg in args]
+        try:
+            return fn(values, now)
+        except _RUNTIME_ERRORS as exc:
+            raise _Fail(f"{name}() at column {column}: {exc}") from None
+    return node
+
+
+class _Compiler:
+    """Turns a lark tree into closures, collecting references and checking calls."""
+
+    def __init__(self, source: str):
+        self.source = source
+        self.refs: dict[tuple[str, ...], None] = {}  # an ordered set
+        self.consts: dict[Node, Any] = {}
+
+    def const(self, value: Any) -> Node:
+        def node(resolve: Resolver, now: datetime) -> Any:
+            return value
+        self.consts[node] = value
+        return node
+
+    def compile(self, tree: Tree | Token, depth: int = 0) -> Node:
+        if isinstance(tree, Token):
+            return self.token(tree)
+        kind, kids = str(tree.data), tree.children
+        if kind in ("paren", "neg", "not_", "call"):
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise ExpressionError(f"expression nests too deeply (more than {MAX_DEPTH} "
+                                      "levels)", self.source)
+        if kind == "paren":
+            return self.compile(kids[0], depth)
+        if kind in ("or_test", "and_test"):
+            return _logic(tuple(self.compile(k, depth) for k in kids), kind == "or_test")
+        if kind == "not_":
+            inner = self.compile(kids[0], depth)
+            return lambda resolve, now: not inner(resolve, now)
+        if kind == "neg":
+            return _negate(self.compile(kids[1], depth), kids[0].column)
+        if kind == "call":
+            return self.call(kids[0], [self.compile(k, depth) for k in kids[1:] if k is not None])
+        first, steps = self.compile(kids[0], depth), []
+        for op, right_tree in zip(kids[1::2], kids[2::2], strict=True):
+            right = self.compile(right_tree, depth)
+            steps.append((self.binary(op, right), right, op.column))
+        return _chain(first, tuple(steps))
+
+    def binary(self, op: Token, right: Node) -> BinaryOp:
+        if op not in ("~", "!~"):
+            return _BINARY[op]
+        fixed = None
+        if right in self.consts:  # a literal pattern is checked now, not at run time
+            try:
+                fixed = _regex(self.consts[right])
+            except (TypeError, ValueError) as exc:
+                raise ExpressionError(f"{exc} (column {op.column})", self.source) from None
+        return _matcher(op == "!~", fixed)
+
+    def call(self, name: Token, args: list[Node]) -> Node:
+        if name not in _FUNCTIONS:
+            raise ExpressionError(f"unknown function '{name}' at column {name.column} "
+                                  f"(known: {', '.join(sorted(_FUNCTIONS))})", self.source)
+        low, high, fn = _FUNCTIONS[name]
+        if len(args) < low or (high is not None and len(args) > high):
+            want = f"{low}" if low == high else f"at least {low}"
+            noun = "argument" if low == 1 else "arguments"
+            raise ExpressionError(f"function '{name}' takes {want} {noun}, got {len(args)} "
+                                  f"(column {name.column})", self.source)
+        return _call(str(name), name.column, fn, tuple(args))
+
+    def token(self, tok: Token) -> Node:
+        if tok.type == "VAR":
+            path = tuple(tok[2:-1].split("."))
+            self.refs.setdefault(path, None)
+            return _variable(path, str(tok))
+        if tok.type == "STRING":
+            return self.const(_ESCAPE_RE.sub(_unescape, tok[1:-1]))
+        if tok.type in _LITERALS:
+            return self.const(_LITERALS[tok.type])
+        return self.const(int(tok) if tok.type == "INT" else float(tok))
+
+
+def _unescape(match: re.Match[str]) -> str:
+    code = match.group(1)
+    return chr(int(code[1:], 16)) if len(code) == 5 else _ESCAPES.get(code, "\\" + code)
+
+
+def _expected(names: set[str]) -> str:
+    """Summarise lark's expected-terminal set the way a person would say it."""
+    shown, parts = {_SHOWN.get(n, n) for n in names}, []
+    if "variable" in shown:
+        parts.append("a value")
+        shown -= _VALUE_START
+    if len(shown & _OPERATORS) > 2:
+        parts.append("an operator")
+        shown -= _OPERATORS
+    parts += sorted(f"'{text}'" for text in shown if text != "$END")
+    if "$END" in shown:
+        parts.append("end of expression")
+    return ", ".join(parts[:-1]) + " or " + parts[-1] if len(parts) > 1 else "".join(parts)
+
+
+def _syntax_error(source: str, exc: LarkError) -> ExpressionError:
+    """Rephrase lark's exception as one line naming the position and what was expected."""
+    def where(line: int, column: int) -> str:
+        return f"line {line}, column {column}" if "\n" in source else f"column {column}"
+
+    if isinstance(exc, UnexpectedCharacters):
+        at = where(exc.line, exc.column)
+        if exc.char == "$":
+            message = (f"malformed variable reference at {at}: write ${{name}} or "
+                       "${a.b.0}, with no spaces inside the braces")
+        elif exc.char in "\"'":
+            message = f"unterminated string starting at {at}"
+        else:
+            message = f"unexpected character {exc.char!r} at {at}"
+    elif isinstance(exc, UnexpectedToken):
+        tok, expected = exc.token, set(exc.accepts or exc.expected)
+        if tok.type == "$END":
+            message = f"unexpected end of expression; expected {_expected(expected)}"
+        else:
+            at = where(tok.line, tok.column)
+            message = f"unexpected {str(tok)!r} at {at}; expected {_expected(expected)}"
+        before = source[:len(source) if tok.type == "$END" else tok.start_pos]
+        bare = re.search(r"([A-Za-z_][A-Za-z0-9_]*)\s*$", before)
+        if expected == {"LPAR"} and bare:
+            name = bare.group(1)
+            message += f" ('{name}' alone is not a value: write ${{{name}}} for a variable)"
+        elif tok in _COMPARISONS and not {_SHOWN.get(n) for n in expected} & _COMPARISONS:
+            message += " (comparisons cannot be chained; combine them with 'and')"
+    else:
+        message = f"syntax error: {exc}"
+    return ExpressionError(message, source)
+
+
+@functools.lru_cache(maxsize=1024)
+def _compile_cached(source: str) -> Expression:
+    try:
+        tree = _PARSER.parse(source)
+    except LarkError as exc:
+        raise _syntax_error(source, exc) from None
+    compiler = _Compiler(source)
+    fn = compiler.compile(tree)
+    return Expression(source, tuple(compiler.refs), fn)
+
+
+def compile_expression(source: str) -> Expression:
+    """Parse and compile once (cached); raises ExpressionError naming what is wrong and where."""
+    if not isinstance(source, str):
+        raise ExpressionError(f"an expression must be a string, got {_kind(source)}")
+    if len(source) > MAX_LENGTH:
+        raise ExpressionError(f"expression is too long ({len(source)} characters, the limit "
+                              f"is {MAX_LENGTH})", source[:100])
+    if not source.strip():
+        raise ExpressionError("empty expression", source)
+    try:
+        return _compile_cached(source)
+    except RecursionError:  # only if the caller is itself already deep in its stack
+        raise ExpressionError("expression nests too deeply", source) from None
+
+
+def evaluate(source: str, resolve: Resolver, now: datetime) -> Any:
+    """Compile (cached) and evaluate in one step, for callers that hold only text."""
+    return compile_expression(source).evaluate(resolve, now)

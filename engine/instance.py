@@ -1,0 +1,120 @@
+"""Runtime data: an instance's circles, its status and its history events.
+
+Plain mutable records with `to_dict`/`from_dict`, so a store can persist them
+as JSON; the template itself is never copied into an instance.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from typing import Any
+
+from engine.model import Template
+
+WAITING, SUCCESS, FAILURE, SKIPPED = "waiting", "success", "failure", "skipped"
+CIRCLE_STATES = (WAITING, SUCCESS, FAILURE, SKIPPED)
+RUNNING, COMPLETED, FAILED, SUSPENDED, TERMINATED = (
+    "running", "completed", "failed", "suspended", "terminated")
+INSTANCE_STATUSES = (RUNNING, COMPLETED, FAILED, SUSPENDED, TERMINATED)
+_TIMES = ("next_attempt_at", "ready_at", "due_at")
+
+
+def iso(t: datetime | None) -> str | None:
+    return t.isoformat() if t else None
+
+
+def parse_time(s: str | None) -> datetime | None:
+    return datetime.fromisoformat(s) if s else None
+
+
+@dataclass
+class CircleRun:
+    """One circle's runtime state (the seed's waiting/success/failure, plus skipped)."""
+
+    state: str = WAITING
+    result: Any = None
+    reason: str | None = None
+    attempts: int = 0  # failed attempts so far
+    next_attempt_at: datetime | None = None  # a retry waits until then
+    ready_at: datetime | None = None  # when the current attempt became ready
+    due_at: datetime | None = None  # when a ready timer fires
+    epoch: int = 0  # moves on at every new attempt; bookmarks are bound to it
+
+    @property
+    def pristine(self) -> bool:
+        return (self.state == WAITING and self.attempts == 0 and self.ready_at is None
+                and self.next_attempt_at is None)
+
+    def snapshot(self) -> dict[str, Any]:
+        return {"state": self.state, "result": self.result, "reason": self.reason,
+                "attempts": self.attempts}
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        for key in _TIMES:
+            data[key] = iso(data[key])
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CircleRun:
+        values = dict(data)
+        for key in _TIMES:
+            values[key] = parse_time(values.get(key))
+        return cls(**values)
+
+
+@dataclass(frozen=True)
+class Event:
+    """One entry of an instance's append-only history."""
+
+    seq: int
+    at: datetime
+    kind: str
+    actor: str | None = None
+    circle: str | None = None
+    before: dict[str, Any] | None = None
+    after: dict[str, Any] | None = None
+    data: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"seq": self.seq, "at": iso(self.at), "kind": self.kind, "actor": self.actor,
+                "circle": self.circle, "before": self.before, "after": self.after,
+                "data": self.data}
+
+
+@dataclass
+class Instance:
+    id: str
+    template: Template
+    status: str
+    inputs: dict[str, Any]
+    user: dict[str, Any]
+    circles: dict[str, CircleRun]
+    created_at: datetime
+    updated_at: datetime
+    version: int | None = None  # the template version, when a store knows it
+    reason: str | None = None  # why the instance failed or was terminated
+    seq: int = 0  # number of the last event
+    events: list[Event] = field(default_factory=list)  # events not yet drained
+
+    def drain_events(self) -> list[Event]:
+        """Hand the new events to a store, which appends them to the history."""
+        out, self.events = self.events, []
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "template": self.template.name, "version": self.version,
+                "status": self.status, "reason": self.reason, "inputs": self.inputs,
+                "user": self.user, "created_at": iso(self.created_at),
+                "updated_at": iso(self.updated_at), "seq": self.seq,
+                "circles": {cid: run.to_dict() for cid, run in self.circles.items()}}
+
+    @classmethod
+    def from_dict(cls, template: Template, data: dict[str, Any]) -> Instance:
+        return cls(id=data["id"], template=template, status=data["status"],
+                   inputs=data["inputs"], user=data["user"],
+                   circles={cid: CircleRun.from_dict(r) for cid, r in data["circles"].items()},
+                   created_at=parse_time(data["created_at"]),
+                   updated_at=parse_time(data["updated_at"]), version=data.get("version"),
+                   reason=data.get("reason"), seq=data.get("seq", 0))

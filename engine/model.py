@@ -1,0 +1,184 @@
+"""Immutable template definitions, built from a JSON body that passed analysis.
+
+A `Template` is a value: instances point at it and never change it. Nested
+flows are resolved into the tree (by name or inline), so the runtime never
+needs to look a template up again.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+FIELD_TYPES = ("string", "text", "number", "integer", "boolean", "date", "email", "select",
+               "password")
+ACTION_TYPES = ("http", "approval", "mail", "timer", "flow", "auth", "compute")
+TIMEOUT_POLICIES = {"retry": "retry", "fail": "fail", "terminate": "terminate",
+                    "RETRY": "retry", "TIME_OUT_WF": "terminate", "FAIL": "fail"}
+RETRY_LOGIC = {"fixed": "fixed", "FIXED": "fixed", "exponential": "exponential",
+               "EXPONENTIAL_BACKOFF": "exponential", "exponential_backoff": "exponential"}
+MAX_RETRIES = 100
+
+
+class Invalid(ValueError):
+    """A normalisation problem; the analysis turns it into a coded error."""
+
+
+def _wait(value: Any, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise Invalid(f"{what} must be a number of seconds, got {value!r}")
+    if value < 0:
+        raise Invalid(f"{what} must not be negative, got {value!r}")
+    return float(value)
+
+
+def normalize_retry(spec: Any) -> tuple[float, ...]:
+    """The seed's list of waits: `[1, 5, 30]`, or ATF's `{count, delay, logic}`.
+
+    `fixed` waits `delay` before each retry; `exponential` doubles it each time
+    (delay, 2*delay, 4*delay, ...).
+    """
+    if spec is None:
+        return ()
+    if isinstance(spec, list):
+        if len(spec) > MAX_RETRIES:
+            raise Invalid(f"at most {MAX_RETRIES} retries, got {len(spec)}")
+        return tuple(_wait(v, f"retry wait #{i + 1}") for i, v in enumerate(spec))
+    if isinstance(spec, dict):
+        unknown = set(spec) - {"count", "delay", "logic"}
+        if unknown:
+            raise Invalid(f"unknown retry keys: {', '.join(sorted(unknown))}"
+                          " (expected count, delay, logic)")
+        count = spec.get("count")
+        if isinstance(count, bool) or not isinstance(count, int) or not 0 <= count <= MAX_RETRIES:
+            raise Invalid(f"retry count must be an integer from 0 to {MAX_RETRIES}, got {count!r}")
+        delay = _wait(spec.get("delay", 0), "retry delay")
+        logic = spec.get("logic", "fixed")
+        if logic not in RETRY_LOGIC:
+            raise Invalid(f"retry logic must be 'fixed' or 'exponential', got {logic!r}")
+        if RETRY_LOGIC[logic] == "fixed":
+            return tuple(delay for _ in range(count))
+        return tuple(delay * 2**i for i in range(count))
+    raise Invalid("retry must be a list of waits or an object {count, delay, logic}")
+
+
+@dataclass(frozen=True)
+class Timeout:
+    seconds: float
+    policy: str  # retry | fail | terminate
+
+
+def normalize_timeout(spec: Any) -> Timeout | None:
+    if spec is None:
+        return None
+    if not isinstance(spec, dict):
+        raise Invalid("timeout must be an object {seconds, policy}")
+    unknown = set(spec) - {"seconds", "policy"}
+    if unknown:
+        raise Invalid(f"unknown timeout keys: {', '.join(sorted(unknown))}")
+    seconds = _wait(spec.get("seconds"), "timeout seconds")
+    if seconds <= 0:
+        raise Invalid("timeout seconds must be greater than 0")
+    policy = spec.get("policy", "fail")
+    if policy not in TIMEOUT_POLICIES:
+        raise Invalid(f"timeout policy must be retry, fail or terminate, got {policy!r}")
+    return Timeout(seconds, TIMEOUT_POLICIES[policy])
+
+
+@dataclass(frozen=True)
+class Field:
+    name: str
+    type: str = "string"
+    label: str = ""
+    required: bool = False
+    options: tuple[Any, ...] = ()
+    default: Any = None
+
+
+@dataclass(frozen=True)
+class Box:
+    form: tuple[Field, ...] = ()
+    confirm: str | None = None
+    action: dict[str, Any] | None = None  # the action's JSON, with placeholders
+
+    @property
+    def action_type(self) -> str | None:
+        return self.action["type"] if self.action else None
+
+    @property
+    def empty(self) -> bool:
+        return not self.form and self.confirm is None and self.action is None
+
+
+@dataclass(frozen=True)
+class Circle:
+    uri: str
+    description: str = ""
+    deps: tuple[tuple[str, ...], ...] = ()
+    weak: tuple[str, ...] = ()
+    when: str | None = None
+    box: Box = field(default_factory=Box)
+    retry: tuple[float, ...] = ()
+    timeout: Timeout | None = None
+    flow: Flow | None = None  # set when the action is a nested flow
+
+
+@dataclass(frozen=True)
+class Flow:
+    circles: tuple[Circle, ...]
+    terminal: str
+    name: str | None = None  # the nested template's name, when nested by name
+
+    def circle(self, uri: str) -> Circle:
+        for c in self.circles:
+            if c.uri == uri:
+                return c
+        raise KeyError(uri)
+
+
+@dataclass(frozen=True)
+class Template:
+    name: str
+    flow: Flow
+    body: dict[str, Any] = field(compare=False, hash=False)
+    analysis: dict[str, Any] = field(compare=False, hash=False)
+    title: str = ""
+    description: str = ""
+    kind: str = "dag"
+    inputs: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
+
+    @cached_property
+    def plan(self):  # -> engine.plan.Plan, built once per template
+        from engine.plan import Plan
+        return Plan(self.flow)
+
+
+def linear_deps(circles: list[dict[str, Any]]) -> list[list[list[str]]]:
+    """The deps a linear flow implies: each circle depends on the one before it."""
+    return [[] if i == 0 else [[circles[i - 1]["uri"]]] for i in range(len(circles))]
+
+
+def build_flow(circles: list[dict[str, Any]], kind: str, terminal: str,
+               nested: dict[str, Flow], name: str | None = None) -> Flow:
+    """Build a flow from valid raw circles; `nested` maps uri -> resolved nested Flow."""
+    deps = linear_deps(circles) if kind == "linear" else [c.get("deps", []) for c in circles]
+    built = []
+    for raw, dep in zip(circles, deps, strict=True):
+        box = raw.get("box") or {}
+        form = tuple(
+            Field(name=f["name"], type=f.get("type", "string"), label=f.get("label", f["name"]),
+                  required=bool(f.get("required", False)), options=tuple(f.get("options", ())),
+                  default=f.get("default"))
+            for f in box.get("form", ())
+        )
+        built.append(Circle(
+            uri=raw["uri"], description=raw.get("description", ""),
+            deps=tuple(tuple(g) for g in dep), weak=tuple(raw.get("weak", ())),
+            when=raw.get("when"),
+            box=Box(form=form, confirm=box.get("confirm"), action=box.get("action")),
+            retry=normalize_retry(raw.get("retry")), timeout=normalize_timeout(raw.get("timeout")),
+            flow=nested.get(raw["uri"]),
+        ))
+    return Flow(circles=tuple(built), terminal=terminal, name=name)
