@@ -90,12 +90,12 @@ class Engine:
             if parent.state != WAITING or parent.ready_at is None:
                 return PENDING
         verdicts = [self._group(g, inst, known) for g in node.deps]
-        if PENDING in verdicts:
+        if BLOCKED in verdicts:  # one hopeless AND-group is enough
+            return BLOCKED
+        if PENDING in verdicts:  # a dead path is only skipped once nothing above waits
             return PENDING
         if DEAD in verdicts:
             return DEAD
-        if BLOCKED in verdicts:
-            return BLOCKED
         run = inst.circles[node.id]
         if run.next_attempt_at is not None and run.next_attempt_at > now:
             return SCHEDULED
@@ -422,7 +422,10 @@ class Engine:
                 self._move(inst, node.id, "succeed", actor, result=table)
                 return True
             if inner.state in (FAILURE, SKIPPED) or statuses.get(node.inner_terminal) == BLOCKED:
-                why = inner.reason or f"its terminal '{node.inner_terminal}' cannot succeed"
+                failed = [f"{c[len(node.id) + 1:]}: {inst.circles[c].reason}"
+                          for c in inst.template.plan.descendants(node.id)
+                          if inst.circles[c].state == FAILURE]
+                why = "; ".join(failed) or f"its terminal '{node.inner_terminal}' was skipped"
                 self._failed(inst, node.id, f"nested flow failed: {why}", actor)
                 return True
         if run.due_at is not None and run.due_at <= now:
