@@ -21,8 +21,15 @@ from engine import boxes
 from engine.errors import DefinitionError, ExpressionError
 from engine.expressions import compile_expression
 from engine.layout import layout
-from engine.model import Flow, Invalid, Template, build_flow, linear_deps, normalize_retry
-from engine.model import normalize_timeout
+from engine.model import (
+    Flow,
+    Invalid,
+    Template,
+    build_flow,
+    linear_deps,
+    normalize_retry,
+    normalize_timeout,
+)
 from engine.placeholders import escape_pointer, iter_strings, malformed, references
 
 TemplateResolver = Callable[[str], "dict[str, Any] | None"]

@@ -24,7 +24,8 @@ def depths(graph: nx.DiGraph, terminal: str) -> dict[str, int]:
     return depth
 
 
-def _centered(rows: dict[str, int], height: dict[int, int], col: dict[str, int], node: str) -> float:
+def _centered(rows: dict[str, int], height: dict[int, int], col: dict[str, int],
+              node: str) -> float:
     return rows[node] - (height[col[node]] - 1) / 2
 
 

@@ -20,8 +20,18 @@ from engine import bookmarks
 from engine.errors import BpflowError, ExpressionError, TransitionError, VariableError
 from engine.expressions import compile_expression
 from engine.instance import (
-    COMPLETED, FAILED, FAILURE, RUNNING, SKIPPED, SUCCESS, SUSPENDED, TERMINATED, WAITING,
-    CircleRun, Event, Instance,
+    COMPLETED,
+    FAILED,
+    FAILURE,
+    RUNNING,
+    SKIPPED,
+    SUCCESS,
+    SUSPENDED,
+    TERMINATED,
+    WAITING,
+    CircleRun,
+    Event,
+    Instance,
 )
 from engine.model import Template
 from engine.placeholders import lookup, substitute

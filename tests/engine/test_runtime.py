@@ -364,7 +364,8 @@ def test_nested_flow_failure_fails_the_circle(engine):
     tpl = load_template(nested(1))
     inst = engine.start(tpl)
     fail(engine, inst, "n1.leaf", "bad")
-    assert states(inst)["n1"] == "failure" and "nested flow failed: leaf: bad" in inst.circles["n1"].reason
+    assert states(inst)["n1"] == "failure"
+    assert "nested flow failed: leaf: bad" in inst.circles["n1"].reason
     assert inst.status == "failed"
     engine.reset(inst, "n1.leaf", "self")
     assert states(inst)["n1"] == "waiting" and engine.ready(inst) == ["n1.leaf"]
