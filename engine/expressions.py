@@ -247,36 +247,36 @@ def _logic(parts: tuple[Node, ...], is_or: bool) -> Node:
     return node
 
 
-def _negate(inner: Node, column: int) -> Node:
+def _negate(inner: Node, at: str) -> Node:
     def node(resolve: Resolver, now: datetime) -> Any:
         value = inner(resolve, now)
         if not _is_num(value):
-            raise _Fail(f"unary '-' needs a number, got {_kind(value)} (column {column})")
+            raise _Fail(f"unary '-' needs a number, got {_kind(value)} ({at})")
         return -value
     return node
 
 
-def _chain(first: Node, steps: tuple[tuple[BinaryOp, Node, int], ...]) -> Node:
+def _chain(first: Node, steps: tuple[tuple[BinaryOp, Node, str], ...]) -> Node:
     """A flat left-to-right loop, so `1+1+...+1` never recurses once per operator."""
     def node(resolve: Resolver, now: datetime) -> Any:
         acc = first(resolve, now)
-        for op, right, column in steps:
+        for op, right, at in steps:
             value = right(resolve, now)
             try:
                 acc = op(acc, value)
             except _RUNTIME_ERRORS as exc:
-                raise _Fail(f"{exc} (column {column})") from None
+                raise _Fail(f"{exc} ({at})") from None
         return acc
     return node
 
 
-def _call(name: str, column: int, fn: Callable[..., Any], args: tuple[Node, ...]) -> Node:
+def _call(name: str, at: str, fn: Callable[..., Any], args: tuple[Node, ...]) -> Node:
     def node(resolve: Resolver, now: datetime) -> Any:
         values = [arg(resolve, now) for arg in args]
         try:
             return fn(values, now)
         except _RUNTIME_ERRORS as exc:
-            raise _Fail(f"{name}() at column {column}: {exc}") from None
+            raise _Fail(f"{name}() at {at}: {exc}") from None
     return node
 
 
@@ -287,6 +287,9 @@ class _Compiler:
         self.source = source
         self.refs: dict[tuple[str, ...], None] = {}  # an ordered set
         self.consts: dict[Node, Any] = {}
+
+    def at(self, tok: Token) -> str:
+        return _where(self.source, tok.line, tok.column)
 
     def const(self, value: Any) -> Node:
         def node(resolve: Resolver, now: datetime) -> Any:
@@ -311,13 +314,13 @@ class _Compiler:
             inner = self.compile(kids[0], depth)
             return lambda resolve, now: not inner(resolve, now)
         if kind == "neg":
-            return _negate(self.compile(kids[1], depth), kids[0].column)
+            return _negate(self.compile(kids[1], depth), self.at(kids[0]))
         if kind == "call":
             return self.call(kids[0], [self.compile(k, depth) for k in kids[1:] if k is not None])
         first, steps = self.compile(kids[0], depth), []
         for op, right_tree in zip(kids[1::2], kids[2::2], strict=True):
             right = self.compile(right_tree, depth)
-            steps.append((self.binary(op, right), right, op.column))
+            steps.append((self.binary(op, right), right, self.at(op)))
         return _chain(first, tuple(steps))
 
     def binary(self, op: Token, right: Node) -> BinaryOp:
@@ -328,20 +331,20 @@ class _Compiler:
             try:
                 fixed = _regex(self.consts[right])
             except (TypeError, ValueError) as exc:
-                raise ExpressionError(f"{exc} (column {op.column})", self.source) from None
+                raise ExpressionError(f"{exc} ({self.at(op)})", self.source) from None
         return _matcher(op == "!~", fixed)
 
     def call(self, name: Token, args: list[Node]) -> Node:
         if name not in _FUNCTIONS:
-            raise ExpressionError(f"unknown function '{name}' at column {name.column} "
+            raise ExpressionError(f"unknown function '{name}' at {self.at(name)} "
                                   f"(known: {', '.join(sorted(_FUNCTIONS))})", self.source)
         low, high, fn = _FUNCTIONS[name]
         if len(args) < low or (high is not None and len(args) > high):
             want = f"{low}" if low == high else f"at least {low}"
             noun = "argument" if low == 1 else "arguments"
             raise ExpressionError(f"function '{name}' takes {want} {noun}, got {len(args)} "
-                                  f"(column {name.column})", self.source)
-        return _call(str(name), name.column, fn, tuple(args))
+                                  f"({self.at(name)})", self.source)
+        return _call(str(name), self.at(name), fn, tuple(args))
 
     def token(self, tok: Token) -> Node:
         if tok.type == "VAR":
@@ -358,6 +361,10 @@ class _Compiler:
 def _unescape(match: re.Match[str]) -> str:
     code = match.group(1)
     return chr(int(code[1:], 16)) if len(code) == 5 else _ESCAPES.get(code, "\\" + code)
+
+
+def _where(source: str, line: int, column: int) -> str:
+    return f"line {line}, column {column}" if "\n" in source else f"column {column}"
 
 
 def _expected(names: set[str]) -> str:
@@ -377,11 +384,8 @@ def _expected(names: set[str]) -> str:
 
 def _syntax_error(source: str, exc: LarkError) -> ExpressionError:
     """Rephrase lark's exception as one line naming the position and what was expected."""
-    def where(line: int, column: int) -> str:
-        return f"line {line}, column {column}" if "\n" in source else f"column {column}"
-
     if isinstance(exc, UnexpectedCharacters):
-        at = where(exc.line, exc.column)
+        at = _where(source, exc.line, exc.column)
         if exc.char == "$":
             message = (f"malformed variable reference at {at}: write ${{name}} or "
                        "${a.b.0}, with no spaces inside the braces")
@@ -394,7 +398,7 @@ def _syntax_error(source: str, exc: LarkError) -> ExpressionError:
         if tok.type == "$END":
             message = f"unexpected end of expression; expected {_expected(expected)}"
         else:
-            at = where(tok.line, tok.column)
+            at = _where(source, tok.line, tok.column)
             message = f"unexpected {str(tok)!r} at {at}; expected {_expected(expected)}"
         before = source[:len(source) if tok.type == "$END" else tok.start_pos]
         bare = re.search(r"([A-Za-z_][A-Za-z0-9_]*)\s*$", before)
