@@ -1,0 +1,91 @@
+"""`bpflow validate` (SPEC §3): output, --json shape and exit codes 0/1/2."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bpflow.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = sorted(str(p) for p in (ROOT / "upload" / "workflow").glob("*.json"))
+BROKEN = {"name": "broken", "circles": [
+    {"uri": "a", "deps": [["c"]]}, {"uri": "b", "deps": [["a"]]}, {"uri": "c", "deps": [["b"]]},
+    {"uri": "d", "deps": [["ghost"]], "retry": [-1]}, {"uri": "end", "deps": [["d"]]}]}
+
+
+def write(tmp_path: Path, name: str, body) -> str:
+    path = tmp_path / name
+    path.write_text(body if isinstance(body, str) else json.dumps(body))
+    return str(path)
+
+
+def test_examples_are_valid_and_print_their_analysis(capsys):
+    assert len(EXAMPLES) >= 4
+    assert main(["validate", *EXAMPLES]) == 0
+    out = capsys.readouterr().out
+    assert out.count(": valid") == len(EXAMPLES)
+    assert "terminal: done" in out and "longest path: 5" in out and "col 0: claim" in out
+
+
+def test_broken_file_lists_each_error_with_its_path(tmp_path, capsys):
+    assert main(["validate", write(tmp_path, "broken.json", BROKEN)]) == 1
+    out = capsys.readouterr().out
+    assert "invalid (6 errors)" in out
+    assert out.count("unreachable") == 3
+    assert "cycle" in out and "/circles/0/deps" in out and "a → b → c → a" in out
+    assert "unknown_dependency" in out and "/circles/3/deps/0/0" in out and "'ghost'" in out
+    assert "invalid_retry" in out and "/circles/3/retry" in out
+
+
+def test_json_output_one_object_for_one_file(tmp_path, capsys):
+    assert main(["validate", "--json", EXAMPLES[0]]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert set(result) == {"file", "valid", "errors", "analysis"}
+    assert result["valid"] is True and result["errors"] == []
+    assert {"entries", "terminal", "longest_path", "width", "layout"} <= set(result["analysis"])
+
+
+def test_json_output_list_in_argument_order(tmp_path, capsys):
+    bad = write(tmp_path, "broken.json", BROKEN)
+    assert main(["validate", bad, EXAMPLES[0], "--json"]) == 1
+    results = json.loads(capsys.readouterr().out)
+    assert [r["file"] for r in results] == [bad, EXAMPLES[0]]
+    assert results[0]["valid"] is False and results[0]["analysis"] is None
+    assert {e["code"] for e in results[0]["errors"]} == {"cycle", "unknown_dependency",
+                                                         "invalid_retry", "unreachable"}
+
+
+@pytest.mark.parametrize("content", [None, "{not json", b"\xff\xfe\x00"])
+def test_unreadable_input_exits_2_without_traceback(tmp_path, capsys, content):
+    path = tmp_path / "x.json"
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    elif content is not None:
+        path.write_text(content)
+    assert main(["validate", str(path), EXAMPLES[0]]) == 2
+    captured = capsys.readouterr()
+    assert "unreadable" in captured.out and "Traceback" not in captured.out + captured.err
+
+
+def test_templates_named_together_may_nest_each_other(tmp_path, capsys):
+    inner = write(tmp_path, "inner.json", {"name": "zz-inner", "circles": [{"uri": "x"}]})
+    outer = write(tmp_path, "outer.json", {"name": "zz-outer", "circles": [
+        {"uri": "sub", "box": {"action": {"type": "flow", "template": "zz-inner"}}}]})
+    assert main(["validate", outer]) == 1
+    assert "unknown_template" in capsys.readouterr().out
+    assert main(["validate", outer, inner]) == 0
+
+
+def test_console_script_runs_the_same_command(tmp_path):
+    exe = shutil.which("bpflow", path=str(Path(sys.executable).parent))
+    assert exe, "the bpflow console script is installed with the package"
+    done = subprocess.run([exe, "validate", "--json", write(tmp_path, "b.json", BROKEN)],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1 and json.loads(done.stdout)["valid"] is False
+    assert done.stderr == ""
