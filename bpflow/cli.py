@@ -1,4 +1,4 @@
-"""The `bpflow` command line (SPEC §7)."""
+"""The `bpflow` command line (SPEC §7); heavy imports wait for the command that needs them."""
 
 from __future__ import annotations
 
@@ -103,12 +103,109 @@ def _describe(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def db_upgrade(url: str | None) -> int:
+    from bpflow.schema import upgrade
+    upgrade(url)
+    print("database is at the latest schema")
+    return EXIT_OK
+
+
+def import_dir(folder: str, url: str | None) -> int:
+    from bpflow.store import Store
+    from engine.errors import DefinitionError
+    if not Path(folder).is_dir():
+        print(f"bpflow: {folder} is not a folder", file=sys.stderr)
+        return EXIT_UNREADABLE
+    store = Store(url)
+    try:
+        for name, version, created in store.import_dir(folder):
+            print(f"{name}: version {version}" + (" (new)" if created else " (unchanged)"))
+    except DefinitionError as exc:
+        print(f"bpflow: a template is invalid: {exc}", file=sys.stderr)
+        return EXIT_INVALID
+    except (OSError, ValueError) as exc:
+        print(f"bpflow: cannot import {folder}: {exc}", file=sys.stderr)
+        return EXIT_UNREADABLE
+    finally:
+        store.close()
+    return EXIT_OK
+
+
+def user_add(name: str, roles: list[str], password_stdin: bool, url: str | None) -> int:
+    import secrets
+
+    from bpflow.store import Store
+    if password_stdin:
+        password = sys.stdin.readline().rstrip("\n")
+        if not password:
+            print("bpflow: empty password on stdin", file=sys.stderr)
+            return EXIT_INVALID
+        generated = False
+    else:
+        password, generated = secrets.token_urlsafe(12), True
+    store = Store(url)
+    try:
+        store.add_user(name, password, roles)
+    except ValueError as exc:
+        print(f"bpflow: {exc}", file=sys.stderr)
+        return EXIT_INVALID
+    finally:
+        store.close()
+    print(f"user {name} added with roles {', '.join(sorted(set(roles)))}")
+    if generated:
+        print(f"password: {password}")
+    return EXIT_OK
+
+
+def run_worker(url: str | None, once: bool, poll: float, lease: float) -> int:
+    import logging
+    import signal
+    import threading
+
+    from bpflow.store import Store
+    from bpflow.worker import Worker
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    store = Store(url)
+    worker = Worker(store, lease=lease)
+    if once:
+        print(f"worked on {worker.run_once()} instance(s)")
+        return EXIT_OK
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    worker.run_forever(stop, poll)
+    store.close()
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="bpflow", description="bpflow business-flow engine")
     sub = parser.add_subparsers(dest="command", required=True)
     val = sub.add_parser("validate", help="analyse template files (SPEC §3)")
     val.add_argument("files", nargs="+", metavar="FILE")
     val.add_argument("--json", action="store_true", help="print the result as JSON")
+    url_help = "database URL (default: $DATABASE_URL, else sqlite:///bpflow.db)"
+    db = sub.add_parser("db", help="database schema")
+    db_sub = db.add_subparsers(dest="db_command", required=True)
+    up = db_sub.add_parser("upgrade", help="create or migrate the schema")
+    up.add_argument("--url", help=url_help)
+    imp = sub.add_parser("import", help="load the *.json templates of DIR as versions")
+    imp.add_argument("dir", metavar="DIR")
+    imp.add_argument("--url", help=url_help)
+    user = sub.add_parser("user", help="users")
+    user_sub = user.add_subparsers(dest="user_command", required=True)
+    add = user_sub.add_parser("add", help="add a user")
+    add.add_argument("name", metavar="NAME")
+    add.add_argument("--role", action="append", choices=["user", "approver", "admin"],
+                     help="a role (repeatable; default: user)")
+    add.add_argument("--password-stdin", action="store_true",
+                     help="read the password from stdin (otherwise one is generated)")
+    add.add_argument("--url", help=url_help)
+    work = sub.add_parser("worker", help="run due timers, retries, timeouts and HTTP actions")
+    work.add_argument("--url", help=url_help)
+    work.add_argument("--once", action="store_true", help="one batch, then exit")
+    work.add_argument("--poll", type=float, default=0.5, help="idle poll interval (s)")
+    work.add_argument("--lease", type=float, default=60.0, help="lease per instance (s)")
     return parser
 
 
@@ -116,6 +213,20 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "validate":
         return validate(args.files, args.json)
+    from sqlalchemy.exc import SQLAlchemyError
+    try:
+        if args.command == "db":
+            return db_upgrade(args.url)
+        if args.command == "import":
+            return import_dir(args.dir, args.url)
+        if args.command == "user":
+            return user_add(args.name, args.role or ["user"], args.password_stdin, args.url)
+        if args.command == "worker":
+            return run_worker(args.url, args.once, args.poll, args.lease)
+    except SQLAlchemyError as exc:
+        print(f"bpflow: database error: {str(exc).splitlines()[0]}"
+              " (did you run `bpflow db upgrade`?)", file=sys.stderr)
+        return EXIT_UNREADABLE
     return EXIT_INVALID  # pragma: no cover - argparse rejects unknown commands
 
 

@@ -1,0 +1,130 @@
+"""The schema (SPEC §6) as plain SQLModel tables; Alembic migrations mirror it.
+
+Template versions are immutable once instantiated: the foreign key from instances
+refuses deletes, and triggers (see the initial migration) refuse updates and deletes
+of a version that has instances, even from raw SQL.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import JSON, Column, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlmodel import Field, SQLModel
+
+from bpflow.db import UTCDateTime
+
+
+def _time(nullable: bool = False, index: bool = False) -> Any:
+    return Field(default=None, sa_column=Column(UTCDateTime, nullable=nullable, index=index))
+
+
+def _json(nullable: bool = True) -> Any:
+    return Field(default=None, sa_column=Column(JSON, nullable=nullable))
+
+
+class User(SQLModel, table=True):
+    __tablename__ = "users"
+
+    id: int | None = Field(default=None, primary_key=True)
+    username: str = Field(sa_column=Column(String(100), nullable=False, unique=True))
+    password_hash: str = Field(sa_column=Column(String(255), nullable=False))
+    roles: list[str] = _json(nullable=False)
+    created_at: datetime = _time()
+
+
+class TemplateVersion(SQLModel, table=True):
+    __tablename__ = "templates"
+    __table_args__ = (UniqueConstraint("name", "version", name="uq_templates_name_version"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    name: str = Field(sa_column=Column(String(100), nullable=False, index=True))
+    version: int = Field(sa_column=Column(Integer, nullable=False))
+    body: dict[str, Any] = _json(nullable=False)
+    digest: str = Field(sa_column=Column(String(64), nullable=False))
+    created_at: datetime = _time()
+
+
+class InstanceRow(SQLModel, table=True):
+    __tablename__ = "instances"
+    __table_args__ = (Index("ix_instances_user_template", "user_id", "template"),)
+
+    id: str = Field(sa_column=Column(String(32), primary_key=True))
+    template_id: int = Field(sa_column=Column(
+        Integer, ForeignKey("templates.id", ondelete="RESTRICT"), nullable=False, index=True))
+    template: str = Field(sa_column=Column(String(100), nullable=False))
+    version: int = Field(sa_column=Column(Integer, nullable=False))
+    nested_versions: dict[str, int] = _json(nullable=False)
+    user_id: int | None = Field(default=None, sa_column=Column(
+        Integer, ForeignKey("users.id", ondelete="RESTRICT"), nullable=True))
+    user: dict[str, Any] = _json(nullable=False)
+    status: str = Field(sa_column=Column(String(20), nullable=False, index=True))
+    reason: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    inputs: dict[str, Any] = _json(nullable=False)
+    variables: dict[str, Any] = _json(nullable=False)
+    seq: int = Field(sa_column=Column(Integer, nullable=False))
+    lock_version: int = Field(sa_column=Column(Integer, nullable=False))
+    due_at: datetime | None = _time(nullable=True, index=True)
+    lease_owner: str | None = Field(default=None, sa_column=Column(String(100), nullable=True))
+    lease_until: datetime | None = _time(nullable=True)
+    created_at: datetime = _time()
+    updated_at: datetime = _time()
+
+
+class CircleStateRow(SQLModel, table=True):
+    __tablename__ = "circle_states"
+
+    instance_id: str = Field(sa_column=Column(
+        String(32), ForeignKey("instances.id", ondelete="CASCADE"), primary_key=True))
+    circle: str = Field(sa_column=Column(String(400), primary_key=True))
+    state: str = Field(sa_column=Column(String(10), nullable=False))
+    result: Any = _json()
+    reason: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    attempts: int = Field(sa_column=Column(Integer, nullable=False))
+    next_attempt_at: datetime | None = _time(nullable=True)
+    ready_at: datetime | None = _time(nullable=True)
+    due_at: datetime | None = _time(nullable=True)
+    epoch: int = Field(sa_column=Column(Integer, nullable=False))
+
+
+class EventRow(SQLModel, table=True):
+    __tablename__ = "events"
+    __table_args__ = (UniqueConstraint("instance_id", "seq", name="uq_events_instance_seq"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    instance_id: str = Field(sa_column=Column(
+        String(32), ForeignKey("instances.id", ondelete="CASCADE"), nullable=False))
+    seq: int = Field(sa_column=Column(Integer, nullable=False))
+    at: datetime = _time()
+    kind: str = Field(sa_column=Column(String(40), nullable=False))
+    actor: str | None = Field(default=None, sa_column=Column(String(100), nullable=True))
+    circle: str | None = Field(default=None, sa_column=Column(String(400), nullable=True))
+    before: Any = _json()
+    after: Any = _json()
+    data: Any = _json()
+
+
+class Mail(SQLModel, table=True):
+    __tablename__ = "mailbox"
+    __table_args__ = (Index("ix_mailbox_recipient_kind", "recipient_id", "kind"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    kind: str = Field(sa_column=Column(String(20), nullable=False))  # approval|message|guest
+    sender_id: int | None = Field(default=None, sa_column=Column(
+        Integer, ForeignKey("users.id", ondelete="RESTRICT"), nullable=True))
+    sender_name: str = Field(sa_column=Column(String(100), nullable=False))
+    recipient_id: int | None = Field(default=None, sa_column=Column(
+        Integer, ForeignKey("users.id", ondelete="RESTRICT"), nullable=True))
+    subject: str = Field(sa_column=Column(String(300), nullable=False))
+    body: str = Field(sa_column=Column(Text, nullable=False))
+    payload: Any = _json()
+    signature: str | None = Field(default=None, sa_column=Column(String(128), nullable=True))
+    decision: str | None = Field(default=None, sa_column=Column(String(20), nullable=True))
+    comment: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    instance_id: str | None = Field(default=None, sa_column=Column(
+        String(32), ForeignKey("instances.id", ondelete="RESTRICT"), nullable=True))
+    circle: str | None = Field(default=None, sa_column=Column(String(400), nullable=True))
+    created_at: datetime = _time()
+    updated_at: datetime | None = _time(nullable=True)
+    read_at: datetime | None = _time(nullable=True)

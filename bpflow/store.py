@@ -1,0 +1,463 @@
+"""The SQL store: every engine transition persisted atomically, one writer per instance.
+
+An operation runs against the instance in memory, then one transaction writes the
+instance row with a compare-and-set on `lock_version`, the changed circle rows and the
+new history events: all of it commits, or none of it. A lost race is re-run on fresh
+state (where a used bookmark is refused), so updates are never lost nor applied twice,
+across threads, processes and machines. Instances this process wrote last are kept in a
+small cache and re-read only when the compare-and-set says someone else wrote since.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import uuid
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, TypeVar
+
+from sqlalchemy import bindparam, func, insert, or_, select, update
+from sqlalchemy.exc import IntegrityError
+
+from bpflow.db import make_engine
+from bpflow.models import CircleStateRow, EventRow, InstanceRow, TemplateVersion, User
+from bpflow.security import check_password, derive, hash_password, load_secret
+from engine.analysis import analyze
+from engine.errors import BpflowError, DefinitionError, TransitionError
+from engine.instance import WAITING, CircleRun, Event, Instance
+from engine.model import Template
+from engine.runtime import Engine, utcnow
+
+T = TypeVar("T")
+ROLES = ("user", "approver", "admin")
+instances_t = InstanceRow.__table__
+circles_t = CircleStateRow.__table__
+events_t = EventRow.__table__
+templates_t = TemplateVersion.__table__
+users_t = User.__table__
+CIRCLE_COLUMNS = ("state", "result", "reason", "attempts", "next_attempt_at", "ready_at",
+                  "due_at", "epoch")
+
+
+class NotFound(BpflowError, LookupError):
+    """No such instance, template or user."""
+
+
+class Conflict(BpflowError):
+    """The instance kept changing under us; the caller may try again (HTTP 409)."""
+
+
+class _Lost(Exception):
+    """Our compare-and-set lost against another writer."""
+
+
+@dataclass
+class _Loaded:
+    inst: Instance
+    lock_version: int
+    circles: dict[str, dict[str, Any]]  # circle rows as last written, to write only changes
+
+
+def digest(body: dict[str, Any]) -> str:
+    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+class Store:
+    """Templates, instances, users and history in one SQL database."""
+
+    def __init__(self, url: str | None = None, *, secret: bytes | None = None,
+                 clock: Callable[[], datetime] = utcnow, worker_actions: Iterable[str] = ("http",),
+                 cache_size: int = 2048):
+        self.db = make_engine(url)
+        self.postgres = self.db.dialect.name == "postgresql"
+        self.secret = secret or load_secret()
+        self.clock = clock
+        self.engine = Engine(derive(self.secret, "bookmarks"), clock)
+        self.worker_actions = frozenset(worker_actions)
+        self._templates: dict[tuple[int, tuple[tuple[str, int], ...]], Template] = {}
+        self._cache: OrderedDict[str, _Loaded] = OrderedDict()
+        self._cache_size = cache_size
+        self._lock = threading.Lock()
+
+    def close(self) -> None:
+        self.db.dispose()
+
+    def _read(self):
+        """A connection for reads (SQLite: a deferred transaction, no write lock)."""
+        return self.db.connect().execution_options(sqlite_begin="DEFERRED")
+
+    # ------------------------------------------------------------- templates
+    def put_template(self, body: Any) -> tuple[int, bool]:
+        """Store `body` as a new version unless identical to the latest: (version, created)."""
+        report = analyze(body, self.latest_body)
+        if not report.valid:
+            raise DefinitionError(report.errors)
+        name, fingerprint = body["name"], digest(body)
+        for _ in range(5):
+            with self.db.begin() as conn:
+                latest = conn.execute(
+                    select(templates_t.c.version, templates_t.c.digest)
+                    .where(templates_t.c.name == name)
+                    .order_by(templates_t.c.version.desc()).limit(1)).first()
+                if latest is not None and latest.digest == fingerprint:
+                    return latest.version, False
+                version = latest.version + 1 if latest else 1
+                try:
+                    conn.execute(insert(templates_t).values(
+                        name=name, version=version, body=body, digest=fingerprint,
+                        created_at=self.clock()))
+                except IntegrityError:  # a concurrent upload took this number
+                    conn.rollback()
+                    continue
+                return version, True
+        raise Conflict(f"template '{name}' is being uploaded concurrently; try again")
+
+    def latest_body(self, name: str) -> dict[str, Any] | None:
+        row = self._template_row(name)
+        return row.body if row else None
+
+    def _template_row(self, name: str, version: int | None = None):
+        q = select(templates_t).where(templates_t.c.name == name)
+        q = q.where(templates_t.c.version == version) if version is not None else \
+            q.order_by(templates_t.c.version.desc()).limit(1)
+        with self._read() as conn:
+            return conn.execute(q).first()
+
+    def template_versions(self) -> dict[str, list[int]]:
+        with self._read() as conn:
+            rows = conn.execute(select(templates_t.c.name, templates_t.c.version)
+                                .order_by(templates_t.c.name, templates_t.c.version)).all()
+        out: dict[str, list[int]] = {}
+        for name, version in rows:
+            out.setdefault(name, []).append(version)
+        return out
+
+    def locked_versions(self, name: str) -> set[int]:
+        """Versions of `name` that have instances (and so can never change)."""
+        q = (select(instances_t.c.version).where(instances_t.c.template == name).distinct())
+        with self._read() as conn:
+            return set(conn.execute(q).scalars())
+
+    def template(self, name: str, version: int | None = None) -> tuple[int, Template]:
+        """(version, Template); nested templates resolved at their latest versions."""
+        row = self._template_row(name, version)
+        if row is None:
+            raise NotFound(f"no template '{name}'" + (f" version {version}" if version else ""))
+        template, _ = self._build(row, None)
+        return row.version, template
+
+    def _build(self, row, pinned: dict[str, int] | None) -> tuple[Template, dict[str, int]]:
+        """The Template of a version row with nested templates at `pinned` versions; with
+        None, at their latest versions, which are returned so an instance can pin them."""
+        if pinned is None:
+            pinned = self._latest_pins(row.body)
+        key = (row.id, tuple(sorted(pinned.items())))
+        template = self._templates.get(key)
+        if template is None:
+            def resolve(name: str) -> dict[str, Any] | None:
+                nested = self._template_row(name, pinned.get(name))
+                return nested.body if nested is not None else None
+
+            report = analyze(row.body, resolve)
+            if report.template is None:
+                raise DefinitionError(report.errors)
+            template = self._templates[key] = report.template
+        return template, dict(pinned)
+
+    def _latest_pins(self, body: dict[str, Any]) -> dict[str, int]:
+        """Latest version of every template nested (transitively) in `body`."""
+        pins: dict[str, int] = {}
+        todo = list(_nested_names(body))
+        while todo:
+            name = todo.pop()
+            if name in pins:
+                continue
+            row = self._template_row(name)
+            if row is not None:
+                pins[name] = row.version
+                todo.extend(_nested_names(row.body))
+        return pins
+
+    def import_dir(self, folder) -> list[tuple[str, int, bool]]:
+        """Load every `*.json` of `folder` as template versions; nested ones first."""
+        from pathlib import Path
+        bodies = {}
+        for path in sorted(Path(folder).glob("*.json")):
+            body = json.loads(path.read_text(encoding="utf-8"))
+            bodies[body.get("name", path.stem)] = body
+        done: list[tuple[str, int, bool]] = []
+        pending = dict(bodies)
+        while pending:
+            progressed = False
+            for name, body in list(pending.items()):
+                report = analyze(body, lambda n: self.latest_body(n))
+                missing = [e for e in report.errors if e["code"] == "unknown_template"]
+                if missing and any(n in pending for n in _nested_names(body)):
+                    continue  # wait for the nested template of this folder
+                version, created = self.put_template(body)
+                done.append((name, version, created))
+                del pending[name]
+                progressed = True
+            if not progressed:  # report the first that cannot be stored
+                self.put_template(next(iter(pending.values())))
+        return done
+
+    # ---------------------------------------------------------------- users
+    def add_user(self, username: str, password: str, roles: Iterable[str] = ("user",)) -> int:
+        roles = sorted(set(roles))
+        bad = [r for r in roles if r not in ROLES]
+        if bad or not roles:
+            raise ValueError(f"roles must be among {', '.join(ROLES)}")
+        if not username or len(username) > 100:
+            raise ValueError("a username has 1 to 100 characters")
+        try:
+            with self.db.begin() as conn:
+                return conn.execute(insert(users_t).values(
+                    username=username, password_hash=hash_password(password), roles=roles,
+                    created_at=self.clock())).inserted_primary_key[0]
+        except IntegrityError as exc:
+            raise ValueError(f"user '{username}' already exists") from exc
+
+    def user(self, username: str) -> dict[str, Any] | None:
+        with self._read() as conn:
+            row = conn.execute(select(users_t).where(users_t.c.username == username)).first()
+        return {"id": row.id, "username": row.username, "roles": list(row.roles)} if row else None
+
+    def authenticate(self, username: str, password: str) -> dict[str, Any] | None:
+        with self._read() as conn:
+            row = conn.execute(select(users_t).where(users_t.c.username == username)).first()
+        if row is None:
+            check_password(password, hash_password("timing"))  # same cost either way
+            return None
+        if not check_password(password, row.password_hash):
+            return None
+        return {"id": row.id, "username": row.username, "roles": list(row.roles)}
+
+    # ------------------------------------------------------------ instances
+    def start(self, name: str, inputs: dict[str, Any] | None = None,
+              user: dict[str, Any] | None = None, version: int | None = None) -> Instance:
+        row = self._template_row(name, version)
+        if row is None:
+            raise NotFound(f"no template '{name}'" + (f" version {version}" if version else ""))
+        template, nested = self._build(row, None)
+        user = user or {}
+        inst = self.engine.start(template, inputs, user, version=row.version,
+                                 actor=user.get("username"))
+        events = inst.drain_events()
+        circles = {cid: run.to_dict() for cid, run in inst.circles.items()}
+        with self.db.begin() as conn:
+            conn.execute(insert(instances_t).values(
+                id=inst.id, template_id=row.id, template=name, version=row.version,
+                nested_versions=nested, user_id=user.get("id"), user=user, status=inst.status,
+                reason=inst.reason, inputs=inst.inputs, variables=self.engine.variables(inst),
+                seq=inst.seq, lock_version=1, due_at=self._due_at(inst),
+                created_at=inst.created_at, updated_at=inst.updated_at))
+            conn.execute(insert(circles_t), [_circle_row(inst.id, cid, d)
+                                             for cid, d in circles.items()])
+            self._insert_events(conn, inst.id, events)
+        self._keep(_Loaded(inst, 1, circles))
+        return inst
+
+    def get(self, instance_id: str) -> Instance:
+        """A fresh copy of the instance as stored."""
+        return self._load(instance_id).inst
+
+    def apply(self, instance_id: str, op: Callable[[Engine, Instance], T],
+              retries: int = 30) -> T:
+        """Run `op` on the instance and persist what it did, as one atomic step."""
+        fresh = False
+        for _ in range(retries):
+            loaded = self._take(instance_id) if not fresh else None
+            if loaded is None:
+                loaded, fresh = self._load(instance_id), True
+            try:
+                value = op(self.engine, loaded.inst)
+            except BpflowError:
+                if fresh:
+                    raise  # refused on the stored state: a real refusal
+                fresh = True  # our copy may be stale: decide on the stored state
+                continue
+            events = loaded.inst.drain_events()
+            try:
+                self._save(loaded, events)
+            except _Lost:
+                fresh = True
+                continue
+            self._keep(loaded)
+            return value
+        raise Conflict(f"instance {instance_id} is changing too fast; try again")
+
+    def complete(self, instance_id: str, cid: str, bookmark: str, result: Any = None,
+                 actor: str | None = None) -> Instance:
+        return self.apply(instance_id, lambda e, i: (e.complete(i, cid, bookmark, result, actor),
+                                                     i)[1])
+
+    def fail(self, instance_id: str, cid: str, bookmark: str, reason: str,
+             actor: str | None = None) -> Instance:
+        return self.apply(instance_id, lambda e, i: (e.fail(i, cid, bookmark, reason, actor),
+                                                     i)[1])
+
+    def reset(self, instance_id: str, cid: str, scope: str = "self", levels: int | None = None,
+              actor: str | None = None) -> Instance:
+        return self.apply(instance_id, lambda e, i: (e.reset(i, cid, scope, levels, actor), i)[1])
+
+    def suspend(self, instance_id: str, actor: str | None = None) -> Instance:
+        return self.apply(instance_id, lambda e, i: (e.suspend(i, actor), i)[1])
+
+    def resume(self, instance_id: str, actor: str | None = None) -> Instance:
+        return self.apply(instance_id, lambda e, i: (e.resume(i, actor), i)[1])
+
+    def abort(self, instance_id: str, reason: str = "aborted",
+              actor: str | None = None) -> Instance:
+        return self.apply(instance_id, lambda e, i: (e.abort(i, reason, actor), i)[1])
+
+    def tick(self, instance_id: str) -> Instance:
+        return self.apply(instance_id, lambda e, i: (e.tick(i), i)[1])
+
+    def history(self, instance_id: str) -> list[dict[str, Any]]:
+        q = select(events_t).where(events_t.c.instance_id == instance_id).order_by(
+            events_t.c.seq)
+        with self._read() as conn:
+            rows = conn.execute(q).all()
+        return [Event(r.seq, r.at, r.kind, r.actor, r.circle, r.before, r.after,
+                      r.data or {}).to_dict() for r in rows]
+
+    # --------------------------------------------------------------- worker
+    def claim_due(self, owner: str, limit: int = 20, lease: float = 30.0) -> list[str]:
+        """Lease up to `limit` instances with due work; a crashed holder's lease expires."""
+        now = self.clock()
+        q = (select(instances_t.c.id)
+             .where(instances_t.c.due_at <= now,
+                    or_(instances_t.c.lease_until.is_(None), instances_t.c.lease_until < now))
+             .order_by(instances_t.c.due_at).limit(limit))
+        if self.postgres:
+            q = q.with_for_update(skip_locked=True)
+        with self.db.begin() as conn:
+            ids = list(conn.execute(q).scalars())
+            if ids:
+                conn.execute(update(instances_t).where(instances_t.c.id.in_(ids)).values(
+                    lease_owner=owner, lease_until=now + timedelta(seconds=lease)))
+        return ids
+
+    def release(self, instance_id: str, owner: str) -> None:
+        with self.db.begin() as conn:
+            conn.execute(update(instances_t).where(instances_t.c.id == instance_id,
+                                                   instances_t.c.lease_owner == owner)
+                         .values(lease_owner=None, lease_until=None))
+
+    def next_due(self) -> datetime | None:
+        with self._read() as conn:
+            return conn.execute(select(func.min(instances_t.c.due_at))).scalar()
+
+    def _due_at(self, inst: Instance) -> datetime | None:
+        """When a worker should look at the instance next: now if a ready circle runs on
+        the worker (an HTTP call), else the engine's next retry, timer or timeout."""
+        nodes = inst.template.plan.nodes
+        for cid in self.engine.ready(inst):
+            if nodes[cid].circle.box.action_type in self.worker_actions:
+                return inst.circles[cid].ready_at or self.clock()
+        return self.engine.wake_at(inst)
+
+    # ------------------------------------------------------------ internals
+    def _take(self, instance_id: str) -> _Loaded | None:
+        with self._lock:
+            return self._cache.pop(instance_id, None)
+
+    def _keep(self, loaded: _Loaded) -> None:
+        with self._lock:
+            self._cache[loaded.inst.id] = loaded
+            while len(self._cache) > self._cache_size:
+                self._cache.popitem(last=False)
+
+    def _load(self, instance_id: str) -> _Loaded:
+        with self._read() as conn:
+            row = conn.execute(select(instances_t).where(instances_t.c.id == instance_id)).first()
+            if row is None:
+                raise NotFound(f"no instance '{instance_id}'")
+            circle_rows = conn.execute(select(circles_t).where(
+                circles_t.c.instance_id == instance_id)).all()
+            trow = conn.execute(select(templates_t).where(
+                templates_t.c.id == row.template_id)).first()
+        template, _ = self._build(trow, dict(row.nested_versions))
+        inst = Instance(
+            id=row.id, template=template, status=row.status, inputs=row.inputs, user=row.user,
+            circles={r.circle: CircleRun(**{k: getattr(r, k) for k in CIRCLE_COLUMNS})
+                     for r in circle_rows},
+            created_at=row.created_at, updated_at=row.updated_at, version=row.version,
+            reason=row.reason, seq=row.seq)
+        return _Loaded(inst, row.lock_version,
+                       {cid: run.to_dict() for cid, run in inst.circles.items()})
+
+    def _save(self, loaded: _Loaded, events: list[Event]) -> None:
+        inst = loaded.inst
+        circles = {cid: run.to_dict() for cid, run in inst.circles.items()}
+        changed = [_circle_row(inst.id, cid, d, key="b_") for cid, d in circles.items()
+                   if loaded.circles.get(cid) != d]
+        with self.db.begin() as conn:
+            done = conn.execute(
+                update(instances_t)
+                .where(instances_t.c.id == inst.id,
+                       instances_t.c.lock_version == loaded.lock_version)
+                .values(status=inst.status, reason=inst.reason, seq=inst.seq,
+                        variables=self.engine.variables(inst), due_at=self._due_at(inst),
+                        lock_version=loaded.lock_version + 1, updated_at=inst.updated_at))
+            if done.rowcount != 1:
+                raise _Lost()
+            if changed:
+                conn.execute(
+                    update(circles_t)
+                    .where(circles_t.c.instance_id == bindparam("b_instance_id"),
+                           circles_t.c.circle == bindparam("b_circle"))
+                    .values({k: bindparam(f"b_{k}") for k in CIRCLE_COLUMNS}), changed)
+            self._insert_events(conn, inst.id, events)
+        loaded.lock_version += 1
+        loaded.circles = circles
+
+    def _insert_events(self, conn, instance_id: str, events: list[Event]) -> None:
+        if events:
+            conn.execute(insert(events_t), self._event_rows(instance_id, events))
+
+    @staticmethod
+    def _event_rows(instance_id: str, events: list[Event]) -> list[dict[str, Any]]:
+        return [{"instance_id": instance_id, "seq": e.seq, "at": e.at, "kind": e.kind,
+                 "actor": e.actor, "circle": e.circle, "before": e.before, "after": e.after,
+                 "data": e.data} for e in events]
+
+
+def _circle_row(instance_id: str, cid: str, data: dict[str, Any],
+                key: str = "") -> dict[str, Any]:
+    row = {f"{key}instance_id": instance_id, f"{key}circle": cid}
+    for k in CIRCLE_COLUMNS:
+        value = data[k]
+        if k in ("next_attempt_at", "ready_at", "due_at") and value is not None:
+            value = datetime.fromisoformat(value)
+        row[f"{key}{k}"] = value
+    return row
+
+
+def _nested_names(body: Any) -> set[str]:
+    """Names of templates nested by name anywhere in `body`."""
+    found: set[str] = set()
+    if isinstance(body, dict):
+        action = body.get("action")
+        if isinstance(action, dict) and action.get("type") == "flow" and \
+                isinstance(action.get("template"), str):
+            found.add(action["template"])
+        for value in body.values():
+            found |= _nested_names(value)
+    elif isinstance(body, list):
+        for value in body:
+            found |= _nested_names(value)
+    return found
+
+
+def new_id() -> str:
+    return uuid.uuid4().hex
+
+
+__all__ = ["Conflict", "NotFound", "Store", "TransitionError", "WAITING", "new_id"]

@@ -1,0 +1,131 @@
+"""The worker: leases instances with due work, lets time pass on them and runs their
+worker-side actions (HTTP calls), then releases them.
+
+Several workers can run at once: a lease is taken in one transaction (PostgreSQL
+`FOR UPDATE SKIP LOCKED`, SQLite's single writer), so an instance is worked on by one
+worker at a time. A worker that dies leaves its lease to expire; the instance is then due
+again and another worker picks it up, so nothing is lost.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from bpflow.actions import HANDLERS, Handler, Outcome
+from bpflow.store import NotFound, Store
+from engine.errors import BpflowError, VariableError
+from engine.instance import Instance
+from engine.runtime import Engine
+
+log = logging.getLogger("bpflow.worker")
+
+
+@dataclass(frozen=True)
+class Job:
+    instance_id: str
+    circle: str
+    action: dict[str, Any] | None  # None when rendering failed (reason says why)
+    bookmark: str
+    key: str  # idempotency key of this attempt
+    reason: str = ""
+
+
+class Worker:
+    def __init__(self, store: Store, name: str | None = None, lease: float = 60.0,
+                 handlers: dict[str, Handler] | None = None):
+        self.store = store
+        self.name = name or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+        self.lease = lease
+        self.handlers = handlers if handlers is not None else HANDLERS
+
+    def run_once(self, limit: int = 20) -> int:
+        """Work through one batch of due instances; returns how many were claimed."""
+        ids = self.store.claim_due(self.name, limit, self.lease)
+        for instance_id in ids:
+            try:
+                self.process(instance_id)
+            except NotFound:
+                pass
+            except BpflowError as exc:
+                log.warning("instance %s: %s", instance_id, exc)
+            finally:
+                self.store.release(instance_id, self.name)
+        return len(ids)
+
+    def process(self, instance_id: str) -> None:
+        jobs = self.store.apply(instance_id, self._due_jobs)
+        for job in jobs:
+            outcome = (Outcome(False, reason=job.reason) if job.action is None
+                       else self._run(job))
+            try:
+                if outcome.ok:
+                    self.store.complete(instance_id, job.circle, job.bookmark, outcome.result,
+                                        actor="worker")
+                else:
+                    self.store.fail(instance_id, job.circle, job.bookmark, outcome.reason,
+                                    actor="worker")
+            except BpflowError as exc:  # someone else moved the circle meanwhile
+                log.info("instance %s circle %s: result dropped: %s", instance_id, job.circle,
+                         exc)
+
+    def _run(self, job: Job) -> Outcome:
+        handler = self.handlers[job.action["type"]]
+        try:
+            return handler(job.action, job.key)
+        except Exception as exc:  # a bug in a handler fails the circle, not the worker
+            log.exception("handler for %s crashed", job.circle)
+            return Outcome(False, reason=f"internal error: {type(exc).__name__}: {exc}")
+
+    def _due_jobs(self, engine: Engine, inst: Instance) -> list[Job]:
+        """Inside the store's atomic step: let time pass, then list the actions to run."""
+        engine.tick(inst)
+        nodes = inst.template.plan.nodes
+        jobs = []
+        for cid in engine.ready(inst):
+            action = nodes[cid].circle.box.action
+            if not action or action["type"] not in self.handlers:
+                continue
+            run = inst.circles[cid]
+            key = f"{inst.id}:{cid}:{run.epoch}"
+            bookmark = engine.bookmark(inst, cid)
+            try:
+                jobs.append(Job(inst.id, cid, engine.render(inst, cid, action), bookmark, key))
+            except VariableError as exc:
+                jobs.append(Job(inst.id, cid, None, bookmark, key, reason=str(exc)))
+        return jobs
+
+    def run_forever(self, stop: threading.Event | None = None, poll: float = 0.5) -> None:
+        stop = stop or threading.Event()
+        log.info("worker %s started", self.name)
+        while not stop.is_set():
+            try:
+                busy = self.run_once()
+            except Exception:  # the database may be briefly unavailable: keep going
+                log.exception("worker batch failed")
+                busy = 0
+            if not busy:
+                stop.wait(self._idle_wait(poll))
+
+    def _idle_wait(self, poll: float) -> float:
+        """Sleep until the next due moment (at most `poll`); work already due but leased
+        by another worker is looked at again after `poll`."""
+        due = self.store.next_due()
+        if due is None:
+            return poll
+        wait = (due - self.store.clock()).total_seconds()
+        return poll if wait <= 0 else max(0.005, min(poll, wait))
+
+
+def start_in_thread(store: Store, **kwargs: Any) -> tuple[Worker, threading.Event]:
+    """The in-process worker the web backend runs beside its requests."""
+    worker, stop = Worker(store, **kwargs), threading.Event()
+    threading.Thread(target=worker.run_forever, args=(stop,), daemon=True,
+                     name="bpflow-worker").start()
+    return worker, stop
+
