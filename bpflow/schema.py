@@ -12,7 +12,8 @@ from bpflow.db import database_url, make_engine, normalize_url
 def alembic_config(url: str | None = None) -> Config:
     cfg = Config()
     cfg.set_main_option("script_location", "bpflow:migrations")
-    cfg.set_main_option("sqlalchemy.url", normalize_url(database_url(url)))
+    url = normalize_url(database_url(url))
+    cfg.set_main_option("sqlalchemy.url", url.replace("%", "%%"))  # configparser syntax
     return cfg
 
 
