@@ -46,19 +46,19 @@ def known_templates(dirs: tuple[Path, ...] = DEFAULT_TEMPLATE_DIRS) -> dict[str,
 
 
 def validate(files: list[str], as_json: bool) -> int:
-    bodies: dict[str, Any] = {}
+    bodies: list[tuple[str, Any]] = []
     results: list[dict[str, Any]] = []
     for name in files:
         try:
-            bodies[name] = read_template(Path(name))
+            bodies.append((name, read_template(Path(name))))
         except Unreadable as exc:
-            bodies[name] = exc
+            bodies.append((name, exc))
     registry = known_templates()
-    for body in bodies.values():  # templates named together may nest each other
+    for _, body in bodies:  # templates named together may nest each other
         if isinstance(body, dict) and isinstance(body.get("name"), str):
             registry[body["name"]] = body
     code = EXIT_OK
-    for name, body in bodies.items():
+    for name, body in bodies:
         if isinstance(body, Unreadable):
             code = EXIT_UNREADABLE
             results.append({"file": name, "valid": False, "errors": [

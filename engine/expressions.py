@@ -17,6 +17,7 @@ from lark import Lark, Token, Tree
 from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedToken
 
 from engine.errors import BpflowError, ExpressionError
+from engine.placeholders import as_text
 
 __all__ = ["MAX_DEPTH", "MAX_LENGTH", "Expression", "compile_expression", "evaluate"]
 
@@ -130,10 +131,11 @@ def _regex(pattern: Any) -> re.Pattern[str]:
 
 
 def _matcher(negate: bool, fixed: re.Pattern[str] | None) -> BinaryOp:
-    """`a ~ p` is re.search(p, str(a)); a literal pattern is compiled only once."""
+    """`a ~ p` searches p in `a` as text (as placeholders render it: null is empty,
+    booleans are true/false); a literal pattern is compiled only once."""
     def op(a: Any, pattern: Any) -> bool:
         regex = fixed if fixed is not None else _regex(pattern)
-        return (regex.search(str(a)) is None) is negate
+        return (regex.search(as_text(a)) is None) is negate
     return op
 
 
@@ -192,7 +194,7 @@ _FUNCTIONS: dict[str, Function] = {
     "len": _unary(len, lambda v: isinstance(v, str | list | tuple | dict), "a string or list"),
     "int": _unary(int),
     "float": _unary(float),
-    "str": _unary(str),
+    "str": _unary(as_text),
     "abs": _unary(abs, _is_num, "a number"),
     "lower": _unary(str.lower, lambda v: isinstance(v, str), "a string"),
     "upper": _unary(str.upper, lambda v: isinstance(v, str), "a string"),

@@ -26,6 +26,7 @@ class Node:
     succ: tuple[str, ...]
     children: tuple[str, ...]  # circles of the nested flow (flow circles only)
     inner_terminal: str | None  # terminal of the nested flow (flow circles only)
+    visible: dict[str, str]  # uri -> id of each ancestor `${uri...}` may read, innermost first
 
 
 class Plan:
@@ -35,9 +36,9 @@ class Plan:
         self.nodes: dict[str, Node] = {}
         self.order: list[str] = []  # deps before dependents, flow circles before children
         self.terminal = flow.terminal
-        self._add(flow, None)
+        self._add(flow, None, {})
 
-    def _add(self, flow: Flow, parent: str | None) -> list[str]:
+    def _add(self, flow: Flow, parent: str | None, outer: dict[str, str]) -> list[str]:
         prefix = f"{parent}." if parent else ""
         graph = nx.DiGraph()
         position = {c.uri: i for i, c in enumerate(flow.circles)}
@@ -49,9 +50,10 @@ class Plan:
             nid = prefix + uri
             ids.append(nid)
             self.order.append(nid)
+            visible = {**outer, **{a: prefix + a for a in nx.ancestors(graph, uri)}}
             children: list[str] = []
             if circle.flow is not None:
-                children = self._add(circle.flow, nid)
+                children = self._add(circle.flow, nid, visible)
             self.nodes[nid] = Node(
                 id=nid, circle=circle, parent=parent,
                 deps=tuple(tuple(prefix + d for d in g) for g in circle.deps),
@@ -59,6 +61,7 @@ class Plan:
                 succ=tuple(prefix + s for s in graph.successors(uri)),
                 children=tuple(children),
                 inner_terminal=f"{nid}.{circle.flow.terminal}" if circle.flow else None,
+                visible=visible,
             )
         return ids
 

@@ -17,7 +17,13 @@ from typing import Any
 from croniter import croniter
 
 from engine import bookmarks
-from engine.errors import BpflowError, ExpressionError, TransitionError, VariableError
+from engine.errors import (
+    BookmarkError,
+    BpflowError,
+    ExpressionError,
+    TransitionError,
+    VariableError,
+)
 from engine.expressions import compile_expression
 from engine.instance import (
     COMPLETED,
@@ -129,13 +135,13 @@ class Engine:
 
     def ready(self, inst: Instance) -> list[str]:
         """Circles waiting for the outside world now (a nested flow circle waits for its
-        own circles instead); empty unless the instance is active."""
+        own circles and a timer for the clock instead); empty unless the instance is active."""
         if inst.status not in ACTIVE:
             return []
         nodes = inst.template.plan.nodes
         return [cid for cid, st in self.statuses(inst).items()
                 if st == READY and inst.circles[cid].ready_at is not None
-                and not nodes[cid].children]
+                and not nodes[cid].children and nodes[cid].circle.box.action_type != "timer"]
 
     def bookmark(self, inst: Instance, cid: str) -> str:
         return bookmarks.make(self.key, inst.id, cid, inst.circles[cid].epoch)
@@ -161,7 +167,8 @@ class Engine:
                 if run.state == SUCCESS and plan.nodes[nid].parent is None}
 
     def resolve(self, inst: Instance, cid: str, path: tuple[str, ...]) -> Any:
-        """Value of `${path}` as seen from circle `cid` (innermost flow first)."""
+        """Value of `${path}` as seen from circle `cid`: its ancestors, then the ancestors
+        of the flow circles around it, innermost first (as the analysis checks)."""
         ref = ".".join(path)
         root, rest = path[0], path[1:]
         if root == "workflow":
@@ -171,19 +178,15 @@ class Engine:
         if root == "instance":
             return lookup({"id": inst.id, "template": inst.template.name,
                            "version": inst.version}, rest, ref)
-        plan: Plan = inst.template.plan
-        scope = plan.nodes[cid].parent
-        while True:
-            target = f"{scope}.{root}" if scope else root
-            if target in plan.nodes and plan.nodes[target].parent == scope:
-                run = inst.circles[target]
-                if run.state != SUCCESS:
-                    raise VariableError(ref, f"variable ${{{ref}}} is not set: circle '{target}'"
-                                             f" is {run.state}, it has no result")
-                return lookup(run.result, rest, ref)
-            if scope is None:
-                raise VariableError(ref)
-            scope = plan.nodes[scope].parent
+        target = inst.template.plan.nodes[cid].visible.get(root)
+        if target is None:
+            raise VariableError(ref, f"variable ${{{ref}}} is not set: '{root}' is not a"
+                                     " circle this one depends on")
+        run = inst.circles[target]
+        if run.state != SUCCESS:
+            raise VariableError(ref, f"variable ${{{ref}}} is not set: circle '{target}'"
+                                     f" is {run.state}, it has no result")
+        return lookup(run.result, rest, ref)
 
     def render(self, inst: Instance, cid: str, value: Any) -> Any:
         """`value` (a box, a text) with every `${...}` substituted as seen from `cid`."""
@@ -306,6 +309,9 @@ class Engine:
             raise TransitionError(f"instance is {inst.status}", instance=inst.id, circle=cid,
                                   state=run.state)
         bookmarks.verify(self.key, inst.id, cid, run.epoch, bookmark)
+        if run.state != WAITING:
+            raise BookmarkError(f"bookmark already used: circle '{cid}' is {run.state}",
+                                instance=inst.id, circle=cid, state=run.state)
         if cid not in self.ready(inst):
             raise TransitionError(f"circle '{cid}' is not ready (it is {run.state})",
                                   instance=inst.id, circle=cid, state=run.state)
@@ -455,7 +461,7 @@ class Engine:
     def _enter(self, inst: Instance, node: Node, actor: str | None) -> bool:
         """A circle becomes ready: check `when`, run what needs nobody, start timers."""
         run, circle, now = inst.circles[node.id], node.circle, self.clock()
-        run.ready_at = now
+        run.ready_at, run.next_attempt_at = now, None
         self._emit(inst, "circle_ready", actor, node.id, data={"attempt": run.attempts + 1})
         try:
             if circle.when is not None and not self._evaluate(inst, node.id, circle.when):

@@ -89,3 +89,8 @@ def test_console_script_runs_the_same_command(tmp_path):
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 1 and json.loads(done.stdout)["valid"] is False
     assert done.stderr == ""
+
+
+def test_a_file_named_twice_gives_two_results(capsys):
+    assert main(["validate", "--json", EXAMPLES[0], EXAMPLES[0]]) == 0
+    assert len(json.loads(capsys.readouterr().out)) == 2

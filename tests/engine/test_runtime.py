@@ -455,3 +455,28 @@ def test_engine_needs_a_key():
 def test_form_box_alone_waits_for_the_outside(engine):
     inst = engine.start(template(circle("a", box=FORM), circle("end", "a")))
     assert engine.ready(inst) == ["a"] and inst.circles["a"].state == "waiting"
+
+
+def test_nested_circle_reads_the_outer_ancestor_not_an_unrelated_inner_namesake(engine):
+    inner = [waits("a"), circle("b", box={"confirm": "${a.x}"}), circle("end", "a", "b")]
+    tpl = template(waits("a"), circle("sub", "a", box={"action": {"type": "flow",
+                                                                  "circles": inner}}),
+                   circle("end", "sub"))
+    inst = engine.start(tpl)
+    finish(engine, inst, "a", {"x": "outer"})
+    assert engine.render(inst, "sub.b", "${a.x}") == "outer"  # sub.a is no ancestor of sub.b
+
+
+def test_timers_are_driven_by_the_clock_not_completed_from_outside(engine):
+    inst = engine.start(template(circle("t", box={"action": {"type": "timer", "delay": 60}})))
+    assert engine.ready(inst) == [] and engine.view(inst)["t"]["bookmark"] is None
+    with pytest.raises(TransitionError, match="not ready"):
+        engine.complete(inst, "t", engine.bookmark(inst, "t"))
+
+
+def test_reused_bookmark_is_a_bookmark_error(engine):
+    inst = engine.start(template(waits("a"), circle("end", "a")))
+    mark = engine.bookmark(inst, "a")
+    engine.complete(inst, "a", mark)
+    with pytest.raises(BookmarkError, match="already used"):
+        engine.complete(inst, "a", mark)
