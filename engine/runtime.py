@@ -305,13 +305,13 @@ class Engine:
     def _claim(self, inst: Instance, cid: str, bookmark: str) -> Node:
         node = self._node(inst, cid)
         run = inst.circles[cid]
-        if inst.status not in ACTIVE:
-            raise TransitionError(f"instance is {inst.status}", instance=inst.id, circle=cid,
-                                  state=run.state)
         bookmarks.verify(self.key, inst.id, cid, run.epoch, bookmark)
         if run.state != WAITING:
             raise BookmarkError(f"bookmark already used: circle '{cid}' is {run.state}",
                                 instance=inst.id, circle=cid, state=run.state)
+        if inst.status not in ACTIVE:
+            raise TransitionError(f"instance is {inst.status}", instance=inst.id, circle=cid,
+                                  state=run.state)
         if cid not in self.ready(inst):
             raise TransitionError(f"circle '{cid}' is not ready (it is {run.state})",
                                   instance=inst.id, circle=cid, state=run.state)
