@@ -1,0 +1,112 @@
+"""The worker against a real local HTTP server: outcomes, exactly-once across two worker
+processes, and a worker killed mid-item whose work is picked up again."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from bpflow.store import Store
+from bpflow.worker import Worker
+from tests.http_server import LocalServer
+from tests.store.conftest import SECRET
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def http_flow(url: str, name: str = "call", **action) -> dict:
+    return {"name": name, "circles": [
+        {"uri": "call", "box": {"action": {"type": "http", "method": "POST", "url": url,
+                                           "json": {"n": "${workflow.input.n}"}, **action}}},
+        {"uri": "end", "deps": [["call"]]}]}
+
+
+@pytest.fixture
+def server():
+    with LocalServer() as s:
+        yield s
+
+
+def test_worker_runs_http_and_records_the_outcome(store, server):
+    store.put_template(http_flow(f"{server.url}/ok", "good"))
+    store.put_template(http_flow(f"{server.url}/status/500", "bad"))
+    store.put_template(http_flow("http://127.0.0.1:9/refused", "refused"))
+    store.put_template(http_flow(f"{server.url}/text", "text"))
+    good, bad = store.start("good", {"n": 5}), store.start("bad", {"n": 1})
+    refused, text = store.start("refused", {"n": 1}), store.start("text", {"n": 1})
+    worker = Worker(store, name="w")
+    assert worker.run_once() == 4
+    done = store.get(good.id)
+    assert done.status == "completed"
+    assert done.circles["call"].result == {"ok": True, "echo": {"n": 5}}  # number stayed
+    assert "HTTP 500" in store.get(bad.id).circles["call"].reason
+    assert "failed" in store.get(refused.id).circles["call"].reason
+    assert store.get(text.id).circles["call"].result == "plain answer"
+    keys = server.recorder.keys()
+    assert keys[f"{good.id}:call:0"] == 1
+    assert worker.run_once() == 0  # nothing left due
+
+
+def run_worker_process(db_url: str, *args: str) -> subprocess.Popen:
+    env = {**os.environ, "DATABASE_URL": db_url, "BPFLOW_SECRET": SECRET.decode()}
+    return subprocess.Popen([sys.executable, "-m", "bpflow.cli", "worker", *args], cwd=ROOT,
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            start_new_session=True)
+
+
+def wait_until(predicate, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+    proc.wait(timeout=20)
+
+
+def test_two_worker_processes_run_each_item_exactly_once(db_url, store, server):
+    store.put_template(http_flow(f"{server.url}/slow/0.02"))
+    ids = [store.start("call", {"n": i}).id for i in range(40)]
+    workers = [run_worker_process(db_url, "--poll", "0.05", "--lease", "30") for _ in range(2)]
+    try:
+        wait_until(lambda: all(store.get(i).status == "completed" for i in ids), 120,
+                   "all instances to complete")
+    finally:
+        for w in workers:
+            stop(w)
+    keys = server.recorder.keys()
+    assert sorted(keys) == sorted(f"{i}:call:0" for i in ids)
+    assert set(keys.values()) == {1}, "some item ran twice"
+
+
+def test_worker_killed_mid_item_leaves_it_to_be_picked_up_again(db_url, store, server):
+    store.put_template(http_flow(f"{server.url}/slow-once/30"))
+    iid = store.start("call", {"n": 1}).id
+    doomed = run_worker_process(db_url, "--poll", "0.05", "--lease", "2")
+    try:
+        wait_until(lambda: server.recorder.seen("/slow-once/30") == 1, 60,
+                   "the first worker to call the server")
+        os.killpg(doomed.pid, signal.SIGKILL)
+        doomed.wait(timeout=10)
+    finally:
+        stop(doomed)
+    assert store.get(iid).circles["call"].state == "waiting"  # nothing recorded yet
+    rescuer = Worker(Store(db_url, secret=SECRET), name="rescuer", lease=10)
+    assert rescuer.run_once() == 0  # the dead worker's lease still holds
+    wait_until(lambda: rescuer.run_once() == 1, 10, "the lease to expire")
+    final = store.get(iid)
+    assert final.status == "completed"
+    # the retried call carries the same idempotency key, so a receiver can de-duplicate
+    assert server.recorder.keys()[f"{iid}:call:0"] == 2
+    rescuer.store.close()
