@@ -17,7 +17,7 @@ PORT ?= 3000
 # Reflex would download bun itself, which cannot work here: use the one from npm.
 export REFLEX_BUN_PATH := $(BUN)
 
-.PHONY: help venv install bun chromium run test lint clean distclean
+.PHONY: help venv install bun chromium db run test lint clean distclean
 
 help:
 	@echo "make run        set up and serve the app on http://localhost:$(PORT)"
@@ -58,10 +58,13 @@ chromium:
 			|| { $$sudo apt-get update && $$sudo apt-get install -y chromium; }; \
 	fi
 
-# Later: prepare the database and demo data here before serving, e.g.
-#   bpflow db upgrade && bpflow import <templates dir>
-# (not called yet: those commands do not exist so far).
-run: install bun
+# The database is created or migrated and the example templates imported on every start
+# (both are no-ops when nothing changed).
+db: install
+	$(VENV)/bin/bpflow db upgrade
+	$(VENV)/bin/bpflow import upload/workflow
+
+run: install bun db
 	$(VENV)/bin/reflex run --env prod --single-port --frontend-port $(PORT) --backend-port $(PORT)
 
 test: install bun chromium

@@ -6,7 +6,7 @@ as JSON; the template itself is never copied into an instance.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -51,10 +51,9 @@ class CircleRun:
                 "attempts": self.attempts}
 
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        for key in _TIMES:
-            data[key] = iso(data[key])
-        return data
+        return {"state": self.state, "result": self.result, "reason": self.reason,
+                "attempts": self.attempts, "next_attempt_at": iso(self.next_attempt_at),
+                "ready_at": iso(self.ready_at), "due_at": iso(self.due_at), "epoch": self.epoch}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CircleRun:
@@ -97,6 +96,9 @@ class Instance:
     reason: str | None = None  # why the instance failed or was terminated
     seq: int = 0  # number of the last event
     events: list[Event] = field(default_factory=list)  # events not yet drained
+    # statuses as computed at (seq, time, valid until): every change of a circle emits an
+    # event, so the event counter tells whether they are still current
+    memo: tuple[Any, ...] | None = field(default=None, repr=False, compare=False)
 
     def drain_events(self) -> list[Event]:
         """Hand the new events to a store, which appends them to the history."""

@@ -91,13 +91,19 @@ class Engine:
     # ----------------------------------------------------------------- queries
     def statuses(self, inst: Instance) -> dict[str, str]:
         """What each waiting circle is: ready, pending, scheduled, blocked or dead."""
-        plan: Plan = inst.template.plan
         now = self.clock()
+        memo = inst.memo
+        if memo is not None and memo[0] == inst.seq and memo[1] <= now < memo[2]:
+            return memo[3]  # nothing changed and no retry fell due since
+        plan: Plan = inst.template.plan
         out: dict[str, str] = {}
         for nid in plan.order:
             run = inst.circles[nid]
             if run.state == WAITING:
                 out[nid] = self._status(plan.nodes[nid], inst, out, now)
+        until = min((inst.circles[c].next_attempt_at for c, st in out.items() if st == SCHEDULED),
+                    default=datetime.max.replace(tzinfo=UTC))
+        inst.memo = (inst.seq, now, until, out)
         return out
 
     def _status(self, node: Node, inst: Instance, known: dict[str, str], now: datetime) -> str:

@@ -94,3 +94,45 @@ def test_console_script_runs_the_same_command(tmp_path):
 def test_a_file_named_twice_gives_two_results(capsys):
     assert main(["validate", "--json", EXAMPLES[0], EXAMPLES[0]]) == 0
     assert len(json.loads(capsys.readouterr().out)) == 2
+
+
+def run_cli(*args: str, env_extra: dict | None = None, stdin: str | None = None,
+            cwd: Path | None = None):
+    import os
+    env = {**os.environ, **(env_extra or {})}
+    return subprocess.run([sys.executable, "-m", "bpflow.cli", *args], capture_output=True,
+                          text=True, input=stdin, env=env, cwd=cwd or ROOT, timeout=120)
+
+
+def test_db_upgrade_import_and_user_add(tmp_path):
+    env = {"DATABASE_URL": f"sqlite:///{tmp_path / 'cli.db'}",
+           "BPFLOW_HOME": str(tmp_path / "home")}
+    env.pop("BPFLOW_SECRET", None)
+    assert run_cli("db", "upgrade", env_extra=env).returncode == 0
+    first = run_cli("import", "upload/workflow", env_extra=env)
+    assert first.returncode == 0 and "reimbursement: version 1 (new)" in first.stdout
+    again = run_cli("import", "upload/workflow", env_extra=env)
+    assert "reimbursement: version 1 (unchanged)" in again.stdout
+    added = run_cli("user", "add", "ann", "--role", "approver", "--password-stdin",
+                    env_extra=env, stdin="s3cret\n")
+    assert added.returncode == 0 and "password" not in added.stdout
+    generated = run_cli("user", "add", "bob", env_extra=env)
+    assert generated.returncode == 0 and "password: " in generated.stdout
+    dup = run_cli("user", "add", "bob", env_extra=env)
+    assert dup.returncode == 1 and "already exists" in dup.stderr
+    from bpflow.store import Store
+    store = Store(env["DATABASE_URL"], secret=b"x")
+    try:
+        assert store.authenticate("ann", "s3cret")["roles"] == ["approver"]
+        password = generated.stdout.split("password: ")[1].strip()
+        assert store.authenticate("bob", password)["roles"] == ["user"]
+    finally:
+        store.close()
+
+
+def test_cli_database_errors_are_readable(tmp_path):
+    env = {"DATABASE_URL": f"sqlite:///{tmp_path / 'empty.db'}"}
+    done = run_cli("import", "upload/workflow", env_extra=env)
+    assert done.returncode == 2 and "bpflow db upgrade" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert run_cli("import", str(tmp_path / "missing"), env_extra=env).returncode == 2
