@@ -6,6 +6,8 @@ approver mailbox come later, each as its own page module.
 
 import reflex as rx
 
+from bpflow.services import lifespan
+
 TAGLINE = "Business flows drawn as circles and arrows."
 
 
@@ -77,4 +79,5 @@ def index() -> rx.Component:
 
 # The Radix theme is configured in rxconfig.py (RadixThemesPlugin).
 app = rx.App()
+app.register_lifespan_task(lifespan)
 app.add_page(index, title="bpflow", description=TAGLINE)

@@ -1,0 +1,54 @@
+"""Process-wide services of the web backend: one Store, the database prepared on start,
+and the in-process worker beside the requests (more workers can run with `bpflow worker`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import threading
+from pathlib import Path
+
+from bpflow.schema import upgrade
+from bpflow.store import Store
+from bpflow.worker import start_in_thread
+
+log = logging.getLogger("bpflow")
+TEMPLATES = Path(__file__).resolve().parents[1] / "upload" / "workflow"
+_store: Store | None = None
+_lock = threading.Lock()
+
+
+def get_store() -> Store:
+    global _store
+    with _lock:
+        if _store is None:
+            _store = Store()
+        return _store
+
+
+def prepare(store: Store | None = None) -> Store:
+    """Migrate the schema and import upload/workflow/ (both no-ops when up to date)."""
+    upgrade(os.environ.get("DATABASE_URL"))
+    store = store or get_store()
+    if TEMPLATES.is_dir():
+        for name, version, created in store.import_dir(TEMPLATES):
+            if created:
+                log.info("imported template %s version %s", name, version)
+    return store
+
+
+@contextlib.asynccontextmanager
+async def lifespan():
+    """Reflex lifespan task: prepare the database, then run the in-process worker."""
+    import asyncio
+    store = await asyncio.to_thread(prepare)
+    stop = None
+    if os.environ.get("BPFLOW_INPROCESS_WORKER", "1") != "0":
+        _, stop = start_in_thread(store)
+    try:
+        yield
+    finally:
+        if stop is not None:
+            stop.set()
