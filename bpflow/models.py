@@ -86,6 +86,7 @@ class CircleStateRow(SQLModel, table=True):
     ready_at: datetime | None = _time(nullable=True)
     due_at: datetime | None = _time(nullable=True)
     epoch: int = Field(sa_column=Column(Integer, nullable=False))
+    pending: Any = _json()
 
 
 class EventRow(SQLModel, table=True):
@@ -107,7 +108,11 @@ class EventRow(SQLModel, table=True):
 
 class Mail(SQLModel, table=True):
     __tablename__ = "mailbox"
-    __table_args__ = (Index("ix_mailbox_recipient_kind", "recipient_id", "kind"),)
+    __table_args__ = (
+        Index("ix_mailbox_recipient_kind", "recipient_id", "kind"),
+        Index("uq_mailbox_request", "instance_id", "circle", "epoch", "recipient_id",
+              unique=True),  # one request mail per attempt and recipient
+    )
 
     id: int | None = Field(default=None, primary_key=True)
     kind: str = Field(sa_column=Column(String(20), nullable=False))  # approval|message|guest
@@ -120,11 +125,16 @@ class Mail(SQLModel, table=True):
     body: str = Field(sa_column=Column(Text, nullable=False))
     payload: Any = _json()
     signature: str | None = Field(default=None, sa_column=Column(String(128), nullable=True))
+    decision_signature: str | None = Field(default=None, sa_column=Column(String(128),
+                                                                          nullable=True))
     decision: str | None = Field(default=None, sa_column=Column(String(20), nullable=True))
     comment: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
     instance_id: str | None = Field(default=None, sa_column=Column(
         String(32), ForeignKey("instances.id", ondelete="RESTRICT"), nullable=True))
     circle: str | None = Field(default=None, sa_column=Column(String(400), nullable=True))
+    epoch: int | None = Field(default=None, sa_column=Column(Integer, nullable=True))
+    client: str | None = Field(default=None, sa_column=Column(String(64), nullable=True,
+                                                              index=True))  # guests: hashed IP
     created_at: datetime = _time()
     updated_at: datetime | None = _time(nullable=True)
     read_at: datetime | None = _time(nullable=True)

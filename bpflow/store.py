@@ -41,7 +41,7 @@ events_t = EventRow.__table__
 templates_t = TemplateVersion.__table__
 users_t = User.__table__
 CIRCLE_COLUMNS = ("state", "result", "reason", "attempts", "next_attempt_at", "ready_at",
-                  "due_at", "epoch")
+                  "due_at", "epoch", "pending")
 
 
 class NotFound(BpflowError, LookupError):
@@ -366,7 +366,8 @@ class Store:
         the worker (an HTTP call), else the engine's next retry, timer or timeout."""
         nodes = inst.template.plan.nodes
         for cid in self.engine.ready(inst):
-            if nodes[cid].circle.box.action_type in self.worker_actions:
+            if nodes[cid].circle.box.action_type in self.worker_actions and \
+                    _worker_may_run(nodes[cid].circle, inst.circles[cid].pending):
                 return inst.circles[cid].ready_at or self.clock()
         return self.engine.wake_at(inst)
 
@@ -460,6 +461,15 @@ def _circle_row(instance_id: str, cid: str, data: dict[str, Any]) -> dict[str, A
     return row
 
 
+def _worker_may_run(circle, pending: dict[str, Any] | None) -> bool:
+    """A worker action runs once its input is there: at once without a form, after the
+    form was submitted (staged as pending `form`) otherwise; an action that has started
+    (approval mail sent) waits for the outside world."""
+    if circle.box.form:
+        return pending is not None and set(pending) == {"form"}
+    return pending is None
+
+
 def _prefixed(row: dict[str, Any]) -> dict[str, Any]:
     return {f"b_{k}": v for k, v in row.items()}
 
@@ -478,7 +488,7 @@ class _SqliteWriter:
     EVENT = ("INSERT INTO events (instance_id, seq, at, kind, actor, circle, before, after,"
              " data) VALUES (:instance_id, :seq, :at, :kind, :actor, :circle, :before, :after,"
              " :data)")
-    JSON = {"variables", "result", "before", "after", "data"}
+    JSON = {"variables", "result", "before", "after", "data", "pending"}
 
     def __init__(self, path: str):
         self.path = path

@@ -249,7 +249,14 @@ def _check_circle(c: dict[str, Any], ptr: str, ancestors: frozenset[str], ctx: _
             for bad in malformed(text):
                 rep.add("invalid_expression", where, f"malformed placeholder '{bad}'")
             refs += [(where, path) for path in references(text)]
+    fields = {f.get("name") for f in (box or {}).get("form", []) if isinstance(f, dict)} \
+        if isinstance(box, dict) and isinstance(box.get("form"), list) else set()
     for where, path in refs:
+        if path[0] == "form" and fields and where.startswith(f"{ptr}/box/action"):
+            if len(path) > 1 and path[1] not in fields:
+                rep.add("unknown_variable", where, f"circle '{c['uri']}': ${{form.{path[1]}}}"
+                        " names no field of this circle's form")
+            continue  # the action layer reads the form it sits under
         problem = _unknown_variable(path, ancestors, ctx.inputs)
         if problem:
             rep.add("unknown_variable", where, f"circle '{c['uri']}': {problem}")

@@ -28,6 +28,15 @@ def check_box(box: dict[str, Any]) -> Problems:
         if "confirm" in box:
             problems.append(("/confirm", "a box holds a form or a confirmation, not both"))
     action = box.get("action")
+    kind = action.get("type") if isinstance(action, dict) else None
+    if isinstance(form, list) and kind != "auth":
+        problems += [(f"/form/{i}/type", "password fields only feed an auth action; they are"
+                      " never stored, so no other box could read them")
+                     for i, f in enumerate(form) if isinstance(f, dict)
+                     and f.get("type") == "password"]
+    if isinstance(form, list) and kind in ("compute", "timer", "flow"):
+        problems.append(("/form", f"a form cannot feed a {kind} action (it runs without"
+                                  " anyone's input)"))
     if isinstance(action, dict) and isinstance(action.get("type"), str):
         kind = action["type"]
         if kind not in ACTION_TYPES:

@@ -40,11 +40,12 @@ class CircleRun:
     ready_at: datetime | None = None  # when the current attempt became ready
     due_at: datetime | None = None  # when a ready timer fires
     epoch: int = 0  # moves on at every new attempt; bookmarks are bound to it
+    pending: dict[str, Any] | None = None  # the action layer's progress in this attempt
 
     @property
     def pristine(self) -> bool:
         return (self.state == WAITING and self.attempts == 0 and self.ready_at is None
-                and self.next_attempt_at is None)
+                and self.next_attempt_at is None and self.pending is None)
 
     def snapshot(self) -> dict[str, Any]:
         return {"state": self.state, "result": self.result, "reason": self.reason,
@@ -53,7 +54,8 @@ class CircleRun:
     def to_dict(self) -> dict[str, Any]:
         return {"state": self.state, "result": self.result, "reason": self.reason,
                 "attempts": self.attempts, "next_attempt_at": iso(self.next_attempt_at),
-                "ready_at": iso(self.ready_at), "due_at": iso(self.due_at), "epoch": self.epoch}
+                "ready_at": iso(self.ready_at), "due_at": iso(self.due_at), "epoch": self.epoch,
+                "pending": self.pending}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CircleRun:

@@ -194,9 +194,15 @@ class Engine:
                                      f" is {run.state}, it has no result")
         return lookup(run.result, rest, ref)
 
-    def render(self, inst: Instance, cid: str, value: Any) -> Any:
-        """`value` (a box, a text) with every `${...}` substituted as seen from `cid`."""
-        return substitute(value, lambda path: self.resolve(inst, cid, path))
+    def render(self, inst: Instance, cid: str, value: Any,
+               extra: dict[str, Any] | None = None) -> Any:
+        """`value` (a box, a text) with every `${...}` substituted as seen from `cid`;
+        `extra` adds roots (the action layer reads its own form as `${form.x}`)."""
+        def resolve(path: tuple[str, ...]) -> Any:
+            if extra and path[0] in extra:
+                return lookup(extra[path[0]], path[1:], ".".join(path))
+            return self.resolve(inst, cid, path)
+        return substitute(value, resolve)
 
     def wake_at(self, inst: Instance) -> datetime | None:
         """The next moment something happens by itself (retry, timer, timeout)."""
@@ -247,6 +253,24 @@ class Engine:
         self._claim(inst, cid, bookmark)
         self._failed(inst, cid, str(reason), actor)
         self._settle(inst, actor)
+
+    def mark_pending(self, inst: Instance, cid: str, bookmark: str, info: dict[str, Any],
+                     actor: str | None = None) -> None:
+        """The action layer started and now waits (form data staged for the worker, approval
+        mail sent): the circle stays ready, its bookmark stays valid, and the worker leaves
+        it alone until it completes or fails."""
+        self._claim(inst, cid, bookmark)
+        run = inst.circles[cid]
+        before = run.snapshot()
+        run.pending = info
+        self._emit(inst, "circle_pending", actor, cid, before, run.snapshot(),
+                   {k: v for k, v in info.items() if k != "form"})
+
+    def record(self, inst: Instance, kind: str, cid: str | None = None,
+               data: dict[str, Any] | None = None, actor: str | None = None) -> None:
+        """Add a history event that changes no state (a refused tampered decision, a
+        repeated sign-in)."""
+        self._emit(inst, kind, actor, cid, data=data)
 
     def tick(self, inst: Instance, actor: str | None = "worker") -> None:
         """Let time pass: retries become ready, timers fire, timeouts apply."""
@@ -345,7 +369,7 @@ class Engine:
         else:
             if move == "retry":
                 run.epoch += 1
-                run.ready_at = run.due_at = None
+                run.ready_at = run.due_at = run.pending = None
             for key, value in changes.items():
                 setattr(run, key, value)
         run.state = target

@@ -286,3 +286,18 @@ def test_template_is_immutable():
 def test_reserved_names_cannot_be_circle_uris():
     report = analyze(body(circle("user"), circle("end", "user")))
     assert codes(report) == [("schema", "/circles/0/uri")]
+
+
+def test_the_action_layer_reads_its_own_form_as_form():
+    ok = analyze(body(circle("a", box={"form": [{"name": "q", "type": "string"}], "action": {
+        "type": "http", "url": "http://x/${form.q}"}})))
+    assert ok.valid, ok.errors
+    bad = analyze(body(circle("a", box={"form": [{"name": "q"}], "action": {
+        "type": "http", "url": "http://x/${form.nope}"}}), circle("b", "a", when="${form.q}")))
+    assert codes(bad) == [("unknown_variable", "/circles/0/box/action/url"),
+                          ("unknown_variable", "/circles/1/when")]
+
+
+def test_password_fields_only_feed_auth():
+    report = analyze(body(circle("a", box={"form": [{"name": "p", "type": "password"}]})))
+    assert codes(report) == [("invalid_box", "/circles/0/box/form/0/type")]
