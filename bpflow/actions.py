@@ -1,13 +1,12 @@
-"""Action-layer units run by the worker, outside any database transaction.
+"""The HTTP action: the circle's action with `${...}` already substituted, sent with an
+idempotency key for this attempt so a receiver can de-duplicate a repeated call.
 
-A handler takes the circle's action with `${...}` already substituted and an idempotency
-key for this attempt, and returns an Outcome; it never raises for a failure of the remote
-side (that is a circle failure with a readable reason, subject to the circle's retries).
+It never raises for a failure of the remote side: that is an Outcome with a readable
+reason, which fails the circle subject to its retries.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,12 +15,10 @@ import httpx
 
 @dataclass(frozen=True)
 class Outcome:
-    ok: bool
+    ok: bool | None  # None: the action started and now waits for the outside world
     result: Any = None
     reason: str = ""
-
-
-Handler = Callable[[dict[str, Any], str], Outcome]
+    pending: dict[str, Any] | None = None
 
 
 def run_http(action: dict[str, Any], idempotency_key: str) -> Outcome:
@@ -52,5 +49,3 @@ def run_http(action: dict[str, Any], idempotency_key: str) -> Outcome:
     return Outcome(False, reason=f"{method} {action['url']} answered HTTP"
                                  f" {response.status_code}" + (f": {snippet}" if snippet else ""))
 
-
-HANDLERS: dict[str, Handler] = {"http": run_http}

@@ -72,7 +72,8 @@ class Store:
     """Templates, instances, users and history in one SQL database."""
 
     def __init__(self, url: str | None = None, *, secret: bytes | None = None,
-                 clock: Callable[[], datetime] = utcnow, worker_actions: Iterable[str] = ("http",),
+                 clock: Callable[[], datetime] = utcnow,
+                 worker_actions: Iterable[str] = ("http", "mail", "approval"),
                  cache_size: int = 2048):
         self.db = make_engine(url)
         self.postgres = self.db.dialect.name == "postgresql"
@@ -275,10 +276,15 @@ class Store:
         return self._load(instance_id).inst
 
     def apply(self, instance_id: str, op: Callable[[Engine, Instance], T],
-              retries: int = 30) -> T:
-        """Run `op` on the instance and persist what it did, as one atomic step."""
+              optimistic: int = 3) -> T:
+        """Run `op` on the instance and persist what it did, as one atomic step.
+
+        First optimistically (the cached or freshly read state, then a compare-and-set);
+        after `optimistic` lost races, under a row lock held from read to write, so a
+        busy instance still makes progress (one writer at a time, never a lost update).
+        """
         fresh = False
-        for _ in range(retries):
+        for _ in range(optimistic):
             loaded = self._take(instance_id) if not fresh else None
             if loaded is None:
                 loaded, fresh = self._load(instance_id), True
@@ -297,7 +303,15 @@ class Store:
                 continue
             self._keep(loaded)
             return value
-        raise Conflict(f"instance {instance_id} is changing too fast; try again")
+        return self._apply_locked(instance_id, op)
+
+    def _apply_locked(self, instance_id: str, op: Callable[[Engine, Instance], T]) -> T:
+        with self.db.begin() as conn:  # SQLite: BEGIN IMMEDIATE already excludes writers
+            loaded = self._load(instance_id, conn, lock=True)
+            value = op(self.engine, loaded.inst)
+            self._save(loaded, loaded.inst.drain_events(), conn)
+        self._keep(loaded)
+        return value
 
     def complete(self, instance_id: str, cid: str, bookmark: str, result: Any = None,
                  actor: str | None = None) -> Instance:
@@ -325,6 +339,16 @@ class Store:
 
     def tick(self, instance_id: str) -> Instance:
         return self.apply(instance_id, lambda e, i: (e.tick(i), i)[1])
+
+    def latest_instance(self, template: str, user_id: int,
+                        statuses: Iterable[str]) -> str | None:
+        """The id of the user's newest instance of `template` in one of `statuses`."""
+        q = (select(instances_t.c.id)
+             .where(instances_t.c.template == template, instances_t.c.user_id == user_id,
+                    instances_t.c.status.in_(list(statuses)))
+             .order_by(instances_t.c.created_at.desc()).limit(1))
+        with self._read() as conn:
+            return conn.execute(q).scalar()
 
     def history(self, instance_id: str) -> list[dict[str, Any]]:
         q = select(events_t).where(events_t.c.instance_id == instance_id).order_by(
@@ -382,15 +406,20 @@ class Store:
             while len(self._cache) > self._cache_size:
                 self._cache.popitem(last=False)
 
-    def _load(self, instance_id: str) -> _Loaded:
-        with self._read() as conn:
-            row = conn.execute(select(instances_t).where(instances_t.c.id == instance_id)).first()
-            if row is None:
-                raise NotFound(f"no instance '{instance_id}'")
-            circle_rows = conn.execute(select(circles_t).where(
-                circles_t.c.instance_id == instance_id)).all()
-            trow = conn.execute(select(templates_t).where(
-                templates_t.c.id == row.template_id)).first()
+    def _load(self, instance_id: str, conn=None, lock: bool = False) -> _Loaded:
+        if conn is None:
+            with self._read() as conn:
+                return self._load(instance_id, conn)
+        q = select(instances_t).where(instances_t.c.id == instance_id)
+        if lock and self.postgres:
+            q = q.with_for_update()
+        row = conn.execute(q).first()
+        if row is None:
+            raise NotFound(f"no instance '{instance_id}'")
+        circle_rows = conn.execute(select(circles_t).where(
+            circles_t.c.instance_id == instance_id)).all()
+        trow = conn.execute(select(templates_t).where(
+            templates_t.c.id == row.template_id)).first()
         template, _ = self._build(trow, dict(row.nested_versions))
         inst = Instance(
             id=row.id, template=template, status=row.status, inputs=row.inputs, user=row.user,
@@ -401,7 +430,7 @@ class Store:
         return _Loaded(inst, row.lock_version,
                        {cid: run.to_dict() for cid, run in inst.circles.items()})
 
-    def _save(self, loaded: _Loaded, events: list[Event]) -> None:
+    def _save(self, loaded: _Loaded, events: list[Event], conn=None) -> None:
         inst = loaded.inst
         circles = {cid: run.to_dict() for cid, run in inst.circles.items()}
         changed = [_circle_row(inst.id, cid, d) for cid, d in circles.items()
@@ -410,17 +439,23 @@ class Store:
                "reason": inst.reason, "seq": inst.seq, "variables": self.engine.variables(inst),
                "due_at": self._due_at(inst), "next_lock": loaded.lock_version + 1,
                "updated_at": inst.updated_at}
-        if self._fast is not None:
+        if conn is not None:
+            self._write(conn, row, changed, events)
+        elif self._fast is not None:
             self._fast.save(row, changed, self._event_rows(inst.id, events))
         else:
             with self.db.begin() as conn:
-                if conn.execute(self._sql.cas, _prefixed(row)).rowcount != 1:
-                    raise _Lost()
-                if changed:
-                    conn.execute(self._sql.circle_update, [_prefixed(c) for c in changed])
-                self._insert_events(conn, inst.id, events)
+                self._write(conn, row, changed, events)
         loaded.lock_version += 1
         loaded.circles = circles
+
+    def _write(self, conn, row: dict[str, Any], changed: list[dict[str, Any]],
+               events: list[Event]) -> None:
+        if conn.execute(self._sql.cas, _prefixed(row)).rowcount != 1:
+            raise _Lost()
+        if changed:
+            conn.execute(self._sql.circle_update, [_prefixed(c) for c in changed])
+        self._insert_events(conn, row["id"], events)
 
     def _insert_events(self, conn, instance_id: str, events: list[Event]) -> None:
         if events:

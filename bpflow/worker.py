@@ -14,11 +14,13 @@ import os
 import socket
 import threading
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from bpflow.actions import HANDLERS, Handler, Outcome
+from bpflow.actions import Outcome
 from bpflow.store import NotFound, Store
+from bpflow.units import HANDLERS, ActionContext, Units, shown_data
 from engine.errors import BpflowError, VariableError
 from engine.instance import Instance
 from engine.runtime import Engine
@@ -26,13 +28,14 @@ from engine.runtime import Engine
 log = logging.getLogger("bpflow.worker")
 
 
+Handler = Callable[[ActionContext], Outcome]
+
+
 @dataclass(frozen=True)
 class Job:
-    instance_id: str
+    context: ActionContext | None  # None when rendering failed (reason says why)
     circle: str
-    action: dict[str, Any] | None  # None when rendering failed (reason says why)
     bookmark: str
-    key: str  # idempotency key of this attempt
     reason: str = ""
 
 
@@ -43,6 +46,7 @@ class Worker:
         self.name = name or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         self.lease = lease
         self.handlers = handlers if handlers is not None else HANDLERS
+        self.units = Units(store)
 
     def run_once(self, limit: int = 20) -> int:
         """Work through one batch of due instances; returns how many were claimed."""
@@ -59,12 +63,17 @@ class Worker:
         return len(ids)
 
     def process(self, instance_id: str) -> None:
-        jobs = self.store.apply(instance_id, self._due_jobs)
+        jobs, approvals = self.store.apply(instance_id, self._due_jobs)
+        for cid in approvals:  # re-entry checks decided approval mail
+            self.units.mailbox.settle(instance_id, cid)
         for job in jobs:
-            outcome = (Outcome(False, reason=job.reason) if job.action is None
-                       else self._run(job))
+            outcome = (Outcome(False, reason=job.reason) if job.context is None
+                       else self._run(job.context))
             try:
-                if outcome.ok:
+                if outcome.ok is None:
+                    self.store.apply(instance_id, lambda e, i, job=job, o=outcome: e.mark_pending(
+                        i, job.circle, job.bookmark, o.pending or {}, "worker"))
+                elif outcome.ok:
                     self.store.complete(instance_id, job.circle, job.bookmark, outcome.result,
                                         actor="worker")
                 else:
@@ -74,31 +83,45 @@ class Worker:
                 log.info("instance %s circle %s: result dropped: %s", instance_id, job.circle,
                          exc)
 
-    def _run(self, job: Job) -> Outcome:
-        handler = self.handlers[job.action["type"]]
+    def _run(self, ctx: ActionContext) -> Outcome:
         try:
-            return handler(job.action, job.key)
+            return self.handlers[ctx.action["type"]](ctx)
+        except BpflowError as exc:  # e.g. an approver who does not exist
+            return Outcome(False, reason=str(exc))
         except Exception as exc:  # a bug in a handler fails the circle, not the worker
-            log.exception("handler for %s crashed", job.circle)
+            log.exception("handler for %s crashed", ctx.circle)
             return Outcome(False, reason=f"internal error: {type(exc).__name__}: {exc}")
 
-    def _due_jobs(self, engine: Engine, inst: Instance) -> list[Job]:
-        """Inside the store's atomic step: let time pass, then list the actions to run."""
+    def _due_jobs(self, engine: Engine, inst: Instance) -> tuple[list[Job], list[str]]:
+        """Inside the store's atomic step: let time pass, then list the actions to run and
+        the approvals waiting for decisions."""
         engine.tick(inst)
         nodes = inst.template.plan.nodes
-        jobs = []
+        jobs, approvals = [], []
         for cid in engine.ready(inst):
-            action = nodes[cid].circle.box.action
+            circle, run = nodes[cid].circle, inst.circles[cid]
+            action = circle.box.action
             if not action or action["type"] not in self.handlers:
                 continue
-            run = inst.circles[cid]
-            key = f"{inst.id}:{cid}:{run.epoch}"
+            if run.pending and "approval" in run.pending:
+                approvals.append(cid)
+                continue
+            if circle.box.form and not (run.pending and "form" in run.pending):
+                continue  # waits for its form
+            if run.pending and set(run.pending) != {"form"}:
+                continue  # started, waits for the outside world
             bookmark = engine.bookmark(inst, cid)
             try:
-                jobs.append(Job(inst.id, cid, engine.render(inst, cid, action), bookmark, key))
+                extra = {"form": run.pending["form"]} if run.pending else None
+                rendered = engine.render(inst, cid, action, extra)
             except VariableError as exc:
-                jobs.append(Job(inst.id, cid, None, bookmark, key, reason=str(exc)))
-        return jobs
+                jobs.append(Job(None, cid, bookmark, reason=str(exc)))
+                continue
+            ctx = ActionContext(self.store, inst.id, cid, run.epoch, rendered,
+                                f"{inst.id}:{cid}:{run.epoch}", inst.user,
+                                shown_data(engine, inst, cid))
+            jobs.append(Job(ctx, cid, bookmark))
+        return jobs, approvals
 
     def run_forever(self, stop: threading.Event | None = None, poll: float = 0.5) -> None:
         stop = stop or threading.Event()

@@ -10,7 +10,7 @@ from bpflow.security import derive
 from bpflow.store import Store
 from engine import bookmarks
 from engine.errors import TransitionError
-from tests.store.conftest import SECRET
+from tests.conftest import SECRET
 
 CIRCLES = 100
 INSTANCES = 2
@@ -36,9 +36,14 @@ def race(url: str, iids: list[str], seed: int, out) -> None:
         except TransitionError:
             return None
 
-    with ThreadPoolExecutor(4) as pool:
-        wins = [w for w in pool.map(attempt, work) if w]
-    store.close()
+    try:
+        with ThreadPoolExecutor(4) as pool:
+            wins = [w for w in pool.map(attempt, work) if w]
+    except Exception as exc:  # report instead of leaving the parent waiting
+        out.put((seed, f"{type(exc).__name__}: {exc}"))
+        return
+    finally:
+        store.close()
     out.put((seed, wins))
 
 
@@ -51,6 +56,7 @@ def test_two_processes_times_200_completions(db_url, store):
     for p in procs:
         p.start()
     results = dict(out.get(timeout=240) for _ in procs)
+    assert all(isinstance(r, list) for r in results.values()), results
     for p in procs:
         p.join(timeout=60)
         assert p.exitcode == 0

@@ -11,7 +11,7 @@ from sqlalchemy import text
 
 from bpflow.store import NotFound, Store
 from engine.errors import BookmarkError, DefinitionError, TransitionError
-from tests.store.conftest import SECRET
+from tests.conftest import SECRET
 
 LINEAR = {"name": "chain", "circles": [
     {"uri": "a", "box": {"form": [{"name": "x", "type": "number"}]}},

@@ -14,8 +14,8 @@ import pytest
 
 from bpflow.store import Store
 from bpflow.worker import Worker
+from tests.conftest import SECRET
 from tests.http_server import LocalServer
-from tests.store.conftest import SECRET
 
 ROOT = Path(__file__).resolve().parents[2]
 

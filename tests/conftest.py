@@ -1,4 +1,4 @@
-"""Store tests run on SQLite and on PostgreSQL (each test in its own schema).
+"""Database fixtures: tests run on SQLite and on PostgreSQL (each test in its own schema).
 
 PostgreSQL comes from BPFLOW_TEST_PG_URL (default: the local server, database `test`).
 When it cannot be reached the PostgreSQL variants skip with a loud reason, except under

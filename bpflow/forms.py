@@ -1,0 +1,125 @@
+"""The form layer: typed fields validated on the server with a message per field.
+
+`validate` turns what a browser or an API client sent into typed values (a number stays a
+number, a checkbox becomes a boolean) or raises FormError with every field's problem.
+Password values are returned apart, so they never reach a result, the history or a log.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import date
+from typing import Any
+
+from engine.errors import BpflowError
+from engine.model import Field
+
+EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+\Z")
+MAX_LENGTH = {"string": 1000, "text": 20000, "email": 320, "password": 1000}
+TRUE, FALSE = {"true", "on", "yes", "1"}, {"false", "off", "no", "0", ""}
+
+
+class FormError(BpflowError, ValueError):
+    """Per-field problems: `errors` maps a field name (or `_form`) to a message."""
+
+    def __init__(self, errors: dict[str, str]):
+        self.errors = errors
+        super().__init__("; ".join(f"{k}: {v}" for k, v in errors.items()))
+
+
+def _empty(value: Any) -> bool:
+    return value is None or (isinstance(value, str) and not value.strip())
+
+
+def _number(value: Any, integer: bool) -> int | float:
+    if isinstance(value, bool):
+        raise ValueError
+    if isinstance(value, str):
+        value = value.strip()
+        value = int(value) if re.fullmatch(r"[+-]?\d+", value) else float(value)
+    if not isinstance(value, (int, float)) or value != value or value in (float("inf"),
+                                                                            float("-inf")):
+        raise ValueError
+    if integer:
+        if isinstance(value, float) and not value.is_integer():
+            raise ValueError
+        return int(value)
+    return value
+
+
+def convert(field: Field, value: Any) -> Any:
+    """One field's typed value; raises ValueError with a message for the person."""
+    kind = field.type
+    if kind in ("number", "integer"):
+        try:
+            return _number(value, kind == "integer")
+        except (ValueError, TypeError):
+            raise ValueError("must be a whole number" if kind == "integer"
+                             else "must be a number") from None
+    if kind == "boolean":
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.strip().lower() in TRUE | FALSE:
+            return value.strip().lower() in TRUE
+        raise ValueError("must be yes or no")
+    if not isinstance(value, str):
+        if kind == "select" and isinstance(value, (int, float)):
+            value = str(value)
+        else:
+            raise ValueError("must be text")
+    if len(value) > MAX_LENGTH.get(kind, 1000):
+        raise ValueError(f"must be at most {MAX_LENGTH.get(kind, 1000)} characters")
+    if kind == "email":
+        value = value.strip()
+        if not EMAIL.match(value):
+            raise ValueError("must be an email address like name@example.com")
+    elif kind == "date":
+        try:
+            value = date.fromisoformat(value.strip()).isoformat()
+        except ValueError:
+            raise ValueError("must be a date like 2026-01-31") from None
+    elif kind == "select":
+        options = [str(o) for o in field.options]
+        if value not in options:
+            raise ValueError(f"must be one of: {', '.join(options)}")
+        value = field.options[options.index(value)]
+    return value
+
+
+def validate(fields: tuple[Field, ...], data: dict[str, Any],
+             defaults: dict[str, Any] | None = None) -> tuple[dict[str, Any], dict[str, str]]:
+    """(values, passwords) for `data`, or FormError with a message per bad field.
+
+    A missing field takes its (already substituted) default; a missing checkbox is false.
+    """
+    if not isinstance(data, dict):
+        raise FormError({"_form": "the form data must be an object of field values"})
+    defaults = defaults or {}
+    values: dict[str, Any] = {}
+    secrets: dict[str, str] = {}
+    errors: dict[str, str] = {}
+    for field in fields:
+        label = field.label or field.name
+        value = data.get(field.name)
+        if _empty(value) and field.name not in data and field.name in defaults:
+            value = defaults[field.name]
+        if field.type == "boolean" and value is None:
+            value = False
+        if _empty(value):
+            if field.required:
+                errors[field.name] = f"{label} is required"
+            elif field.type != "password":
+                values[field.name] = None
+            continue
+        try:
+            typed = convert(field, value)
+        except ValueError as exc:
+            errors[field.name] = f"{label} {exc}"
+            continue
+        if field.type == "password":
+            secrets[field.name] = typed
+        else:
+            values[field.name] = typed
+    if errors:
+        raise FormError(errors)
+    return values, secrets

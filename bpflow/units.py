@@ -1,0 +1,159 @@
+"""Business units (the seed's boxes) end to end: what happens when a person submits a
+form or answers a confirmation, and the actions the worker runs.
+
+Form layer → action layer → circle: a submitted form is validated; a form alone becomes
+the circle's result; an `auth` action checks the credentials at once; any other action
+gets the typed values staged on the circle (`${form.x}`) and runs on the worker.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from bpflow.actions import Outcome, run_http
+from bpflow.forms import FormError, validate
+from bpflow.mailbox import Mailbox
+from bpflow.store import Store
+from engine.errors import TransitionError, VariableError
+from engine.instance import Instance
+from engine.runtime import Engine
+
+SIGNIN_TEMPLATE = "signin"
+
+
+@dataclass(frozen=True)
+class ActionContext:
+    """What an action handler gets: the rendered action and whom it acts for."""
+
+    store: Store
+    instance_id: str
+    circle: str
+    epoch: int
+    action: dict[str, Any]
+    key: str  # idempotency key of this attempt
+    user: dict[str, Any]  # the instance's user, on whose behalf the action runs
+    shown: dict[str, Any]  # results of the circle's direct dependencies
+
+
+def _recipients(to: Any) -> list[str]:
+    names = [to] if isinstance(to, str) else list(to or [])
+    return [str(n).strip() for n in names if str(n).strip()]
+
+
+def http_unit(ctx: ActionContext) -> Outcome:
+    return run_http(ctx.action, ctx.key)
+
+
+def mail_unit(ctx: ActionContext) -> Outcome:
+    to = _recipients(ctx.action.get("to"))
+    ids = Mailbox(ctx.store).send("message", ctx.user, to, str(ctx.action.get("subject", "")),
+                                  str(ctx.action.get("body", "")), instance=ctx.instance_id,
+                                  circle=ctx.circle, epoch=ctx.epoch)
+    return Outcome(True, result={"sent_to": to, "mails": ids})
+
+
+def approval_unit(ctx: ActionContext) -> Outcome:
+    to = _recipients(ctx.action.get("to"))
+    quorum = ctx.action.get("quorum", "all")
+    if isinstance(quorum, int) and quorum > len(to):
+        return Outcome(False, reason=f"quorum {quorum} is more than the {len(to)} approvers")
+    shown = ctx.action.get("data", ctx.shown)
+    ids = Mailbox(ctx.store).send(
+        "approval", ctx.user, to, str(ctx.action.get("subject") or f"Approve {ctx.circle}"),
+        str(ctx.action.get("body", "")), instance=ctx.instance_id, circle=ctx.circle,
+        epoch=ctx.epoch, payload_extra={"data": shown, "quorum": quorum, "approvers": to})
+    return Outcome(None, pending={"approval": {"approvers": to, "quorum": quorum,
+                                               "mails": ids}})
+
+
+HANDLERS = {"http": http_unit, "mail": mail_unit, "approval": approval_unit}
+
+
+class Units:
+    """The person-facing side of the boxes, on top of the store."""
+
+    def __init__(self, store: Store):
+        self.store = store
+        self.mailbox = Mailbox(store)
+
+    def defaults(self, inst: Instance, cid: str) -> dict[str, Any]:
+        """The form's defaults with `${...}` substituted (a missing value is left out)."""
+        out = {}
+        for field in inst.template.plan.nodes[cid].circle.box.form:
+            if field.default is not None:
+                try:
+                    out[field.name] = self.store.engine.render(inst, cid, field.default)
+                except VariableError:
+                    pass
+        return out
+
+    def submit(self, instance_id: str, cid: str, bookmark: str, data: dict[str, Any],
+               actor: str | None = None) -> Instance:
+        """A person submitted the form of a ready circle (or its confirmation)."""
+        inst = self.store.get(instance_id)
+        node = inst.template.plan.nodes.get(cid)
+        if node is None:
+            raise TransitionError(f"instance has no circle '{cid}'", instance=instance_id,
+                                  circle=cid)
+        box = node.circle.box
+        if box.confirm is not None:
+            return self.confirm(instance_id, cid, bookmark, bool(data.get("accept")),
+                                str(data.get("reason") or ""), actor)
+        values, secrets = validate(box.form, data, self.defaults(inst, cid))
+        kind = box.action_type
+        if kind == "auth":
+            user = self.store.authenticate(values.get("username", ""),
+                                           secrets.get("password", ""))
+            if user is None:
+                raise FormError({"password": "wrong username or password"})
+            result = {"username": user["username"], "roles": user["roles"]}
+            return self.store.complete(instance_id, cid, bookmark, result, actor)
+        if kind is None:
+            return self.store.complete(instance_id, cid, bookmark, values, actor)
+        return self.store.apply(instance_id, lambda e, i: (
+            e.mark_pending(i, cid, bookmark, {"form": values}, actor), i)[1])
+
+    def confirm(self, instance_id: str, cid: str, bookmark: str, accept: bool,
+                reason: str = "", actor: str | None = None) -> Instance:
+        if accept:
+            return self.store.complete(instance_id, cid, bookmark, {"accepted": True}, actor)
+        return self.store.fail(instance_id, cid, bookmark,
+                               f"declined{': ' + reason if reason else ''}", actor)
+
+    def sign_in(self, username: str, password: str) -> Instance | None:
+        """The outer flow: the user's running `signin` instance continues where it was
+        (signing in again never restarts the business flow); the first sign-in starts one
+        and completes its `auth` circle with the credentials."""
+        user = self.store.authenticate(username, password)
+        if user is None:
+            return None
+        existing = self.store.latest_instance(SIGNIN_TEMPLATE, user["id"],
+                                              ("running", "failed", "suspended"))
+        if existing is not None:
+            return self.store.apply(existing, lambda e, i: (
+                e.record(i, "signed_in_again", data={"username": username},
+                         actor=username), i)[1])
+        inst = self.store.start(SIGNIN_TEMPLATE, {}, user)
+        return self.submit(inst.id, "auth", self.store.engine.bookmark(inst, "auth"),
+                           {"username": username, "password": password}, username)
+
+    def reenter(self, instance_id: str) -> Instance:
+        """Re-entering a flow checks its decided approval mail (the seed's re-entry)."""
+        inst = self.store.get(instance_id)
+        for cid, run in inst.circles.items():
+            if run.pending and "approval" in run.pending:
+                self.mailbox.settle(instance_id, cid)
+        return self.store.get(instance_id)
+
+
+def shown_data(engine: Engine, inst: Instance, cid: str) -> dict[str, Any]:
+    """What an approver sees by default: the results of the circle's direct deps."""
+    node = inst.template.plan.nodes[cid]
+    out = {}
+    for group in node.deps:
+        for dep in group:
+            run = inst.circles[dep]
+            if run.state == "success":
+                out[dep.rsplit(".", 1)[-1]] = run.result
+    return out
