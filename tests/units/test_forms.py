@@ -1,0 +1,54 @@
+"""The form layer: typed values and a clear message per field."""
+
+from __future__ import annotations
+
+import pytest
+
+from bpflow.forms import FormError, validate
+from engine.model import Field
+
+FIELDS = (
+    Field("amount", "number", "Amount", True), Field("count", "integer", "Count"),
+    Field("ok", "boolean", "OK"), Field("day", "date", "Day"), Field("mail", "email", "Mail"),
+    Field("size", "select", "Size", options=("s", "m", 3)), Field("note", "text", "Note"),
+    Field("name", "string", "Name"), Field("secret", "password", "Secret"),
+)
+
+
+def test_values_are_typed():
+    values, secrets = validate(FIELDS, {
+        "amount": "12.5", "count": "3", "ok": "on", "day": "2026-02-01", "mail": " a@b.co ",
+        "size": "3", "note": "long\ntext", "name": "Ann", "secret": "pw"})
+    assert values == {"amount": 12.5, "count": 3, "ok": True, "day": "2026-02-01",
+                      "mail": "a@b.co", "size": 3, "note": "long\ntext", "name": "Ann"}
+    assert secrets == {"secret": "pw"}  # passwords are kept apart from the values
+
+
+def test_numbers_from_json_stay_numbers_and_missing_checkbox_is_false():
+    values, _ = validate(FIELDS, {"amount": 7})
+    assert values["amount"] == 7 and isinstance(values["amount"], int)
+    assert values["ok"] is False and values["name"] is None
+
+
+def test_every_bad_field_gets_its_own_message():
+    with pytest.raises(FormError) as exc:
+        validate(FIELDS, {"amount": "", "count": "2.5", "ok": "maybe", "day": "31/01/2026",
+                          "mail": "nope", "size": "xl", "name": "x" * 1001})
+    assert exc.value.errors == {
+        "amount": "Amount is required", "count": "Count must be a whole number",
+        "ok": "OK must be yes or no", "day": "Day must be a date like 2026-01-31",
+        "mail": "Mail must be an email address like name@example.com",
+        "size": "Size must be one of: s, m, 3", "name": "Name must be at most 1000 characters"}
+
+
+def test_defaults_fill_missing_fields_but_not_cleared_ones():
+    fields = (Field("who", "string", "Who", True, default="x"),)
+    assert validate(fields, {}, {"who": "ann"})[0] == {"who": "ann"}
+    with pytest.raises(FormError):
+        validate(fields, {"who": ""}, {"who": "ann"})
+
+
+def test_form_data_must_be_an_object():
+    with pytest.raises(FormError) as exc:
+        validate(FIELDS, ["not", "a", "dict"])
+    assert "_form" in exc.value.errors
