@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 from sqlalchemy import bindparam, func, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
-from bpflow.db import make_engine
+from bpflow.db import SQLITE_BUSY_MS, begin_immediate, make_engine
 from bpflow.models import CircleStateRow, EventRow, InstanceRow, TemplateVersion, User
 from bpflow.security import check_password, derive, hash_password, load_secret
 from engine.analysis import analyze
@@ -63,6 +63,17 @@ class _Loaded:
     circles: dict[str, dict[str, Any]]  # circle rows as last written, to write only changes
 
 
+@dataclass
+class _Write:
+    """One instance's step, ready to be written."""
+
+    loaded: _Loaded
+    circles: dict[str, dict[str, Any]]
+    row: dict[str, Any]
+    changed: list[dict[str, Any]]
+    events: list[Event]
+
+
 def digest(body: dict[str, Any]) -> str:
     canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(canonical.encode()).hexdigest()
@@ -74,7 +85,7 @@ class Store:
     def __init__(self, url: str | None = None, *, secret: bytes | None = None,
                  clock: Callable[[], datetime] = utcnow,
                  worker_actions: Iterable[str] = ("http", "mail", "approval"),
-                 cache_size: int = 2048):
+                 cache_size: int = 20000):
         self.db = make_engine(url)
         self.postgres = self.db.dialect.name == "postgresql"
         self.secret = secret or load_secret()
@@ -86,6 +97,7 @@ class Store:
         self._cache_size = cache_size
         self._lock = threading.Lock()
         self._sql = _Statements()
+        self._template_rows: dict[int, Any] = {}
         database = self.db.url.database
         self._fast = (_SqliteWriter(database) if self.db.dialect.name == "sqlite"
                       and database not in (None, "", ":memory:") else None)
@@ -130,11 +142,18 @@ class Store:
         return row.body if row else None
 
     def _template_row(self, name: str, version: int | None = None):
-        q = select(templates_t).where(templates_t.c.name == name)
-        q = q.where(templates_t.c.version == version) if version is not None else \
-            q.order_by(templates_t.c.version.desc()).limit(1)
+        """The version row (latest unless named). Versions never change, so only the id
+        is looked up each time; the row with its body is read once per process."""
+        q = self._sql.template_id if version is None else self._sql.template_version_id
         with self._read() as conn:
-            return conn.execute(q).first()
+            tid = conn.execute(q, {"b_name": name, "b_version": version}).scalar()
+            if tid is None:
+                return None
+            row = self._template_rows.get(tid)
+            if row is None:
+                row = conn.execute(select(templates_t).where(templates_t.c.id == tid)).first()
+                self._template_rows[tid] = row
+            return row
 
     def template_versions(self) -> dict[str, list[int]]:
         with self._read() as conn:
@@ -258,16 +277,20 @@ class Store:
                                  actor=user.get("username"))
         events = inst.drain_events()
         circles = {cid: run.to_dict() for cid, run in inst.circles.items()}
-        with self.db.begin() as conn:
-            conn.execute(insert(instances_t).values(
-                id=inst.id, template_id=row.id, template=name, version=row.version,
-                nested_versions=nested, user_id=user.get("id"), user=user, status=inst.status,
-                reason=inst.reason, inputs=inst.inputs, variables=self.engine.variables(inst),
-                seq=inst.seq, lock_version=1, due_at=self._due_at(inst),
-                created_at=inst.created_at, updated_at=inst.updated_at))
-            conn.execute(insert(circles_t), [_circle_row(inst.id, cid, d)
-                                             for cid, d in circles.items()])
-            self._insert_events(conn, inst.id, events)
+        values = {"id": inst.id, "template_id": row.id, "template": name,
+                  "version": row.version, "nested_versions": nested, "user_id": user.get("id"),
+                  "user": user, "status": inst.status, "reason": inst.reason,
+                  "inputs": inst.inputs, "variables": self.engine.variables(inst),
+                  "seq": inst.seq, "lock_version": 1, "due_at": self._due_at(inst),
+                  "created_at": inst.created_at, "updated_at": inst.updated_at}
+        circle_rows = [_circle_row(inst.id, cid, d) for cid, d in circles.items()]
+        if self._fast is not None:
+            self._fast.insert(values, circle_rows, self._event_rows(inst.id, events))
+        else:
+            with self.db.begin() as conn:
+                conn.execute(insert(instances_t).values(values))
+                conn.execute(insert(circles_t), circle_rows)
+                self._insert_events(conn, inst.id, events)
         self._keep(_Loaded(inst, 1, circles))
         return inst
 
@@ -312,6 +335,37 @@ class Store:
             self._save(loaded, loaded.inst.drain_events(), conn)
         self._keep(loaded)
         return value
+
+    def apply_many(self, ids: list[str], op: Callable[[Engine, Instance], T]) -> dict[str, Any]:
+        """`apply` for many instances with one transaction (the worker's timer batches):
+        each value, or the BpflowError that refused it, by id. An instance whose cached
+        copy was stale or whose compare-and-set lost goes through `apply` on its own."""
+        results: dict[str, Any] = {}
+        writes: list[_Write] = []
+        alone: list[str] = []
+        cached = {iid: loaded for iid in ids if (loaded := self._take(iid)) is not None}
+        stored = self._load_many([iid for iid in ids if iid not in cached])
+        for iid in ids:
+            loaded = cached.get(iid) or stored.get(iid)
+            if loaded is None:
+                results[iid] = NotFound(f"no instance '{iid}'")
+                continue
+            try:
+                results[iid] = op(self.engine, loaded.inst)
+            except BpflowError:
+                alone.append(iid)  # decided again on its own, on the stored state
+                continue
+            writes.append(self._prepare(loaded, loaded.inst.drain_events()))
+        lost = self._save_all(writes) if writes else set()
+        for w in writes:
+            if w.loaded.inst.id not in lost:
+                self._keep(w.loaded)
+        for iid in alone + sorted(lost):
+            try:
+                results[iid] = self.apply(iid, op)
+            except BpflowError as exc:
+                results[iid] = exc
+        return results
 
     def complete(self, instance_id: str, cid: str, bookmark: str, result: Any = None,
                  actor: str | None = None) -> Instance:
@@ -375,9 +429,13 @@ class Store:
                     lease_owner=owner, lease_until=now + timedelta(seconds=lease)))
         return ids
 
-    def release(self, instance_id: str, owner: str) -> None:
+    def release(self, ids: str | list[str], owner: str) -> None:
+        """End `owner`'s leases on these instances (one id or many)."""
+        ids = [ids] if isinstance(ids, str) else ids
+        if not ids:
+            return
         with self.db.begin() as conn:
-            conn.execute(update(instances_t).where(instances_t.c.id == instance_id,
+            conn.execute(update(instances_t).where(instances_t.c.id.in_(ids),
                                                    instances_t.c.lease_owner == owner)
                          .values(lease_owner=None, lease_until=None))
 
@@ -407,30 +465,44 @@ class Store:
                 self._cache.popitem(last=False)
 
     def _load(self, instance_id: str, conn=None, lock: bool = False) -> _Loaded:
+        loaded = self._load_many([instance_id], conn, lock)
+        if not loaded:
+            raise NotFound(f"no instance '{instance_id}'")
+        return loaded[instance_id]
+
+    def _load_many(self, ids: list[str], conn=None, lock: bool = False) -> dict[str, _Loaded]:
+        """Instances as stored (two queries however many); missing ids are left out."""
         if conn is None:
             with self._read() as conn:
-                return self._load(instance_id, conn)
-        q = select(instances_t).where(instances_t.c.id == instance_id)
+                return self._load_many(ids, conn)
+        q = select(instances_t).where(instances_t.c.id.in_(ids))
         if lock and self.postgres:
             q = q.with_for_update()
-        row = conn.execute(q).first()
-        if row is None:
-            raise NotFound(f"no instance '{instance_id}'")
-        circle_rows = conn.execute(select(circles_t).where(
-            circles_t.c.instance_id == instance_id)).all()
-        trow = conn.execute(select(templates_t).where(
-            templates_t.c.id == row.template_id)).first()
-        template, _ = self._build(trow, dict(row.nested_versions))
-        inst = Instance(
-            id=row.id, template=template, status=row.status, inputs=row.inputs, user=row.user,
-            circles={r.circle: CircleRun(**{k: getattr(r, k) for k in CIRCLE_COLUMNS})
-                     for r in circle_rows},
-            created_at=row.created_at, updated_at=row.updated_at, version=row.version,
-            reason=row.reason, seq=row.seq)
-        return _Loaded(inst, row.lock_version,
-                       {cid: run.to_dict() for cid, run in inst.circles.items()})
+        rows = conn.execute(q).all()
+        circle_rows: dict[str, list] = {}
+        if rows:
+            for r in conn.execute(select(circles_t).where(circles_t.c.instance_id.in_(ids))):
+                circle_rows.setdefault(r.instance_id, []).append(r)
+        out = {}
+        for row in rows:
+            trow = self._template_rows.get(row.template_id)
+            if trow is None:
+                trow = conn.execute(select(templates_t).where(
+                    templates_t.c.id == row.template_id)).first()
+                self._template_rows[row.template_id] = trow
+            template, _ = self._build(trow, dict(row.nested_versions))
+            inst = Instance(
+                id=row.id, template=template, status=row.status, inputs=row.inputs,
+                user=row.user, circles={r.circle: CircleRun(**{k: getattr(r, k)
+                                                               for k in CIRCLE_COLUMNS})
+                                        for r in circle_rows.get(row.id, [])},
+                created_at=row.created_at, updated_at=row.updated_at, version=row.version,
+                reason=row.reason, seq=row.seq)
+            out[row.id] = _Loaded(inst, row.lock_version,
+                                  {cid: run.to_dict() for cid, run in inst.circles.items()})
+        return out
 
-    def _save(self, loaded: _Loaded, events: list[Event], conn=None) -> None:
+    def _prepare(self, loaded: _Loaded, events: list[Event]) -> _Write:
         inst = loaded.inst
         circles = {cid: run.to_dict() for cid, run in inst.circles.items()}
         changed = [_circle_row(inst.id, cid, d) for cid, d in circles.items()
@@ -439,23 +511,39 @@ class Store:
                "reason": inst.reason, "seq": inst.seq, "variables": self.engine.variables(inst),
                "due_at": self._due_at(inst), "next_lock": loaded.lock_version + 1,
                "updated_at": inst.updated_at}
+        return _Write(loaded, circles, row, changed, events)
+
+    def _save_all(self, writes: list[_Write], conn=None) -> set[str]:
+        """Write every prepared step in one transaction; returns the ids whose
+        compare-and-set lost (nothing of those is written)."""
         if conn is not None:
-            self._write(conn, row, changed, events)
+            lost = self._write_all(conn, writes)
         elif self._fast is not None:
-            self._fast.save(row, changed, self._event_rows(inst.id, events))
+            lost = self._fast.save_all(writes, self._event_rows)
         else:
             with self.db.begin() as conn:
-                self._write(conn, row, changed, events)
-        loaded.lock_version += 1
-        loaded.circles = circles
+                lost = self._write_all(conn, writes)
+        for w in writes:
+            if w.loaded.inst.id not in lost:
+                w.loaded.lock_version += 1
+                w.loaded.circles = w.circles
+        return lost
 
-    def _write(self, conn, row: dict[str, Any], changed: list[dict[str, Any]],
-               events: list[Event]) -> None:
-        if conn.execute(self._sql.cas, _prefixed(row)).rowcount != 1:
+    def _save(self, loaded: _Loaded, events: list[Event], conn=None) -> None:
+        if self._save_all([self._prepare(loaded, events)], conn):
             raise _Lost()
-        if changed:
-            conn.execute(self._sql.circle_update, [_prefixed(c) for c in changed])
-        self._insert_events(conn, row["id"], events)
+
+    def _write_all(self, conn, writes: list[_Write]) -> set[str]:
+        lost = set()
+        for w in writes:
+            if conn.execute(self._sql.cas, _prefixed(w.row)).rowcount != 1:
+                lost.add(w.row["id"])
+                continue
+            if w.changed:
+                conn.execute(self._sql.circle_update, [_prefixed(c) for c in w.changed])
+            if w.events:  # built here, inside the transaction, after the state rows
+                conn.execute(self._sql.event_insert, self._event_rows(w.row["id"], w.events))
+        return lost
 
     def _insert_events(self, conn, instance_id: str, events: list[Event]) -> None:
         if events:
@@ -484,6 +572,10 @@ class _Statements:
                                      circles_t.c.circle == b("b_circle"))
                               .values({k: b(f"b_{k}") for k in CIRCLE_COLUMNS}))
         self.event_insert = insert(events_t)
+        self.template_id = (select(templates_t.c.id).where(templates_t.c.name == b("b_name"))
+                            .order_by(templates_t.c.version.desc()).limit(1))
+        self.template_version_id = select(templates_t.c.id).where(
+            templates_t.c.name == b("b_name"), templates_t.c.version == b("b_version"))
 
 
 def _circle_row(instance_id: str, cid: str, data: dict[str, Any]) -> dict[str, Any]:
@@ -523,7 +615,8 @@ class _SqliteWriter:
     EVENT = ("INSERT INTO events (instance_id, seq, at, kind, actor, circle, before, after,"
              " data) VALUES (:instance_id, :seq, :at, :kind, :actor, :circle, :before, :after,"
              " :data)")
-    JSON = {"variables", "result", "before", "after", "data", "pending"}
+    JSON = {"variables", "result", "before", "after", "data", "pending", "nested_versions",
+            "user", "inputs"}
 
     def __init__(self, path: str):
         self.path = path
@@ -537,7 +630,7 @@ class _SqliteWriter:
             conn = sqlite3.connect(self.path, timeout=30, isolation_level=None,
                                    check_same_thread=False)
             for pragma in ("journal_mode=WAL", "synchronous=FULL", "foreign_keys=ON",
-                           "busy_timeout=30000"):
+                           f"busy_timeout={SQLITE_BUSY_MS}"):
                 conn.execute(f"PRAGMA {pragma}")
             self.local.conn = conn
             with self.lock:
@@ -554,21 +647,46 @@ class _SqliteWriter:
             out[k] = v
         return out
 
-    def save(self, row: dict[str, Any], circles: list[dict[str, Any]],
-             events: list[dict[str, Any]]) -> None:
+    def insert(self, instance: dict[str, Any], circles: list[dict[str, Any]],
+               events: list[dict[str, Any]]) -> None:
+        """A new instance with its circles and first events, in one transaction."""
         conn = self._conn()
-        conn.execute("BEGIN IMMEDIATE")
+        begin_immediate(conn)
         try:
-            if conn.execute(self.CAS, self._sql(row)).rowcount != 1:
-                raise _Lost()
-            if circles:
-                conn.executemany(self.CIRCLE, [self._sql(c) for c in circles])
-            if events:
-                conn.executemany(self.EVENT, [self._sql(e) for e in events])
+            conn.execute(self._insert_sql("instances", instance), self._sql(instance))
+            conn.executemany(self._insert_sql("circle_states", circles[0]),
+                             [self._sql(c) for c in circles])
+            conn.executemany(self.EVENT, [self._sql(e) for e in events])
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
             raise
+
+    @staticmethod
+    def _insert_sql(table: str, row: dict[str, Any]) -> str:
+        return (f"INSERT INTO {table} ({', '.join(row)}) VALUES"
+                f" ({', '.join(':' + k for k in row)})")
+
+    def save_all(self, writes: list[_Write],
+                 event_rows: Callable[[str, list[Event]], list[dict[str, Any]]]) -> set[str]:
+        conn = self._conn()
+        lost = set()
+        begin_immediate(conn)
+        try:
+            for w in writes:
+                if conn.execute(self.CAS, self._sql(w.row)).rowcount != 1:
+                    lost.add(w.row["id"])
+                    continue
+                if w.changed:
+                    conn.executemany(self.CIRCLE, [self._sql(c) for c in w.changed])
+                if w.events:
+                    conn.executemany(self.EVENT, [self._sql(e) for e in
+                                                  event_rows(w.row["id"], w.events)])
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        return lost
 
     def close(self) -> None:
         with self.lock:

@@ -48,22 +48,30 @@ class Worker:
         self.handlers = handlers if handlers is not None else HANDLERS
         self.units = Units(store)
 
-    def run_once(self, limit: int = 20) -> int:
-        """Work through one batch of due instances; returns how many were claimed."""
+    def run_once(self, limit: int = 200) -> int:
+        """Work through one batch of due instances; returns how many were claimed.
+
+        Time passes on the whole batch in one transaction (timers, retries, timeouts);
+        the actions it turns up then run one by one, each result its own step."""
         ids = self.store.claim_due(self.name, limit, self.lease)
-        for instance_id in ids:
-            try:
-                self.process(instance_id)
-            except NotFound:
-                pass
-            except BpflowError as exc:
-                log.warning("instance %s: %s", instance_id, exc)
-            finally:
-                self.store.release(instance_id, self.name)
+        if not ids:
+            return 0
+        try:
+            due = self.store.apply_many(ids, self._due_jobs)
+            for instance_id, outcome in due.items():
+                if isinstance(outcome, BpflowError):
+                    if not isinstance(outcome, NotFound):
+                        log.warning("instance %s: %s", instance_id, outcome)
+                    continue
+                try:
+                    self.process(instance_id, *outcome)
+                except BpflowError as exc:
+                    log.warning("instance %s: %s", instance_id, exc)
+        finally:
+            self.store.release(ids, self.name)
         return len(ids)
 
-    def process(self, instance_id: str) -> None:
-        jobs, approvals = self.store.apply(instance_id, self._due_jobs)
+    def process(self, instance_id: str, jobs: list[Job], approvals: list[str]) -> None:
         for cid in approvals:  # re-entry checks decided approval mail
             self.units.mailbox.settle(instance_id, cid)
         for job in jobs:
