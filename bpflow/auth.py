@@ -1,0 +1,73 @@
+"""Signed tokens (JWT, HS256) for the REST API and the web app's session.
+
+The token names the user and the roles the users table gave at sign-in; issuer,
+audience and expiry are always checked. The key is derived from the server secret.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import defaultdict, deque
+from typing import Any
+
+import jwt
+
+from bpflow.security import derive, load_secret
+from engine.errors import BpflowError
+
+ISSUER = "bpflow"
+AUDIENCE = "bpflow-api"
+LIFETIME_S = 3600
+
+
+class Unauthorized(BpflowError):
+    """No valid token: missing, forged or expired (HTTP 401)."""
+
+
+def _key(secret: bytes | None) -> bytes:
+    return derive(secret or load_secret(), "jwt")
+
+
+def issue_token(user: dict[str, Any], secret: bytes | None = None,
+                lifetime: int = LIFETIME_S, now: float | None = None) -> str:
+    now = int(now if now is not None else time.time())
+    claims = {"sub": user["username"], "uid": user["id"], "roles": list(user["roles"]),
+              "iss": ISSUER, "aud": AUDIENCE, "iat": now, "exp": now + lifetime}
+    return jwt.encode(claims, _key(secret), algorithm="HS256")
+
+
+def verify_token(token: str | None, secret: bytes | None = None) -> dict[str, Any]:
+    """The user a token stands for: {"id", "username", "roles"}; Unauthorized otherwise."""
+    if not token:
+        raise Unauthorized("missing bearer token")
+    try:
+        claims = jwt.decode(token, _key(secret), algorithms=["HS256"], audience=AUDIENCE,
+                            issuer=ISSUER, options={"require": ["exp", "iat", "sub", "uid"]})
+    except jwt.ExpiredSignatureError:
+        raise Unauthorized("token expired") from None
+    except jwt.PyJWTError:
+        raise Unauthorized("invalid token") from None
+    return {"id": claims["uid"], "username": claims["sub"], "roles": list(claims["roles"])}
+
+
+class SlidingLimiter:
+    """At most `limit` events per `window` seconds per key, in this process (sign-in
+    attempts; guest messages are limited in the database, across processes)."""
+
+    def __init__(self, limit: int, window: float):
+        self.limit, self.window = limit, window
+        self.events: dict[str, deque[float]] = defaultdict(deque)
+        self.lock = threading.Lock()
+
+    def retry_after(self, key: str) -> int:
+        """0 when allowed (and counted), else seconds to wait."""
+        now = time.monotonic()
+        with self.lock:
+            q = self.events[key]
+            while q and q[0] <= now - self.window:
+                q.popleft()
+            if len(q) >= self.limit:
+                return int(q[0] + self.window - now) + 1
+            q.append(now)
+            return 0
