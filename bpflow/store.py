@@ -394,6 +394,45 @@ class Store:
     def tick(self, instance_id: str) -> Instance:
         return self.apply(instance_id, lambda e, i: (e.tick(i), i)[1])
 
+    def list_instances(self, user_id: int | None = None, template: str | None = None,
+                       status: str | None = None, limit: int = 50,
+                       offset: int = 0) -> tuple[list[dict[str, Any]], int]:
+        """Instances newest first (of one user unless `user_id` is None) and the total."""
+        cond = []
+        if user_id is not None:
+            cond.append(instances_t.c.user_id == user_id)
+        if template:
+            cond.append(instances_t.c.template == template)
+        if status:
+            cond.append(instances_t.c.status == status)
+        cols = [instances_t.c[k] for k in ("id", "template", "version", "status", "reason",
+                                           "user", "created_at", "updated_at")]
+        q = (select(*cols).where(*cond)
+             .order_by(instances_t.c.created_at.desc(), instances_t.c.id).limit(limit)
+             .offset(offset))
+        with self._read() as conn:
+            rows = conn.execute(q).mappings().all()
+            total = conn.execute(select(func.count()).select_from(instances_t)
+                                 .where(*cond)).scalar()
+        return [dict(r) for r in rows], total
+
+    def stats(self, template: str, user_id: int | None = None) -> dict[str, Any]:
+        """Busybee's InstanceCountState: circles per state, instances per status."""
+        cond = [instances_t.c.template == template]
+        if user_id is not None:
+            cond.append(instances_t.c.user_id == user_id)
+        circles: dict[str, dict[str, int]] = {}
+        with self._read() as conn:
+            q = (select(circles_t.c.circle, circles_t.c.state, func.count())
+                 .join(instances_t, instances_t.c.id == circles_t.c.instance_id)
+                 .where(*cond).group_by(circles_t.c.circle, circles_t.c.state))
+            for cid, state, n in conn.execute(q):
+                circles.setdefault(cid, {s: 0 for s in ("waiting", "success", "failure",
+                                                        "skipped")})[state] = n
+            statuses = dict(conn.execute(select(instances_t.c.status, func.count())
+                                         .where(*cond).group_by(instances_t.c.status)).all())
+        return {"circles": circles, "instances": statuses}
+
     def latest_instance(self, template: str, user_id: int,
                         statuses: Iterable[str]) -> str | None:
         """The id of the user's newest instance of `template` in one of `statuses`."""

@@ -6,6 +6,7 @@ approver mailbox come later, each as its own page module.
 
 import reflex as rx
 
+from bpflow.api import create_app
 from bpflow.services import lifespan
 
 TAGLINE = "Business flows drawn as circles and arrows."
@@ -78,6 +79,6 @@ def index() -> rx.Component:
 
 
 # The Radix theme is configured in rxconfig.py (RadixThemesPlugin).
-app = rx.App()
+app = rx.App(api_transformer=create_app())  # the REST API under /api
 app.register_lifespan_task(lifespan)
 app.add_page(index, title="bpflow", description=TAGLINE)

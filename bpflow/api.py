@@ -1,0 +1,453 @@
+"""The REST API (SPEC §8): the paper's Start / Resume (with a bookmark) / Abort, templates,
+history, stats, the mailbox and the guest endpoint, under `/api` with OpenAPI.
+
+Errors are `{"detail": ...}`: 401 no valid token, 403 role or addressee violation, 404
+what does not exist or is not the caller's to see, 409 state conflicts (a used or stale
+bookmark, a closed approval), 422 bad input, 429 too many attempts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Annotated, Any, Literal
+
+from fastapi import Depends, FastAPI, Query, Request, Response
+from fastapi.responses import JSONResponse
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from pydantic import BaseModel, Field
+
+from bpflow.auth import LIFETIME_S, SlidingLimiter, Unauthorized, issue_token, verify_token
+from bpflow.forms import FormError
+from bpflow.mailbox import Forbidden, Mailbox, RateLimited, Tampered
+from bpflow.store import Conflict, NotFound, Store
+from bpflow.units import Units
+from engine.errors import DefinitionError, TransitionError
+from engine.instance import Instance
+from engine.runtime import InputError
+
+Json = Any
+AUTOMATIC = frozenset({"http", "mail", "approval", "timer", "flow", "compute"})
+
+
+# ----------------------------------------------------------------- schemas
+class ErrorOut(BaseModel):
+    detail: Json = Field(description="what went wrong: a message, or structured errors")
+
+
+class TokenIn(BaseModel):
+    username: str = Field(min_length=1, max_length=100)
+    password: str = Field(min_length=1, max_length=1000)
+
+
+class TokenOut(BaseModel):
+    access_token: str
+    token_type: Literal["bearer"] = "bearer"
+    expires_in: int
+
+
+class TemplateSummary(BaseModel):
+    name: str
+    latest_version: int
+    versions: list[int]
+
+
+class TemplateUploaded(BaseModel):
+    name: str
+    version: int
+    analysis: dict[str, Json]
+
+
+class TemplateOut(BaseModel):
+    name: str
+    version: int
+    body: dict[str, Json]
+    analysis: dict[str, Json]
+    locked: bool = Field(description="the version has instances and can never change")
+
+
+class StatsOut(BaseModel):
+    circles: dict[str, dict[str, int]]
+    instances: dict[str, int]
+
+
+class StartIn(BaseModel):
+    template: str = Field(min_length=1, max_length=100)
+    version: int | None = Field(default=None, ge=1)
+    inputs: dict[str, Json] = Field(default_factory=dict)
+
+
+class CircleOut(BaseModel):
+    state: Literal["waiting", "success", "failure", "skipped"]
+    ready: bool
+    blocked: bool
+    result: Json = None
+    reason: str | None = None
+    attempts: int
+    next_attempt_at: str | None = None
+    bookmark: str | None = None
+    pending: dict[str, Json] | None = None
+
+
+class InstanceSummary(BaseModel):
+    id: str
+    template: str
+    version: int
+    status: str
+    reason: str | None = None
+    user: dict[str, Json]
+    created_at: str
+    updated_at: str
+
+
+class InstanceOut(InstanceSummary):
+    variables: dict[str, Json]
+    circles: dict[str, CircleOut]
+    history_url: str
+
+
+class EventOut(BaseModel):
+    seq: int
+    at: str
+    kind: str
+    actor: str | None = None
+    circle: str | None = None
+    before: Json = None
+    after: Json = None
+    data: Json = None
+
+
+class CompleteIn(BaseModel):
+    bookmark: str = Field(min_length=1, max_length=200)
+    result: Json = None
+
+
+class FailIn(BaseModel):
+    bookmark: str = Field(min_length=1, max_length=200)
+    reason: str = Field(min_length=1, max_length=2000)
+
+
+class ResetIn(BaseModel):
+    uri: str = Field(min_length=1, max_length=400)
+    scope: Literal["self", "levels", "all"] = "self"
+    levels: int | None = Field(default=None, ge=0, le=1000)
+
+
+class AbortIn(BaseModel):
+    reason: str = Field(default="aborted", max_length=2000)
+
+
+class MailOut(BaseModel):
+    id: int
+    kind: Literal["approval", "message", "guest"]
+    sender: str
+    subject: str
+    body: str
+    payload: Json = None
+    created_at: str
+    updated_at: str | None = None
+    read: bool
+    decision: str | None = None
+    comment: str | None = None
+    instance: str | None = None
+    circle: str | None = None
+    signature_ok: bool
+    problem: str | None = None
+
+
+class DecisionIn(BaseModel):
+    decision: Literal["approved", "rejected"]
+    comment: str = Field(default="", max_length=2000)
+
+
+class GuestIn(BaseModel):
+    name: str = Field(max_length=200)
+    subject: str = Field(max_length=400)
+    body: str = Field(max_length=10000)
+
+
+class GuestOut(BaseModel):
+    id: int
+
+
+bearer = HTTPBearer(auto_error=False, description="a token from POST /api/auth/token")
+
+
+def _store(request: Request) -> Store:
+    return request.app.state.store_factory()
+
+
+def _user(request: Request, credentials: Annotated[HTTPAuthorizationCredentials | None,
+                                                   Depends(bearer)] = None) -> dict[str, Any]:
+    if credentials is None or credentials.scheme.lower() != "bearer":
+        raise Unauthorized("missing bearer token")
+    return verify_token(credentials.credentials, _store(request).secret)
+
+
+Store_ = Annotated[Store, Depends(_store)]
+User = Annotated[dict[str, Any], Depends(_user)]
+
+
+def _errors(*codes: int) -> dict[int | str, dict[str, Any]]:
+    text = {401: "no valid token", 403: "not allowed for this user", 404: "not found",
+            409: "conflicts with the current state", 422: "invalid input",
+            429: "too many requests"}
+    return {c: {"model": ErrorOut, "description": text[c]} for c in codes}
+
+
+# ------------------------------------------------------------------- app
+def create_app(store_factory: Callable[[], Store] | None = None) -> FastAPI:
+    """The API app; `store_factory` gives the Store (the process-wide one by default)."""
+    if store_factory is None:
+        from bpflow.services import get_store
+        store_factory = get_store
+    app = FastAPI(title="bpflow", version="1.0", openapi_url="/api/openapi.json",
+                  docs_url="/api/docs", redoc_url=None,
+                  description="Start, resume (with a bookmark) and abort business flows.")
+    app.state.store_factory = store_factory
+    login_failures = SlidingLimiter(10, 60.0)
+
+    def admin_only(caller: dict[str, Any]) -> None:
+        if "admin" not in caller["roles"]:
+            raise Forbidden("only admins may do this")
+
+    def may_drive(node, caller: dict[str, Any]) -> bool:
+        """Owners drive what waits for a person; what bpflow runs (HTTP, mail) and what an
+        approver decides is completed by hand only by an admin (an intervention)."""
+        return node.circle.box.action_type not in AUTOMATIC or "admin" in caller["roles"]
+
+    def drivable(inst: Instance, uri: str, caller: dict[str, Any]):
+        node = inst.template.plan.nodes.get(uri)
+        if node is None:
+            raise NotFound(f"instance has no circle '{uri}'")
+        if not may_drive(node, caller):
+            raise Forbidden(f"circle '{uri}' runs a {node.circle.box.action_type} action;"
+                            " only an admin may complete or fail it by hand")
+        return node
+
+    def owned(s: Store, instance_id: str, caller: dict[str, Any]) -> Instance:
+        try:
+            inst = s.get(instance_id)
+        except NotFound:
+            raise NotFound(f"no instance '{instance_id}'") from None
+        if "admin" not in caller["roles"] and inst.user.get("id") != caller["id"]:
+            raise NotFound(f"no instance '{instance_id}'")  # not yours to see
+        return inst
+
+    def out(s: Store, inst: Instance, caller: dict[str, Any]) -> dict[str, Any]:
+        view = s.engine.view(inst)
+        nodes = inst.template.plan.nodes
+        for cid, circle in view.items():
+            circle["pending"] = _public_pending(inst.circles[cid].pending)
+            if not may_drive(nodes[cid], caller):
+                circle["bookmark"] = None  # bpflow runs it (or an approver decides it)
+        return {**_summary(inst.to_dict()), "variables": s.engine.variables(inst),
+                "circles": view, "history_url": f"/api/instances/{inst.id}/history"}
+
+    # --------------------------------------------------------------- errors
+    def handler(status: int, headers: Callable[[Exception], dict[str, str]] | None = None,
+                detail: Callable[[Exception], Any] = str):
+        def handle(_request: Request, exc: Exception) -> JSONResponse:
+            return JSONResponse({"detail": detail(exc)}, status_code=status,
+                                headers=headers(exc) if headers else None)
+        return handle
+
+    app.add_exception_handler(Unauthorized, handler(401, lambda e: {"WWW-Authenticate":
+                                                                       "Bearer"}))
+    app.add_exception_handler(Forbidden, handler(403))
+    app.add_exception_handler(NotFound, handler(404))
+    for exc in (TransitionError, Conflict, Tampered):
+        app.add_exception_handler(exc, handler(409))
+    app.add_exception_handler(FormError, handler(422, detail=lambda e: {"errors": e.errors}))
+    app.add_exception_handler(DefinitionError, handler(422, detail=lambda e: {
+        "errors": e.errors}))
+    app.add_exception_handler(InputError, handler(422))
+    app.add_exception_handler(RateLimited, handler(429, lambda e: {
+        "Retry-After": str(e.retry_after)}))
+
+    # ----------------------------------------------------------------- auth
+    @app.get("/api/health", tags=["health"])
+    def health() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @app.post("/api/auth/token", response_model=TokenOut, tags=["auth"],
+              responses=_errors(401, 422, 429))
+    def token(body: TokenIn, s: Store_) -> TokenOut:
+        found = s.authenticate(body.username, body.password)
+        if found is None:
+            wait = login_failures.retry_after(body.username)
+            if wait:
+                raise RateLimited(f"too many failed sign-ins; try again in {wait} seconds",
+                                  wait)
+            raise Unauthorized("wrong username or password")
+        return TokenOut(access_token=issue_token(found, s.secret), expires_in=LIFETIME_S)
+
+    # ------------------------------------------------------------ templates
+    @app.get("/api/templates", response_model=list[TemplateSummary], tags=["templates"],
+             responses=_errors(401))
+    def templates(s: Store_, caller: User) -> list[dict[str, Any]]:
+        return [{"name": n, "latest_version": v[-1], "versions": v}
+                for n, v in s.template_versions().items()]
+
+    @app.post("/api/templates", response_model=TemplateUploaded, status_code=201,
+              tags=["templates"], responses={**_errors(401, 403, 422),
+                                             200: {"model": TemplateUploaded,
+                                                   "description": "identical to the latest"}})
+    def upload(body: dict[str, Json], s: Store_, caller: User,
+               response: Response) -> dict[str, Any]:
+        admin_only(caller)
+        version, created = s.put_template(body)
+        if not created:
+            response.status_code = 200
+        _, template = s.template(body["name"], version)
+        return {"name": body["name"], "version": version, "analysis": template.analysis}
+
+    @app.get("/api/templates/{name}", response_model=TemplateOut, tags=["templates"],
+             responses=_errors(401, 404))
+    def template(name: str, s: Store_, caller: User,
+                 version: Annotated[int | None, Query(ge=1)] = None) -> dict[str, Any]:
+        number, tpl = s.template(name, version)
+        return {"name": name, "version": number, "body": tpl.body, "analysis": tpl.analysis,
+                "locked": number in s.locked_versions(name)}
+
+    @app.get("/api/templates/{name}/stats", response_model=StatsOut, tags=["templates"],
+             responses=_errors(401, 404))
+    def stats(name: str, s: Store_, caller: User) -> dict[str, Any]:
+        if name not in s.template_versions():
+            raise NotFound(f"no template '{name}'")
+        return s.stats(name, None if "admin" in caller["roles"] else caller["id"])
+
+    # ------------------------------------------------------------ instances
+    @app.post("/api/instances", response_model=InstanceOut, status_code=201,
+              tags=["instances"], responses=_errors(401, 404, 422))
+    def start(body: StartIn, s: Store_, caller: User) -> dict[str, Any]:
+        return out(s, s.start(body.template, body.inputs, caller, body.version), caller)
+
+    @app.get("/api/instances", response_model=list[InstanceSummary], tags=["instances"],
+             responses=_errors(401, 422))
+    def instances(s: Store_, caller: User, response: Response,
+                  template: Annotated[str | None, Query(max_length=100)] = None,
+                  status: Literal["running", "completed", "failed", "suspended",
+                                  "terminated"] | None = None,
+                  limit: Annotated[int, Query(ge=1, le=500)] = 50,
+                  offset: Annotated[int, Query(ge=0)] = 0) -> list[dict[str, Any]]:
+        scope = None if "admin" in caller["roles"] else caller["id"]
+        rows, total = s.list_instances(scope, template, status, limit, offset)
+        response.headers["X-Total-Count"] = str(total)
+        return [_summary(r) for r in rows]
+
+    @app.get("/api/instances/{instance_id}", response_model=InstanceOut, tags=["instances"],
+             responses=_errors(401, 404))
+    def instance(instance_id: str, s: Store_, caller: User) -> dict[str, Any]:
+        return out(s, owned(s, instance_id, caller), caller)
+
+    @app.get("/api/instances/{instance_id}/history", response_model=list[EventOut],
+             tags=["instances"], responses=_errors(401, 404))
+    def history(instance_id: str, s: Store_, caller: User) -> list[dict[str, Any]]:
+        owned(s, instance_id, caller)
+        return s.history(instance_id)
+
+    @app.post("/api/instances/{instance_id}/circles/{uri}/complete",
+              response_model=InstanceOut, tags=["instances"],
+              responses=_errors(401, 404, 409, 422))
+    def complete(instance_id: str, uri: str, body: CompleteIn, s: Store_,
+                 caller: User) -> dict[str, Any]:
+        node = drivable(owned(s, instance_id, caller), uri, caller)
+        box = node.circle.box
+        if box.form or box.confirm is not None:  # the form layer checks what is sent
+            data = body.result if isinstance(body.result, dict) else {}
+            if box.confirm is not None and body.result is not False:
+                data = {"accept": True, **data}
+            return out(s, Units(s).submit(instance_id, uri, body.bookmark, data,
+                                          caller["username"]), caller)
+        return out(s, s.complete(instance_id, uri, body.bookmark, body.result,
+                                 caller["username"]), caller)
+
+    @app.post("/api/instances/{instance_id}/circles/{uri}/fail", response_model=InstanceOut,
+              tags=["instances"], responses=_errors(401, 404, 409, 422))
+    def fail(instance_id: str, uri: str, body: FailIn, s: Store_,
+             caller: User) -> dict[str, Any]:
+        drivable(owned(s, instance_id, caller), uri, caller)
+        return out(s, s.fail(instance_id, uri, body.bookmark, body.reason, caller["username"]),
+                   caller)
+
+    @app.get("/api/instances/{instance_id}/reset-preview", response_model=list[str],
+             tags=["instances"], responses=_errors(401, 404, 422))
+    def reset_preview(instance_id: str, s: Store_, caller: User,
+                      uri: Annotated[str, Query(max_length=400)],
+                      scope: Literal["self", "levels", "all"] = "self",
+                      levels: Annotated[int | None, Query(ge=0, le=1000)] = None) -> list[str]:
+        inst = owned(s, instance_id, caller)
+        if uri not in inst.circles:
+            raise NotFound(f"instance has no circle '{uri}'")
+        return s.engine.reset_preview(inst, uri, scope, _levels(scope, levels))
+
+    @app.post("/api/instances/{instance_id}/reset", response_model=InstanceOut,
+              tags=["instances"], responses=_errors(401, 404, 409, 422))
+    def reset(instance_id: str, body: ResetIn, s: Store_, caller: User) -> dict[str, Any]:
+        inst = owned(s, instance_id, caller)
+        if body.uri not in inst.circles:
+            raise NotFound(f"instance has no circle '{body.uri}'")
+        return out(s, s.reset(instance_id, body.uri, body.scope,
+                              _levels(body.scope, body.levels), caller["username"]), caller)
+
+    @app.post("/api/instances/{instance_id}/abort", response_model=InstanceOut,
+              tags=["instances"], responses=_errors(401, 404, 409, 422))
+    def abort(instance_id: str, body: AbortIn, s: Store_, caller: User) -> dict[str, Any]:
+        owned(s, instance_id, caller)
+        return out(s, s.abort(instance_id, body.reason, caller["username"]), caller)
+
+    @app.post("/api/instances/{instance_id}/suspend", response_model=InstanceOut,
+              tags=["instances"], responses=_errors(401, 404, 409))
+    def suspend(instance_id: str, s: Store_, caller: User) -> dict[str, Any]:
+        owned(s, instance_id, caller)
+        return out(s, s.suspend(instance_id, caller["username"]), caller)
+
+    @app.post("/api/instances/{instance_id}/resume", response_model=InstanceOut,
+              tags=["instances"], responses=_errors(401, 404, 409))
+    def resume(instance_id: str, s: Store_, caller: User) -> dict[str, Any]:
+        owned(s, instance_id, caller)
+        return out(s, s.resume(instance_id, caller["username"]), caller)
+
+    # -------------------------------------------------------------- mailbox
+    @app.get("/api/mailbox", response_model=list[MailOut], tags=["mailbox"],
+             responses=_errors(401, 422))
+    def mailbox(s: Store_, caller: User,
+                kind: Literal["approval", "message", "guest"] | None = None,
+                status: Literal["pending", "decided", "unread"] | None = None,
+                limit: Annotated[int, Query(ge=1, le=500)] = 100,
+                offset: Annotated[int, Query(ge=0)] = 0) -> list[dict[str, Any]]:
+        return Mailbox(s).inbox(caller, kind, status, limit, offset)
+
+    @app.post("/api/mailbox/{mail_id}/decision", response_model=MailOut, tags=["mailbox"],
+              responses=_errors(401, 403, 404, 409, 422))
+    def decide(mail_id: int, body: DecisionIn, s: Store_, caller: User) -> dict[str, Any]:
+        return Mailbox(s).decide(mail_id, caller, body.decision, body.comment)
+
+    @app.post("/api/guest/messages", response_model=GuestOut, status_code=201,
+              tags=["guest"], responses=_errors(422, 429))
+    def guest(body: GuestIn, request: Request, s: Store_) -> dict[str, int]:
+        client = request.client.host if request.client else "unknown"
+        return {"id": Mailbox(s).guest_message(body.name, body.subject, body.body, client)}
+
+    return app
+
+
+def _levels(scope: str, levels: int | None) -> int | None:
+    if scope == "levels" and levels is None:
+        raise InputError("scope 'levels' needs levels (0 or more)")
+    return levels
+
+
+def _summary(data: dict[str, Any]) -> dict[str, Any]:
+    def iso(v: Any) -> str:
+        return v if isinstance(v, str) else v.isoformat()
+    return {"id": data["id"], "template": data["template"], "version": data["version"],
+            "status": data["status"], "reason": data.get("reason"), "user": data["user"],
+            "created_at": iso(data["created_at"]), "updated_at": iso(data["updated_at"])}
+
+
+def _public_pending(pending: dict[str, Any] | None) -> dict[str, Any] | None:
+    """What the action layer is waiting on (the staged form stays private)."""
+    if not pending:
+        return None
+    return {k: v for k, v in pending.items() if k != "form"} or {"form_submitted": True}

@@ -1,0 +1,62 @@
+"""The API served for real: uvicorn on a free port, spoken to over HTTP."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import httpx
+import pytest
+import uvicorn
+
+from bpflow.api import create_app
+from bpflow.store import Store
+from tests.conftest import SECRET
+
+PEOPLE = {"admin": ["admin"], "alice": ["user"], "bob": ["user"], "ann": ["approver"]}
+
+
+@dataclass
+class Api:
+    url: str
+    store: Store
+    tokens: dict[str, str]
+
+    def client(self, who: str | None = None) -> httpx.Client:
+        headers = {"Authorization": f"Bearer {self.tokens[who]}"} if who else {}
+        return httpx.Client(base_url=self.url, headers=headers, timeout=30)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture
+def api(db_url) -> Iterator[Api]:
+    store = Store(db_url, secret=SECRET)
+    for name, roles in PEOPLE.items():
+        store.add_user(name, f"pw-{name}", roles)
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(create_app(lambda: store), host="127.0.0.1",
+                                           port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        assert time.monotonic() < deadline, "the API server did not start"
+        time.sleep(0.02)
+    url = f"http://127.0.0.1:{port}"
+    tokens = {}
+    with httpx.Client(base_url=url) as c:
+        for name in PEOPLE:
+            r = c.post("/api/auth/token", json={"username": name, "password": f"pw-{name}"})
+            tokens[name] = r.json()["access_token"]
+    yield Api(url, store, tokens)
+    server.should_exit = True
+    thread.join(timeout=10)
+    store.close()
