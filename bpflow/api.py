@@ -12,9 +12,11 @@ from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 from fastapi import Depends, FastAPI, Query, Request, Response
+from fastapi import Path as FastPath
 from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, Field
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from bpflow.auth import LIFETIME_S, SlidingLimiter, Unauthorized, issue_token, verify_token
 from bpflow.forms import FormError
@@ -26,6 +28,7 @@ from engine.instance import Instance
 from engine.runtime import InputError
 
 Json = Any
+MAX_INT = 2**31 - 1  # what every database stores in an INTEGER column
 AUTOMATIC = frozenset({"http", "mail", "approval", "timer", "flow", "compute"})
 
 
@@ -72,7 +75,7 @@ class StatsOut(BaseModel):
 
 class StartIn(BaseModel):
     template: str = Field(min_length=1, max_length=100)
-    version: int | None = Field(default=None, ge=1)
+    version: int | None = Field(default=None, ge=1, le=2**31 - 1)
     inputs: dict[str, Json] = Field(default_factory=dict)
 
 
@@ -264,6 +267,12 @@ def create_app(store_factory: Callable[[], Store] | None = None) -> FastAPI:
     app.add_exception_handler(RateLimited, handler(429, lambda e: {
         "Retry-After": str(e.retry_after)}))
 
+    @app.exception_handler(StarletteHTTPException)
+    def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        status = 422 if exc.status_code == 400 else exc.status_code  # unparsable body
+        return JSONResponse({"detail": exc.detail}, status_code=status,
+                            headers=getattr(exc, "headers", None))
+
     # ----------------------------------------------------------------- auth
     @app.get("/api/health", tags=["health"])
     def health() -> dict[str, str]:
@@ -304,7 +313,8 @@ def create_app(store_factory: Callable[[], Store] | None = None) -> FastAPI:
     @app.get("/api/templates/{name}", response_model=TemplateOut, tags=["templates"],
              responses=_errors(401, 404))
     def template(name: str, s: Store_, caller: User,
-                 version: Annotated[int | None, Query(ge=1)] = None) -> dict[str, Any]:
+                 version: Annotated[int | None, Query(ge=1, le=MAX_INT)] = None
+                 ) -> dict[str, Any]:
         number, tpl = s.template(name, version)
         return {"name": name, "version": number, "body": tpl.body, "analysis": tpl.analysis,
                 "locked": number in s.locked_versions(name)}
@@ -329,7 +339,7 @@ def create_app(store_factory: Callable[[], Store] | None = None) -> FastAPI:
                   status: Literal["running", "completed", "failed", "suspended",
                                   "terminated"] | None = None,
                   limit: Annotated[int, Query(ge=1, le=500)] = 50,
-                  offset: Annotated[int, Query(ge=0)] = 0) -> list[dict[str, Any]]:
+                  offset: Annotated[int, Query(ge=0, le=MAX_INT)] = 0) -> list[dict[str, Any]]:
         scope = None if "admin" in caller["roles"] else caller["id"]
         rows, total = s.list_instances(scope, template, status, limit, offset)
         response.headers["X-Total-Count"] = str(total)
@@ -415,12 +425,13 @@ def create_app(store_factory: Callable[[], Store] | None = None) -> FastAPI:
                 kind: Literal["approval", "message", "guest"] | None = None,
                 status: Literal["pending", "decided", "unread"] | None = None,
                 limit: Annotated[int, Query(ge=1, le=500)] = 100,
-                offset: Annotated[int, Query(ge=0)] = 0) -> list[dict[str, Any]]:
+                offset: Annotated[int, Query(ge=0, le=MAX_INT)] = 0) -> list[dict[str, Any]]:
         return Mailbox(s).inbox(caller, kind, status, limit, offset)
 
     @app.post("/api/mailbox/{mail_id}/decision", response_model=MailOut, tags=["mailbox"],
               responses=_errors(401, 403, 404, 409, 422))
-    def decide(mail_id: int, body: DecisionIn, s: Store_, caller: User) -> dict[str, Any]:
+    def decide(mail_id: Annotated[int, FastPath(ge=1, le=MAX_INT)], body: DecisionIn,
+               s: Store_, caller: User) -> dict[str, Any]:
         return Mailbox(s).decide(mail_id, caller, body.decision, body.comment)
 
     @app.post("/api/guest/messages", response_model=GuestOut, status_code=201,

@@ -1,0 +1,82 @@
+"""Who may do what: anonymous, the owner (alice), another user (bob), an approver (ann) and
+an admin against every endpoint, in one table. Each cell runs on fresh state."""
+
+from __future__ import annotations
+
+import pytest
+
+from bpflow.mailbox import Mailbox
+from bpflow.worker import Worker
+
+FORM = {"name": "simple", "circles": [
+    {"uri": "a", "box": {"form": [{"name": "n", "type": "integer"}]}},
+    {"uri": "end", "deps": [["a"]]}]}
+APPROVAL = {"name": "ask", "circles": [
+    {"uri": "ok", "box": {"action": {"type": "approval", "to": "ann", "subject": "please"}}}]}
+WHO = ("anonymous", "alice", "bob", "ann", "admin")
+
+# endpoint -> expected status for anonymous, alice (owner), bob, ann (approver), admin
+MATRIX = {
+    "GET /api/health": (200, 200, 200, 200, 200),
+    "GET /api/templates": (401, 200, 200, 200, 200),
+    "POST /api/templates": (401, 403, 403, 403, 200),
+    "GET /api/templates/simple": (401, 200, 200, 200, 200),
+    "GET /api/templates/simple/stats": (401, 200, 200, 200, 200),
+    "POST /api/instances": (401, 201, 201, 201, 201),
+    "GET /api/instances": (401, 200, 200, 200, 200),
+    "GET /api/instances/{iid}": (401, 200, 404, 404, 200),
+    "GET /api/instances/{iid}/history": (401, 200, 404, 404, 200),
+    "GET /api/instances/{iid}/reset-preview?uri=a": (401, 200, 404, 404, 200),
+    "POST /api/instances/{iid}/circles/a/complete": (401, 200, 404, 404, 200),
+    "POST /api/instances/{iid}/circles/a/fail": (401, 200, 404, 404, 200),
+    "POST /api/instances/{iid}/reset": (401, 409, 404, 404, 409),
+    "POST /api/instances/{iid}/suspend": (401, 200, 404, 404, 200),
+    "POST /api/instances/{iid}/resume": (401, 409, 404, 404, 409),
+    "POST /api/instances/{iid}/abort": (401, 200, 404, 404, 200),
+    "POST /api/instances/{approval}/circles/ok/complete": (401, 403, 404, 404, 200),
+    "GET /api/mailbox": (401, 200, 200, 200, 200),
+    "POST /api/mailbox/{mail}/decision": (401, 403, 403, 200, 403),
+    "POST /api/guest/messages": (201, 201, 201, 201, 201),
+}
+BODIES = {
+    "/api/templates": FORM, "/api/instances": {"template": "simple"},
+    "complete": {"bookmark": "{bookmark}", "result": {"n": 1}},
+    "fail": {"bookmark": "{bookmark}", "reason": "no"}, "reset": {"uri": "a"},
+    "abort": {"reason": "stop"}, "decision": {"decision": "approved"},
+    "/api/guest/messages": {"name": "Guest", "subject": "hi", "body": "hello"},
+}
+
+
+def body_for(path: str) -> dict | None:
+    for key, body in BODIES.items():
+        if path.endswith(key):
+            return body
+    return None
+
+
+@pytest.mark.parametrize("endpoint", sorted(MATRIX))
+def test_authorization_matrix(api, endpoint):
+    store = api.store
+    with api.client("admin") as c:
+        c.post("/api/templates", json=FORM)
+        c.post("/api/templates", json=APPROVAL)
+    alice = store.user("alice")
+    failures = []
+    for who, expected in zip(WHO, MATRIX[endpoint], strict=True):
+        inst = store.start("simple", {}, alice)  # fresh state for every cell
+        asked = store.start("ask", {}, alice)
+        Worker(store).run_once()
+        mail = Mailbox(store).inbox(store.user("ann"), kind="approval")[0]["id"]
+        bookmark = store.engine.bookmark(inst, "a")
+        method, path = endpoint.split(" ")
+        path = path.format(iid=inst.id, approval=asked.id, mail=mail)
+        body = body_for(path.split("?")[0])
+        if body and "bookmark" in body:
+            mark = store.engine.bookmark(store.get(asked.id), "ok") if "{approval}" in \
+                endpoint else bookmark
+            body = {**body, "bookmark": mark}
+        with api.client(None if who == "anonymous" else who) as c:
+            got = c.request(method, path, json=body).status_code
+        if got != expected:
+            failures.append(f"{who}: expected {expected}, got {got}")
+    assert not failures, f"{endpoint}: " + "; ".join(failures)
