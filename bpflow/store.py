@@ -98,9 +98,19 @@ class Store:
         self._lock = threading.Lock()
         self._sql = _Statements()
         self._template_rows: dict[int, Any] = {}
+        self._on_due: Callable[[], None] | None = None
         database = self.db.url.database
         self._fast = (_SqliteWriter(database) if self.db.dialect.name == "sqlite"
                       and database not in (None, "", ":memory:") else None)
+
+    def on_due(self, callback: Callable[[], None] | None) -> None:
+        """Call `callback` after a write of this store leaves work due now (the worker of
+        this process listens, so it does not wait for its next poll)."""
+        self._on_due = callback
+
+    def _notify(self, due_at: datetime | None) -> None:
+        if self._on_due is not None and due_at is not None and due_at <= self.clock():
+            self._on_due()
 
     def close(self) -> None:
         if self._fast is not None:
@@ -292,6 +302,7 @@ class Store:
                 conn.execute(insert(circles_t), circle_rows)
                 self._insert_events(conn, inst.id, events)
         self._keep(_Loaded(inst, 1, circles))
+        self._notify(values["due_at"])
         return inst
 
     def get(self, instance_id: str) -> Instance:
@@ -566,6 +577,7 @@ class Store:
             if w.loaded.inst.id not in lost:
                 w.loaded.lock_version += 1
                 w.loaded.circles = w.circles
+                self._notify(w.row["due_at"])
         return lost
 
     def _save(self, loaded: _Loaded, events: list[Event], conn=None) -> None:

@@ -132,16 +132,23 @@ class Worker:
         return jobs, approvals
 
     def run_forever(self, stop: threading.Event | None = None, poll: float = 0.5) -> None:
+        """Work until `stop` is set. Writes of this process that make work due (a form
+        submitted for an HTTP action, a retry scheduled) wake the worker at once; work
+        written by other processes is found within `poll` seconds."""
         stop = stop or threading.Event()
+        wake = threading.Event()
+        self.store.on_due(lambda: wake.set())
         log.info("worker %s started", self.name)
         while not stop.is_set():
+            wake.clear()
             try:
                 busy = self.run_once()
             except Exception:  # the database may be briefly unavailable: keep going
                 log.exception("worker batch failed")
                 busy = 0
             if not busy:
-                stop.wait(self._idle_wait(poll))
+                wake.wait(self._idle_wait(poll))
+        self.store.on_due(None)
 
     def _idle_wait(self, poll: float) -> float:
         """Sleep until the next due moment (at most `poll`); work already due but leased
@@ -153,10 +160,14 @@ class Worker:
         return poll if wait <= 0 else max(0.005, min(poll, wait))
 
 
-def start_in_thread(store: Store, **kwargs: Any) -> tuple[Worker, threading.Event]:
+def start_in_thread(store: Store, poll: float = 0.5,
+                    **kwargs: Any) -> tuple[Worker, threading.Event]:
     """The in-process worker the web backend runs beside its requests."""
     worker, stop = Worker(store, **kwargs), threading.Event()
-    threading.Thread(target=worker.run_forever, args=(stop,), daemon=True,
-                     name="bpflow-worker").start()
+
+    def run() -> None:
+        worker.run_forever(stop, poll)
+
+    threading.Thread(target=run, daemon=True, name="bpflow-worker").start()
     return worker, stop
 

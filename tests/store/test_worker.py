@@ -110,3 +110,17 @@ def test_worker_killed_mid_item_leaves_it_to_be_picked_up_again(db_url, store, s
     # the retried call carries the same idempotency key, so a receiver can de-duplicate
     assert server.recorder.keys()[f"{iid}:call:0"] == 2
     rescuer.store.close()
+
+
+def test_in_process_worker_wakes_on_new_work_without_waiting_for_its_poll(store, server):
+    from bpflow.worker import start_in_thread
+    store.put_template(http_flow(f"{server.url}/ok"))
+    _, stop = start_in_thread(store, poll=10, name="inproc")
+    try:
+        time.sleep(0.3)  # the worker is idle now and would poll again only in 10 s
+        iid = store.start("call", {"n": 3}).id
+        began = time.monotonic()
+        wait_until(lambda: store.get(iid).status == "completed", 8, "the HTTP action")
+        assert time.monotonic() - began < 2
+    finally:
+        stop.set()
