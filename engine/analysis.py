@@ -230,7 +230,7 @@ def _check_circle(c: dict[str, Any], ptr: str, ancestors: frozenset[str], ctx: _
     refs: list[tuple[str, tuple[str, ...]]] = []
     when = c.get("when")
     if isinstance(when, str):
-        refs += _expression_refs(when, f"{ptr}/when", rep)
+        refs += _expression_refs(when, f"{ptr}/when", rep, c["uri"])
     box = c.get("box")
     if isinstance(box, dict):
         for where, message in boxes.check_box(box):
@@ -240,14 +240,15 @@ def _check_circle(c: dict[str, Any], ptr: str, ancestors: frozenset[str], ctx: _
         for name, expr in (outputs.items() if isinstance(outputs, dict) else []):
             if isinstance(expr, str):
                 refs += _expression_refs(expr, f"{ptr}/box/action/outputs/{escape_pointer(name)}",
-                                         rep)
+                                         rep, c["uri"])
         skip = f"{ptr}/box/action/outputs/" if outputs is not None else None
         nested_circles = f"{ptr}/box/action/circles"
         for where, text in iter_strings(box, f"{ptr}/box"):
             if (skip and where.startswith(skip)) or where.startswith(nested_circles):
                 continue
             for bad in malformed(text):
-                rep.add("invalid_expression", where, f"malformed placeholder '{bad}'")
+                rep.add("invalid_expression", where,
+                        f"circle '{c['uri']}': malformed placeholder '{bad}'")
             refs += [(where, path) for path in references(text)]
     fields = {f.get("name") for f in (box or {}).get("form", []) if isinstance(f, dict)} \
         if isinstance(box, dict) and isinstance(box.get("form"), list) else set()
@@ -262,11 +263,12 @@ def _check_circle(c: dict[str, Any], ptr: str, ancestors: frozenset[str], ctx: _
             rep.add("unknown_variable", where, f"circle '{c['uri']}': {problem}")
 
 
-def _expression_refs(source: str, where: str, rep: Report) -> list[tuple[str, tuple[str, ...]]]:
+def _expression_refs(source: str, where: str, rep: Report,
+                     uri: str) -> list[tuple[str, tuple[str, ...]]]:
     try:
         return [(where, path) for path in compile_expression(source).references]
     except ExpressionError as exc:
-        rep.add("invalid_expression", where, f"{exc}")
+        rep.add("invalid_expression", where, f"circle '{uri}': {exc}")
         return []
 
 

@@ -44,6 +44,9 @@ def check_box(box: dict[str, Any]) -> Problems:
                              f" {', '.join(ACTION_TYPES)})"))
         else:
             problems += [("/action" + p, m) for p, m in CHECKS[kind](action, box)]
+            problems += [(f"/action/{key}", f"unknown key '{key}' for a {kind} action"
+                          f" (expected {', '.join(sorted(ACTION_KEYS[kind]))})")
+                         for key in sorted(set(action) - ACTION_KEYS[kind] - {"type"})]
     return problems
 
 
@@ -170,5 +173,11 @@ def _compute(action: dict[str, Any], box: dict[str, Any]) -> Problems:
             for k, v in outputs.items() if not isinstance(v, str)]
 
 
+ACTION_KEYS = {
+    "http": {"method", "url", "headers", "json", "body", "timeout"},
+    "approval": {"to", "quorum", "subject", "body", "data"},
+    "mail": {"to", "subject", "body"}, "timer": {"delay", "cron"},
+    "flow": {"template", "circles", "kind"}, "auth": set(), "compute": {"outputs"},
+}
 CHECKS = {"http": _http, "approval": _approval, "mail": _mail, "timer": _timer, "flow": _flow,
           "auth": _auth, "compute": _compute}

@@ -301,3 +301,10 @@ def test_the_action_layer_reads_its_own_form_as_form():
 def test_password_fields_only_feed_auth():
     report = analyze(body(circle("a", box={"form": [{"name": "p", "type": "password"}]})))
     assert codes(report) == [("invalid_box", "/circles/0/box/form/0/type")]
+
+
+def test_unknown_action_keys_are_reported():
+    report = analyze(body(circle("a", box={"action": {"type": "http", "url": "http://x",
+                                                      "jsn": {"a": 1}}})))
+    err = only(report, "invalid_box")
+    assert err["path"] == "/circles/0/box/action/jsn" and "unknown key 'jsn'" in err["message"]
