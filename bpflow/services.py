@@ -8,6 +8,7 @@ import contextlib
 import logging
 import os
 import threading
+import time
 from pathlib import Path
 
 from bpflow.schema import upgrade
@@ -30,7 +31,15 @@ def get_store() -> Store:
 
 def prepare(store: Store | None = None) -> Store:
     """Migrate the schema and import upload/workflow/ (both no-ops when up to date)."""
-    upgrade(os.environ.get("DATABASE_URL"))
+    for attempt in range(5):  # several backend processes may start at once
+        try:
+            upgrade(os.environ.get("DATABASE_URL"))
+            break
+        except Exception:
+            if attempt == 4:
+                raise
+            log.warning("schema upgrade raced with another process; trying again")
+            time.sleep(1 + attempt)
     store = store or get_store()
     if TEMPLATES.is_dir():
         for name, version, created in store.import_dir(TEMPLATES):
