@@ -18,7 +18,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from bpflow.auth import LIFETIME_S, SlidingLimiter, Unauthorized, issue_token, verify_token
+from bpflow.auth import LIFETIME_S, FailureLimiter, Unauthorized, issue_token, verify_token
 from bpflow.forms import FormError
 from bpflow.mailbox import Forbidden, Mailbox, RateLimited, Tampered
 from bpflow.store import Conflict, NotFound, Store
@@ -207,22 +207,26 @@ def create_app(store_factory: Callable[[], Store] | None = None) -> FastAPI:
                   docs_url="/api/docs", redoc_url=None,
                   description="Start, resume (with a bookmark) and abort business flows.")
     app.state.store_factory = store_factory
-    login_failures = SlidingLimiter(10, 60.0)
+    login_failures = FailureLimiter(10, 60.0)
 
     def admin_only(caller: dict[str, Any]) -> None:
         if "admin" not in caller["roles"]:
             raise Forbidden("only admins may do this")
 
-    def may_drive(node, caller: dict[str, Any]) -> bool:
-        """Owners drive what waits for a person; what bpflow runs (HTTP, mail) and what an
-        approver decides is completed by hand only by an admin (an intervention)."""
-        return node.circle.box.action_type not in AUTOMATIC or "admin" in caller["roles"]
+    def may_drive(inst: Instance, node, caller: dict[str, Any]) -> bool:
+        """Owners drive what waits for a person (a form, also one that feeds an action,
+        until it is sent); what bpflow runs (HTTP, mail) and what an approver decides is
+        completed by hand only by an admin (an intervention)."""
+        box = node.circle.box
+        if box.action_type not in AUTOMATIC or "admin" in caller["roles"]:
+            return True
+        return bool(box.form) and inst.circles[node.id].pending is None
 
     def drivable(inst: Instance, uri: str, caller: dict[str, Any]):
         node = inst.template.plan.nodes.get(uri)
         if node is None:
             raise NotFound(f"instance has no circle '{uri}'")
-        if not may_drive(node, caller):
+        if not may_drive(inst, node, caller):
             raise Forbidden(f"circle '{uri}' runs a {node.circle.box.action_type} action;"
                             " only an admin may complete or fail it by hand")
         return node
@@ -240,8 +244,10 @@ def create_app(store_factory: Callable[[], Store] | None = None) -> FastAPI:
         view = s.engine.view(inst)
         nodes = inst.template.plan.nodes
         for cid, circle in view.items():
-            circle["pending"] = _public_pending(inst.circles[cid].pending)
-            if not may_drive(nodes[cid], caller):
+            run = inst.circles[cid]
+            circle["pending"] = _public_pending(run.pending) if run.state == "waiting" \
+                else None
+            if not may_drive(inst, nodes[cid], caller):
                 circle["bookmark"] = None  # bpflow runs it (or an approver decides it)
         return {**_summary(inst.to_dict()), "variables": s.engine.variables(inst),
                 "circles": view, "history_url": f"/api/instances/{inst.id}/history"}
@@ -281,12 +287,12 @@ def create_app(store_factory: Callable[[], Store] | None = None) -> FastAPI:
     @app.post("/api/auth/token", response_model=TokenOut, tags=["auth"],
               responses=_errors(401, 422, 429))
     def token(body: TokenIn, s: Store_) -> TokenOut:
+        wait = login_failures.blocked(body.username)
+        if wait:
+            raise RateLimited(f"too many failed sign-ins; try again in {wait} seconds", wait)
         found = s.authenticate(body.username, body.password)
         if found is None:
-            wait = login_failures.retry_after(body.username)
-            if wait:
-                raise RateLimited(f"too many failed sign-ins; try again in {wait} seconds",
-                                  wait)
+            login_failures.hit(body.username)
             raise Unauthorized("wrong username or password")
         return TokenOut(access_token=issue_token(found, s.secret), expires_in=LIFETIME_S)
 
@@ -358,7 +364,7 @@ def create_app(store_factory: Callable[[], Store] | None = None) -> FastAPI:
 
     @app.post("/api/instances/{instance_id}/circles/{uri}/complete",
               response_model=InstanceOut, tags=["instances"],
-              responses=_errors(401, 404, 409, 422))
+              responses=_errors(401, 403, 404, 409, 422))
     def complete(instance_id: str, uri: str, body: CompleteIn, s: Store_,
                  caller: User) -> dict[str, Any]:
         node = drivable(owned(s, instance_id, caller), uri, caller)
@@ -373,7 +379,7 @@ def create_app(store_factory: Callable[[], Store] | None = None) -> FastAPI:
                                  caller["username"]), caller)
 
     @app.post("/api/instances/{instance_id}/circles/{uri}/fail", response_model=InstanceOut,
-              tags=["instances"], responses=_errors(401, 404, 409, 422))
+              tags=["instances"], responses=_errors(401, 403, 404, 409, 422))
     def fail(instance_id: str, uri: str, body: FailIn, s: Store_,
              caller: User) -> dict[str, Any]:
         drivable(owned(s, instance_id, caller), uri, caller)
@@ -402,9 +408,11 @@ def create_app(store_factory: Callable[[], Store] | None = None) -> FastAPI:
 
     @app.post("/api/instances/{instance_id}/abort", response_model=InstanceOut,
               tags=["instances"], responses=_errors(401, 404, 409, 422))
-    def abort(instance_id: str, body: AbortIn, s: Store_, caller: User) -> dict[str, Any]:
+    def abort(instance_id: str, s: Store_, caller: User,
+              body: AbortIn | None = None) -> dict[str, Any]:
         owned(s, instance_id, caller)
-        return out(s, s.abort(instance_id, body.reason, caller["username"]), caller)
+        reason = body.reason if body else "aborted"
+        return out(s, s.abort(instance_id, reason, caller["username"]), caller)
 
     @app.post("/api/instances/{instance_id}/suspend", response_model=InstanceOut,
               tags=["instances"], responses=_errors(401, 404, 409))

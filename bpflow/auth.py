@@ -51,23 +51,41 @@ def verify_token(token: str | None, secret: bytes | None = None) -> dict[str, An
     return {"id": claims["uid"], "username": claims["sub"], "roles": list(claims["roles"])}
 
 
-class SlidingLimiter:
-    """At most `limit` events per `window` seconds per key, in this process (sign-in
-    attempts; guest messages are limited in the database, across processes)."""
+class FailureLimiter:
+    """At most `limit` failures per `window` seconds per key (a username), in this
+    process; while over the limit even a right password is refused, so guessing gains
+    nothing. Guest messages are limited in the database instead, across processes."""
+
+    MAX_KEYS = 10_000
 
     def __init__(self, limit: int, window: float):
         self.limit, self.window = limit, window
-        self.events: dict[str, deque[float]] = defaultdict(deque)
+        self.failures: dict[str, deque[float]] = defaultdict(deque)
         self.lock = threading.Lock()
 
-    def retry_after(self, key: str) -> int:
-        """0 when allowed (and counted), else seconds to wait."""
+    def _recent(self, key: str, now: float) -> deque[float]:
+        q = self.failures[key]
+        while q and q[0] <= now - self.window:
+            q.popleft()
+        return q
+
+    def blocked(self, key: str) -> int:
+        """0 when an attempt is allowed, else the seconds to wait."""
         now = time.monotonic()
         with self.lock:
-            q = self.events[key]
-            while q and q[0] <= now - self.window:
-                q.popleft()
-            if len(q) >= self.limit:
-                return int(q[0] + self.window - now) + 1
-            q.append(now)
-            return 0
+            if key not in self.failures:
+                return 0
+            q = self._recent(key, now)
+            if not q:
+                del self.failures[key]
+                return 0
+            return int(q[0] + self.window - now) + 1 if len(q) >= self.limit else 0
+
+    def hit(self, key: str) -> None:
+        now = time.monotonic()
+        with self.lock:
+            if len(self.failures) >= self.MAX_KEYS:  # forget keys with no recent failure
+                for k in [k for k, q in self.failures.items() if not q or
+                          q[-1] <= now - self.window]:
+                    del self.failures[k]
+            self._recent(key, now).append(now)

@@ -72,7 +72,8 @@ class Mailbox:
         if not row.signature or not hmac.compare_digest(self.sign(payload), row.signature):
             return "the mail does not match its signature"
         columns = {"instance": row.instance_id, "circle": row.circle, "epoch": row.epoch,
-                   "subject": row.subject, "body": row.body}
+                   "subject": row.subject, "body": row.body, "kind": row.kind,
+                   "recipient_id": row.recipient_id, "sender_id": row.sender_id}
         if any(payload.get(k) != v for k, v in columns.items()):
             return "the mail was altered after it was signed"
         if row.decision is not None:
@@ -110,7 +111,8 @@ class Mailbox:
                     ids.append(existing)
                     continue
                 payload = {"kind": kind, "instance": instance, "circle": circle, "epoch": epoch,
-                           "requester": sender.get("username"), "approver": name,
+                           "requester": sender.get("username"), "sender_id": sender.get("id"),
+                           "approver": name, "recipient_id": users[name],
                            "subject": subject, "body": body, **(payload_extra or {})}
                 try:
                     ids.append(conn.execute(insert(mail_t).values(

@@ -32,12 +32,20 @@ def load_secret() -> bytes:
         pass
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     value = secrets.token_urlsafe(48).encode()
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:  # another process won the race: use its secret
-        return path.read_bytes().strip()
+    # Written whole under a private name, then linked into place: another process sees
+    # either no file or the complete secret, never an empty one.
+    draft = path.with_name(f".secret-{os.getpid()}-{secrets.token_hex(4)}")
+    fd = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "wb") as f:
         f.write(value)
+        f.flush()
+        os.fsync(f.fileno())
+    try:
+        os.link(draft, path)
+    except FileExistsError:  # another process won the race: use its secret
+        value = path.read_bytes().strip()
+    finally:
+        draft.unlink()
     return value
 
 

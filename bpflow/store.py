@@ -221,27 +221,38 @@ class Store:
         return pins
 
     def import_dir(self, folder) -> list[tuple[str, int, bool]]:
-        """Load every `*.json` of `folder` as template versions; nested ones first."""
+        """Load every `*.json` of `folder` as template versions. All files are checked
+        first (nested ones resolved among them), so nothing is stored unless all are good;
+        problems name their file."""
         from pathlib import Path
-        bodies = {}
+        bodies: dict[str, tuple[Path, dict[str, Any]]] = {}
         for path in sorted(Path(folder).glob("*.json")):
-            body = json.loads(path.read_text(encoding="utf-8"))
-            bodies[body.get("name", path.stem)] = body
+            try:
+                body = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+                raise ValueError(f"{path}: not readable JSON ({exc})") from exc
+            if not isinstance(body, dict) or not isinstance(body.get("name"), str):
+                raise ValueError(f"{path}: not a template (an object with a name)")
+            if body["name"] in bodies:
+                raise ValueError(f"{path}: template '{body['name']}' is also defined in"
+                                 f" {bodies[body['name']][0]}")
+            bodies[body["name"]] = (path, body)
+
+        def resolve(name: str) -> dict[str, Any] | None:
+            return bodies[name][1] if name in bodies else self.latest_body(name)
+
+        for path, body in bodies.values():
+            report = analyze(body, resolve)
+            if not report.valid:
+                raise DefinitionError([{**e, "message": f"{path.name}: {e['message']}"}
+                                       for e in report.errors])
         done: list[tuple[str, int, bool]] = []
-        pending = dict(bodies)
-        while pending:
-            progressed = False
-            for name, body in list(pending.items()):
-                report = analyze(body, lambda n: self.latest_body(n))
-                missing = [e for e in report.errors if e["code"] == "unknown_template"]
-                if missing and any(n in pending for n in _nested_names(body)):
-                    continue  # wait for the nested template of this folder
-                version, created = self.put_template(body)
+        pending = {name: body for name, (_, body) in bodies.items()}
+        while pending:  # nested templates first, so each upload resolves its names
+            ready = [n for n, b in pending.items() if not _nested_names(b) & set(pending)]
+            for name in ready or list(pending)[:1]:
+                version, created = self.put_template(pending.pop(name))
                 done.append((name, version, created))
-                del pending[name]
-                progressed = True
-            if not progressed:  # report the first that cannot be stored
-                self.put_template(next(iter(pending.values())))
         return done
 
     # ---------------------------------------------------------------- users
@@ -478,6 +489,13 @@ class Store:
                 conn.execute(update(instances_t).where(instances_t.c.id.in_(ids)).values(
                     lease_owner=owner, lease_until=now + timedelta(seconds=lease)))
         return ids
+
+    def renew(self, instance_id: str, owner: str, lease: float) -> bool:
+        """Extend `owner`'s lease before a long step; False when it was lost."""
+        with self.db.begin() as conn:
+            return conn.execute(update(instances_t).where(
+                instances_t.c.id == instance_id, instances_t.c.lease_owner == owner).values(
+                lease_until=self.clock() + timedelta(seconds=lease))).rowcount == 1
 
     def release(self, ids: str | list[str], owner: str) -> None:
         """End `owner`'s leases on these instances (one id or many)."""

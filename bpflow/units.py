@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bpflow.actions import Outcome, run_http
+from bpflow.auth import FailureLimiter
 from bpflow.forms import FormError, validate
 from bpflow.mailbox import Mailbox
 from bpflow.store import Store
@@ -20,6 +21,7 @@ from engine.instance import Instance
 from engine.runtime import Engine
 
 SIGNIN_TEMPLATE = "signin"
+AUTH_FAILURES = FailureLimiter(10, 300.0)  # per username, for auth circles in this process
 
 
 @dataclass(frozen=True)
@@ -54,10 +56,19 @@ def mail_unit(ctx: ActionContext) -> Outcome:
 
 
 def approval_unit(ctx: ActionContext) -> Outcome:
-    to = _recipients(ctx.action.get("to"))
+    to = list(dict.fromkeys(_recipients(ctx.action.get("to"))))
     quorum = ctx.action.get("quorum", "all")
     if isinstance(quorum, int) and quorum > len(to):
         return Outcome(False, reason=f"quorum {quorum} is more than the {len(to)} approvers")
+    if ctx.user.get("username") in to:
+        return Outcome(False, reason=f"{ctx.user['username']} cannot approve their own"
+                                     " request")
+    for name in to:
+        person = ctx.store.user(name)
+        if person is None:
+            return Outcome(False, reason=f"no user named {name}")
+        if not {"approver", "admin"} & set(person["roles"]):
+            return Outcome(False, reason=f"{name} is not an approver")
     shown = ctx.action.get("data", ctx.shown)
     ids = Mailbox(ctx.store).send(
         "approval", ctx.user, to, str(ctx.action.get("subject") or f"Approve {ctx.circle}"),
@@ -97,22 +108,36 @@ class Units:
             raise TransitionError(f"instance has no circle '{cid}'", instance=instance_id,
                                   circle=cid)
         box = node.circle.box
+        self.store.engine.check_bookmark(inst, cid, bookmark)  # 409 before any 422
         if box.confirm is not None:
             return self.confirm(instance_id, cid, bookmark, bool(data.get("accept")),
                                 str(data.get("reason") or ""), actor)
         values, secrets = validate(box.form, data, self.defaults(inst, cid))
         kind = box.action_type
         if kind == "auth":
-            user = self.store.authenticate(values.get("username", ""),
-                                           secrets.get("password", ""))
-            if user is None:
-                raise FormError({"password": "wrong username or password"})
-            result = {"username": user["username"], "roles": user["roles"]}
+            result = self._authenticate(inst, cid, values.get("username", ""),
+                                        secrets.get("password", ""))
             return self.store.complete(instance_id, cid, bookmark, result, actor)
         if kind is None:
             return self.store.complete(instance_id, cid, bookmark, values, actor)
         return self.store.apply(instance_id, lambda e, i: (
             e.mark_pending(i, cid, bookmark, {"form": values}, actor), i)[1])
+
+    def _authenticate(self, inst: Instance, cid: str, username: str,
+                      password: str) -> dict[str, Any]:
+        """The auth action: the owner's credentials, a limited number of tries."""
+        wait = AUTH_FAILURES.blocked(username)
+        if wait:
+            raise FormError({"password": f"too many failed attempts; try again in {wait}"
+                                         " seconds"})
+        user = self.store.authenticate(username, password)
+        owner = inst.user.get("username")
+        if user is None or (owner and user["username"] != owner):
+            AUTH_FAILURES.hit(username)
+            self.store.apply(inst.id, lambda e, i: e.record(
+                i, "auth_failed", cid, {"username": username}, actor=owner))
+            raise FormError({"password": "wrong username or password"})
+        return {"username": user["username"], "roles": user["roles"]}
 
     def confirm(self, instance_id: str, cid: str, bookmark: str, accept: bool,
                 reason: str = "", actor: str | None = None) -> Instance:

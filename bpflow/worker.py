@@ -75,6 +75,10 @@ class Worker:
         for cid in approvals:  # re-entry checks decided approval mail
             self.units.mailbox.settle(instance_id, cid)
         for job in jobs:
+            if not self.store.renew(instance_id, self.name, self.lease):
+                log.warning("instance %s: lease lost, leaving it to its new holder",
+                            instance_id)
+                return
             outcome = (Outcome(False, reason=job.reason) if job.context is None
                        else self._run(job.context))
             try:

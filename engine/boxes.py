@@ -29,6 +29,9 @@ def check_box(box: dict[str, Any]) -> Problems:
             problems.append(("/confirm", "a box holds a form or a confirmation, not both"))
     action = box.get("action")
     kind = action.get("type") if isinstance(action, dict) else None
+    if "confirm" in box and isinstance(action, dict):
+        problems.append(("/confirm", "a box holds a confirmation or an action, not both (put"
+                                     " the action in the next circle)"))
     if isinstance(form, list) and kind != "auth":
         problems += [(f"/form/{i}/type", "password fields only feed an auth action; they are"
                       " never stored, so no other box could read them")
@@ -92,6 +95,8 @@ def _recipients(action: dict[str, Any]) -> tuple[Problems, int | None]:
     if isinstance(to, str) and to.strip():
         return [], 1 if "${" not in to else None
     if isinstance(to, list) and to and all(isinstance(t, str) and t.strip() for t in to):
+        if len(set(to)) != len(to):
+            return [("/to", "each recipient may be named only once")], None
         return [], len(to)
     return [("/to", "'to' must name a user or a non-empty list of users")], None
 

@@ -272,6 +272,11 @@ class Engine:
         repeated sign-in)."""
         self._emit(inst, kind, actor, cid, data=data)
 
+    def check_bookmark(self, inst: Instance, cid: str, bookmark: str) -> None:
+        """Raise as `complete` would for this bookmark, changing nothing (a form is checked
+        only once its bookmark is known to be good)."""
+        self._claim(inst, cid, bookmark)
+
     def tick(self, inst: Instance, actor: str | None = "worker") -> None:
         """Let time pass: retries become ready, timers fire, timeouts apply."""
         self._settle(inst, actor)
@@ -367,9 +372,11 @@ class Engine:
         if move == "reset":
             inst.circles[cid] = run = CircleRun(epoch=run.epoch + 1)
         else:
-            if move == "retry":
+            if move == "retry":  # a new attempt: new bookmark, the staged form stays
                 run.epoch += 1
-                run.ready_at = run.due_at = run.pending = None
+                run.ready_at = run.due_at = None
+                run.pending = {"form": run.pending["form"]} if run.pending and \
+                    "form" in run.pending else None
             for key, value in changes.items():
                 setattr(run, key, value)
         run.state = target

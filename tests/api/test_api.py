@@ -269,3 +269,21 @@ def test_guest_messages_are_rate_limited_and_reach_admins(api):
         assert len(guests) == 5 and guests[0]["body"] == "<b>hi</b>"
     with api.client("alice") as c:
         assert c.get("/api/mailbox", params={"kind": "guest"}).json() == []
+
+
+def test_owner_sends_a_form_that_feeds_an_action_and_aborts_without_a_body(api):
+    upload(api, {"name": "ask", "circles": [
+        {"uri": "q", "box": {"form": [{"name": "to", "type": "string"}],
+                             "action": {"type": "mail", "to": "${form.to}",
+                                        "subject": "hi"}}},
+        {"uri": "end", "deps": [["q"]]}]})
+    inst = started(api, template="ask")
+    mark = inst["circles"]["q"]["bookmark"]
+    assert mark  # the owner may send this form
+    with api.client("alice") as c:
+        r = c.post(f"/api/instances/{inst['id']}/circles/q/complete",
+                   json={"bookmark": mark, "result": {"to": "ann"}})
+        assert r.status_code == 200 and r.json()["circles"]["q"]["pending"] == {
+            "form_submitted": True}
+        assert r.json()["circles"]["q"]["bookmark"] is None  # now bpflow sends the mail
+        assert c.post(f"/api/instances/{inst['id']}/abort").json()["status"] == "terminated"

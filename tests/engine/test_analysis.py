@@ -308,3 +308,11 @@ def test_unknown_action_keys_are_reported():
                                                       "jsn": {"a": 1}}})))
     err = only(report, "invalid_box")
     assert err["path"] == "/circles/0/box/action/jsn" and "unknown key 'jsn'" in err["message"]
+
+
+def test_confirm_cannot_hold_an_action_and_approvers_are_named_once():
+    report = analyze(body(circle("a", box={"confirm": "sure?", "action": {
+        "type": "mail", "to": "x"}}), circle("b", "a", box={"action": {
+            "type": "approval", "to": ["ann", "ann"]}})))
+    assert codes(report) == [("invalid_box", "/circles/0/box/confirm"),
+                             ("invalid_box", "/circles/1/box/action/to")]

@@ -360,3 +360,77 @@ def test_auth_form_with_bad_credentials_keeps_the_circle_ready(store, units):
     assert store.engine.ready(store.get(inst.id)) == ["auth"]
     with pytest.raises(BookmarkError):
         units.submit(inst.id, "auth", "0.forged", {"username": "bob", "password": "pw-bob"})
+
+
+# ------------------------------------------------------ review follow-ups
+def test_auth_circle_accepts_only_the_owner_and_limits_guessing(store, units):
+    from bpflow.units import AUTH_FAILURES
+    AUTH_FAILURES.failures.clear()
+    store.import_dir(ROOT / "upload" / "workflow")
+    people = users(store, "alice", "root:admin")
+    inst = store.start("signin", {}, people["alice"])
+    with pytest.raises(FormError):  # right password, but not the owner of this flow
+        units.submit(inst.id, "auth", mark(store, inst.id, "auth"),
+                     {"username": "root", "password": "pw-root"})
+    assert "auth_failed" in [e["kind"] for e in store.history(inst.id)]
+    for _ in range(10):
+        with pytest.raises(FormError):
+            units.submit(inst.id, "auth", mark(store, inst.id, "auth"),
+                         {"username": "alice", "password": "guess"})
+    with pytest.raises(FormError, match="too many failed attempts"):
+        units.submit(inst.id, "auth", mark(store, inst.id, "auth"),
+                     {"username": "alice", "password": "pw-alice"})
+    AUTH_FAILURES.failures.clear()
+    done = units.submit(inst.id, "auth", mark(store, inst.id, "auth"),
+                        {"username": "alice", "password": "pw-alice"})
+    assert done.circles["auth"].result["username"] == "alice"
+
+
+@pytest.mark.parametrize("to,why", [("bob", "cannot approve their own request"),
+                                    ("eve", "eve is not an approver"),
+                                    ("nobody", "no user named nobody")])
+def test_approvals_need_an_approver_other_than_the_requester(store, units, to, why):
+    people = users(store, "bob", "eve")
+    store.put_template(approval_flow(to, "all"))
+    iid = store.start("expense", {}, people["bob"]).id
+    units.submit(iid, "claim", mark(store, iid, "claim"), {"amount": 1})
+    Worker(store).run_once()
+    run = store.get(iid).circles["approve"]
+    assert run.state == "failure" and why in run.reason
+
+
+def test_moving_an_approval_to_another_recipient_is_detected(store, units):
+    iid, people = start_approval(store, units, ["ann"], "all")
+    mail = mail_of(store, people, "ann")
+    with store.db.begin() as conn:
+        conn.execute(text("UPDATE mailbox SET recipient_id = :r WHERE id = :i"),
+                     {"r": people["cid"]["id"], "i": mail["id"]})
+    moved = Mailbox(store).inbox(people["cid"], kind="approval")[0]
+    assert moved["signature_ok"] is False
+    with pytest.raises(Tampered):
+        Mailbox(store).decide(mail["id"], people["cid"], "approved")
+
+
+def test_retries_of_a_form_fed_action_run_on_their_own(store, units, server):
+    store.put_template({"name": "lookup", "circles": [
+        {"uri": "ask", "retry": [0.1, 0.1],
+         "box": {"form": [{"name": "q", "type": "integer"}],
+                 "action": {"type": "http", "url": f"{server.url}/status/502",
+                            "json": {"q": "${form.q}"}}}}]})
+    iid = store.start("lookup").id
+    units.submit(iid, "ask", mark(store, iid, "ask"), {"q": 1})
+    drain(Worker(store), lambda: store.get(iid).circles["ask"].state == "failure")
+    assert store.get(iid).circles["ask"].attempts == 3
+    assert len(server.recorder.requests) == 3
+
+
+def test_import_checks_every_file_before_storing_any(store, tmp_path):
+    (tmp_path / "a.json").write_text(json.dumps({"name": "aaa", "circles": [{"uri": "x"}]}))
+    (tmp_path / "b.json").write_text(json.dumps({"name": "bbb", "circles": [
+        {"uri": "x", "deps": [["nope"]]}]}))
+    with pytest.raises(Exception, match="b.json"):
+        store.import_dir(tmp_path)
+    assert store.template_versions() == {}
+    (tmp_path / "b.json").write_text("[1, 2]")
+    with pytest.raises(ValueError, match="b.json: not a template"):
+        store.import_dir(tmp_path)
