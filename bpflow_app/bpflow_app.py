@@ -1,84 +1,29 @@
-"""bpflow web app: wiring of pages into the Reflex app.
-
-Only the home page exists so far; sign-in, the guest message form, the flow views and the
-approver mailbox come later, each as its own page module.
-"""
+"""bpflow web app: wiring only. Each page lives in `pages/` with its own state; every
+signed-in page is wrapped in the outer circle (`components/shell.py`)."""
 
 import reflex as rx
 
 from bpflow.api import create_app
 from bpflow.services import lifespan
-
-TAGLINE = "Business flows drawn as circles and arrows."
-
-
-def _nav_card(title: str, text: str, href: str, icon: str, link_id: str) -> rx.Component:
-    """A card-shaped link to one of the entry points of the app."""
-    return rx.link(
-        rx.card(
-            rx.hstack(
-                rx.icon(icon, size=22),
-                rx.vstack(
-                    rx.text(title, weight="bold", size="3"),
-                    rx.text(text, size="2", color_scheme="gray"),
-                    spacing="1",
-                    align="start",
-                ),
-                spacing="3",
-                align="center",
-            ),
-            size="2",
-            width="100%",
-        ),
-        href=href,
-        id=link_id,
-        underline="none",
-        width="100%",
-    )
-
-
-def index() -> rx.Component:
-    """Home page: what bpflow is and where to start."""
-    return rx.box(
-        rx.container(
-            rx.vstack(
-                rx.hstack(
-                    rx.image(src="/favicon.ico", width="40px", height="40px", alt=""),
-                    rx.heading("bpflow", size="9", as_="h1"),
-                    spacing="3",
-                    align="center",
-                ),
-                rx.text(TAGLINE, size="5", color_scheme="gray"),
-                rx.grid(
-                    _nav_card(
-                        "Sign in",
-                        "Walk through your flows and clear your approvals.",
-                        "/login",
-                        "log-in",
-                        "home-sign-in",
-                    ),
-                    _nav_card(
-                        "Guest message",
-                        "Leave a message without an account.",
-                        "/guest",
-                        "mail",
-                        "home-guest-message",
-                    ),
-                    columns=rx.breakpoints(initial="1", sm="2"),
-                    spacing="4",
-                    width="100%",
-                ),
-                spacing="5",
-                align="start",
-                padding_y="15vh",
-            ),
-            size="2",
-        ),
-        min_height="100vh",
-    )
-
+from bpflow_app import routes
+from bpflow_app.components.shell import outer_circle
+from bpflow_app.pages.flow import flow_page
+from bpflow_app.pages.flows import flows_page
+from bpflow_app.pages.guest import guest_page
+from bpflow_app.pages.home import TAGLINE, index
+from bpflow_app.pages.inbox import inbox_page
+from bpflow_app.pages.register import register_page
+from bpflow_app.pages.templates import templates_page
+from bpflow_app.pages.users import users_page
 
 # The Radix theme is configured in rxconfig.py (RadixThemesPlugin).
-app = rx.App(api_transformer=create_app())  # the REST API under /api
+app = rx.App(api_transformer=create_app(), stylesheets=["/styles.css"])  # REST API: /api
 app.register_lifespan_task(lifespan)
-app.add_page(index, title="bpflow", description=TAGLINE)
+app.add_page(outer_circle(flow_page), route=routes.FLOW, title="Flow · bpflow")
+app.add_page(index, route=routes.HOME, title="bpflow", description=TAGLINE)
+app.add_page(outer_circle(flows_page), route=routes.FLOWS, title="My flows · bpflow")
+app.add_page(outer_circle(inbox_page), route=routes.INBOX, title="Inbox · bpflow")
+app.add_page(outer_circle(templates_page), route=routes.TEMPLATES, title="Templates · bpflow")
+app.add_page(outer_circle(users_page), route=routes.USERS, title="Users · bpflow")
+app.add_page(guest_page, route=routes.GUEST, title="Leave a message · bpflow")
+app.add_page(register_page, route=routes.REGISTER, title="Create an account · bpflow")

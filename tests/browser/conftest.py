@@ -7,6 +7,14 @@
 - ``browser`` (session): Debian's Chromium driven by Playwright (never ``playwright install``).
 - ``page`` (function): a fresh browser context and page whose ``base_url`` is the app.
 - ``screenshot``: ``screenshot(page, "name")`` saves ``test-output/browser/name.png``.
+- ``accounts`` (session): the users of the journeys (``alice`` user, ``bob`` approver,
+  ``root`` admin), created with ``bpflow user add`` in the server's database before it
+  starts; ``sign_in(page, name)`` signs one of them in through the outer circle's form.
+- ``app_store`` (session): a Store on the server's database with the server's secret, to
+  arrange what a journey starts from (the server's worker does the rest).
+
+The database starts empty at every session and the server secret is fixed
+(``BPFLOW_SECRET``), so tokens and bookmarks agree between this process and the server.
 
 Every test under tests/browser/ is marked ``browser`` (``pytest -m "not browser"`` skips them).
 """
@@ -43,6 +51,9 @@ CHROMIUM_ARGS = [
 # The first production build installs the frontend packages and bundles them (about a
 # minute on a fresh machine); later starts take seconds.
 STARTUP_TIMEOUT_S = float(os.environ.get("BPFLOW_SERVER_TIMEOUT", "300"))
+SECRET = "browser-test-secret-0123456789"
+ACCOUNTS = {"alice": ("alice-pass-1", "user"), "bob": ("bob-pass-1", "approver"),
+            "root": ("root-pass-1", "admin")}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -90,17 +101,41 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
             continue
 
 
+DB_FILE = OUTPUT_DIR / "bpflow-test.db"
+
+
+def _database_url() -> str:
+    return os.environ.get("BPFLOW_TEST_DATABASE_URL", f"sqlite:///{DB_FILE}")
+
+
 def _server_env() -> dict[str, str]:
     env = dict(os.environ)
     env.setdefault("REFLEX_BUN_PATH", str(DEFAULT_BUN))
-    # Tests never touch the developer's database.
-    env["DATABASE_URL"] = os.environ.get(
-        "BPFLOW_TEST_DATABASE_URL", f"sqlite:///{OUTPUT_DIR / 'bpflow-test.db'}"
-    )
+    # Tests never touch the developer's database nor its secret.
+    env["DATABASE_URL"] = _database_url()
+    env["BPFLOW_SECRET"] = SECRET
+    env["BPFLOW_HOME"] = str(OUTPUT_DIR / ".bpflow")
     env.pop("REFLEX_FRONTEND_PORT", None)
     env.pop("REFLEX_BACKEND_PORT", None)
     env["PYTHONUNBUFFERED"] = "1"
     return env
+
+
+def _bpflow(*args: str, stdin: str | None = None) -> None:
+    cli = Path(sys.executable).with_name("bpflow")
+    subprocess.run([str(cli), *args], cwd=REPO_ROOT, env=_server_env(), input=stdin,
+                   text=True, check=True, capture_output=True)
+
+
+def _prepare_database() -> None:
+    """A fresh database with the journeys' users, as an operator would set it up."""
+    if "BPFLOW_TEST_DATABASE_URL" not in os.environ:
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{DB_FILE}{suffix}").unlink(missing_ok=True)
+    _bpflow("db", "upgrade")
+    _bpflow("import", "upload/workflow")
+    for name, (password, role) in ACCOUNTS.items():
+        _bpflow("user", "add", name, "--role", role, "--password-stdin", stdin=password + "\n")
 
 
 @pytest.fixture(scope="session")
@@ -115,7 +150,7 @@ def app_server() -> Iterator[str]:
     port = _free_port()
     # The built frontend talks to the backend at localhost:PORT, so browse it there too.
     base_url = f"http://localhost:{port}"
-    # Hook: once the CLI has them, prepare the database here (`bpflow db upgrade`) and seed it.
+    _prepare_database()
     command = [
         sys.executable,
         "-m",
@@ -176,6 +211,23 @@ def browser():
         chromium.close()
 
 
+@pytest.fixture(scope="session")
+def new_page(browser, app_server: str) -> Callable[..., object]:
+    """A page in a fresh browser context (own storage), like a person on their own machine."""
+    contexts = []
+
+    def make(width: int = 1280, height: int = 800):
+        context = browser.new_context(base_url=app_server,
+                                      viewport={"width": width, "height": height})
+        context.set_default_timeout(30_000)
+        contexts.append(context)
+        return context.new_page()
+
+    yield make
+    for context in contexts:
+        context.close()
+
+
 @pytest.fixture
 def page(browser, app_server: str):
     """A fresh page (own cookies and storage) whose relative URLs resolve to the app."""
@@ -186,7 +238,7 @@ def page(browser, app_server: str):
     context.close()
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def screenshot() -> Callable[..., Path]:
     """Save a full-page screenshot under test-output/browser/ and return its path."""
 
@@ -197,3 +249,35 @@ def screenshot() -> Callable[..., Path]:
         return path
 
     return save
+
+
+@pytest.fixture(scope="session")
+def accounts(app_server: str) -> dict[str, tuple[str, str]]:
+    """name -> (password, role) of the users the server knows."""
+    return ACCOUNTS
+
+
+@pytest.fixture(scope="session")
+def app_store(app_server: str):
+    """A Store on the server's database, with the server's secret."""
+    from bpflow.store import Store
+
+    store = Store(_database_url(), secret=SECRET.encode())
+    yield store
+    store.close()
+
+
+@pytest.fixture(scope="session")
+def sign_in(accounts) -> Callable[..., None]:
+    """Sign `name` in through the sign-in form of the outer circle on the current page."""
+    from playwright.sync_api import expect
+
+    def go(page, name: str, path: str = "/flows") -> None:
+        if path:
+            page.goto(path)
+        page.get_by_label("Username").fill(name)
+        page.get_by_label("Password").fill(accounts[name][0])
+        page.get_by_role("button", name="Sign in").click()
+        expect(page.locator("#user-menu")).to_contain_text(name)
+
+    return go

@@ -1,0 +1,192 @@
+"""The boxes of the circles that wait for someone: a form with typed inputs, a
+confirmation, or the status of an action that runs elsewhere (an HTTP call, an approval
+waiting for its approvers, a timer), with every `${...}` already substituted.
+
+Plain data (no Reflex) so it can be tested on its own; `components/boxes.py` renders it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from bpflow.units import Units
+from engine.errors import BpflowError
+from engine.instance import WAITING, Instance
+from engine.model import Field
+from engine.runtime import SCHEDULED
+
+HTML_TYPES = {"string": "text", "text": "text", "number": "number", "integer": "number",
+              "date": "date", "email": "email", "password": "password"}
+
+
+@dataclass
+class FieldView:
+    name: str
+    type: str  # the DSL type: string, text, number, ..., select, boolean
+    label: str
+    required: bool
+    input_id: str
+    html_type: str = "text"
+    step: str = ""
+    options: list[str] = field(default_factory=list)
+    default: str = ""
+    checked: bool = False
+    error: str = ""
+
+
+@dataclass
+class BoxView:
+    cid: str
+    title: str
+    description: str
+    kind: str  # "form", "confirm" or "status"
+    bookmark: str = ""
+    fields: list[FieldView] = field(default_factory=list)
+    submit_label: str = "Submit"
+    confirm_text: str = ""
+    tone: str = ""  # status: running, retrying, approval, timer
+    status_title: str = ""
+    status_lines: list[str] = field(default_factory=list)
+    approvers: list[str] = field(default_factory=list)
+    quorum: str = ""
+    form_error: str = ""
+
+
+def clock_text(at: datetime | str | None) -> str:
+    """A time as people read it, in UTC."""
+    if at is None:
+        return ""
+    if isinstance(at, str):
+        at = datetime.fromisoformat(at)
+    return at.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, ensure_ascii=False)
+    return str(value)
+
+
+def field_view(cid: str, f: Field, default: Any, error: str = "") -> FieldView:
+    out = FieldView(name=f.name, type=f.type, label=f.label or f.name, required=f.required,
+                    input_id=f"f-{cid}-{f.name}".replace(".", "-"),
+                    html_type=HTML_TYPES.get(f.type, "text"), error=error)
+    if f.type in ("number", "integer"):
+        out.step = "1" if f.type == "integer" else "any"
+    if f.type == "select":
+        out.options = [str(o) for o in f.options]
+    if f.type == "boolean":
+        out.checked = default is True
+    elif f.type != "password" and default is not None:
+        out.default = _text(default)
+    return out
+
+
+def box_views(units: Units, inst: Instance, statuses: dict[str, str],
+              errors: dict[str, dict[str, str]] | None = None) -> list[BoxView]:
+    """A box for every circle that waits for a person or shows an action's progress."""
+    engine = units.store.engine
+    nodes = inst.template.plan.nodes
+    ready = set(engine.ready(inst))
+    errors = errors or {}
+    out = []
+    for cid in inst.template.plan.order:
+        node, run = nodes[cid], inst.circles[cid]
+        if run.state != WAITING or node.children:
+            continue
+        status = statuses.get(cid)
+        if cid in ready:
+            box = _ready_box(units, inst, cid, errors.get(cid, {}))
+        elif status == SCHEDULED:
+            box = _retry_box(inst, cid)
+        else:
+            continue
+        if box is not None:
+            out.append(box)
+    return out
+
+
+def _base(inst: Instance, cid: str, kind: str) -> BoxView:
+    circle = inst.template.plan.nodes[cid].circle
+    return BoxView(cid=cid, title=cid, description=circle.description, kind=kind)
+
+
+def _ready_box(units: Units, inst: Instance, cid: str,
+               errors: dict[str, str]) -> BoxView | None:
+    engine = units.store.engine
+    run, box = inst.circles[cid], inst.template.plan.nodes[cid].circle.box
+    if box.confirm is not None:
+        view = _base(inst, cid, "confirm")
+        view.bookmark = engine.bookmark(inst, cid)
+        view.confirm_text = _render(engine, inst, cid, box.confirm)
+        return view
+    if box.form and not (run.pending and "form" in run.pending):
+        view = _base(inst, cid, "form")
+        view.bookmark = engine.bookmark(inst, cid)
+        defaults = units.defaults(inst, cid)
+        view.fields = [field_view(cid, f, defaults.get(f.name), errors.get(f.name, ""))
+                       for f in box.form]
+        view.form_error = errors.get("_form", "")
+        view.submit_label = "Sign in" if box.action_type == "auth" else "Submit"
+        return view
+    if box.action is not None:
+        return _action_box(units, inst, cid)
+    return None
+
+
+def _render(engine, inst: Instance, cid: str, value: Any, extra: dict | None = None) -> Any:
+    try:
+        return engine.render(inst, cid, value, extra)
+    except BpflowError:
+        return value  # shown as written when a value is missing
+
+
+def _action_box(units: Units, inst: Instance, cid: str) -> BoxView:
+    run = inst.circles[cid]
+    action = inst.template.plan.nodes[cid].circle.box.action or {}
+    extra = {"form": run.pending["form"]} if run.pending and "form" in run.pending else None
+    shown = _render(units.store.engine, inst, cid, action, extra)
+    view = _base(inst, cid, "status")
+    kind = action.get("type")
+    if run.pending and "approval" in run.pending:
+        info = run.pending["approval"]
+        view.tone, view.status_title = "approval", "Waiting for approval"
+        view.approvers = [str(a) for a in info.get("approvers", [])]
+        view.quorum = _quorum_text(info.get("quorum", "all"), len(view.approvers))
+        view.status_lines = [f"Subject: {_text(shown.get('subject'))}"] if shown.get(
+            "subject") else []
+    elif kind == "http":
+        view.tone, view.status_title = "running", "HTTP call running"
+        view.status_lines = [f"{str(shown.get('method', 'GET')).upper()} {_text(shown.get('url'))}"]
+        if run.attempts:
+            view.status_lines.append(f"Attempt {run.attempts + 1}; last failure: {run.reason}")
+    elif kind == "timer":
+        view.tone, view.status_title = "timer", "Timer"
+        view.status_lines = [f"Fires at {clock_text(run.due_at)}"] if run.due_at else []
+    else:
+        view.tone, view.status_title = "running", f"{kind} action running"
+    return view
+
+
+def _retry_box(inst: Instance, cid: str) -> BoxView:
+    run, circle = inst.circles[cid], inst.template.plan.nodes[cid].circle
+    view = _base(inst, cid, "status")
+    view.tone, view.status_title = "retrying", "Failed, will retry"
+    view.status_lines = [f"Reason: {run.reason}",
+                         f"Next attempt at {clock_text(run.next_attempt_at)}"
+                         f" (retry {run.attempts} of {len(circle.retry)})"]
+    return view
+
+
+def _quorum_text(quorum: Any, approvers: int) -> str:
+    if quorum == "all":
+        return f"all {approvers} must approve" if approvers > 1 else "must approve"
+    if quorum == "any":
+        return "any one approval is enough"
+    return f"{quorum} of {approvers} approvals needed"
+

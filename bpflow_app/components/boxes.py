@@ -1,0 +1,90 @@
+"""The boxes of ready circles: a form (form layer → action layer → circle), a
+confirmation, or the status of an action that runs elsewhere."""
+
+from __future__ import annotations
+
+import reflex as rx
+
+from bpflow_app.boxview import BoxView
+from bpflow_app.components.fields import fields
+from bpflow_app.components.ui import state_badge
+
+TONES = {"running": ("loader", "indigo"), "retrying": ("triangle-alert", "amber"),
+         "approval": ("hourglass", "amber"), "timer": ("clock", "gray")}
+
+
+def _hidden(b: rx.Var[BoxView]) -> list[rx.Component]:
+    return [rx.el.input(type="hidden", name="__circle", value=b.cid),
+            rx.el.input(type="hidden", name="__bookmark", value=b.bookmark)]
+
+
+def _form(b: rx.Var[BoxView], state) -> rx.Component:
+    return rx.form(
+        rx.vstack(
+            fields(b.fields),
+            *_hidden(b),
+            rx.cond(b.form_error != "", rx.callout(b.form_error, icon="circle-alert",
+                                                   color_scheme="red", width="100%")),
+            rx.button(b.submit_label, type="submit", loading=state.busy == b.cid,
+                      aria_label=b.submit_label + " " + b.cid),
+            spacing="3", width="100%", align="start",
+        ),
+        on_submit=state.submit, reset_on_submit=False, key=b.bookmark,
+        aria_label="Form of " + b.cid,
+    )
+
+
+def _confirm(b: rx.Var[BoxView], state) -> rx.Component:
+    return rx.vstack(
+        rx.callout(b.confirm_text, icon="circle-help", width="100%", class_name="confirm-text"),
+        rx.form(
+            rx.flex(
+                rx.button("Accept", type="button", loading=state.busy == b.cid,
+                          on_click=state.accept(b.cid, b.bookmark),
+                          aria_label="Accept " + b.cid),
+                rx.input(name="reason", placeholder="Reason (optional)", flex="1",
+                         min_width="140px", aria_label="Reason for declining " + b.cid),
+                rx.button("Decline", type="submit", color_scheme="red", variant="soft",
+                          aria_label="Decline " + b.cid),
+                *_hidden(b),
+                gap="2", wrap="wrap", width="100%", align="center",
+            ),
+            on_submit=state.decline, reset_on_submit=True, key=b.bookmark,
+        ),
+        spacing="3", width="100%",
+    )
+
+
+def _status(b: rx.Var[BoxView]) -> rx.Component:
+    icon = rx.match(b.tone, *[(k, rx.icon(i, size=18, color=rx.color(c, 10),
+                                          class_name=f"tone-{k}"))
+                              for k, (i, c) in TONES.items()], rx.icon("circle", size=18))
+    return rx.vstack(
+        rx.hstack(rx.cond(b.tone == "running", rx.spinner(size="2"), icon),
+                  rx.text(b.status_title, weight="medium"), spacing="2", align="center"),
+        rx.foreach(b.status_lines, lambda line: rx.text(line, size="2", class_name="status-line")),
+        rx.cond(b.approvers.length() > 0, rx.hstack(
+            rx.text("Approvers:", size="2"),
+            rx.foreach(b.approvers, lambda a: rx.badge(a, variant="surface")),
+            rx.text("(", b.quorum, ")", size="2", color_scheme="gray"),
+            spacing="1", wrap="wrap", align="center")),
+        spacing="2", width="100%", align="start", role="status",
+    )
+
+
+def box_card(b: rx.Var[BoxView], state) -> rx.Component:
+    return rx.card(
+        rx.vstack(
+            rx.hstack(rx.heading(b.title, size="3", as_="h3"),
+                      state_badge(rx.cond(b.tone == "retrying", "retrying", "ready"),
+                                  rx.cond(b.kind == "status", b.status_title, "waiting for you")),
+                      justify="between", width="100%", align="center", wrap="wrap"),
+            rx.cond(b.description != "", rx.text(b.description, size="2",
+                                                 color_scheme="gray")),
+            rx.match(b.kind, ("form", _form(b, state)), ("confirm", _confirm(b, state)),
+                     _status(b)),
+            spacing="3", width="100%",
+        ),
+        width="100%", class_name="circle-box",
+        custom_attrs={"data-circle": b.cid, "data-kind": b.kind, "aria-label": "Step " + b.cid},
+    )

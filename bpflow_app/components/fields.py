@@ -1,0 +1,58 @@
+"""Typed form inputs for a box's fields (`boxview.FieldView`), each with its label and
+its own error line. Inputs are uncontrolled: the browser keeps what was typed, the form's
+`on_submit` sends it all at once."""
+
+from __future__ import annotations
+
+import reflex as rx
+
+from bpflow_app.boxview import FieldView
+
+
+def _select(f: rx.Var[FieldView]) -> rx.Component:
+    return rx.select.root(
+        rx.select.trigger(placeholder="Choose…", id=f.input_id, width="100%"),
+        rx.select.content(rx.foreach(f.options, lambda o: rx.select.item(o, value=o))),
+        name=f.name,
+        default_value=f.default,
+    )
+
+
+def control(f: rx.Var[FieldView]) -> rx.Component:
+    """The input that fits the field's type."""
+    described = {"aria-describedby": f.input_id + "-error", "aria-required": f.required}
+    return rx.match(
+        f.type,
+        ("text", rx.text_area(name=f.name, id=f.input_id, default_value=f.default, rows="3",
+                              width="100%", custom_attrs=described)),
+        ("boolean", rx.checkbox(name=f.name, id=f.input_id, default_checked=f.checked,
+                                custom_attrs=described)),
+        ("select", _select(f)),
+        rx.input(name=f.name, id=f.input_id, type=f.html_type, default_value=f.default,
+                 width="100%", auto_complete=rx.cond(f.type == "password", "current-password",
+                                                    "off"),
+                 custom_attrs={**described, "step": f.step}),
+    )
+
+
+def field_row(f: rx.Var[FieldView]) -> rx.Component:
+    return rx.vstack(
+        rx.el.label(
+            rx.text(f.label, rx.cond(f.required, rx.text.span(" *", color_scheme="red")),
+                    size="2", weight="medium"),
+            html_for=f.input_id,
+        ),
+        control(f),
+        rx.cond(
+            f.error != "",
+            rx.text(f.error, id=f.input_id + "-error", color_scheme="red", size="1",
+                    role="alert", class_name="field-error"),
+        ),
+        spacing="1",
+        width="100%",
+        align="stretch",
+    )
+
+
+def fields(items: rx.Var[list[FieldView]]) -> rx.Component:
+    return rx.vstack(rx.foreach(items, field_row), spacing="3", width="100%")

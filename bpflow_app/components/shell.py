@@ -1,0 +1,155 @@
+"""The frame of the app: the outer circle around signed-in pages (sign-in form until the
+`auth` circle succeeds, then the page inside the `main` circle), the navigation, and the
+plain frame of public pages."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import reflex as rx
+
+from bpflow_app import routes
+from bpflow_app.components.fields import fields
+from bpflow_app.components.ui import state_badge
+from bpflow_app.outer import REGISTRATION_OPEN, ShellState, SignInState
+from bpflow_app.session import SessionState
+
+
+def brand() -> rx.Component:
+    return rx.link(
+        rx.hstack(rx.image(src="/favicon.ico", width="26px", height="26px", alt=""),
+                  rx.heading("bpflow", size="5", as_="span"), spacing="2", align="center"),
+        href=routes.HOME, underline="none", color="inherit", aria_label="bpflow home",
+    )
+
+
+def _nav_link(label: str, href: str, icon: str, badge: rx.Var | None = None) -> rx.Component:
+    inner = [rx.icon(icon, size=16), rx.text(label, size="2")]
+    if badge is not None:
+        inner.append(rx.cond(badge > 0, rx.badge(badge, color_scheme="red", radius="full",
+                                                 variant="solid", id=f"nav-{icon}-badge")))
+    return rx.link(rx.hstack(*inner, spacing="1", align="center"), href=href,
+                   underline="none", color_scheme="gray", high_contrast=True)
+
+
+def _links() -> list[rx.Component]:
+    return [
+        _nav_link("My flows", routes.FLOWS, "workflow"),
+        _nav_link("Inbox", routes.INBOX, "inbox", ShellState.unread),
+        rx.cond(SessionState.is_admin, _nav_link("Templates", routes.TEMPLATES, "files")),
+        rx.cond(SessionState.is_admin, _nav_link("Users", routes.USERS, "users")),
+    ]
+
+
+def outer_steps() -> rx.Component:
+    """The outer flow, auth → main, as two small circles."""
+    return rx.hstack(
+        state_badge("success", "auth"),
+        rx.icon("arrow-right", size=14, color=rx.color("gray", 9)),
+        rx.link(state_badge(rx.cond(ShellState.main_state == "success", "success", "ready"),
+                            "main"),
+                href=routes.flow(SessionState.outer), underline="none",
+                aria_label="The outer flow"),
+        spacing="1", align="center", id="outer-steps",
+    )
+
+
+def navbar() -> rx.Component:
+    user_menu = rx.menu.root(
+        rx.menu.trigger(rx.button(rx.icon("circle-user", size=16), SessionState.username,
+                                  variant="soft", size="2", id="user-menu")),
+        rx.menu.content(
+            rx.menu.item("Sign out", on_click=SessionState.sign_out, id="sign-out"),
+        ),
+    )
+    return rx.box(
+        rx.flex(
+            rx.hstack(brand(), rx.box(outer_steps(), display=["none", "none", "block"]),
+                      spacing="4", align="center"),
+            rx.flex(*_links(), user_menu, spacing="4", align="center", wrap="wrap",
+                    justify="end"),
+            justify="between", align="center", wrap="wrap", gap="3",
+            max_width="1280px", margin_x="auto", padding_x="16px", padding_y="10px",
+        ),
+        as_="header",
+        border_bottom=f"1px solid {rx.color('gray', 5)}",
+        background=rx.color("gray", 1),
+        position="sticky", top="0", z_index="10",
+    )
+
+
+def sign_in_panel() -> rx.Component:
+    """The `auth` circle's box: its form, sent to its auth action."""
+    return rx.center(
+        rx.card(
+            rx.form(
+                rx.vstack(
+                    rx.hstack(brand(), spacing="2"),
+                    rx.heading("Sign in", size="6", as_="h1"),
+                    rx.text("The first circle of your outer flow: once it succeeds, your "
+                            "flows continue where you left them.", size="2",
+                            color_scheme="gray"),
+                    fields(SignInState.fields),
+                    rx.cond(SignInState.error != "",
+                            rx.callout(SignInState.error, icon="triangle-alert",
+                                       color_scheme="red", role="alert", width="100%")),
+                    rx.button("Sign in", type="submit", loading=SignInState.busy,
+                              width="100%", size="3", id="sign-in-submit"),
+                    rx.hstack(
+                        rx.link("Leave a message as a guest", href=routes.GUEST, size="2"),
+                        rx.cond(REGISTRATION_OPEN,
+                                rx.link("Create an account", href=routes.REGISTER, size="2")),
+                        justify="between", width="100%", wrap="wrap",
+                    ),
+                    spacing="4", width="100%",
+                ),
+                on_submit=SignInState.sign_in,
+                on_mount=SignInState.load,
+                reset_on_submit=False,
+                aria_label="Sign in",
+            ),
+            size="4", width="100%", max_width="420px",
+        ),
+        min_height="80vh", padding="4",
+    )
+
+
+def loading_screen() -> rx.Component:
+    return rx.center(rx.spinner(size="3"), rx.text("Loading…", size="2"), min_height="60vh",
+                     gap="3", aria_busy="true")
+
+
+def outer_circle(content: Callable[[], rx.Component]) -> Callable[[], rx.Component]:
+    """Wrap a page: sign-in until authenticated, then the page in the signed-in frame."""
+
+    def page() -> rx.Component:
+        return rx.cond(
+            rx.State.is_hydrated,
+            rx.cond(
+                SessionState.signed_in,
+                rx.box(navbar(),
+                       rx.box(content(), as_="main", max_width="1280px", margin_x="auto",
+                              padding=["12px", "16px", "24px"], width="100%"),
+                       on_mount=ShellState.load, min_height="100vh"),
+                sign_in_panel(),
+            ),
+            loading_screen(),
+        )
+
+    page.__name__ = content.__name__
+    return page
+
+
+def public_frame(*children: rx.Component) -> rx.Component:
+    """Pages without an account (home, guest): the brand and a sign-in link."""
+    return rx.box(
+        rx.box(
+            rx.flex(brand(), rx.link("Sign in", href=routes.FLOWS, size="2"),
+                    justify="between", align="center", max_width="1280px", margin_x="auto",
+                    padding_x="16px", padding_y="10px"),
+            as_="header", border_bottom=f"1px solid {rx.color('gray', 5)}",
+        ),
+        rx.box(*children, as_="main", max_width="760px", margin_x="auto",
+               padding=["12px", "16px", "32px"]),
+        min_height="100vh",
+    )

@@ -1,0 +1,124 @@
+"""The outer circle: every signed-in page sits inside the user's outer flow, a linear
+`signin` instance of two circles. `auth` is the sign-in form (the auth circle's own
+fields) and its auth action; `main` is the business flow, which is what the pages show.
+
+Signing in continues the user's running outer flow rather than starting one, and the
+token lives in localStorage, so neither a reload nor a second sign-in restarts anything.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import reflex as rx
+
+from bpflow import listing
+from bpflow.auth import FailureLimiter, Unauthorized, issue_token
+from bpflow.forms import FormError, validate
+from bpflow.services import get_store
+from bpflow.units import SIGNIN_TEMPLATE, Units
+from bpflow_app.boxview import FieldView, field_view
+from bpflow_app.session import SessionState, expired
+from engine.errors import BpflowError
+from engine.model import Field
+
+REGISTRATION_OPEN = os.environ.get("BPFLOW_REGISTRATION", "closed") == "open"
+FAILURES = FailureLimiter(limit=10, window=300.0)  # failed sign-ins per client and name
+FALLBACK_FORM = (Field("username", "string", "Username", True),
+                 Field("password", "password", "Password", True))
+
+
+def auth_form() -> tuple[Field, ...]:
+    """The fields of the outer flow's `auth` circle."""
+    try:
+        _, template = get_store().template(SIGNIN_TEMPLATE)
+        return template.plan.nodes["auth"].circle.box.form or FALLBACK_FORM
+    except (BpflowError, KeyError):
+        return FALLBACK_FORM
+
+
+def auth_fields(errors: dict[str, str] | None = None) -> list[FieldView]:
+    errors = errors or {}
+    return [field_view("auth", f, None, errors.get(f.name, "")) for f in auth_form()]
+
+
+class SignInState(SessionState):
+    """The `auth` circle's box: its form and the auth action behind it."""
+
+    fields: list[FieldView] = [field_view("auth", f, None) for f in FALLBACK_FORM]
+    error: str = ""
+    busy: bool = False
+
+    @rx.event
+    def load(self):
+        self.fields = auth_fields()
+
+    @rx.event
+    def sign_in(self, form_data: dict[str, Any]):
+        self.busy, self.error = True, ""
+        yield
+        try:
+            yield self._sign_in(form_data)
+        finally:
+            self.busy = False
+
+    def _sign_in(self, form_data: dict[str, Any]):
+        form = auth_form()
+        try:
+            values, secrets = validate(form, form_data)
+        except FormError as exc:
+            self.fields = auth_fields(exc.errors)
+            return None
+        username, password = values.get("username") or "", secrets.get("password", "")
+        key = f"{self.router.session.client_ip}:{username}"
+        wait = FAILURES.blocked(key)
+        if wait:
+            self.error = f"Too many failed attempts; try again in {wait} s"
+            return None
+        store = get_store()
+        try:
+            outer = Units(store).sign_in(username, password)
+        except FormError as exc:  # the auth action's own refusal
+            outer, self.error = None, str(exc.errors.get("password", exc))
+        except BpflowError as exc:
+            return rx.toast.error(f"Signing in failed: {exc}")
+        user = store.user(username) if outer is not None else None
+        if user is None:
+            FAILURES.hit(key)
+            self.fields = auth_fields({"password": "Wrong username or password"})
+            return None
+        self.fields = auth_fields()
+        self.token, self.outer = issue_token(user), outer.id
+        return [rx.toast.success(f"Signed in as {username}"), ShellState.load]
+
+
+class ShellState(SessionState):
+    """What the frame around every signed-in page shows: unread mail, the outer flow."""
+
+    unread: int = 0
+    main_state: str = "waiting"
+
+    @rx.event
+    def load(self):
+        try:
+            user = self._user()
+        except Unauthorized as exc:
+            return expired(self, exc)
+        counts = listing.mail_counts(get_store(), user)
+        self.unread = sum(c["unread"] for c in counts.values())
+        self.main_state = self._main_state(user)
+        return None
+
+    def _main_state(self, user: dict[str, Any]) -> str:
+        store = get_store()
+        outer = self.outer or store.latest_instance(SIGNIN_TEMPLATE, user["id"],
+                                                    ("running", "failed", "suspended"))
+        try:
+            inst = store.get(outer) if outer else None
+        except BpflowError:
+            inst = None
+        if inst is None or inst.user.get("id") != user["id"]:
+            return "waiting"
+        self.outer = inst.id
+        return inst.circles["main"].state if "main" in inst.circles else "waiting"

@@ -1,0 +1,263 @@
+"""State of the flow page: one instance, its drawing, the boxes waiting for the user,
+the intervention (reset) with its preview, and the history.
+
+The page follows the instance without a reload: after each action it re-reads it at
+once, and a background poll re-reads it when its event counter moved (another person
+approved, the worker finished an HTTP call).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import reflex as rx
+
+from bpflow import listing
+from bpflow.auth import Unauthorized
+from bpflow.forms import FormError
+from bpflow.services import get_store
+from bpflow.units import Units
+from bpflow_app import flowview as fv
+from bpflow_app.boxview import BoxView, box_views
+from bpflow_app.drawing import Drawing
+from bpflow_app.session import SessionState, expired
+from engine.errors import BookmarkError, BpflowError
+from engine.instance import Instance
+
+POLL_S = 1.0
+POLL_LIMIT = 3600  # polls per page visit (an hour), in case the tab was just left open
+SCOPES = {"self": "Retry this", "levels": "Reset levels", "all": "Reset all"}
+
+
+def route_id(path: str) -> str:
+    """The instance id of a `/flow/<id>` path."""
+    parts = [p for p in path.split("/") if p]
+    return parts[1] if len(parts) == 2 and parts[0] == "flow" else ""
+
+
+class FlowState(SessionState):
+    iid: str = ""
+    head: fv.Header = fv.Header()
+    drawing: Drawing = Drawing()
+    boxes: list[BoxView] = []
+    circles: list[fv.CircleInfo] = []
+    history: list[fv.HistoryRow] = []
+    missing: bool = False
+    loading: bool = True
+    busy: str = ""  # the circle whose box is being sent
+    selected: str = ""
+    intervention: bool = False
+    levels: int = 1
+    preview: list[str] = []
+    preview_scope: str = ""
+    resetting: bool = False
+    tab: str = "flow"
+    _seq: int = -1
+    _opened: set[str] = set()
+    _closed: set[str] = set()
+    _errors: dict[str, dict[str, str]] = {}
+    _polling: bool = False
+
+    @rx.var
+    def chosen(self) -> fv.CircleInfo:
+        """The selected circle (an empty one when none is)."""
+        return next((c for c in self.circles if c.id == self.selected), fv.CircleInfo())
+
+    @rx.var
+    def preview_open(self) -> bool:
+        return bool(self.preview_scope)
+
+    # ----------------------------------------------------------------- loading
+    def _instance(self) -> Instance | None:
+        """The instance, if this user may see it (others get 'not found')."""
+        user = self._user()
+        try:
+            inst = get_store().get(self.iid)
+        except BpflowError:
+            return None
+        return inst if fv.may_view(inst, user) else None
+
+    def _show(self, inst: Instance) -> None:
+        store = get_store()
+        states = fv.visual_states(store.engine, inst)
+        expanded = (fv.default_expanded(inst) | self._opened) - self._closed
+        self.head = fv.header(inst)
+        self.drawing = fv.drawing(inst, states, expanded,
+                                  self.intervention or bool(self.preview_scope))
+        self.circles = fv.circle_infos(inst, states)
+        self.boxes = box_views(Units(store), inst, store.engine.statuses(inst), self._errors)
+        self._seq = inst.seq
+        if self.tab == "history":
+            self.history = fv.history_rows(store.history(inst.id))
+
+    def _reload(self) -> bool:
+        inst = self._instance()
+        self.missing, self.loading = inst is None, False
+        if inst is not None:
+            self._show(inst)
+        return inst is not None
+
+    @rx.event
+    def load(self):
+        iid = route_id(self.router.url.path)
+        if iid != self.iid:
+            self.iid, self.selected, self.tab, self.history = iid, "", "flow", []
+            self._opened, self._closed, self._errors = set(), set(), {}
+            self.preview, self.preview_scope, self.intervention = [], "", False
+            self.loading = True
+        try:
+            if self._instance() is not None:
+                Units(get_store()).reenter(self.iid)  # decided approvals count now
+            found = self._reload()
+        except Unauthorized as exc:
+            return expired(self, exc)
+        return FlowState.poll if found else None
+
+    @rx.event(background=True)
+    async def poll(self):
+        async with self:
+            if self._polling:
+                return
+            self._polling, iid = True, self.iid
+        try:
+            for _ in range(POLL_LIMIT):
+                await asyncio.sleep(POLL_S)
+                async with self:
+                    if self.iid != iid or route_id(self.router.url.path) != iid:
+                        break
+                    stamp = listing.instance_stamp(get_store(), iid)
+                    if stamp is not None and stamp[0] != self._seq:
+                        self._reload()
+        except Unauthorized:
+            pass
+        finally:
+            async with self:
+                self._polling = False
+
+    # ------------------------------------------------------------- the boxes
+    @rx.event
+    def submit(self, form_data: dict[str, Any]):
+        cid = str(form_data.pop("__circle", ""))
+        mark = str(form_data.pop("__bookmark", ""))
+        self.busy = cid
+        yield
+        try:
+            yield self._act(cid, lambda u, user: u.submit(self.iid, cid, mark, form_data,
+                                                          user["username"]), "Sent")
+        finally:
+            self.busy = ""
+
+    @rx.event
+    def accept(self, cid: str, mark: str):
+        self.busy = cid
+        yield
+        try:
+            yield self._act(cid, lambda u, user: u.confirm(self.iid, cid, mark, True, "",
+                                                           user["username"]), "Accepted")
+        finally:
+            self.busy = ""
+
+    @rx.event
+    def decline(self, form_data: dict[str, Any]):
+        cid, mark = str(form_data.get("__circle", "")), str(form_data.get("__bookmark", ""))
+        reason = str(form_data.get("reason") or "")
+        return self._act(cid, lambda u, user: u.confirm(self.iid, cid, mark, False, reason,
+                                                        user["username"]), "Declined")
+
+    def _act(self, cid: str, step, done: str):
+        """Run one step of a box for the signed-in user, then show the new state."""
+        try:
+            user = self._user()
+            if self._instance() is None:
+                return rx.toast.error("This flow is not yours")
+            step(Units(get_store()), user)
+            self._errors.pop(cid, None)
+            result = rx.toast.success(f"{done}: {cid}")
+        except Unauthorized as exc:
+            return expired(self, exc)
+        except FormError as exc:
+            self._errors[cid] = exc.errors
+            result = rx.toast.error("Please correct the highlighted fields")
+        except BookmarkError:
+            result = rx.toast.warning(f"{cid} changed meanwhile; here is its current state")
+        except BpflowError as exc:
+            result = rx.toast.error(str(exc))
+        self._reload()
+        return result
+
+    # ------------------------------------------------------- drawing and panels
+    @rx.event
+    def select(self, cid: str):
+        self.selected = "" if cid == self.selected else cid
+
+    @rx.event
+    def toggle(self, cid: str):
+        """Open or close a nested flow in the drawing."""
+        expanded = cid in self._opened or (cid not in self._closed and any(
+            f.id == cid for f in self.drawing.frames))
+        if expanded:
+            self._closed.add(cid)
+            self._opened.discard(cid)
+        else:
+            self._opened.add(cid)
+            self._closed.discard(cid)
+        self._reload()
+
+    @rx.event
+    def set_intervention(self, on: bool):
+        self.intervention = on
+        self._reload()
+
+    @rx.event
+    def set_levels(self, value: str):
+        try:
+            self.levels = max(0, min(99, int(value)))
+        except ValueError:
+            self.levels = 1
+
+    @rx.event
+    def set_tab(self, tab: str):
+        self.tab = tab
+        if tab == "history":
+            self.history = fv.history_rows(get_store().history(self.iid))
+
+    # ------------------------------------------------------------ intervention
+    @rx.event
+    def ask_reset(self, scope: str):
+        inst = self._instance()
+        if inst is None or not self.selected:
+            return None
+        try:
+            self.preview = get_store().engine.reset_preview(
+                inst, self.selected, scope, self.levels if scope == "levels" else None)
+        except (BpflowError, ValueError) as exc:
+            return rx.toast.error(str(exc))
+        self.preview_scope = scope
+        self._show(inst)
+        return None
+
+    @rx.event
+    def cancel_reset(self):
+        self.preview, self.preview_scope = [], ""
+        self._reload()
+
+    @rx.event
+    def confirm_reset(self):
+        scope, cid = self.preview_scope, self.selected
+        self.resetting = True
+        yield
+        try:
+            user = self._user()
+            if self._instance() is None:
+                raise BpflowError("This flow is not yours")
+            get_store().reset(self.iid, cid, scope, self.levels if scope == "levels" else None,
+                              actor=user["username"])
+            toast = rx.toast.success(f"Reset {len(self.preview)} circle(s) from {cid}")
+        except Unauthorized as exc:
+            toast = expired(self, exc)
+        except BpflowError as exc:
+            toast = rx.toast.error(str(exc))
+        self.preview, self.preview_scope, self.resetting = [], "", False
+        self._reload()
+        yield toast

@@ -1,0 +1,227 @@
+"""My flows: the templates the user may start (with a form for their declared inputs)
+and the user's instances, newest first, a page at a time."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import reflex as rx
+
+from bpflow import listing
+from bpflow.auth import Unauthorized
+from bpflow.forms import FormError, validate
+from bpflow.services import get_store
+from bpflow.units import SIGNIN_TEMPLATE
+from bpflow_app import routes
+from bpflow_app.boxview import FieldView, clock_text, field_view
+from bpflow_app.components.fields import fields
+from bpflow_app.components.ui import empty_state, page_header, state_badge
+from bpflow_app.session import SessionState, expired
+from engine.errors import BpflowError
+from engine.model import FIELD_TYPES, Field, Template
+
+PAGE_SIZE = 10
+STEP_WORDS = {"circle_succeeded": "succeeded", "circle_failed": "failed",
+              "circle_skipped": "skipped", "circle_reset": "reset",
+              "circle_retry_scheduled": "failed, retry scheduled",
+              "circle_pending": "waiting for its action", "circle_ready": "ready"}
+
+
+@dataclass
+class Startable:
+    name: str
+    title: str
+    description: str
+    version: int
+    inputs: list[FieldView] = field(default_factory=list)
+
+
+@dataclass
+class InstanceLine:
+    id: str
+    template: str
+    version: int
+    status: str
+    last_step: str
+    updated: str
+
+
+def input_fields(template: Template) -> tuple[Field, ...]:
+    """The declared `workflow.input` as form fields (structured types typed as JSON)."""
+    return tuple(Field(k, t if t in FIELD_TYPES else "text",
+                       k if t in FIELD_TYPES else f"{k} (JSON)", True)
+                 for k, t in template.inputs.items())
+
+
+def parse_inputs(template: Template, form_data: dict[str, Any]) -> dict[str, Any]:
+    """Typed inputs from the start form, or FormError per field."""
+    values, _ = validate(input_fields(template), form_data)
+    errors = {}
+    for k, t in template.inputs.items():
+        if t not in FIELD_TYPES and isinstance(values.get(k), str):
+            try:
+                values[k] = json.loads(values[k])
+            except ValueError:
+                errors[k] = f"{k} must be JSON"
+    if errors:
+        raise FormError(errors)
+    return values
+
+
+def startables(errors: dict[str, dict[str, str]] | None = None) -> list[Startable]:
+    store, errors = get_store(), errors or {}
+    out = []
+    for name in sorted(store.template_versions()):
+        if name == SIGNIN_TEMPLATE:
+            continue  # started by signing in
+        version, t = store.template(name)
+        mine = errors.get(name, {})
+        out.append(Startable(name, t.title or name, t.description, version,
+                             [field_view(f"start-{name}", f, None, mine.get(f.name, ""))
+                              for f in input_fields(t)]))
+    return out
+
+
+def instance_lines(rows: list[dict[str, Any]],
+                   steps: dict[str, dict[str, Any]]) -> list[InstanceLine]:
+    out = []
+    for r in rows:
+        step = steps.get(r["id"])
+        text = f"{step['circle']} {STEP_WORDS.get(step['kind'], step['kind'])}" if step else ""
+        out.append(InstanceLine(r["id"], r["template"], r["version"], r["status"], text,
+                                clock_text(r["updated_at"])))
+    return out
+
+
+class FlowsState(SessionState):
+    startables: list[Startable] = []
+    instances: list[InstanceLine] = []
+    total: int = 0
+    page: int = 0
+    loading: bool = True
+    starting: str = ""
+
+    @rx.var
+    def pages(self) -> int:
+        return max(1, -(-self.total // PAGE_SIZE))
+
+    @rx.event
+    def load(self):
+        try:
+            user = self._user()
+        except Unauthorized as exc:
+            return expired(self, exc)
+        self.startables = startables()
+        store = get_store()
+        rows, self.total = store.list_instances(user["id"], limit=PAGE_SIZE,
+                                                offset=self.page * PAGE_SIZE)
+        self.instances = instance_lines(rows, listing.last_steps(store, [r["id"] for r in rows]))
+        self.loading = False
+        return None
+
+    @rx.event
+    def turn(self, delta: int):
+        self.page = min(max(0, self.page + delta), self.pages - 1)
+        return FlowsState.load
+
+    @rx.event
+    def start(self, form_data: dict[str, Any]):
+        name = str(form_data.pop("__template", ""))
+        self.starting = name
+        yield
+        try:
+            yield self._start(name, form_data)
+        finally:
+            self.starting = ""
+
+    def _start(self, name: str, form_data: dict[str, Any]):
+        try:
+            user = self._user()
+            _, template = get_store().template(name)
+            inputs = parse_inputs(template, form_data)
+            inst = get_store().start(name, inputs, user)
+        except Unauthorized as exc:
+            return expired(self, exc)
+        except FormError as exc:
+            self.startables = startables({name: exc.errors})
+            return rx.toast.error("Please check the inputs")
+        except BpflowError as exc:
+            return rx.toast.error(f"Could not start {name}: {exc}")
+        return [rx.redirect(routes.flow(inst.id)), rx.toast.success(f"Started {name}")]
+
+
+def _startable(t: rx.Var[Startable]) -> rx.Component:
+    return rx.card(
+        rx.form(
+            rx.vstack(
+                rx.hstack(rx.heading(t.title, size="4", as_="h3"),
+                          rx.badge("v", t.version, variant="surface"),
+                          justify="between", width="100%", align="center"),
+                rx.text(t.description, size="2", color_scheme="gray"),
+                fields(t.inputs),
+                rx.el.input(type="hidden", name="__template", value=t.name),
+                rx.button(rx.icon("play", size=16), "Start", type="submit",
+                          loading=FlowsState.starting == t.name,
+                          aria_label="Start " + t.name, id="start-" + t.name),
+                spacing="3", align="start", height="100%",
+            ),
+            on_submit=FlowsState.start, reset_on_submit=False,
+        ),
+        width="100%",
+    )
+
+
+def _instance_row(i: rx.Var[InstanceLine]) -> rx.Component:
+    return rx.table.row(
+        rx.table.cell(rx.link(i.template, href=routes.flow(i.id), weight="medium")),
+        rx.table.cell(state_badge(i.status)),
+        rx.table.cell(rx.text(i.last_step, size="2")),
+        rx.table.cell(rx.text(i.updated, size="1", color_scheme="gray"),
+                      display=["none", "none", "table-cell"]),
+        rx.table.cell(rx.link("Open", href=routes.flow(i.id), aria_label="Open " + i.id)),
+        class_name="instance-row",
+    )
+
+
+def _instances() -> rx.Component:
+    table = rx.table.root(
+        rx.table.header(rx.table.row(
+            rx.table.column_header_cell("Flow"), rx.table.column_header_cell("Status"),
+            rx.table.column_header_cell("Last step"),
+            rx.table.column_header_cell("Updated", display=["none", "none", "table-cell"]),
+            rx.table.column_header_cell(""))),
+        rx.table.body(rx.foreach(FlowsState.instances, _instance_row)),
+        width="100%", variant="surface",
+    )
+    pager = rx.hstack(
+        rx.button(rx.icon("chevron-left", size=16), "Newer", variant="soft",
+                  on_click=FlowsState.turn(-1), disabled=FlowsState.page == 0),
+        rx.text("Page ", FlowsState.page + 1, " of ", FlowsState.pages, size="2"),
+        rx.button("Older", rx.icon("chevron-right", size=16), variant="soft",
+                  on_click=FlowsState.turn(1),
+                  disabled=FlowsState.page + 1 >= FlowsState.pages),
+        justify="end", align="center", width="100%",
+    )
+    return rx.cond(FlowsState.total > 0, rx.vstack(rx.box(table, overflow_x="auto",
+                                                          width="100%"), pager, width="100%"),
+                   empty_state("workflow", "No flows yet",
+                               "Start one of the templates above; it will be listed here."))
+
+
+def flows_page() -> rx.Component:
+    return rx.vstack(
+        page_header("My flows", "Start a flow, or continue one where you left it."),
+        rx.heading("Start a flow", size="4", as_="h2"),
+        rx.cond(
+            FlowsState.loading,
+            rx.center(rx.spinner(), width="100%", padding="5"),
+            rx.grid(rx.foreach(FlowsState.startables, _startable),
+                    columns=rx.breakpoints(initial="1", sm="2", lg="3"), spacing="4",
+                    width="100%"),
+        ),
+        rx.heading("Your flows", size="4", as_="h2", margin_top="4"),
+        rx.cond(FlowsState.loading, rx.skeleton(height="120px", width="100%"), _instances()),
+        spacing="3", width="100%", on_mount=FlowsState.load,
+    )

@@ -1,0 +1,109 @@
+"""The guest page (`/guest`): anyone leaves a message for the administrators, without an
+account. Messages are limited per client; the page says how long to wait."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import reflex as rx
+
+from bpflow.forms import FormError
+from bpflow.mailbox import GUEST_LIMITS, Mailbox, RateLimited
+from bpflow.services import get_store
+from bpflow_app.components.shell import public_frame
+
+LABELS = {"name": "Your name", "subject": "Subject", "body": "Message"}
+
+
+def friendly(errors: dict[str, str]) -> dict[str, str]:
+    """The mailbox's messages, naming the fields as the form labels them."""
+    return {k: LABELS[k] + m[len(k):] if k in LABELS and m.startswith(k) else m
+            for k, m in errors.items()}
+
+
+class GuestState(rx.State):
+    errors: dict[str, str] = {}
+    limited: str = ""
+    sent: bool = False
+    busy: bool = False
+
+    @rx.event
+    def send(self, form_data: dict[str, Any]):
+        self.busy, self.errors, self.limited = True, {}, ""
+        yield
+        try:
+            yield self._send(form_data)
+        finally:
+            self.busy = False
+
+    def _send(self, form_data: dict[str, Any]):
+        data = {k: str(form_data.get(k) or "") for k in ("name", "subject", "body")}
+        client = self.router.session.client_ip or self.router.session.client_token
+        try:
+            Mailbox(get_store()).guest_message(data["name"], data["subject"], data["body"],
+                                               client)
+        except FormError as exc:
+            self.errors = friendly(exc.errors)
+            return rx.toast.error("Please check the form")
+        except RateLimited as exc:
+            self.limited = (f"You have sent several messages in a short time. Please try "
+                            f"again in {exc.retry_after} seconds.")
+            return None
+        self.sent = True
+        return rx.toast.success("Message sent")
+
+    @rx.event
+    def again(self):
+        self.sent = False
+
+
+def _field(name: str, label: str, control: rx.Component) -> rx.Component:
+    return rx.vstack(
+        rx.el.label(rx.text(label, " *", size="2", weight="medium"), html_for=f"guest-{name}"),
+        control,
+        rx.cond(GuestState.errors.contains(name),
+                rx.text(GuestState.errors[name], color_scheme="red", size="1", role="alert")),
+        spacing="1", width="100%",
+    )
+
+
+def _form() -> rx.Component:
+    return rx.form(
+        rx.vstack(
+            _field("name", "Your name", rx.input(name="name", id="guest-name", width="100%",
+                                                  max_length=GUEST_LIMITS["name"])),
+            _field("subject", "Subject", rx.input(name="subject", id="guest-subject",
+                                                  width="100%",
+                                                  max_length=GUEST_LIMITS["subject"])),
+            _field("body", "Message", rx.text_area(name="body", id="guest-body", rows="6",
+                                                   width="100%",
+                                                   max_length=GUEST_LIMITS["body"])),
+            rx.cond(GuestState.limited != "",
+                    rx.callout(GuestState.limited, icon="timer", color_scheme="amber",
+                               role="alert", width="100%", id="rate-limited")),
+            rx.button("Send message", type="submit", loading=GuestState.busy, size="3"),
+            spacing="4", width="100%", align="start",
+        ),
+        on_submit=GuestState.send, reset_on_submit=False, aria_label="Message form",
+    )
+
+
+def _done() -> rx.Component:
+    return rx.vstack(
+        rx.callout("Thank you — your message was delivered to the administrators.",
+                   icon="circle-check", color_scheme="green", width="100%", id="guest-sent"),
+        rx.button("Send another message", variant="soft", on_click=GuestState.again),
+        spacing="3", width="100%",
+    )
+
+
+def guest_page() -> rx.Component:
+    return public_frame(
+        rx.vstack(
+            rx.heading("Leave a message", size="7", as_="h1"),
+            rx.text("No account needed. The administrators read these in their inbox.",
+                    color_scheme="gray"),
+            rx.card(rx.cond(GuestState.sent, _done(), _form()), width="100%", size="3"),
+            spacing="4", width="100%",
+        ),
+    )

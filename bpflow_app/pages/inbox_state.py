@@ -1,0 +1,150 @@
+"""State of the inbox: the user's approval mail, in-site messages and (admins) guest
+messages, a page at a time with unread counts; approve or reject with a comment.
+
+A mail whose signature does not match is shown as such and cannot be decided: the
+mailbox refuses it and records the refusal in the flow's history.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import reflex as rx
+
+from bpflow import listing
+from bpflow.auth import Unauthorized
+from bpflow.mailbox import Forbidden, Mailbox, Tampered
+from bpflow.services import get_store
+from bpflow_app.boxview import clock_text
+from bpflow_app.outer import ShellState
+from bpflow_app.session import SessionState, expired
+from engine.errors import BpflowError
+
+PAGE_SIZE = 50
+KINDS = ("approval", "message", "guest")
+
+
+@dataclass
+class MailView:
+    id: int = 0
+    kind: str = ""
+    sender: str = ""
+    subject: str = ""
+    body: str = ""
+    created: str = ""
+    read: bool = False
+    decision: str = ""
+    comment: str = ""
+    instance: str = ""
+    circle: str = ""
+    signature_ok: bool = True
+    problem: str = ""
+    payload: str = ""
+    open: bool = False  # an approval still waiting for this user's decision
+
+
+def mail_view(m: dict[str, Any]) -> MailView:
+    payload = m.get("payload")
+    return MailView(
+        id=m["id"], kind=m["kind"], sender=m["sender"], subject=m["subject"], body=m["body"],
+        created=clock_text(m["created_at"]), read=m["read"], decision=m["decision"] or "",
+        comment=m["comment"] or "", instance=m["instance"] or "", circle=m["circle"] or "",
+        signature_ok=m["signature_ok"], problem=m["problem"] or "",
+        payload=json.dumps(payload, indent=1, ensure_ascii=False, sort_keys=True)
+        if payload else "",
+        open=m["kind"] == "approval" and m["decision"] is None and m["signature_ok"])
+
+
+class InboxState(SessionState):
+    kind: str = "approval"
+    mails: list[MailView] = []
+    unread: dict[str, int] = {k: 0 for k in KINDS}
+    total: int = 0
+    page: int = 0
+    opened: int = 0
+    comment: str = ""
+    deciding: int = 0
+    loading: bool = True
+
+    @rx.var
+    def pages(self) -> int:
+        return max(1, -(-self.total // PAGE_SIZE))
+
+    def _fetch(self, user: dict[str, Any]) -> None:
+        store = get_store()
+        counts = listing.mail_counts(store, user)
+        self.unread = {k: counts[k]["unread"] for k in KINDS}
+        self.total = counts[self.kind]["total"]
+        self.page = min(self.page, self.pages - 1)
+        rows = Mailbox(store).inbox(user, kind=self.kind, limit=PAGE_SIZE,
+                                    offset=self.page * PAGE_SIZE)
+        self.mails = [mail_view(m) for m in rows]
+        self.loading = False
+
+    def _guarded(self, step) -> Any:
+        try:
+            return step(self._user())
+        except Unauthorized as exc:
+            return expired(self, exc)
+
+    @rx.event
+    def load(self):
+        return self._guarded(self._fetch)
+
+    @rx.event
+    def show(self, kind: str):
+        if kind in KINDS:
+            self.kind, self.page, self.opened, self.loading = kind, 0, 0, True
+            yield
+            yield self._guarded(self._fetch)
+
+    @rx.event
+    def turn(self, delta: int):
+        self.page = min(max(0, self.page + delta), self.pages - 1)
+        return self._guarded(self._fetch)
+
+    @rx.event
+    def toggle(self, mail_id: int):
+        """Open a mail (marking it read) or close it."""
+        if self.opened == mail_id:
+            self.opened = 0
+            return None
+        self.opened, self.comment = mail_id, ""
+
+        def read(user):
+            Mailbox(get_store()).mark_read(mail_id, user)
+            self._fetch(user)
+            return ShellState.load
+        try:
+            return self._guarded(read)
+        except BpflowError as exc:
+            return rx.toast.error(str(exc))
+
+    @rx.event
+    def set_comment(self, value: str):
+        self.comment = value
+
+    @rx.event
+    def decide(self, mail_id: int, decision: str):
+        self.deciding = mail_id
+        yield
+        try:
+            yield self._guarded(lambda user: self._decide(user, mail_id, decision))
+        finally:
+            self.deciding = 0
+
+    def _decide(self, user: dict[str, Any], mail_id: int, decision: str):
+        try:
+            Mailbox(get_store()).decide(mail_id, user, decision, self.comment.strip())
+            toast = rx.toast.success(f"{decision.capitalize()}; the flow continues")
+            self.comment = ""
+        except Tampered as exc:
+            toast = rx.toast.error(f"Refused: {exc}")
+        except Forbidden:
+            toast = rx.toast.error("Only the addressee may decide this approval")
+        except BpflowError as exc:
+            toast = rx.toast.warning(str(exc))
+        self._fetch(user)
+        return [toast, ShellState.load]

@@ -1,0 +1,60 @@
+"""Self-service registration (`/register`): closed unless the server runs with
+`BPFLOW_REGISTRATION=open`; new accounts get the `user` role only."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import reflex as rx
+
+from bpflow.services import get_store
+from bpflow_app import routes
+from bpflow_app.components.shell import public_frame
+from bpflow_app.outer import REGISTRATION_OPEN
+from bpflow_app.pages.users import user_problems
+
+
+class RegisterState(rx.State):
+    errors: dict[str, str] = {}
+    done: bool = False
+
+    @rx.event
+    def register(self, form_data: dict[str, Any]):
+        if not REGISTRATION_OPEN:
+            return rx.toast.error("Registration is closed")
+        name = str(form_data.get("username") or "").strip()
+        password = str(form_data.get("password") or "")
+        self.errors = user_problems(name, password)
+        if not self.errors:
+            try:
+                get_store().add_user(name, password, ["user"])
+                self.done = True
+            except ValueError as exc:
+                self.errors = {"username": str(exc)}
+        return None
+
+
+def _open() -> rx.Component:
+    def err(name: str) -> rx.Component:
+        return rx.cond(RegisterState.errors.contains(name),
+                       rx.text(RegisterState.errors[name], color_scheme="red", size="1"))
+
+    return rx.cond(RegisterState.done, rx.callout(
+        rx.text("Your account is ready. ", rx.link("Sign in", href=routes.FLOWS)),
+        icon="circle-check", color_scheme="green"), rx.form(rx.vstack(
+            rx.el.label(rx.text("Username", size="2"), html_for="reg-username"),
+            rx.input(name="username", id="reg-username", width="100%"), err("username"),
+            rx.el.label(rx.text("Password", size="2"), html_for="reg-password"),
+            rx.input(name="password", id="reg-password", type="password", width="100%"),
+            err("password"),
+            rx.button("Create account", type="submit"), spacing="2", align="start"),
+            on_submit=RegisterState.register))
+
+
+def register_page() -> rx.Component:
+    closed = rx.callout("Registration is closed. An administrator can create an account "
+                        "for you.", icon="lock", color_scheme="gray")
+    return public_frame(rx.vstack(rx.heading("Create an account", size="7", as_="h1"),
+                                  rx.card(_open() if REGISTRATION_OPEN else closed,
+                                          width="100%"),
+                                  spacing="4", width="100%"))

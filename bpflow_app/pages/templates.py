@@ -1,0 +1,136 @@
+"""Templates (`/templates`, admins): versions, upload with the analysis errors by path,
+a drawing preview and per-circle statistics."""
+
+from __future__ import annotations
+
+import reflex as rx
+
+from bpflow_app.components.drawing import flow_drawing
+from bpflow_app.components.ui import empty_state, page_header, state_badge
+from bpflow_app.pages.templates_state import (
+    ErrorLine,
+    StatLine,
+    TemplateLine,
+    TemplatesState,
+    VersionLine,
+)
+from bpflow_app.session import SessionState
+
+S = TemplatesState
+UPLOAD_ID = "template-file"
+
+
+def _version(t: rx.Var[TemplateLine], v: rx.Var[VersionLine]) -> rx.Component:
+    chosen = (S.name == t.name) & (S.version == v.version)
+    return rx.button(
+        "v", v.version, rx.cond(v.locked, rx.icon("lock", size=12)),
+        size="1", variant=rx.cond(chosen, "solid", "surface"),
+        on_click=S.choose(t.name, v.version),
+        aria_label=t.name + " version " + v.version.to_string()
+        + rx.cond(v.locked, " (locked)", ""),
+    )
+
+
+def _template(t: rx.Var[TemplateLine]) -> rx.Component:
+    return rx.vstack(
+        rx.hstack(rx.text(t.title, weight="medium"), rx.code(t.name, size="1"),
+                  spacing="2", align="center", wrap="wrap"),
+        rx.flex(rx.foreach(t.versions, lambda v: _version(t, v)), gap="1", wrap="wrap"),
+        spacing="1", width="100%", padding_y="6px", class_name="template-line",
+        custom_attrs={"data-template": t.name},
+    )
+
+
+def _stat(s: rx.Var[StatLine]) -> rx.Component:
+    return rx.table.row(rx.table.cell(s.circle), rx.table.cell(s.waiting),
+                        rx.table.cell(s.success), rx.table.cell(s.failure),
+                        rx.table.cell(s.skipped))
+
+
+def _preview() -> rx.Component:
+    stats = rx.box(rx.table.root(
+        rx.table.header(rx.table.row(*[rx.table.column_header_cell(h) for h in (
+            "Circle", "Waiting", "Success", "Failure", "Skipped")])),
+        rx.table.body(rx.foreach(S.stats, _stat)), size="1", variant="surface", width="100%"),
+        overflow_x="auto", width="100%")
+    return rx.card(rx.vstack(
+        rx.hstack(rx.heading(S.name, " v", S.version, size="4", as_="h2"), spacing="2"),
+        flow_drawing(S.preview),
+        rx.heading("Instances (all versions)", size="3", as_="h3"),
+        rx.flex(rx.foreach(S.statuses, lambda kv: state_badge(kv[0], kv[0] + ": "
+                                                                + kv[1].to_string())),
+                gap="2", wrap="wrap"),
+        rx.heading("Per circle (all versions)", size="3", as_="h3"),
+        rx.cond(S.stats.length() > 0, stats,
+                rx.text("No instances yet.", size="2", color_scheme="gray")),
+        spacing="3", width="100%"), width="100%", id="template-preview")
+
+
+def _error(e: rx.Var[ErrorLine]) -> rx.Component:
+    return rx.table.row(rx.table.cell(rx.code(e.path)), rx.table.cell(rx.badge(e.code)),
+                        rx.table.cell(e.message), class_name="upload-error")
+
+
+def _upload() -> rx.Component:
+    paste = rx.form(rx.vstack(
+        rx.text_area(name="body", rows="10", width="100%", placeholder='{"name": "…", '
+                     '"circles": […]}', custom_attrs={"aria-label": "Template JSON"},
+                     font_family="monospace"),
+        rx.button(rx.icon("upload", size=14), "Upload", type="submit", loading=S.busy),
+        spacing="2", width="100%", align="start"), on_submit=S.paste, reset_on_submit=False)
+    drop = rx.upload(
+        rx.vstack(rx.icon("file-json", size=28), rx.text("Drop a .json file here, or click "
+                                                          "to choose one", size="2"),
+                  align="center", spacing="2"),
+        id=UPLOAD_ID, multiple=False, max_files=1, on_drop=S.upload,
+        border=f"1px dashed {rx.color('gray', 7)}", border_radius="12px", padding="24px",
+        width="100%", cursor="pointer",
+    )
+    return rx.card(rx.vstack(
+        rx.heading("Upload a version", size="4", as_="h2"),
+        rx.text("An upload that differs from the latest version becomes the next version; "
+                "an identical one stores nothing.", size="2", color_scheme="gray"),
+        rx.tabs.root(rx.tabs.list(rx.tabs.trigger("Paste JSON", value="paste"),
+                                  rx.tabs.trigger("File", value="file")),
+                     rx.tabs.content(paste, value="paste", padding_top="12px"),
+                     rx.tabs.content(drop, value="file", padding_top="12px"),
+                     default_value="paste", width="100%"),
+        rx.cond(S.outcome != "", rx.callout(S.outcome, icon="circle-check",
+                                            color_scheme="green", width="100%",
+                                            id="upload-outcome")),
+        rx.cond(S.errors.length() > 0, rx.vstack(
+            rx.callout(rx.text("The template was not stored: ", S.errors.length(),
+                               " problem(s)."), icon="circle-x", color_scheme="red",
+                       width="100%", role="alert"),
+            rx.box(rx.table.root(rx.table.header(rx.table.row(
+                rx.table.column_header_cell("Path"), rx.table.column_header_cell("Code"),
+                rx.table.column_header_cell("Problem"))),
+                rx.table.body(rx.foreach(S.errors, _error)), size="1", width="100%",
+                variant="surface"), overflow_x="auto", width="100%", id="upload-errors"),
+            width="100%")),
+        spacing="3", width="100%"), width="100%")
+
+
+def templates_page() -> rx.Component:
+    listing = rx.card(rx.vstack(
+        rx.heading("Templates", size="4", as_="h2"),
+        rx.hstack(rx.icon("lock", size=12), rx.text("locked: a version with instances",
+                                                     size="1", color_scheme="gray"),
+                  spacing="1", align="center"),
+        rx.foreach(S.items, _template), spacing="2", width="100%"), width="100%")
+    body = rx.cond(S.loading, rx.center(rx.spinner(size="3"), padding="6"), rx.vstack(
+        rx.grid(
+            listing,
+            rx.cond(S.name != "", _preview(), empty_state("files", "No templates yet")),
+            gap="4", width="100%", align_items="start",
+            grid_template_columns=["minmax(0,1fr)", "minmax(0,1fr)",
+                                   "minmax(0,2fr) minmax(0,3fr)"],
+        ),
+        _upload(), spacing="4", width="100%"))
+    return rx.vstack(
+        page_header("Templates", "Versions, uploads, previews and what happened per circle."),
+        rx.cond(SessionState.is_admin, body,
+                empty_state("lock", "Administrators only",
+                            "Ask an administrator to upload or change templates.")),
+        spacing="3", width="100%", on_mount=S.load,
+    )

@@ -1,0 +1,153 @@
+"""State of the templates page (admins): every template with its versions (locked ones
+marked), a drawing preview and per-circle statistics of the chosen version, and uploads
+(a file or pasted JSON) whose analysis errors are listed with their JSON pointers."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import reflex as rx
+
+from bpflow.auth import Unauthorized
+from bpflow.services import get_store
+from bpflow_app.drawing import Drawing, draw
+from bpflow_app.session import SessionState, expired
+from engine.errors import BpflowError, DefinitionError
+
+MAX_UPLOAD = 1_000_000  # bytes
+
+
+@dataclass
+class VersionLine:
+    version: int
+    locked: bool
+
+
+@dataclass
+class TemplateLine:
+    name: str
+    title: str
+    latest: int
+    versions: list[VersionLine] = field(default_factory=list)
+
+
+@dataclass
+class ErrorLine:
+    code: str
+    path: str
+    message: str
+
+
+@dataclass
+class StatLine:
+    circle: str
+    waiting: int = 0
+    success: int = 0
+    failure: int = 0
+    skipped: int = 0
+
+
+def template_lines() -> list[TemplateLine]:
+    store = get_store()
+    out = []
+    for name, versions in sorted(store.template_versions().items()):
+        locked = store.locked_versions(name)
+        _, t = store.template(name)
+        out.append(TemplateLine(name, t.title or name, versions[-1],
+                                [VersionLine(v, v in locked) for v in reversed(versions)]))
+    return out
+
+
+def parse_body(text: str) -> Any:
+    """The uploaded JSON, or DefinitionError with one `json` error saying where it broke."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise DefinitionError([{"code": "json", "path": "",
+                                "message": f"not JSON: {exc.msg} at line {exc.lineno} "
+                                           f"column {exc.colno}"}]) from None
+
+
+class TemplatesState(SessionState):
+    items: list[TemplateLine] = []
+    name: str = ""
+    version: int = 0
+    preview: Drawing = Drawing()
+    stats: list[StatLine] = []
+    statuses: dict[str, int] = {}
+    errors: list[ErrorLine] = []
+    outcome: str = ""
+    busy: bool = False
+    loading: bool = True
+
+    def _guarded(self, step) -> Any:
+        try:
+            self._admin()
+        except Unauthorized as exc:
+            return expired(self, exc)
+        return step()
+
+    def _choose(self, name: str, version: int | None) -> None:
+        store = get_store()
+        number, t = store.template(name, version)
+        self.name, self.version = name, number
+        nested = {cid: node.weak for cid, node in t.plan.nodes.items() if node.weak}
+        self.preview = draw(t.analysis, {}, expanded=set(t.analysis.get("nested", {})),
+                            weak=nested or None)
+        stats = store.stats(name)
+        self.stats = [StatLine(c, **counts) for c, counts in sorted(stats["circles"].items())]
+        self.statuses = stats["instances"]
+
+    def _refresh(self) -> None:
+        self.items = template_lines()
+        if not self.name and self.items:
+            self.name = self.items[0].name
+        if self.name:
+            self._choose(self.name, self.version or None)
+        self.loading = False
+
+    @rx.event
+    def load(self):
+        return self._guarded(self._refresh)
+
+    @rx.event
+    def choose(self, name: str, version: int):
+        return self._guarded(lambda: self._choose(name, version))
+
+    @rx.event
+    def paste(self, form_data: dict[str, Any]):
+        self.busy = True
+        yield
+        try:
+            yield self._guarded(lambda: self._store(str(form_data.get("body") or "")))
+        finally:
+            self.busy = False
+
+    @rx.event
+    async def upload(self, files: list[rx.UploadFile]):
+        if not files:
+            return None
+        data = await files[0].read()
+        if len(data) > MAX_UPLOAD:
+            return rx.toast.error("That file is too large for a template")
+        return self._guarded(lambda: self._store(data.decode("utf-8", errors="replace")))
+
+    def _store(self, text: str):
+        self.errors, self.outcome = [], ""
+        try:
+            body = parse_body(text)
+            version, created = get_store().put_template(body)
+        except DefinitionError as exc:
+            self.errors = [ErrorLine(e["code"], e["path"] or "/", e["message"])
+                           for e in exc.errors]
+            return rx.toast.error(f"The template has {len(self.errors)} problem(s)")
+        except BpflowError as exc:
+            return rx.toast.error(str(exc))
+        name = body["name"]
+        self.outcome = (f"Stored {name} version {version}" if created else
+                        f"Identical to {name} version {version}; nothing was stored")
+        self.name, self.version = name, version
+        self._refresh()
+        return rx.toast.success(self.outcome)

@@ -1,0 +1,120 @@
+"""Users (`/users`, admins): who can sign in, and a form to add someone. Self-service
+registration is off unless `BPFLOW_REGISTRATION=open` (see `pages/register.py`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import reflex as rx
+
+from bpflow import listing
+from bpflow.auth import Unauthorized
+from bpflow.services import get_store
+from bpflow.store import ROLES
+from bpflow_app.boxview import clock_text
+from bpflow_app.components.ui import empty_state, page_header
+from bpflow_app.session import SessionState, expired
+
+MIN_PASSWORD = 8
+
+
+@dataclass
+class UserLine:
+    username: str
+    roles: str
+    created: str
+
+
+def user_problems(username: str, password: str) -> dict[str, str]:
+    problems = {}
+    if not username.strip() or len(username) > 100:
+        problems["username"] = "A username has 1 to 100 characters"
+    if len(password) < MIN_PASSWORD:
+        problems["password"] = f"A password has at least {MIN_PASSWORD} characters"
+    return problems
+
+
+class UsersState(SessionState):
+    users: list[UserLine] = []
+    errors: dict[str, str] = {}
+    busy: bool = False
+
+    def _fetch(self) -> None:
+        self.users = [UserLine(u["username"], ", ".join(u["roles"]), clock_text(u["created_at"]))
+                      for u in listing.users(get_store())]
+
+    @rx.event
+    def load(self):
+        try:
+            self._admin()
+        except Unauthorized as exc:
+            return expired(self, exc)
+        self._fetch()
+        return None
+
+    @rx.event
+    def add(self, form_data: dict[str, Any]):
+        try:
+            self._admin()
+        except Unauthorized as exc:
+            return expired(self, exc)
+        name = str(form_data.get("username") or "").strip()
+        password = str(form_data.get("password") or "")
+        role = str(form_data.get("role") or "user")
+        self.errors = user_problems(name, password)
+        if self.errors:
+            return rx.toast.error("Please check the form")
+        try:
+            get_store().add_user(name, password, [role if role in ROLES else "user"])
+        except ValueError as exc:
+            self.errors = {"username": str(exc)}
+            return rx.toast.error(str(exc))
+        self._fetch()
+        return [rx.toast.success(f"Added {name}"), rx.set_value("new-username", ""),
+                rx.set_value("new-password", "")]
+
+
+def _error(name: str) -> rx.Component:
+    return rx.cond(UsersState.errors.contains(name),
+                   rx.text(UsersState.errors[name], color_scheme="red", size="1", role="alert"))
+
+
+def _form() -> rx.Component:
+    return rx.card(rx.form(rx.vstack(
+        rx.heading("Add a user", size="4", as_="h2"),
+        rx.el.label(rx.text("Username", size="2"), html_for="new-username"),
+        rx.input(name="username", id="new-username", width="100%", auto_complete="off"),
+        _error("username"),
+        rx.el.label(rx.text("Password", size="2"), html_for="new-password"),
+        rx.input(name="password", id="new-password", type="password", width="100%",
+                 auto_complete="new-password"),
+        _error("password"),
+        rx.el.label(rx.text("Role", size="2"), html_for="new-role"),
+        rx.select.root(rx.select.trigger(id="new-role"), rx.select.content(
+            *[rx.select.item(r, value=r) for r in ROLES]), name="role", default_value="user"),
+        rx.button("Add user", type="submit", loading=UsersState.busy),
+        spacing="2", width="100%", align="start"),
+        on_submit=UsersState.add, reset_on_submit=False), width="100%")
+
+
+def _row(u: rx.Var[UserLine]) -> rx.Component:
+    return rx.table.row(rx.table.cell(u.username), rx.table.cell(u.roles),
+                        rx.table.cell(rx.text(u.created, size="1")))
+
+
+def users_page() -> rx.Component:
+    table = rx.box(rx.table.root(
+        rx.table.header(rx.table.row(rx.table.column_header_cell("User"),
+                                     rx.table.column_header_cell("Roles"),
+                                     rx.table.column_header_cell("Since"))),
+        rx.table.body(rx.foreach(UsersState.users, _row)), width="100%", variant="surface"),
+        overflow_x="auto", width="100%")
+    body = rx.grid(table, _form(), gap="4", width="100%", align_items="start",
+                   grid_template_columns=["minmax(0,1fr)", "minmax(0,1fr)",
+                                          "minmax(0,3fr) minmax(0,2fr)"])
+    return rx.vstack(
+        page_header("Users", "Registration is closed: administrators add people here."),
+        rx.cond(SessionState.is_admin, body, empty_state("lock", "Administrators only")),
+        spacing="3", width="100%", on_mount=UsersState.load,
+    )

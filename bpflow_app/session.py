@@ -1,0 +1,69 @@
+"""The session, like reflex-local-auth: a signed token in the browser's localStorage (so
+a reload or a new tab keeps it), the user computed from it, and a guard for handlers.
+
+The token is the same JWT the REST API issues (`bpflow.auth`); nothing about the user
+is trusted from the browser except that signature. Every page state derives from
+`SessionState`, which holds nothing else, so loading it costs nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import reflex as rx
+
+from bpflow.auth import Unauthorized, verify_token
+
+
+def token_user(token: str) -> dict[str, Any] | None:
+    try:
+        return verify_token(token)
+    except Unauthorized:
+        return None
+
+
+class SessionState(rx.State):
+    """The signed-in user of this browser (shared by its tabs)."""
+
+    token: str = rx.LocalStorage("", name="bpflow_token", sync=True)
+    # The user's outer flow (`signin`: auth → main), continued at every sign-in.
+    outer: str = rx.LocalStorage("", name="bpflow_outer", sync=True)
+
+    @rx.var
+    def username(self) -> str:
+        user = token_user(self.token)
+        return user["username"] if user else ""
+
+    @rx.var
+    def signed_in(self) -> bool:
+        return token_user(self.token) is not None
+
+    @rx.var
+    def is_admin(self) -> bool:
+        user = token_user(self.token)
+        return bool(user and "admin" in user["roles"])
+
+    def _user(self) -> dict[str, Any]:
+        """The user of a handler, checked now (the token may have expired since the
+        computed vars last looked); Unauthorized otherwise."""
+        return verify_token(self.token)
+
+    def _admin(self) -> dict[str, Any]:
+        user = self._user()
+        if "admin" not in user["roles"]:
+            raise Unauthorized("administrators only")
+        return user
+
+    @rx.event
+    def sign_out(self):
+        self.token = ""
+        self.outer = ""
+        return [rx.redirect("/"), rx.toast.info("Signed out")]
+
+
+def expired(state: SessionState, exc: Exception):
+    """What a handler returns when its guard failed: back to the sign-in form."""
+    if str(exc) == "administrators only":
+        return rx.toast.error("Only administrators may do that")
+    state.token = ""
+    return rx.toast.warning("Your session has ended; please sign in again")
