@@ -72,6 +72,18 @@ class InstanceRow(SQLModel, table=True):
     updated_at: datetime = _time()
 
 
+class InstanceTemplate(SQLModel, table=True):
+    """The nested template versions an instance pinned at start: locked like its own."""
+
+    __tablename__ = "instance_templates"
+
+    instance_id: str = Field(sa_column=Column(
+        String(32), ForeignKey("instances.id", ondelete="CASCADE"), primary_key=True))
+    template_id: int = Field(sa_column=Column(
+        Integer, ForeignKey("templates.id", ondelete="RESTRICT"), primary_key=True,
+        index=True))
+
+
 class CircleStateRow(SQLModel, table=True):
     __tablename__ = "circle_states"
 

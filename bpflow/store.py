@@ -25,7 +25,14 @@ from sqlalchemy import bindparam, func, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
 from bpflow.db import SQLITE_BUSY_MS, begin_immediate, make_engine
-from bpflow.models import CircleStateRow, EventRow, InstanceRow, TemplateVersion, User
+from bpflow.models import (
+    CircleStateRow,
+    EventRow,
+    InstanceRow,
+    InstanceTemplate,
+    TemplateVersion,
+    User,
+)
 from bpflow.security import check_password, derive, hash_password, load_secret
 from engine.analysis import analyze
 from engine.errors import BpflowError, DefinitionError, TransitionError
@@ -39,6 +46,7 @@ instances_t = InstanceRow.__table__
 circles_t = CircleStateRow.__table__
 events_t = EventRow.__table__
 templates_t = TemplateVersion.__table__
+pinned_t = InstanceTemplate.__table__
 users_t = User.__table__
 CIRCLE_COLUMNS = ("state", "result", "reason", "attempts", "next_attempt_at", "ready_at",
                   "due_at", "epoch", "pending")
@@ -175,10 +183,14 @@ class Store:
         return out
 
     def locked_versions(self, name: str) -> set[int]:
-        """Versions of `name` that have instances (and so can never change)."""
-        q = (select(instances_t.c.version).where(instances_t.c.template == name).distinct())
+        """Versions of `name` that instances use, as their own or nested (and so can never
+        change)."""
+        own = select(instances_t.c.version).where(instances_t.c.template == name)
+        nested = (select(templates_t.c.version)
+                  .join(pinned_t, pinned_t.c.template_id == templates_t.c.id)
+                  .where(templates_t.c.name == name))
         with self._read() as conn:
-            return set(conn.execute(q).scalars())
+            return set(conn.execute(own.union(nested)).scalars())
 
     def template(self, name: str, version: int | None = None) -> tuple[int, Template]:
         """(version, Template); nested templates resolved at their latest versions."""
@@ -305,12 +317,16 @@ class Store:
                   "seq": inst.seq, "lock_version": 1, "due_at": self._due_at(inst),
                   "created_at": inst.created_at, "updated_at": inst.updated_at}
         circle_rows = [_circle_row(inst.id, cid, d) for cid, d in circles.items()]
+        pinned = [{"instance_id": inst.id, "template_id": self._template_row(n, v).id}
+                  for n, v in nested.items()]
         if self._fast is not None:
-            self._fast.insert(values, circle_rows, self._event_rows(inst.id, events))
+            self._fast.insert(values, circle_rows, self._event_rows(inst.id, events), pinned)
         else:
             with self.db.begin() as conn:
                 conn.execute(insert(instances_t).values(values))
                 conn.execute(insert(circles_t), circle_rows)
+                if pinned:
+                    conn.execute(insert(pinned_t), pinned)
                 self._insert_events(conn, inst.id, events)
         self._keep(_Loaded(inst, 1, circles))
         self._notify(values["due_at"])
@@ -717,14 +733,17 @@ class _SqliteWriter:
         return out
 
     def insert(self, instance: dict[str, Any], circles: list[dict[str, Any]],
-               events: list[dict[str, Any]]) -> None:
-        """A new instance with its circles and first events, in one transaction."""
+               events: list[dict[str, Any]], pinned: list[dict[str, Any]]) -> None:
+        """A new instance with its circles, pinned nested versions and first events, in
+        one transaction."""
         conn = self._conn()
         begin_immediate(conn)
         try:
             conn.execute(self._insert_sql("instances", instance), self._sql(instance))
             conn.executemany(self._insert_sql("circle_states", circles[0]),
                              [self._sql(c) for c in circles])
+            if pinned:
+                conn.executemany(self._insert_sql("instance_templates", pinned[0]), pinned)
             conn.executemany(self.EVENT, [self._sql(e) for e in events])
             conn.execute("COMMIT")
         except BaseException:

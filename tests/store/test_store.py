@@ -268,3 +268,20 @@ def test_due_work_is_leased_to_one_claimant_until_released_or_expired(store, db_
         assert set(store.claim_due("w4", limit=10)) == ids
     finally:
         other.close()
+
+
+def test_nested_versions_pinned_by_an_instance_are_locked_too(store, db_url):
+    inner = {"name": "inner", "circles": [{"uri": "x", "box": {"form": [{"name": "v"}]}}]}
+    store.put_template(inner)
+    store.put_template({"name": "outer", "circles": [
+        {"uri": "sub", "box": {"action": {"type": "flow", "template": "inner"}}}]})
+    store.start("outer")
+    assert store.locked_versions("inner") == {1}
+    conn = raw_connection(db_url)
+    try:
+        with pytest.raises(Exception, match="has instances"):
+            conn.execute("DELETE FROM templates WHERE name = 'inner'")
+            conn.commit()
+    finally:
+        conn.close()
+    assert store.template_versions()["inner"] == [1]
