@@ -59,10 +59,11 @@ chromium:
 	fi
 
 # The database is created or migrated and the example templates imported on every start
-# (both are no-ops when nothing changed).
+# (both are no-ops when nothing changed); the first start also adds demo users.
 db: install
 	$(VENV)/bin/bpflow db upgrade
 	$(VENV)/bin/bpflow import upload/workflow
+	$(VENV)/bin/bpflow seed-demo
 
 run: install bun db
 	$(VENV)/bin/reflex run --env prod --single-port --frontend-port $(PORT) --backend-port $(PORT)

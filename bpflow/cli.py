@@ -157,6 +157,39 @@ def user_add(name: str, roles: list[str], password_stdin: bool, url: str | None)
     return EXIT_OK
 
 
+DEMO_USERS = {"admin": ["admin"], "alice": ["user"], "approver": ["approver"]}
+
+
+def seed_demo(url: str | None) -> int:
+    """First run only (no users yet): demo users with generated passwords, written to
+    $BPFLOW_HOME/demo-users.txt (owner-only) and printed."""
+    import os
+    import secrets
+
+    from bpflow.security import home
+    from bpflow.store import Store
+    store = Store(url)
+    try:
+        if any(store.user(name) for name in DEMO_USERS) or store.has_users():
+            print("users exist already: no demo users added")
+            return EXIT_OK
+        lines = []
+        for name, roles in DEMO_USERS.items():
+            password = secrets.token_urlsafe(9)
+            store.add_user(name, password, roles)
+            lines.append(f"{name:<10} {password:<14} {', '.join(roles)}")
+    finally:
+        store.close()
+    path = home() / "demo-users.txt"
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print(f"demo users (also in {path}):")
+    print("\n".join("  " + line for line in lines))
+    return EXIT_OK
+
+
 def run_worker(url: str | None, once: bool, poll: float, lease: float) -> int:
     import logging
     import signal
@@ -201,6 +234,9 @@ def build_parser() -> argparse.ArgumentParser:
     add.add_argument("--password-stdin", action="store_true",
                      help="read the password from stdin (otherwise one is generated)")
     add.add_argument("--url", help=url_help)
+    demo = sub.add_parser("seed-demo", help="first run: add demo users (admin, alice,"
+                          " approver) with generated passwords")
+    demo.add_argument("--url", help=url_help)
     work = sub.add_parser("worker", help="run due timers, retries, timeouts and HTTP actions")
     work.add_argument("--url", help=url_help)
     work.add_argument("--once", action="store_true", help="one batch, then exit")
@@ -221,6 +257,8 @@ def main(argv: list[str] | None = None) -> int:
             return import_dir(args.dir, args.url)
         if args.command == "user":
             return user_add(args.name, args.role or ["user"], args.password_stdin, args.url)
+        if args.command == "seed-demo":
+            return seed_demo(args.url)
         if args.command == "worker":
             return run_worker(args.url, args.once, args.poll, args.lease)
     except SQLAlchemyError as exc:

@@ -283,6 +283,10 @@ class Store:
         except IntegrityError as exc:
             raise ValueError(f"user '{username}' already exists") from exc
 
+    def has_users(self) -> bool:
+        with self._read() as conn:
+            return conn.execute(select(users_t.c.id).limit(1)).first() is not None
+
     def user(self, username: str) -> dict[str, Any] | None:
         with self._read() as conn:
             row = conn.execute(select(users_t).where(users_t.c.username == username)).first()

@@ -136,3 +136,22 @@ def test_cli_database_errors_are_readable(tmp_path):
     assert done.returncode == 2 and "bpflow db upgrade" in done.stderr
     assert "Traceback" not in done.stderr
     assert run_cli("import", str(tmp_path / "missing"), env_extra=env).returncode == 2
+
+
+def test_seed_demo_adds_users_once_with_private_passwords(tmp_path):
+    env = {"DATABASE_URL": f"sqlite:///{tmp_path / 'demo.db'}",
+           "BPFLOW_HOME": str(tmp_path / "home")}
+    assert run_cli("db", "upgrade", env_extra=env).returncode == 0
+    first = run_cli("seed-demo", env_extra=env)
+    assert first.returncode == 0 and "approver" in first.stdout
+    saved = tmp_path / "home" / "demo-users.txt"
+    assert oct(saved.stat().st_mode & 0o777) == "0o600"
+    name, password = saved.read_text().splitlines()[0].split()[:2]
+    again = run_cli("seed-demo", env_extra=env)
+    assert "no demo users added" in again.stdout
+    from bpflow.store import Store
+    store = Store(env["DATABASE_URL"], secret=b"x")
+    try:
+        assert store.authenticate(name, password)["roles"] == ["admin"]
+    finally:
+        store.close()
