@@ -15,6 +15,10 @@ import reflex as rx
 from bpflow.auth import Unauthorized, verify_token
 
 
+class NotAdmin(Unauthorized):
+    """Signed in, but not an administrator."""
+
+
 def token_user(token: str) -> dict[str, Any] | None:
     try:
         return verify_token(token)
@@ -51,7 +55,7 @@ class SessionState(rx.State):
     def _admin(self) -> dict[str, Any]:
         user = self._user()
         if "admin" not in user["roles"]:
-            raise Unauthorized("administrators only")
+            raise NotAdmin("administrators only")
         return user
 
     @rx.event
@@ -63,7 +67,7 @@ class SessionState(rx.State):
 
 def expired(state: SessionState, exc: Exception):
     """What a handler returns when its guard failed: back to the sign-in form."""
-    if str(exc) == "administrators only":
+    if isinstance(exc, NotAdmin):
         return rx.toast.error("Only administrators may do that")
     state.token = ""
     return rx.toast.warning("Your session has ended; please sign in again")

@@ -124,7 +124,7 @@ class FlowsState(SessionState):
     @rx.event
     def turn(self, delta: int):
         self.page = min(max(0, self.page + delta), self.pages - 1)
-        return FlowsState.load
+        return self.load()
 
     @rx.event
     def start(self, form_data: dict[str, Any]):

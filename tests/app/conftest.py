@@ -1,0 +1,65 @@
+"""Fixtures for the web app's state handlers, run without a browser: a SQLite store with
+the example templates and three users installed as the process-wide store, and states
+built the way Reflex builds them (a root state, the page's substate, router data)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+import reflex as rx
+from reflex.istate.data import RouterData
+
+from bpflow import services
+from bpflow.auth import issue_token
+from bpflow.schema import upgrade
+from bpflow.store import Store
+from bpflow.worker import Worker
+
+SECRET = "app-state-test-secret"
+
+
+@pytest.fixture
+def web_store(tmp_path, monkeypatch) -> Iterator[Store]:
+    monkeypatch.setenv("BPFLOW_SECRET", SECRET)
+    url = f"sqlite:///{tmp_path / 'app.db'}"
+    upgrade(url)
+    store = Store(url, secret=SECRET.encode())
+    store.import_dir(services.TEMPLATES)
+    for name, role in (("alice", "user"), ("bob", "approver"), ("root", "admin"),
+                       ("carol", "user")):
+        store.add_user(name, f"{name}-password", [role])
+    monkeypatch.setattr(services, "_store", store)
+    yield store
+    store.close()
+
+
+@pytest.fixture
+def token(web_store) -> Callable[[str], str]:
+    return lambda name: issue_token(web_store.user(name))
+
+
+@pytest.fixture
+def make_state(web_store) -> Callable[..., Any]:
+    """`make_state(StateClass, user=None, path="/")`: the state as an event would see it."""
+
+    def make(cls, user: str | None = None, path: str = "/", ip: str = "10.0.0.1"):
+        root = rx.State(_reflex_internal_init=True)
+        state = root.get_substate(cls.get_full_name().split(".")[1:])
+        state.router = RouterData.from_router_data(
+            {"pathname": path, "asPath": path, "headers": {"origin": "http://test"},
+             "ip": ip, "token": "client-1"})
+        if user is not None and hasattr(state, "token"):
+            state.token = issue_token(web_store.user(user))
+        return state
+
+    return make
+
+
+@pytest.fixture
+def work(web_store) -> Callable[[], None]:
+    """Let the worker do what is due (approval mail, HTTP calls)."""
+    worker = Worker(web_store)
+    return lambda: worker.run_once()
+

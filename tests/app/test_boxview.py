@@ -1,0 +1,59 @@
+"""Boxes of ready circles: typed fields, substituted texts, action status (running HTTP,
+failed with the next retry, approval with approvers and quorum)."""
+
+from __future__ import annotations
+
+from bpflow.units import Units
+from bpflow_app.boxview import box_views, field_view
+from bpflow_app.flowview import visual_states
+from engine.model import Field
+from tests.http_server import LocalServer
+
+
+def _boxes(store, inst_id):
+    inst = store.get(inst_id)
+    return box_views(Units(store), inst, store.engine.statuses(inst))
+
+
+def test_fields_get_inputs_of_their_type():
+    number = field_view("c", Field("n", "integer", "N", True, (), 3), 3)
+    assert (number.html_type, number.step, number.default) == ("number", "1", "3")
+    flag = field_view("c", Field("ok", "boolean"), True)
+    assert flag.checked and flag.default == ""
+    pick = field_view("c", Field("s", "select", "S", False, ("a", 2)), None)
+    assert pick.options == ["a", "2"]
+    secret = field_view("main.auth", Field("password", "password"), "x")
+    assert secret.default == "" and secret.input_id == "f-main-auth-password"
+
+
+def test_http_box_runs_then_shows_the_failure_and_the_next_retry(web_store, work):
+    with LocalServer() as server:
+        web_store.put_template({"name": "h", "circles": [
+            {"uri": "call", "box": {"action": {"type": "http", "method": "POST",
+                                               "url": server.url + "/status/500"}},
+             "retry": [600]},
+            {"uri": "end", "deps": [["call"]]}]})
+        inst = web_store.start("h", {}, web_store.user("alice"))
+        running = _boxes(web_store, inst.id)
+        assert (running[0].tone, running[0].status_title) == ("running", "HTTP call running")
+        assert running[0].status_lines == [f"POST {server.url}/status/500"]
+        work()
+    box = _boxes(web_store, inst.id)[0]
+    assert box.tone == "retrying" and box.status_title == "Failed, will retry"
+    assert "answered HTTP 500" in box.status_lines[0]
+    assert box.status_lines[1].startswith("Next attempt at ") and "(retry 1 of 1)" in \
+        box.status_lines[1]
+    assert visual_states(web_store.engine, web_store.get(inst.id))["call"] == "retrying"
+
+
+def test_approval_box_names_approvers_and_quorum(web_store, work):
+    web_store.put_template({"name": "two", "circles": [
+        {"uri": "ask", "box": {"action": {"type": "approval", "to": ["bob", "root"],
+                                          "quorum": 1, "subject": "For ${user.username}"}}},
+        {"uri": "end", "deps": [["ask"]]}]})
+    inst = web_store.start("two", {}, web_store.user("alice"))
+    work()
+    box = _boxes(web_store, inst.id)[0]
+    assert box.tone == "approval" and box.approvers == ["bob", "root"]
+    assert box.quorum == "1 of 2 approvals needed"
+    assert box.status_lines == ["Subject: For alice"]

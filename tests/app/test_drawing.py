@@ -1,0 +1,81 @@
+"""The drawing's shapes: columns from the analysis, OR-junctions, weak edges only in
+intervention mode, nested flows as frames when expanded."""
+
+from __future__ import annotations
+
+from bpflow_app.drawing import OR_EDGE, STATE_STYLE, WEAK_EDGE, draw
+from engine.analysis import analyze
+
+ORDER = {"name": "order", "circles": [
+    {"uri": "order"},
+    {"uri": "north", "deps": [["order"]]},
+    {"uri": "south", "deps": [["order"]]},
+    {"uri": "reserved", "deps": [["north", "south"]]},
+    {"uri": "ship", "deps": [["reserved"]], "weak": ["order"]},
+]}
+OUTER = {"name": "outer", "kind": "linear", "circles": [
+    {"uri": "first"},
+    {"uri": "main", "box": {"action": {"type": "flow", "circles": [
+        {"uri": "a"}, {"uri": "b", "deps": [["a"]]}]}}},
+]}
+
+
+def _analysis(body):
+    report = analyze(body)
+    assert report.valid, report.errors
+    return report.analysis
+
+
+def test_terminal_is_alone_in_the_rightmost_column():
+    d = draw(_analysis(ORDER), {})
+    x = {n.id: n.x for n in d.nodes}
+    assert x["ship"] == max(x.values())
+    assert x["order"] < x["north"] == x["south"] < x["reserved"] < x["ship"]
+    assert [n for n in d.nodes if n.x == x["ship"]] == [n for n in d.nodes if n.id == "ship"]
+
+
+def test_or_arrows_meet_in_one_junction_before_their_target():
+    d = draw(_analysis(ORDER), {})
+    assert len(d.junctions) == 1
+    reserved = next(n for n in d.nodes if n.id == "reserved")
+    assert d.junctions[0].x < reserved.x and d.junctions[0].y == reserved.y
+    or_edges = [e for e in d.edges if e.kind == "or"]
+    assert len(or_edges) == 3 and all(e.stroke == OR_EDGE for e in or_edges)
+    assert sum(e.arrow for e in or_edges) == 1  # one arrowhead, into the target
+
+
+def test_weak_edges_only_when_asked():
+    analysis = _analysis(ORDER)
+    assert not [e for e in draw(analysis, {}).edges if e.kind == "weak"]
+    weak = [e for e in draw(analysis, {}, weak={"ship": ("order",)}).edges if e.kind == "weak"]
+    assert len(weak) == 1 and weak[0].stroke == WEAK_EDGE and weak[0].dash
+
+
+def test_states_colour_the_circles():
+    d = draw(_analysis(ORDER), {"order": "success", "north": "failure", "south": "ready"})
+    by_id = {n.id: n for n in d.nodes}
+    assert by_id["order"].fill == STATE_STYLE["success"][0]
+    assert by_id["north"].stroke == STATE_STYLE["failure"][1]
+    assert by_id["ship"].state == "waiting"
+    assert by_id["south"].aria == "south: ready"
+
+
+def test_nested_flow_is_a_circle_until_expanded():
+    analysis = _analysis(OUTER)
+    closed = draw(analysis, {})
+    assert {n.id for n in closed.nodes} == {"first", "main"}
+    assert next(n for n in closed.nodes if n.id == "main").nested
+    opened = draw(analysis, {"main.a": "ready"}, expanded={"main"})
+    assert {n.id for n in opened.nodes} == {"first", "main.a", "main.b"}
+    frame = opened.frames[0]
+    assert frame.id == "main"
+    inner = [n for n in opened.nodes if n.id.startswith("main.")]
+    assert all(frame.x < n.x < frame.x + frame.w and frame.y < n.y < frame.y + frame.h
+               for n in inner)
+    assert opened.width > closed.width
+
+
+def test_labels_are_data_never_markup():
+    body = {"name": "x", "circles": [{"uri": "a", "description": "<script>x</script>"}]}
+    d = draw(_analysis(body), {}, tips={"a": "<script>x</script>"})
+    assert d.nodes[0].tip == "<script>x</script>"  # rendered as an SVG text child

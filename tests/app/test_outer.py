@@ -1,0 +1,95 @@
+"""The outer circle: sign-in is the `signin` flow's auth circle; signing in again
+continues the same outer flow; failures are limited; the session guard."""
+
+from __future__ import annotations
+
+import pytest
+
+from bpflow.auth import Unauthorized, verify_token
+from bpflow_app import outer
+from bpflow_app.outer import ShellState, SignInState
+from bpflow_app.session import SessionState
+from tests.app.helpers import run
+
+
+@pytest.fixture(autouse=True)
+def fresh_limiter(monkeypatch):
+    monkeypatch.setattr(outer, "FAILURES", outer.FailureLimiter(3, 60.0))
+
+
+def test_sign_in_form_is_the_auth_circles_form(make_state):
+    state = make_state(SignInState)
+    state.load()
+    assert [(f.name, f.html_type) for f in state.fields] == [("username", "text"),
+                                                            ("password", "password")]
+
+
+def test_sign_in_stores_a_token_and_completes_the_auth_circle(make_state, web_store):
+    state = make_state(SignInState)
+    run(state.sign_in({"username": "alice", "password": "alice-password"}))
+    assert verify_token(state.token)["username"] == "alice"
+    inst = web_store.get(state.outer)
+    assert inst.template.name == "signin"
+    assert inst.circles["auth"].state == "success"
+    assert state.signed_in and state.username == "alice" and not state.is_admin
+
+
+def test_signing_in_again_continues_the_same_outer_flow(make_state):
+    first = make_state(SignInState)
+    run(first.sign_in({"username": "alice", "password": "alice-password"}))
+    again = make_state(SignInState)
+    run(again.sign_in({"username": "alice", "password": "alice-password"}))
+    assert again.outer == first.outer
+
+
+def test_wrong_password_is_a_field_error_without_a_token(make_state):
+    state = make_state(SignInState)
+    run(state.sign_in({"username": "alice", "password": "nope"}))
+    assert state.token == ""
+    errors = {f.name: f.error for f in state.fields}
+    assert errors["password"] == "Wrong username or password"
+
+
+def test_missing_fields_are_reported_per_field(make_state):
+    state = make_state(SignInState)
+    run(state.sign_in({"username": "", "password": ""}))
+    errors = {f.name: f.error for f in state.fields}
+    assert errors == {"username": "Username is required", "password": "Password is required"}
+
+
+def test_repeated_failures_block_even_the_right_password(make_state):
+    state = make_state(SignInState)
+    for _ in range(3):
+        run(state.sign_in({"username": "alice", "password": "nope"}))
+    run(state.sign_in({"username": "alice", "password": "alice-password"}))
+    assert state.token == ""
+    assert "Too many failed attempts" in state.error
+
+
+def test_shell_counts_unread_mail_and_finds_the_outer_flow(make_state, web_store):
+    sign = make_state(SignInState)
+    run(sign.sign_in({"username": "root", "password": "root-password"}))
+    from bpflow.mailbox import Mailbox
+    Mailbox(web_store).guest_message("Eve", "Hi", "Hello", "1.2.3.4")
+    shell = make_state(ShellState, user="root")
+    shell.outer = ""
+    shell.load()
+    assert shell.unread == 1
+    assert shell.outer == sign.outer
+    assert shell.main_state == "waiting"
+
+
+def test_an_expired_token_signs_out(make_state):
+    shell = make_state(ShellState)
+    shell.token = "forged.token.value"
+    events = run(shell.load())
+    assert shell.token == "" and events
+    with pytest.raises(Unauthorized):
+        shell._user()
+
+
+def test_sign_out_forgets_token_and_outer_flow(make_state):
+    state = make_state(SessionState, user="alice")
+    state.outer = "abc"
+    state.sign_out()
+    assert state.token == "" and state.outer == "" and not state.signed_in

@@ -1,0 +1,117 @@
+"""State handlers of My flows, the guest page, templates and users."""
+
+from __future__ import annotations
+
+import json
+
+from bpflow_app.pages.flows import FlowsState
+from bpflow_app.pages.guest import GuestState
+from bpflow_app.pages.templates_state import TemplatesState
+from bpflow_app.pages.users import UsersState
+from tests.app.helpers import run
+
+
+def test_my_flows_lists_startable_templates_with_their_inputs(make_state):
+    state = make_state(FlowsState, user="alice")
+    state.load()
+    names = [t.name for t in state.startables]
+    assert "signin" not in names and "reimbursement" in names
+    order = next(t for t in state.startables if t.name == "order")
+    assert [f.name for f in order.inputs] == ["customer"]
+    assert state.total == 0 and state.instances == []
+
+
+def test_starting_checks_the_declared_inputs(make_state, web_store):
+    state = make_state(FlowsState, user="alice")
+    state.load()
+    run(state.start({"__template": "order", "customer": ""}))
+    order = next(t for t in state.startables if t.name == "order")
+    assert order.inputs[0].error == "customer is required"
+    events = run(state.start({"__template": "order", "customer": "ACME"}))
+    rows, total = web_store.list_instances(web_store.user("alice")["id"])
+    assert total == 1 and rows[0]["template"] == "order"
+    assert any("/flow/" + rows[0]["id"] in str(e) for e in events)
+
+
+def test_my_flows_pages_and_shows_the_last_step(make_state, web_store):
+    alice = web_store.user("alice")
+    for _ in range(12):
+        web_store.start("reimbursement", {}, alice)
+    state = make_state(FlowsState, user="alice")
+    state.load()
+    assert state.total == 12 and state.pages == 2 and len(state.instances) == 10
+    assert state.instances[0].last_step == "claim ready"
+    state.turn(1)
+    assert len(state.instances) == 2 and state.page == 1
+
+
+def test_guest_errors_name_the_fields_and_rate_limit_says_when(make_state):
+    state = make_state(GuestState)
+    run(state.send({"name": "", "subject": "Hi", "body": ""}))
+    assert state.errors == {"name": "Your name is required", "body": "Message is required"}
+    for i in range(5):
+        run(state.send({"name": "Eve", "subject": f"Hi {i}", "body": "x"}))
+        assert state.sent
+    run(state.send({"name": "Eve", "subject": "Again", "body": "x"}))
+    assert "try again in" in state.limited
+
+
+def test_templates_upload_lists_errors_with_paths(make_state):
+    state = make_state(TemplatesState, user="root")
+    state.load()
+    body = {"name": "bad", "circles": [{"uri": "a", "deps": [["zz"]]}, {"uri": "a"}]}
+    run(state.paste({"body": json.dumps(body)}))
+    paths = {(e.code, e.path) for e in state.errors}
+    assert ("unknown_dependency", "/circles/0/deps/0/0") in paths
+    assert ("duplicate_uri", "/circles/1/uri") in paths
+
+
+def test_templates_upload_of_broken_json_says_where(make_state):
+    state = make_state(TemplatesState, user="root")
+    run(state.paste({"body": '{"name": '}))
+    assert state.errors[0].code == "json" and "line 1" in state.errors[0].message
+
+
+def test_templates_upload_stores_a_new_version_and_previews_it(make_state, web_store):
+    state = make_state(TemplatesState, user="root")
+    state.load()
+    body = dict(web_store.latest_body("reimbursement"), title="Expenses")
+    run(state.paste({"body": json.dumps(body)}))
+    assert state.outcome == "Stored reimbursement version 2" and state.errors == []
+    assert (state.name, state.version) == ("reimbursement", 2)
+    line = next(t for t in state.items if t.name == "reimbursement")
+    assert [v.version for v in line.versions] == [2, 1]
+    assert {n.id for n in state.preview.nodes} >= {"claim", "done"}
+    run(state.paste({"body": json.dumps(body)}))
+    assert state.outcome == "Identical to reimbursement version 2; nothing was stored"
+
+
+def test_locked_versions_are_marked(make_state, web_store):
+    web_store.start("reimbursement", {}, web_store.user("alice"))
+    state = make_state(TemplatesState, user="root")
+    state.load()
+    line = next(t for t in state.items if t.name == "reimbursement")
+    assert line.versions[0].locked
+    assert not next(t for t in state.items if t.name == "order").versions[0].locked
+
+
+def test_templates_and_users_are_for_admins_only(make_state):
+    state = make_state(TemplatesState, user="alice")
+    state.load()
+    assert state.items == []
+    run(state.paste({"body": "{}"}))
+    assert state.errors == [] and state.outcome == ""
+    users = make_state(UsersState, user="alice")
+    run(users.add({"username": "mallory", "password": "long-enough", "role": "admin"}))
+    assert users.users == []
+
+
+def test_admin_adds_a_user_who_can_then_sign_in(make_state, web_store):
+    state = make_state(UsersState, user="root")
+    run(state.add({"username": "dave", "password": "short", "role": "approver"}))
+    assert state.errors == {"password": "A password has at least 8 characters"}
+    run(state.add({"username": "dave", "password": "long-enough", "role": "approver"}))
+    assert state.errors == {} and "dave" in [u.username for u in state.users]
+    assert web_store.authenticate("dave", "long-enough")["roles"] == ["approver"]
+    run(state.add({"username": "dave", "password": "long-enough", "role": "user"}))
+    assert "already exists" in state.errors["username"]
