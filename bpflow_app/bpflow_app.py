@@ -6,6 +6,7 @@ import reflex as rx
 from bpflow.api import create_app
 from bpflow.services import lifespan
 from bpflow_app import routes
+from bpflow_app.asset_cache import cache_fingerprinted_assets
 from bpflow_app.components.shell import outer_circle
 from bpflow_app.pages.flow import flow_page
 from bpflow_app.pages.flows import flows_page
@@ -18,6 +19,8 @@ from bpflow_app.pages.users import users_page
 
 # The Radix theme is configured in rxconfig.py (RadixThemesPlugin).
 app = rx.App(api_transformer=create_app(), stylesheets=["/styles.css"])  # REST API: /api
+# Fingerprinted frontend files are cached for good (wrapped around the REST API above).
+app.api_transformer = [app.api_transformer, cache_fingerprinted_assets]
 app.register_lifespan_task(lifespan)
 app.add_page(outer_circle(flow_page), route=routes.FLOW, title="Flow · bpflow")
 app.add_page(index, route=routes.HOME, title="bpflow", description=TAGLINE)

@@ -45,8 +45,10 @@ class MailView:
     open: bool = False  # an approval still waiting for this user's decision
 
 
-def mail_view(m: dict[str, Any]) -> MailView:
-    payload = m.get("payload")
+def mail_view(m: dict[str, Any], opened: bool = False) -> MailView:
+    """A mail for the list; the signed payload only for the opened one (a page of fifty
+    payloads would weigh more than the rest of the page)."""
+    payload = m.get("payload") if opened else None
     return MailView(
         id=m["id"], kind=m["kind"], sender=m["sender"], subject=m["subject"], body=m["body"],
         created=clock_text(m["created_at"]), read=m["read"], decision=m["decision"] or "",
@@ -80,7 +82,7 @@ class InboxState(SessionState):
         self.page = min(self.page, self.pages - 1)
         rows = Mailbox(store).inbox(user, kind=self.kind, limit=PAGE_SIZE,
                                     offset=self.page * PAGE_SIZE)
-        self.mails = [mail_view(m) for m in rows]
+        self.mails = [mail_view(m, m["id"] == self.opened) for m in rows]
         self.loading = False
 
     def _guarded(self, step) -> Any:

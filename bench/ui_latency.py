@@ -1,0 +1,257 @@
+"""UI latency in a real browser (Playwright driving Debian's Chromium) against the app
+served as `make run` serves it (production build, one port), on its own SQLite database.
+
+1. Click-to-update: a user submits the form of a ready circle; the time from the click
+   to the next circle's box appearing in the page (measured in the page: the click and
+   a MutationObserver, so the figure is what the person sees, round trip included).
+   Target p95 <= 150 ms.
+2. Inbox first load: an approver whose inbox holds 10,000 mails opens the inbox for the
+   first time in a session; the time until the first mails are shown. Target p95 <=
+   500 ms. Measured twice: in the app (a click on the Inbox link, the page's state never
+   loaded before) and in a new tab (navigation start: the frontend boots, connects and
+   hydrates first). Peer: the same for a user whose inbox is empty (the fixed cost).
+
+    .venv/bin/python bench/ui_latency.py [--steps 40] [--flows 3] [--loads 15] [--mails 10000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import hmac
+import json
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+from datetime import UTC, datetime
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bpflow.auth import issue_token  # noqa: E402
+from bpflow.mailbox import canonical, mail_t  # noqa: E402
+from bpflow.security import derive  # noqa: E402
+from bpflow.store import Store  # noqa: E402
+
+OUT = ROOT / "test-output" / "bench"
+SECRET = "ui-latency-bench-secret-0123456789"
+CHROMIUM = os.environ.get("BPFLOW_CHROMIUM", "/usr/bin/chromium")
+WAIT_FOR_BOX = """async ([cid, next]) => {
+  const box = (c) => document.querySelector(`.circle-box[data-circle="${c}"]`);
+  const t0 = performance.now();
+  box(cid).querySelector('button[type=submit]').click();
+  await new Promise((resolve) => {
+    if (box(next)) return resolve();
+    const seen = new MutationObserver(() => { if (box(next)) { seen.disconnect(); resolve(); } });
+    seen.observe(document.body, {childList: true, subtree: true});
+  });
+  return performance.now() - t0;
+}"""
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def summary(values: list[float]) -> dict[str, float]:
+    return {"n": len(values), "p50": round(statistics.median(values), 1),
+            "p95": round(percentile(values, 0.95), 1), "max": round(max(values), 1)}
+
+
+def chain(steps: int) -> dict:
+    """A linear flow of `steps` one-field forms: each submission readies the next."""
+    return {"name": "bench_chain", "kind": "linear", "circles": [
+        {"uri": f"s{i}", "box": {"form": [{"name": "note", "type": "string", "label": "Note",
+                                           "required": True}]}} for i in range(steps)]}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def env(db: Path) -> dict[str, str]:
+    out = dict(os.environ, DATABASE_URL=f"sqlite:///{db}", BPFLOW_SECRET=SECRET,
+               BPFLOW_HOME=str(OUT / ".bpflow"), PYTHONUNBUFFERED="1")
+    out.setdefault("REFLEX_BUN_PATH", str(ROOT / ".tools/node_modules/bun/bin/bun.exe"))
+    return out
+
+
+def bpflow(db: Path, *args: str, stdin: str | None = None) -> None:
+    subprocess.run([str(Path(sys.executable).with_name("bpflow")), *args], cwd=ROOT,
+                   env=env(db), input=stdin, text=True, check=True, capture_output=True)
+
+
+def prepare(db: Path, steps: int, mails: int) -> Store:
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{db}{suffix}").unlink(missing_ok=True)
+    bpflow(db, "db", "upgrade")
+    bpflow(db, "import", "upload/workflow")
+    for name, role in (("runner", "user"), ("boss", "approver"), ("empty", "approver")):
+        bpflow(db, "user", "add", name, "--role", role, "--password-stdin",
+               stdin=f"{name}-password\n")
+    store = Store(f"sqlite:///{db}", secret=SECRET.encode())
+    store.put_template(chain(steps))
+    seed_mail(store, store.user("boss"), store.user("runner"), mails)
+    return store
+
+
+def seed_mail(store: Store, to: dict, sender: dict, count: int) -> None:
+    """`count` signed approval requests and messages, inserted in one transaction."""
+    key = derive(store.secret, "approvals")
+    now, rows = datetime.now(UTC), []
+    for i in range(count):
+        kind = "approval" if i % 5 else "message"
+        subject, body = f"Request {i}", f"Please look at item {i}"
+        payload = {"kind": kind, "instance": None, "circle": None, "epoch": None,
+                   "requester": sender["username"], "sender_id": sender["id"],
+                   "approver": to["username"], "recipient_id": to["id"], "subject": subject,
+                   "body": body}
+        rows.append({"kind": kind, "sender_id": sender["id"], "sender_name": sender["username"],
+                     "recipient_id": to["id"], "subject": subject, "body": body,
+                     "payload": payload, "created_at": now,
+                     "signature": hmac.new(key, canonical(payload), hashlib.sha256).hexdigest()
+                     if kind == "approval" else None})
+    with store.db.begin() as conn:
+        conn.execute(mail_t.insert(), rows)
+
+
+def serve(db: Path, port: int) -> subprocess.Popen:
+    log = (OUT / "server.log").open("wb")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "reflex", "run", "--env", "prod", "--single-port",
+         "--frontend-port", str(port), "--backend-port", str(port)],
+        cwd=ROOT, env=env(db), stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise SystemExit(f"server exited; see {OUT / 'server.log'}")
+        try:
+            with urllib.request.urlopen(f"http://localhost:{port}/", timeout=5):
+                return process
+        except OSError:
+            time.sleep(1)
+    raise SystemExit("server did not start in 300 s")
+
+
+def signed_in(browser, base: str, store: Store, name: str):
+    """A browser context whose localStorage already holds `name`'s session."""
+    context = browser.new_context(base_url=base, viewport={"width": 1280, "height": 800})
+    token = issue_token(store.user(name), secret=SECRET.encode())
+    context.add_init_script(f"window.localStorage.setItem('bpflow_token', {json.dumps(token)})")
+    return context
+
+
+def click_to_update(browser, base: str, store: Store, steps: int, flows: int) -> list[float]:
+    context = signed_in(browser, base, store, "runner")
+    page = context.new_page()
+    samples = []
+    for _ in range(flows):
+        inst = store.start("bench_chain", {}, store.user("runner"))
+        page.goto(f"/flow/{inst.id}")
+        for i in range(steps - 1):
+            box = page.locator(f'.circle-box[data-circle="s{i}"]')
+            box.get_by_label("Note").fill(f"step {i}")
+            samples.append(page.evaluate(WAIT_FOR_BOX, [f"s{i}", f"s{i + 1}"]))
+    context.close()
+    return samples[3:]  # the first clicks warm the server's caches
+
+
+OPEN_INBOX = """async () => {
+  const shown = () => document.querySelector('.mail, .empty-state');
+  const t0 = performance.now();
+  document.querySelector('a[href="/inbox"]').click();
+  await new Promise((resolve) => {
+    const seen = new MutationObserver(() => { if (shown()) { seen.disconnect(); resolve(); } });
+    seen.observe(document.body, {childList: true, subtree: true});
+  });
+  return performance.now() - t0;
+}"""
+
+
+def in_app_loads(browser, base: str, store: Store, name: str, loads: int) -> list[float]:
+    """From a click on the Inbox link to the mails shown, each in a fresh tab (so the
+    inbox has never been loaded in that session)."""
+    context = signed_in(browser, base, store, name)
+    out = []
+    for i in range(loads + 1):
+        page = context.new_page()
+        page.goto("/flows")
+        page.locator("#user-menu").wait_for()
+        elapsed = page.evaluate(OPEN_INBOX)
+        if i:
+            out.append(elapsed)
+        page.close()
+    context.close()
+    return out
+
+
+def first_loads(browser, base: str, store: Store, name: str, loads: int) -> list[float]:
+    context = signed_in(browser, base, store, name)
+    out = []
+    for i in range(loads + 1):
+        page = context.new_page()
+        page.goto("/inbox", wait_until="commit")
+        page.locator(".mail, .empty-state").first.wait_for()
+        elapsed = page.evaluate("performance.now()")
+        if i:  # the first load compiles the route in the browser's cache
+            out.append(elapsed)
+        page.close()
+    context.close()
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=40)
+    parser.add_argument("--flows", type=int, default=3)
+    parser.add_argument("--loads", type=int, default=15)
+    parser.add_argument("--mails", type=int, default=10_000)
+    args = parser.parse_args()
+    from playwright.sync_api import sync_playwright
+
+    OUT.mkdir(parents=True, exist_ok=True)
+    db, port = OUT / "ui-latency.db", free_port()
+    store = prepare(db, args.steps, args.mails)
+    server = serve(db, port)
+    base = f"http://localhost:{port}"
+    try:
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=CHROMIUM,
+                                         args=["--no-sandbox", "--disable-gpu"])
+            clicks = click_to_update(browser, base, store, args.steps, args.flows)
+            full = first_loads(browser, base, store, "boss", args.loads)
+            empty = first_loads(browser, base, store, "empty", args.loads)
+            opened = in_app_loads(browser, base, store, "boss", args.loads)
+            opened_empty = in_app_loads(browser, base, store, "empty", args.loads)
+            browser.close()
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(30)
+        store.close()
+    report = {
+        "click_to_update_ms": summary(clicks),
+        "inbox_first_load_in_app_ms": {"mails": args.mails, **summary(opened)},
+        "empty_inbox_first_load_in_app_ms": summary(opened_empty),
+        "inbox_first_load_new_tab_ms": {"mails": args.mails, **summary(full)},
+        "empty_inbox_first_load_new_tab_ms": summary(empty),
+    }
+    report["load_average_1m"] = round(os.getloadavg()[0], 2)  # the machine was this busy
+    report["targets_met"] = {
+        "click_to_update_p95_le_150": report["click_to_update_ms"]["p95"] <= 150,
+        "inbox_in_app_p95_le_500": report["inbox_first_load_in_app_ms"]["p95"] <= 500,
+        "inbox_new_tab_p95_le_500": report["inbox_first_load_new_tab_ms"]["p95"] <= 500,
+    }
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()
