@@ -77,10 +77,14 @@ class Junction:
 
 
 @dataclass
-class Drawing:
+class Canvas:
     width: int = 0
     height: int = 0
     min_width: int = 0  # narrower screens scroll rather than shrink the drawing further
+
+
+@dataclass
+class Drawing(Canvas):
     nodes: list[Node] = field(default_factory=list)
     frames: list[Frame] = field(default_factory=list)
     edges: list[Edge] = field(default_factory=list)

@@ -13,6 +13,7 @@ from bpflow_app.drawing import (
     OR_EDGE,
     STATE_STYLE,
     WEAK_EDGE,
+    Canvas,
     Drawing,
     Edge,
     Frame,
@@ -91,20 +92,24 @@ def _frame(f: rx.Var[Frame], selected: rx.Var[str], on_select) -> rx.Component:
 
 
 def flow_drawing(d: rx.Var[Drawing], selected: rx.Var[str] | str = "",
-                 preview: rx.Var[list[str]] | None = None, on_select=None) -> rx.Component:
-    """The drawing; `on_select(circle_id)` makes circles clickable (None: a preview)."""
+                 preview: rx.Var[list[str]] | None = None, on_select=None,
+                 canvas: rx.Var[Canvas] | None = None) -> rx.Component:
+    """The drawing; `on_select(circle_id)` makes circles clickable (None: a preview).
+    `d` is anything with the shape lists of a Drawing (a state may keep them apart, so
+    that a step re-sends only what changed), `canvas` its size (default: `d`'s)."""
     preview = preview if preview is not None else rx.Var.create([]).to(list[str])
+    c = canvas if canvas is not None else d
     return rx.box(
         svg(
-            svg.defs(*[_marker(m, c) for m, c in MARKERS.values()]),
+            svg.defs(*[_marker(m, color) for m, color in MARKERS.values()]),
             rx.foreach(d.frames, lambda f: _frame(f, selected, on_select)),
             rx.foreach(d.edges, _edge),
             rx.foreach(d.junctions, _junction),
             rx.foreach(d.nodes, lambda n: _node(n, selected, preview, on_select)),
-            view_box="0 0 " + d.width.to_string() + " " + d.height.to_string(),
+            view_box="0 0 " + c.width.to_string() + " " + c.height.to_string(),
             width="100%",
             custom_attrs={"role": "group", "aria-label": "Flow drawing"},
-            style={"maxWidth": d.width.to_string() + "px", "minWidth": d.min_width.to_string()
+            style={"maxWidth": c.width.to_string() + "px", "minWidth": c.min_width.to_string()
                    + "px", "display": "block", "margin": "0 auto"},
         ),
         overflow_x="auto", width="100%", id="flow-drawing",

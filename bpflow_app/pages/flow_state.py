@@ -20,7 +20,7 @@ from bpflow.services import get_store
 from bpflow.units import Units
 from bpflow_app import flowview as fv
 from bpflow_app.boxview import BoxView, box_views
-from bpflow_app.drawing import Drawing
+from bpflow_app.drawing import Canvas, Edge, Frame, Junction, Node
 from bpflow_app.session import SessionState, expired
 from engine.errors import BookmarkError, BpflowError
 from engine.instance import Instance
@@ -39,9 +39,15 @@ def route_id(path: str) -> str:
 class FlowState(SessionState):
     iid: str = ""
     head: fv.Header = fv.Header()
-    drawing: Drawing = Drawing()
+    # The drawing, kept in parts so that a step re-sends only the parts that changed.
+    nodes: list[Node] = []
+    frames: list[Frame] = []
+    edges: list[Edge] = []
+    junctions: list[Junction] = []
+    canvas: Canvas = Canvas()
     boxes: list[BoxView] = []
-    circles: list[fv.CircleInfo] = []
+    chosen: fv.CircleInfo = fv.CircleInfo()  # the selected circle, for its details panel
+    circle_rows: list[fv.CircleInfo] = []  # the Circles tab, filled while it is open
     history: list[fv.HistoryRow] = []
     missing: bool = False
     loading: bool = True
@@ -58,11 +64,7 @@ class FlowState(SessionState):
     _closed: set[str] = set()
     _errors: dict[str, dict[str, str]] = {}
     _polling: bool = False
-
-    @rx.var
-    def chosen(self) -> fv.CircleInfo:
-        """The selected circle (an empty one when none is)."""
-        return next((c for c in self.circles if c.id == self.selected), fv.CircleInfo())
+    _circles: list[fv.CircleInfo] = []
 
     @rx.var
     def preview_open(self) -> bool:
@@ -82,14 +84,27 @@ class FlowState(SessionState):
         store = get_store()
         states = fv.visual_states(store.engine, inst)
         expanded = (fv.default_expanded(inst) | self._opened) - self._closed
-        self.head = fv.header(inst)
-        self.drawing = fv.drawing(inst, states, expanded,
-                                  self.intervention or bool(self.preview_scope))
-        self.circles = fv.circle_infos(inst, states)
-        self.boxes = box_views(Units(store), inst, store.engine.statuses(inst), self._errors)
+        d = fv.drawing(inst, states, expanded, self.intervention or bool(self.preview_scope))
+        self._circles = fv.circle_infos(inst, states)
+        self._update(head=fv.header(inst), nodes=d.nodes, frames=d.frames, edges=d.edges,
+                     junctions=d.junctions, canvas=Canvas(d.width, d.height, d.min_width),
+                     boxes=box_views(Units(store), inst, store.engine.statuses(inst),
+                                     self._errors),
+                     chosen=self._find(self.selected))
         self._seq = inst.seq
+        if self.tab == "circles":
+            self._update(circle_rows=self._circles)
         if self.tab == "history":
             self.history = fv.history_rows(store.history(inst.id))
+
+    def _update(self, **values: Any) -> None:
+        """Set the vars whose value changed (only those go to the browser)."""
+        for name, value in values.items():
+            if getattr(self, name) != value:
+                setattr(self, name, value)
+
+    def _find(self, cid: str) -> fv.CircleInfo:
+        return next((c for c in self._circles if c.id == cid), fv.CircleInfo())
 
     def _reload(self) -> bool:
         inst = self._instance()
@@ -190,12 +205,13 @@ class FlowState(SessionState):
     @rx.event
     def select(self, cid: str):
         self.selected = "" if cid == self.selected else cid
+        self.chosen = self._find(self.selected)
 
     @rx.event
     def toggle(self, cid: str):
         """Open or close a nested flow in the drawing."""
         expanded = cid in self._opened or (cid not in self._closed and any(
-            f.id == cid for f in self.drawing.frames))
+            f.id == cid for f in self.frames))
         if expanded:
             self._closed.add(cid)
             self._opened.discard(cid)
@@ -219,6 +235,8 @@ class FlowState(SessionState):
     @rx.event
     def set_tab(self, tab: str):
         self.tab = tab
+        if tab == "circles":
+            self.circle_rows = self._circles
         if tab == "history":
             self.history = fv.history_rows(get_store().history(self.iid))
 

@@ -34,7 +34,7 @@ def test_owner_sees_drawing_and_the_form_waiting(make_state, web_store):
     fields = {f.name: f for f in state.boxes[0].fields}
     assert fields["amount"].html_type == "number" and fields["reason"].type == "text"
     assert fields["manager"].default == "approver"
-    states = {n.id: n.state for n in state.drawing.nodes}
+    states = {n.id: n.state for n in state.nodes}
     assert states["claim"] == "ready" and states["done"] == "waiting"
 
 
@@ -87,7 +87,7 @@ def test_reset_shows_a_preview_then_resets_on_confirmation(make_state, web_store
     assert state.chosen.resettable and state.chosen.result
     state.ask_reset("self")
     assert state.preview == ["claim", "approve"] and state.preview_open
-    assert any(e.kind == "weak" for e in state.drawing.edges)  # what a reset may reach
+    assert any(e.kind == "weak" for e in state.edges)  # what a reset may reach
     assert web_store.get(inst.id).circles["claim"].state == "success"  # nothing changed yet
     run(state.confirm_reset())
     assert not state.preview_open
@@ -106,9 +106,9 @@ def test_cancelling_a_reset_changes_nothing(make_state, web_store):
 
 def test_intervention_mode_draws_weak_edges(make_state, web_store):
     state, _ = _open(make_state, web_store)
-    assert not [e for e in state.drawing.edges if e.kind == "weak"]
+    assert not [e for e in state.edges if e.kind == "weak"]
     state.set_intervention(True)
-    assert [e for e in state.drawing.edges if e.kind == "weak"]
+    assert [e for e in state.edges if e.kind == "weak"]
 
 
 def test_confirmation_accept_and_decline(make_state, web_store):
@@ -132,12 +132,12 @@ def test_nested_flow_opens_and_closes(make_state, web_store, token):
     outer = Units(web_store).sign_in("alice", "alice-password")
     state = make_state(FlowState, user="alice", path=f"/flow/{outer.id}")
     state.load()
-    assert [f.id for f in state.drawing.frames] == ["main"]
+    assert [f.id for f in state.frames] == ["main"]
     assert [b.cid for b in state.boxes] == ["main.claim"]
     state.toggle("main")
-    assert state.drawing.frames == [] and "main" in {n.id for n in state.drawing.nodes}
+    assert state.frames == [] and "main" in {n.id for n in state.nodes}
     state.toggle("main")
-    assert [f.id for f in state.drawing.frames] == ["main"]
+    assert [f.id for f in state.frames] == ["main"]
 
 
 def test_history_is_loaded_on_its_tab(make_state, web_store):
@@ -146,3 +146,11 @@ def test_history_is_loaded_on_its_tab(make_state, web_store):
     state.set_tab("history")
     kinds = [h.kind for h in state.history]
     assert kinds[-1] == "instance started" and "circle ready" in kinds
+
+
+def test_circles_tab_lists_every_circle_once_opened(make_state, web_store):
+    state, _ = _open(make_state, web_store)
+    assert state.circle_rows == []
+    state.set_tab("circles")
+    assert [c.id for c in state.circle_rows] == ["claim", "approve", "review", "pay", "done"]
+    assert state.circle_rows[0].state == "ready"
