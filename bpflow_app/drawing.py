@@ -227,13 +227,18 @@ def _emit(block: _Block, states: dict[str, str], tips: dict[str, str], out: Draw
 
 def _weak_edges(weak: dict[str, tuple[str, ...]], placed: dict[str, _Box],
                 out: Drawing) -> None:
+    """Dashed arcs over the circles between both ends (weak edges point backwards)."""
     visible = {n.id: n for n in out.nodes}
     for src, targets in weak.items():
         for dst in targets:
             a, b = visible.get(src), visible.get(dst)
             if a is None or b is None:
                 continue  # hidden inside a collapsed nested flow
-            lift = min(a.y, b.y) - R - WEAK_ROOM + 6
+            lo, hi = sorted((a.x, b.x))
+            top = min(n.y for n in out.nodes if lo <= n.x <= hi) - R
+            apex = max(4.0, top - WEAK_ROOM + 8)
+            start = min(a.y, b.y) - R
+            lift = start + (apex - start) / 0.75  # a cubic reaches 3/4 of its controls
             out.edges.append(Edge(f"M {a.x:.1f} {a.y - R:.1f} C {a.x:.1f} {lift:.1f},"
                                   f" {b.x:.1f} {lift:.1f}, {b.x:.1f} {b.y - R:.1f}",
                                   WEAK_EDGE, "6 4", True, "weak"))

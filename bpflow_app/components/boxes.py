@@ -47,7 +47,7 @@ def _confirm(b: rx.Var[BoxView], state) -> rx.Component:
                 rx.button("Decline", type="submit", color_scheme="red", variant="soft",
                           aria_label="Decline " + b.cid),
                 *_hidden(b),
-                gap="2", wrap="wrap", width="100%", align="center",
+                spacing="2", wrap="wrap", width="100%", align="center",
             ),
             on_submit=state.decline, reset_on_submit=True, key=b.bookmark,
         ),

@@ -68,7 +68,7 @@ def navbar() -> rx.Component:
                       spacing="4", align="center"),
             rx.flex(*_links(), user_menu, spacing="4", align="center", wrap="wrap",
                     justify="end"),
-            justify="between", align="center", wrap="wrap", gap="3",
+            justify="between", align="center", wrap="wrap", spacing="3",
             max_width="1280px", margin_x="auto", padding_x="16px", padding_y="10px",
         ),
         as_="header",
@@ -110,13 +110,13 @@ def sign_in_panel() -> rx.Component:
             ),
             size="4", width="100%", max_width="420px",
         ),
-        min_height="80vh", padding="4",
+        min_height="80vh", padding="16px",
     )
 
 
 def loading_screen() -> rx.Component:
     return rx.center(rx.spinner(size="3"), rx.text("Loading…", size="2"), min_height="60vh",
-                     gap="3", aria_busy="true")
+                     spacing="3", aria_busy="true")
 
 
 def outer_circle(content: Callable[[], rx.Component]) -> Callable[[], rx.Component]:

@@ -37,8 +37,8 @@ def page_header(title: str | rx.Var, subtitle: str | rx.Var = "",
                    rx.fragment()),
                   spacing="1", align="start"),
         rx.hstack(*actions, spacing="2", wrap="wrap"),
-        justify="between", align="end", wrap="wrap", gap="3", width="100%",
-        margin_bottom="4",
+        justify="between", align="end", wrap="wrap", spacing="3", width="100%",
+        margin_bottom="16px",
     )
 
 
@@ -49,7 +49,7 @@ def empty_state(icon: str, title: str, text: str | rx.Var = "",
                   rx.text(title, weight="medium"),
                   rx.text(text, size="2", color_scheme="gray", align="center"),
                   *actions, align="center", spacing="2"),
-        padding="6", border=f"1px dashed {rx.color('gray', 6)}", border_radius="12px",
+        padding="32px", border=f"1px dashed {rx.color('gray', 6)}", border_radius="12px",
         width="100%", class_name="empty-state",
     )
 

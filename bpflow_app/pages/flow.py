@@ -56,7 +56,7 @@ def _intervene() -> rx.Component:
             _levels_button(),
             rx.button("Reset all", variant="soft", color_scheme="red",
                       on_click=S.ask_reset("all")),
-            gap="2", wrap="wrap", align="center",
+            spacing="2", wrap="wrap", align="center",
         ),
         spacing="2", width="100%", id="intervention-menu",
     )
@@ -89,13 +89,13 @@ def _reset_dialog() -> rx.Component:
                 "These circles go back to waiting; their results are kept in the history.",
                 size="2"),
             rx.flex(rx.foreach(S.preview, lambda c: rx.badge(c, size="2", variant="surface")),
-                    gap="2", wrap="wrap", margin_y="3", id="reset-preview"),
+                    spacing="2", wrap="wrap", margin_y="12px", id="reset-preview"),
             rx.flex(
                 rx.alert_dialog.cancel(rx.button("Cancel", variant="soft", color_scheme="gray",
                                                  on_click=S.cancel_reset)),
                 rx.button("Reset", color_scheme="red", on_click=S.confirm_reset,
                           loading=S.resetting, id="confirm-reset"),
-                gap="3", justify="end",
+                spacing="3", justify="end",
             ),
         ),
         open=S.preview_open,
@@ -128,7 +128,7 @@ def _flow_tab() -> rx.Component:
         _details(),
         spacing="3", width="100%",
     )
-    return rx.grid(drawing, side, gap="4", width="100%", align_items="start",
+    return rx.grid(drawing, side, spacing="4", width="100%", align_items="start",
                    grid_template_columns=["minmax(0,1fr)", "minmax(0,1fr)",
                                           "minmax(0,3fr) minmax(0,2fr)"])
 
@@ -167,7 +167,7 @@ def _content() -> rx.Component:
                         " on ", S.head.created, size="2", color_scheme="gray"),
                 spacing="1"),
             rx.box(state_badge(S.head.status), id="flow-status"),
-            justify="between", align="center", width="100%", wrap="wrap", gap="2",
+            justify="between", align="center", width="100%", wrap="wrap", spacing="2",
         ),
         _banner(),
         rx.tabs.root(
@@ -192,7 +192,7 @@ def flow_page() -> rx.Component:
     return rx.box(
         rx.cond(
             S.loading,
-            rx.center(rx.spinner(size="3"), padding="8", aria_busy="true"),
+            rx.center(rx.spinner(size="3"), padding="48px", aria_busy="true"),
             rx.cond(S.missing,
                     empty_state("search-x", "Flow not found",
                                 "It does not exist, or it is not yours to see.",

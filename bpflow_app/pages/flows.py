@@ -216,12 +216,12 @@ def flows_page() -> rx.Component:
         rx.heading("Start a flow", size="4", as_="h2"),
         rx.cond(
             FlowsState.loading,
-            rx.center(rx.spinner(), width="100%", padding="5"),
+            rx.center(rx.spinner(), width="100%", padding="24px"),
             rx.grid(rx.foreach(FlowsState.startables, _startable),
                     columns=rx.breakpoints(initial="1", sm="2", lg="3"), spacing="4",
                     width="100%"),
         ),
-        rx.heading("Your flows", size="4", as_="h2", margin_top="4"),
+        rx.heading("Your flows", size="4", as_="h2", margin_top="16px"),
         rx.cond(FlowsState.loading, rx.skeleton(height="120px", width="100%"), _instances()),
         spacing="3", width="100%", on_mount=FlowsState.load,
     )

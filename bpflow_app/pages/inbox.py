@@ -108,11 +108,12 @@ def _list() -> rx.Component:
         justify="end", width="100%", align="center"))
     return rx.cond(
         S.loading,
-        rx.center(rx.spinner(size="3"), padding="6", aria_busy="true"),
+        rx.center(rx.spinner(size="3"), padding="32px", aria_busy="true"),
         rx.cond(S.mails.length() > 0,
                 rx.vstack(rx.foreach(S.mails, _mail), pager, spacing="2", width="100%",
                           id="mail-list"),
-                empty_state("inbox", "Nothing here", "New mail will appear in this tab.")),
+                rx.box(empty_state("inbox", "Nothing here", "New mail will appear in this tab."),
+                       id="inbox-empty", width="100%")),
     )
 
 

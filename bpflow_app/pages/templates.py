@@ -35,7 +35,7 @@ def _template(t: rx.Var[TemplateLine]) -> rx.Component:
     return rx.vstack(
         rx.hstack(rx.text(t.title, weight="medium"), rx.code(t.name, size="1"),
                   spacing="2", align="center", wrap="wrap"),
-        rx.flex(rx.foreach(t.versions, lambda v: _version(t, v)), gap="1", wrap="wrap"),
+        rx.flex(rx.foreach(t.versions, lambda v: _version(t, v)), spacing="1", wrap="wrap"),
         spacing="1", width="100%", padding_y="6px", class_name="template-line",
         custom_attrs={"data-template": t.name},
     )
@@ -59,7 +59,7 @@ def _preview() -> rx.Component:
         rx.heading("Instances (all versions)", size="3", as_="h3"),
         rx.flex(rx.foreach(S.statuses, lambda kv: state_badge(kv[0], kv[0] + ": "
                                                                 + kv[1].to_string())),
-                gap="2", wrap="wrap"),
+                spacing="2", wrap="wrap"),
         rx.heading("Per circle (all versions)", size="3", as_="h3"),
         rx.cond(S.stats.length() > 0, stats,
                 rx.text("No instances yet.", size="2", color_scheme="gray")),
@@ -118,11 +118,11 @@ def templates_page() -> rx.Component:
                                                      size="1", color_scheme="gray"),
                   spacing="1", align="center"),
         rx.foreach(S.items, _template), spacing="2", width="100%"), width="100%")
-    body = rx.cond(S.loading, rx.center(rx.spinner(size="3"), padding="6"), rx.vstack(
+    body = rx.cond(S.loading, rx.center(rx.spinner(size="3"), padding="32px"), rx.vstack(
         rx.grid(
             listing,
             rx.cond(S.name != "", _preview(), empty_state("files", "No templates yet")),
-            gap="4", width="100%", align_items="start",
+            spacing="4", width="100%", align_items="start",
             grid_template_columns=["minmax(0,1fr)", "minmax(0,1fr)",
                                    "minmax(0,2fr) minmax(0,3fr)"],
         ),

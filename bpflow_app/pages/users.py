@@ -110,7 +110,7 @@ def users_page() -> rx.Component:
                                      rx.table.column_header_cell("Since"))),
         rx.table.body(rx.foreach(UsersState.users, _row)), width="100%", variant="surface"),
         overflow_x="auto", width="100%")
-    body = rx.grid(table, _form(), gap="4", width="100%", align_items="start",
+    body = rx.grid(table, _form(), spacing="4", width="100%", align_items="start",
                    grid_template_columns=["minmax(0,1fr)", "minmax(0,1fr)",
                                           "minmax(0,3fr) minmax(0,2fr)"])
     return rx.vstack(

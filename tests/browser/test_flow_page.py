@@ -1,0 +1,27 @@
+"""The flow page's drawing and tabs in a real browser: an OR-arrow meets in a junction,
+weak edges appear in intervention mode only, the circles and history tabs."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import expect
+
+pytestmark = pytest.mark.browser
+
+
+def test_or_junction_weak_edges_and_tabs(page, sign_in, screenshot) -> None:
+    sign_in(page, "alice")
+    page.get_by_label("customer").fill("ACME")
+    page.get_by_role("button", name="Start order").click()
+    page.wait_for_url("**/flow/**")
+    expect(page.locator(".or-junction")).to_have_count(1)
+    expect(page.locator('.flow-edge[data-kind="or"]')).to_have_count(3)
+    expect(page.locator('.flow-edge[data-kind="weak"]')).to_have_count(0)
+    page.locator("#intervention-switch").click()
+    expect(page.locator('.flow-edge[data-kind="weak"]')).to_have_count(1)
+    screenshot(page, "flow_order_intervention_mode")
+
+    page.get_by_role("tab", name="Circles").click()
+    expect(page.get_by_role("button", name="reserved", exact=True)).to_be_visible()
+    page.get_by_role("tab", name="History").click()
+    expect(page.locator("#history")).to_contain_text("instance started")
