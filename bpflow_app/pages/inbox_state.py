@@ -22,7 +22,7 @@ from bpflow_app.outer import ShellState
 from bpflow_app.session import SessionState, expired
 from engine.errors import BpflowError
 
-PAGE_SIZE = 50
+PAGE_SIZE = 25
 KINDS = ("approval", "message", "guest")
 
 
@@ -46,7 +46,7 @@ class MailView:
 
 
 def mail_view(m: dict[str, Any], opened: bool = False) -> MailView:
-    """A mail for the list; the signed payload only for the opened one (a page of fifty
+    """A mail for the list; the signed payload only for the opened one (a page of
     payloads would weigh more than the rest of the page)."""
     payload = m.get("payload") if opened else None
     return MailView(

@@ -77,12 +77,12 @@ def test_guest_messages_reach_admins_only(make_state, web_store):
     assert user.mails == []
 
 
-def test_pages_of_fifty(make_state, web_store):
+def test_pages_of_twenty_five_newest_first(make_state, web_store):
     mailbox = Mailbox(web_store)
     for i in range(60):
         mailbox.guest_message("Eve", f"Note {i}", "x", f"client-{i}")
     admin = make_state(InboxState, user="root")
     run(admin.show("guest"))
-    assert len(admin.mails) == 50 and admin.pages == 2 and admin.mails[0].subject == "Note 59"
-    admin.turn(1)
-    assert len(admin.mails) == 10 and admin.mails[-1].subject == "Note 0"
+    assert len(admin.mails) == 25 and admin.pages == 3 and admin.mails[0].subject == "Note 59"
+    admin.turn(5)
+    assert admin.page == 2 and len(admin.mails) == 10 and admin.mails[-1].subject == "Note 0"
