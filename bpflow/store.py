@@ -12,19 +12,19 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sqlite3
 import threading
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from sqlalchemy import bindparam, func, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
-from bpflow.db import SQLITE_BUSY_MS, begin_immediate, make_engine
+from bpflow.db import make_engine
+from bpflow.fastpath import CIRCLE_COLUMNS, Lost, SqliteWriter, Write
 from bpflow.models import (
     CircleStateRow,
     EventRow,
@@ -48,8 +48,6 @@ events_t = EventRow.__table__
 templates_t = TemplateVersion.__table__
 pinned_t = InstanceTemplate.__table__
 users_t = User.__table__
-CIRCLE_COLUMNS = ("state", "result", "reason", "attempts", "next_attempt_at", "ready_at",
-                  "due_at", "epoch", "pending")
 
 
 class NotFound(BpflowError, LookupError):
@@ -60,26 +58,11 @@ class Conflict(BpflowError):
     """The instance kept changing under us; the caller may try again (HTTP 409)."""
 
 
-class _Lost(Exception):
-    """Our compare-and-set lost against another writer."""
-
-
 @dataclass
 class _Loaded:
     inst: Instance
     lock_version: int
     circles: dict[str, dict[str, Any]]  # circle rows as last written, to write only changes
-
-
-@dataclass
-class _Write:
-    """One instance's step, ready to be written."""
-
-    loaded: _Loaded
-    circles: dict[str, dict[str, Any]]
-    row: dict[str, Any]
-    changed: list[dict[str, Any]]
-    events: list[Event]
 
 
 def digest(body: dict[str, Any]) -> str:
@@ -108,7 +91,7 @@ class Store:
         self._template_rows: dict[int, Any] = {}
         self._on_due: Callable[[], None] | None = None
         database = self.db.url.database
-        self._fast = (_SqliteWriter(database) if self.db.dialect.name == "sqlite"
+        self._fast = (SqliteWriter(database) if self.db.dialect.name == "sqlite"
                       and database not in (None, "", ":memory:") else None)
 
     def on_due(self, callback: Callable[[], None] | None) -> None:
@@ -363,7 +346,7 @@ class Store:
             events = loaded.inst.drain_events()
             try:
                 self._save(loaded, events)
-            except _Lost:
+            except Lost:
                 fresh = True
                 continue
             self._keep(loaded)
@@ -383,7 +366,7 @@ class Store:
         each value, or the BpflowError that refused it, by id. An instance whose cached
         copy was stale or whose compare-and-set lost goes through `apply` on its own."""
         results: dict[str, Any] = {}
-        writes: list[_Write] = []
+        writes: list[Write] = []
         alone: list[str] = []
         cached = {iid: loaded for iid in ids if (loaded := self._take(iid)) is not None}
         stored = self._load_many([iid for iid in ids if iid not in cached])
@@ -590,7 +573,7 @@ class Store:
                                   {cid: run.to_dict() for cid, run in inst.circles.items()})
         return out
 
-    def _prepare(self, loaded: _Loaded, events: list[Event]) -> _Write:
+    def _prepare(self, loaded: _Loaded, events: list[Event]) -> Write:
         inst = loaded.inst
         circles = {cid: run.to_dict() for cid, run in inst.circles.items()}
         changed = [_circle_row(inst.id, cid, d) for cid, d in circles.items()
@@ -599,9 +582,9 @@ class Store:
                "reason": inst.reason, "seq": inst.seq, "variables": self.engine.variables(inst),
                "due_at": self._due_at(inst), "next_lock": loaded.lock_version + 1,
                "updated_at": inst.updated_at}
-        return _Write(loaded, circles, row, changed, events)
+        return Write(loaded, circles, row, changed, events)
 
-    def _save_all(self, writes: list[_Write], conn=None) -> set[str]:
+    def _save_all(self, writes: list[Write], conn=None) -> set[str]:
         """Write every prepared step in one transaction; returns the ids whose
         compare-and-set lost (nothing of those is written)."""
         if conn is not None:
@@ -620,9 +603,9 @@ class Store:
 
     def _save(self, loaded: _Loaded, events: list[Event], conn=None) -> None:
         if self._save_all([self._prepare(loaded, events)], conn):
-            raise _Lost()
+            raise Lost()
 
-    def _write_all(self, conn, writes: list[_Write]) -> set[str]:
+    def _write_all(self, conn, writes: list[Write]) -> set[str]:
         lost = set()
         for w in writes:
             if conn.execute(self._sql.cas, _prefixed(w.row)).rowcount != 1:
@@ -688,104 +671,6 @@ def _worker_may_run(circle, pending: dict[str, Any] | None) -> bool:
 
 def _prefixed(row: dict[str, Any]) -> dict[str, Any]:
     return {f"b_{k}": v for k, v in row.items()}
-
-
-class _SqliteWriter:
-    """The write path on SQLite straight through sqlite3 (one connection per thread):
-    the same three statements in one `BEGIN IMMEDIATE` transaction, without the
-    per-statement cost of SQLAlchemy that would otherwise dominate a durable commit.
-    Values are stored exactly as SQLAlchemy stores them, so either side reads both."""
-
-    CAS = ("UPDATE instances SET status=:status, reason=:reason, seq=:seq, "
-           "variables=:variables, due_at=:due_at, lock_version=:next_lock, "
-           "updated_at=:updated_at WHERE id=:id AND lock_version=:lock")
-    CIRCLE = ("UPDATE circle_states SET " + ", ".join(f"{k}=:{k}" for k in CIRCLE_COLUMNS)
-              + " WHERE instance_id=:instance_id AND circle=:circle")
-    EVENT = ("INSERT INTO events (instance_id, seq, at, kind, actor, circle, before, after,"
-             " data) VALUES (:instance_id, :seq, :at, :kind, :actor, :circle, :before, :after,"
-             " :data)")
-    JSON = {"variables", "result", "before", "after", "data", "pending", "nested_versions",
-            "user", "inputs"}
-
-    def __init__(self, path: str):
-        self.path = path
-        self.local = threading.local()
-        self.all: list[sqlite3.Connection] = []
-        self.lock = threading.Lock()
-
-    def _conn(self) -> sqlite3.Connection:
-        conn = getattr(self.local, "conn", None)
-        if conn is None:
-            conn = sqlite3.connect(self.path, timeout=30, isolation_level=None,
-                                   check_same_thread=False)
-            for pragma in ("journal_mode=WAL", "synchronous=FULL", "foreign_keys=ON",
-                           f"busy_timeout={SQLITE_BUSY_MS}"):
-                conn.execute(f"PRAGMA {pragma}")
-            self.local.conn = conn
-            with self.lock:
-                self.all.append(conn)
-        return conn
-
-    def _sql(self, row: dict[str, Any]) -> dict[str, Any]:
-        out = {}
-        for k, v in row.items():
-            if isinstance(v, datetime):
-                v = v.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
-            elif k in self.JSON:
-                v = json.dumps(v)
-            out[k] = v
-        return out
-
-    def insert(self, instance: dict[str, Any], circles: list[dict[str, Any]],
-               events: list[dict[str, Any]], pinned: list[dict[str, Any]]) -> None:
-        """A new instance with its circles, pinned nested versions and first events, in
-        one transaction."""
-        conn = self._conn()
-        begin_immediate(conn)
-        try:
-            conn.execute(self._insert_sql("instances", instance), self._sql(instance))
-            conn.executemany(self._insert_sql("circle_states", circles[0]),
-                             [self._sql(c) for c in circles])
-            if pinned:
-                conn.executemany(self._insert_sql("instance_templates", pinned[0]), pinned)
-            conn.executemany(self.EVENT, [self._sql(e) for e in events])
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-
-    @staticmethod
-    def _insert_sql(table: str, row: dict[str, Any]) -> str:
-        return (f"INSERT INTO {table} ({', '.join(row)}) VALUES"
-                f" ({', '.join(':' + k for k in row)})")
-
-    def save_all(self, writes: list[_Write],
-                 event_rows: Callable[[str, list[Event]], list[dict[str, Any]]]) -> set[str]:
-        conn = self._conn()
-        lost = set()
-        begin_immediate(conn)
-        try:
-            for w in writes:
-                if conn.execute(self.CAS, self._sql(w.row)).rowcount != 1:
-                    lost.add(w.row["id"])
-                    continue
-                if w.changed:
-                    conn.executemany(self.CIRCLE, [self._sql(c) for c in w.changed])
-                if w.events:
-                    conn.executemany(self.EVENT, [self._sql(e) for e in
-                                                  event_rows(w.row["id"], w.events)])
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        return lost
-
-    def close(self) -> None:
-        with self.lock:
-            for conn in self.all:
-                conn.close()
-            self.all.clear()
-        self.local = threading.local()
 
 
 def _nested_names(body: Any) -> set[str]:
