@@ -24,6 +24,12 @@ from bpflow_app.drawing import (
 from bpflow_app.flowview import CircleInfo
 
 svg = rx.el.svg
+# Enter or space on a focused circle (an SVG group, which has no key events of its own in
+# Reflex) clicks it, so the drawing works from the keyboard too.
+KEY_TO_CLICK = rx.Var(
+    "((e) => { if ((e.key === 'Enter' || e.key === ' ') && e.target.getAttribute('role')"
+    " === 'button') { e.preventDefault(); e.target.dispatchEvent(new MouseEvent('click',"
+    " {bubbles: true})); } })")
 MARKERS = {"plain": ("bp-arrow", EDGE), "or": ("bp-arrow-or", OR_EDGE),
            "weak": ("bp-arrow-weak", WEAK_EDGE)}
 
@@ -113,6 +119,7 @@ def flow_drawing(d: rx.Var[Drawing], selected: rx.Var[str] | str = "",
                    + "px", "display": "block", "margin": "0 auto"},
         ),
         overflow_x="auto", width="100%", id="flow-drawing",
+        custom_attrs={"onKeyDown": KEY_TO_CLICK},
     )
 
 

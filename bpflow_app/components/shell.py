@@ -46,10 +46,12 @@ def outer_steps() -> rx.Component:
     return rx.hstack(
         state_badge("success", "auth"),
         rx.icon("arrow-right", size=14, color=rx.color("gray", 9)),
-        rx.link(state_badge(rx.cond(ShellState.main_state == "success", "success", "ready"),
-                            "main"),
-                href=routes.flow(SessionState.outer), underline="none",
-                aria_label="The outer flow"),
+        rx.cond(SessionState.outer != "",
+                rx.link(state_badge(rx.cond(ShellState.main_state == "success", "success",
+                                            "ready"), "main"),
+                        href=routes.flow(SessionState.outer), underline="none",
+                        aria_label="The outer flow"),
+                state_badge("ready", "main")),
         spacing="1", align="center", id="outer-steps",
     )
 

@@ -120,7 +120,8 @@ class FlowState(SessionState):
             self.iid, self.selected, self.tab, self.history = iid, "", "flow", []
             self._opened, self._closed, self._errors = set(), set(), {}
             self.preview, self.preview_scope, self.intervention = [], "", False
-            self.loading = True
+            self._circles, self.circle_rows, self.boxes = [], [], []
+            self.chosen, self.loading = fv.CircleInfo(), True
         try:
             if self._instance() is not None:
                 Units(get_store()).reenter(self.iid)  # decided approvals count now
@@ -235,10 +236,13 @@ class FlowState(SessionState):
     @rx.event
     def set_tab(self, tab: str):
         self.tab = tab
-        if tab == "circles":
-            self.circle_rows = self._circles
-        if tab == "history":
-            self.history = fv.history_rows(get_store().history(self.iid))
+        if tab not in ("circles", "history"):
+            return None
+        try:
+            self._reload()  # fills the tab, for those who may see the flow only
+        except Unauthorized as exc:
+            return expired(self, exc)
+        return None
 
     # ------------------------------------------------------------ intervention
     @rx.event

@@ -45,6 +45,15 @@ def test_someone_else_cannot_see_the_flow(make_state, web_store):
     assert state.missing and state.boxes == []
 
 
+def test_someone_else_gets_no_history_nor_circles(make_state, web_store):
+    inst = web_store.start("reimbursement", {}, web_store.user("alice"))
+    state = make_state(FlowState, user="carol", path=f"/flow/{inst.id}")
+    state.load()
+    state.set_tab("history")
+    state.set_tab("circles")
+    assert state.history == [] and state.circle_rows == []
+
+
 def test_admin_can_see_any_flow(make_state, web_store):
     inst = web_store.start("reimbursement", {}, web_store.user("alice"))
     state = make_state(FlowState, user="root", path=f"/flow/{inst.id}")

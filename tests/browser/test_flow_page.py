@@ -21,6 +21,10 @@ def test_or_junction_weak_edges_and_tabs(page, sign_in, screenshot) -> None:
     expect(page.locator('.flow-edge[data-kind="weak"]')).to_have_count(1)
     screenshot(page, "flow_order_intervention_mode")
 
+    page.locator('.flow-node[data-circle="order"]').focus()
+    page.keyboard.press("Enter")  # the drawing works from the keyboard
+    expect(page.locator("#circle-details")).to_contain_text("What to ship")
+
     page.get_by_role("tab", name="Circles").click()
     expect(page.get_by_role("button", name="reserved", exact=True)).to_be_visible()
     page.get_by_role("tab", name="History").click()
