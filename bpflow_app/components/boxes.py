@@ -45,7 +45,7 @@ def _confirm(b: rx.Var[BoxView], state) -> rx.Component:
                 rx.input(name="reason", placeholder="Reason (optional)", flex="1",
                          min_width="140px", aria_label="Reason for declining " + b.cid),
                 rx.button("Decline", type="submit", color_scheme="red", variant="soft",
-                          aria_label="Decline " + b.cid),
+                          loading=state.busy == b.cid, aria_label="Decline " + b.cid),
                 *_hidden(b),
                 spacing="2", wrap="wrap", width="100%", align="center",
             ),

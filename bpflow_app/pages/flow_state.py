@@ -156,30 +156,29 @@ class FlowState(SessionState):
     def submit(self, form_data: dict[str, Any]):
         cid = str(form_data.pop("__circle", ""))
         mark = str(form_data.pop("__bookmark", ""))
-        self.busy = cid
-        yield
-        try:
-            yield self._act(cid, lambda u, user: u.submit(self.iid, cid, mark, form_data,
-                                                          user["username"]), "Sent")
-        finally:
-            self.busy = ""
+        return self._busy(cid, lambda u, user: u.submit(self.iid, cid, mark, form_data,
+                                                        user["username"]), "Sent")
 
     @rx.event
     def accept(self, cid: str, mark: str):
-        self.busy = cid
-        yield
-        try:
-            yield self._act(cid, lambda u, user: u.confirm(self.iid, cid, mark, True, "",
-                                                           user["username"]), "Accepted")
-        finally:
-            self.busy = ""
+        return self._busy(cid, lambda u, user: u.confirm(self.iid, cid, mark, True, "",
+                                                         user["username"]), "Accepted")
 
     @rx.event
     def decline(self, form_data: dict[str, Any]):
         cid, mark = str(form_data.get("__circle", "")), str(form_data.get("__bookmark", ""))
         reason = str(form_data.get("reason") or "")
-        return self._act(cid, lambda u, user: u.confirm(self.iid, cid, mark, False, reason,
-                                                        user["username"]), "Declined")
+        return self._busy(cid, lambda u, user: u.confirm(self.iid, cid, mark, False, reason,
+                                                         user["username"]), "Declined")
+
+    def _busy(self, cid: str, step, done: str):
+        """Show the box as busy (sent to the browser first), then run the step."""
+        self.busy = cid
+        yield
+        try:
+            yield self._act(cid, step, done)
+        finally:
+            self.busy = ""
 
     def _act(self, cid: str, step, done: str):
         """Run one step of a box for the signed-in user, then show the new state."""

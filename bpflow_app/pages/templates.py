@@ -79,7 +79,8 @@ def _upload() -> rx.Component:
         rx.button(rx.icon("upload", size=14), "Upload", type="submit", loading=S.busy),
         spacing="2", width="100%", align="start"), on_submit=S.paste, reset_on_submit=False)
     drop = rx.upload(
-        rx.vstack(rx.icon("file-json", size=28), rx.text("Drop a .json file here, or click "
+        rx.vstack(rx.cond(S.busy, rx.spinner(size="3"), rx.icon("file-json", size=28)),
+                  rx.text("Drop a .json file here, or click "
                                                           "to choose one", size="2"),
                   align="center", spacing="2"),
         id=UPLOAD_ID, multiple=False, max_files=1, on_drop=S.upload,

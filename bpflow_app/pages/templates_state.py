@@ -128,11 +128,17 @@ class TemplatesState(SessionState):
     @rx.event
     async def upload(self, files: list[rx.UploadFile]):
         if not files:
-            return None
-        data = await files[0].read()
-        if len(data) > MAX_UPLOAD:
-            return rx.toast.error("That file is too large for a template")
-        return self._guarded(lambda: self._store(data.decode("utf-8", errors="replace")))
+            return
+        self.busy = True
+        yield
+        try:
+            data = await files[0].read()
+            if len(data) > MAX_UPLOAD:
+                yield rx.toast.error("That file is too large for a template")
+                return
+            yield self._guarded(lambda: self._store(data.decode("utf-8", errors="replace")))
+        finally:
+            self.busy = False
 
     def _store(self, text: str):
         self.errors, self.outcome = [], ""

@@ -55,6 +55,14 @@ class UsersState(SessionState):
 
     @rx.event
     def add(self, form_data: dict[str, Any]):
+        self.busy = True
+        yield
+        try:
+            yield self._add(form_data)
+        finally:
+            self.busy = False
+
+    def _add(self, form_data: dict[str, Any]):
         try:
             self._admin()
         except Unauthorized as exc:

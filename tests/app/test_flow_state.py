@@ -82,6 +82,26 @@ def test_form_data_flows_up_to_the_circle_and_the_next_one_appears(make_state, w
     assert approve.status_lines == ["Subject: Expense claim of 12.5 by alice"]
 
 
+def test_a_form_feeds_its_action_which_completes_the_circle(make_state, web_store, work):
+    from tests.http_server import LocalServer
+    with LocalServer() as server:
+        web_store.put_template({"name": "ping", "circles": [
+            {"uri": "ask", "box": {
+                "form": [{"name": "what", "type": "string", "required": True}],
+                "action": {"type": "http", "method": "POST", "url": server.url + "/ok",
+                           "json": {"what": "${form.what}"}}}},
+            {"uri": "end", "deps": [["ask"]]}]})
+        state, inst = _open(make_state, web_store, template="ping")
+        assert state.boxes[0].kind == "form"
+        _submit(state, "ask", {"what": "hello"})
+        assert (state.boxes[0].kind, state.boxes[0].tone) == ("status", "running")  # layer 2
+        work()
+    state.load()
+    run_ = web_store.get(inst.id).circles["ask"]
+    assert run_.state == "success" and run_.result["echo"] == {"what": "hello"}
+    assert state.head.status == "completed" and state.boxes == []
+
+
 def test_a_stale_bookmark_is_refused_and_the_page_refreshed(make_state, web_store):
     state, inst = _open(make_state, web_store)
     run(state.submit({"__circle": "claim", "__bookmark": "0.forged", **CLAIM}))
