@@ -45,6 +45,14 @@ def instance_stamp(store: Store, instance_id: str) -> tuple[int, str] | None:
     return (row.seq, row.status) if row else None
 
 
+def mail_about(store: Store, user_id: int | None, instance_id: str) -> bool:
+    """Whether the user was sent mail about the instance (an approver may look at it)."""
+    q = select(mail_t.c.id).where(mail_t.c.recipient_id == user_id,
+                                  mail_t.c.instance_id == instance_id).limit(1)
+    with store._read() as conn:
+        return conn.execute(q).first() is not None
+
+
 def _visible_mail(user: dict[str, Any]):
     mine = mail_t.c.recipient_id == user.get("id")
     if "admin" in user.get("roles", []):

@@ -1,8 +1,8 @@
 """What the flow page shows of an instance, as plain data: its header, every circle's
 state for the drawing and the details panel, the drawing itself and the history.
 
-Access is decided here too: an instance is visible to the user who started it and to
-admins, and so are its interventions.
+Access is decided here too: the user who started an instance and admins may act on it;
+whoever was sent mail about it (an approver) may look at it.
 """
 
 from __future__ import annotations
@@ -56,7 +56,8 @@ class HistoryRow:
     detail: str
 
 
-def may_view(inst: Instance, user: dict[str, Any]) -> bool:
+def may_act(inst: Instance, user: dict[str, Any]) -> bool:
+    """Fill its boxes, intervene: the instance's user and admins."""
     return "admin" in user.get("roles", []) or inst.user.get("id") == user.get("id")
 
 

@@ -74,7 +74,7 @@ def _details() -> rx.Component:
             info_rows(c),
             rx.cond(c.flow, rx.button(rx.icon("layers", size=14), "Open or close nested flow",
                                       variant="surface", size="1", on_click=S.toggle(c.id))),
-            rx.cond(c.resettable, _intervene()),
+            rx.cond(c.resettable & S.can_act, _intervene()),
             spacing="3", width="100%",
         ),
         width="100%", id="circle-details",
@@ -170,6 +170,10 @@ def _content() -> rx.Component:
             justify="between", align="center", width="100%", wrap="wrap", spacing="2",
         ),
         _banner(),
+        rx.cond(~S.can_act, rx.callout(
+            "You were asked about this flow, so you can follow it here; only the person who "
+            "started it (or an administrator) can act on it.", icon="eye", color_scheme="gray",
+            width="100%", id="read-only")),
         rx.tabs.root(
             rx.tabs.list(rx.tabs.trigger("Flow", value="flow"),
                          rx.tabs.trigger("Circles", value="circles"),

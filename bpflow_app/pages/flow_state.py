@@ -50,6 +50,7 @@ class FlowState(SessionState):
     circle_rows: list[fv.CircleInfo] = []  # the Circles tab, filled while it is open
     history: list[fv.HistoryRow] = []
     missing: bool = False
+    can_act: bool = False  # the flow's user or an admin (an approver only looks)
     loading: bool = True
     busy: str = ""  # the circle whose box is being sent
     selected: str = ""
@@ -71,14 +72,21 @@ class FlowState(SessionState):
         return bool(self.preview_scope)
 
     # ----------------------------------------------------------------- loading
-    def _instance(self) -> Instance | None:
-        """The instance, if this user may see it (others get 'not found')."""
+    def _instance(self, act: bool = False) -> Instance | None:
+        """The instance if this user may see it (others get 'not found'); with `act`,
+        only if they may also fill its boxes and intervene."""
         user = self._user()
         try:
             inst = get_store().get(self.iid)
         except BpflowError:
             return None
-        return inst if fv.may_view(inst, user) else None
+        if fv.may_act(inst, user):
+            self.can_act = True
+            return inst
+        self.can_act = False
+        if act or not listing.mail_about(get_store(), user.get("id"), inst.id):
+            return None
+        return inst
 
     def _show(self, inst: Instance) -> None:
         store = get_store()
@@ -89,7 +97,7 @@ class FlowState(SessionState):
         self._update(head=fv.header(inst), nodes=d.nodes, frames=d.frames, edges=d.edges,
                      junctions=d.junctions, canvas=Canvas(d.width, d.height, d.min_width),
                      boxes=box_views(Units(store), inst, store.engine.statuses(inst),
-                                     self._errors),
+                                     self._errors) if self.can_act else [],
                      chosen=self._find(self.selected))
         self._seq = inst.seq
         if self.tab == "circles":
@@ -123,7 +131,7 @@ class FlowState(SessionState):
             self._circles, self.circle_rows, self.boxes = [], [], []
             self.chosen, self.loading = fv.CircleInfo(), True
         try:
-            if self._instance() is not None:
+            if self._instance(act=True) is not None:
                 Units(get_store()).reenter(self.iid)  # decided approvals count now
             found = self._reload()
         except Unauthorized as exc:
@@ -184,7 +192,7 @@ class FlowState(SessionState):
         """Run one step of a box for the signed-in user, then show the new state."""
         try:
             user = self._user()
-            if self._instance() is None:
+            if self._instance(act=True) is None:
                 return rx.toast.error("This flow is not yours")
             step(Units(get_store()), user)
             self._errors.pop(cid, None)
@@ -246,7 +254,7 @@ class FlowState(SessionState):
     # ------------------------------------------------------------ intervention
     @rx.event
     def ask_reset(self, scope: str):
-        inst = self._instance()
+        inst = self._instance(act=True)
         if inst is None or not self.selected:
             return None
         try:
@@ -270,7 +278,7 @@ class FlowState(SessionState):
         yield
         try:
             user = self._user()
-            if self._instance() is None:
+            if self._instance(act=True) is None:
                 raise BpflowError("This flow is not yours")
             get_store().reset(self.iid, cid, scope, self.levels if scope == "levels" else None,
                               actor=user["username"])

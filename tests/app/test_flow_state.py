@@ -54,6 +54,19 @@ def test_someone_else_gets_no_history_nor_circles(make_state, web_store):
     assert state.history == [] and state.circle_rows == []
 
 
+def test_the_approver_may_look_but_not_act(make_state, web_store, work):
+    state, inst = _open(make_state, web_store)
+    _submit(state, "claim", CLAIM)
+    work()  # bob gets the approval mail
+    bob = make_state(FlowState, user="bob", path=f"/flow/{inst.id}")
+    bob.load()
+    assert not bob.missing and not bob.can_act and bob.boxes == []
+    assert {n.id: n.state for n in bob.nodes}["approve"] == "ready"
+    bob.select("claim")
+    bob.ask_reset("self")
+    assert bob.preview == [] and web_store.get(inst.id).circles["claim"].state == "success"
+
+
 def test_admin_can_see_any_flow(make_state, web_store):
     inst = web_store.start("reimbursement", {}, web_store.user("alice"))
     state = make_state(FlowState, user="root", path=f"/flow/{inst.id}")

@@ -57,6 +57,11 @@ def test_2_approver_approves_from_the_inbox(claimant, new_page, sign_in, screens
     mail.get_by_role("button", name="Approve").click()
     expect(mail.get_by_text("Decided: approved — Fine, thanks")).to_be_visible()
     screenshot(page, "journey2_approved_in_inbox")
+    mail.get_by_role("link", name="Open the flow").click()  # the approver may look
+    expect(page.locator("#read-only")).to_be_visible()
+    expect(page.locator('.flow-node[data-circle="approve"]')).to_have_attribute(
+        "data-state", "success")
+    expect(page.locator(".circle-box")).to_have_count(0)
 
 
 def test_3_user_sees_the_flow_complete_without_reloading(claimant, screenshot) -> None:
