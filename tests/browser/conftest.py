@@ -56,6 +56,14 @@ ACCOUNTS = {"alice": ("alice-pass-1", "user"), "bob": ("bob-pass-1", "approver")
             "root": ("root-pass-1", "admin")}
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Assertions wait up to 15 s (Playwright's default is 5): a page follows the worker and
+    the poll, which a busy machine slows down."""
+    from playwright.sync_api import expect
+
+    expect.set_options(timeout=15_000)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     here = Path(__file__).parent
     for item in items:
