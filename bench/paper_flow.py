@@ -1,0 +1,622 @@
+"""The paper's experiment over HTTP: reimbursement flows driven at fixed request rates.
+
+One instance of `upload/workflow/reimbursement.json` is five requests, each needing the
+bookmark from the previous answer: `POST /api/instances` (start), then `POST
+/api/instances/{id}/circles/{uri}/complete` for claim, approve (an approval, completed by
+hand, which only an admin may do: the load signs in as one), review and pay. Every request
+is a durable step (one SQLite transaction, WAL, `synchronous=FULL`).
+
+Server: its own process on a fresh SQLite database in a temporary folder beside this file
+(`bpflow db upgrade`, `bpflow import upload/workflow`, an admin user; no worker,
+`BPFLOW_INPROCESS_WORKER=0`), served by uvicorn (`--factory bpflow.api:create_app`, h11
+and the asyncio loop). `--servers` also takes `uvicorn-httptools` (httptools + uvloop,
+skipped when not installed), `granian` (what `reflex run --env prod` serves with here: one
+worker, ASGI) and `reflex` (the whole Reflex backend, run from a copy of the working tree
+because Reflex writes beside the app).
+
+Load generator: this process, asyncio, a minimal HTTP/1.1 client over at most
+`--connections` keep-alive connections. Open loop: request i is due at t0 + i/rate
+whatever became of the earlier ones, and its latency runs from that due time to the end of
+its answer, so waiting for a free connection or behind a slow server counts (no
+coordinated omission). Each due request takes the next step of an instance whose previous
+answer is in, else starts a new instance. A rate runs `--warmup` seconds (not counted),
+then `--duration` seconds. Errors: non-2xx answers, answers without the next step,
+timeouts (`--timeout` after the due time; a request already sent keeps its connection
+until answered, so the server never holds more than `--connections` of them) and
+connection failures.
+
+Peer, same run, same generator, same rates: `GET /api/health`, which touches no database,
+so `p99 flow / p99 health` is what a durable step costs over the HTTP stack alone. Then
+closed loops (each connection sends when its previous answer is in) with 1 connection
+(unloaded service time) and with `--connections` (the most the server does). Each row
+also shows how late the generator sent (lag), CPU a request of the generator and of the
+server's process tree, the server's longest garbage-collector pause (and how many full
+collections; logged by a sitecustomize hook put on the server's PYTHONPATH) and the CPUs
+other processes on the machine used meanwhile. Every instance the load completed is read
+back through the API at the end and must be `completed`. Exit status 0 when the first
+server meets the target: 1,000 req/s at p99 <= 20 ms with no errors.
+
+    .venv/bin/python bench/paper_flow.py [--rates 100,500,1000] [--duration 10]
+        [--warmup 2] [--connections 100] [--servers uvicorn,granian,reflex]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib.util
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter, deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+TARGET_P99_MS = 20.0
+TARGET_RATE = 1000
+USER, PASSWORD = "bench", "bench-password"
+RESULTS: dict[str, Any] = {"claim": {"amount": 12.5, "reason": "taxi", "manager": "admin"},
+                           "approve": {"approved": True}, "review": {},
+                           "pay": {"reference": "R1"}}
+TICK = os.sysconf("SC_CLK_TCK")
+# Put on the server's PYTHONPATH as sitecustomize.py: logs the server's garbage-collector
+# pauses (every full collection, and any of 1 ms or more) to $BENCH_GC_LOG.
+GC_HOOK = """
+import gc, os, time
+if os.environ.get("BENCH_GC_LOG"):
+    _log, _began = open(os.environ["BENCH_GC_LOG"], "a", buffering=1), [0.0]
+    def _pause(phase, info):
+        if phase == "start":
+            _began[0] = time.perf_counter()
+            return
+        ms = (time.perf_counter() - _began[0]) * 1000
+        if info["generation"] == 2 or ms >= 1:
+            _log.write(f"{time.time():.3f} {info['generation']} {ms:.2f}\\n")
+    gc.callbacks.append(_pause)
+"""
+
+
+# ------------------------------------------------------------------ servers
+def server_command(kind: str, port: int,
+                   tmp: Path) -> tuple[list[str], dict[str, str], Path] | str:
+    """The command serving the API on `port`, its extra environment and folder; or why
+    it cannot run."""
+    app = "bpflow.api:create_app"
+    uvicorn = [str(BIN / "uvicorn"), "--factory", app, "--host", "127.0.0.1", "--port",
+               str(port), "--log-level", "warning", "--no-access-log"]
+    if kind == "uvicorn":
+        return [*uvicorn, "--http", "h11", "--loop", "asyncio"], {}, ROOT
+    if kind == "uvicorn-httptools":
+        missing = [m for m in ("httptools", "uvloop") if importlib.util.find_spec(m) is None]
+        if missing:
+            return f"not installed: {', '.join(missing)}"
+        return [*uvicorn, "--http", "httptools", "--loop", "uvloop"], {}, ROOT
+    if kind == "granian":  # what `reflex run --env prod` serves with here (1 worker, no Redis)
+        return [str(BIN / "granian"), "--interface", "asgi", "--factory", "--host",
+                "127.0.0.1", "--port", str(port), "--workers", "1", "--log-level",
+                "warning", "--no-access-log", app], {}, ROOT
+    if kind == "reflex":  # the whole backend, from a copy: Reflex writes beside the app
+        bun = ROOT / ".tools" / "node_modules" / "bun" / "bin" / "bun.exe"
+        copy = tmp / "app"
+        shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns(
+            ".git", ".venv", ".tools", ".web", ".states", "test-output", ".*_cache",
+            ".hypothesis", "__pycache__", "*.db", "*.db-*", "bench"))
+        return ([str(BIN / "reflex"), "run", "--env", "prod", "--backend-only",
+                 "--backend-port", str(port), "--loglevel", "warning"],
+                {"REFLEX_BUN_PATH": str(bun), "PYTHONPATH": str(copy)}, copy)
+    return f"unknown server '{kind}'"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def prepare_database(env: dict[str, str]) -> None:
+    cli = str(BIN / "bpflow")
+    for args, stdin in ((["db", "upgrade"], None), (["import", "upload/workflow"], None),
+                        (["user", "add", USER, "--role", "admin", "--password-stdin"],
+                         PASSWORD)):
+        subprocess.run([cli, *args], env=env, cwd=ROOT, input=stdin, text=True, check=True,
+                       stdout=subprocess.DEVNULL)
+
+
+def tree_cpu(pid: int) -> float:
+    """CPU seconds (user + system) of process `pid` and its descendants."""
+    parents, cpu = {}, {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents[int(entry.name)] = int(fields[1])
+        cpu[int(entry.name)] = (int(fields[11]) + int(fields[12])) / TICK
+    total, todo = 0.0, [pid]
+    while todo:
+        p = todo.pop()
+        total += cpu.get(p, 0.0)
+        todo.extend(c for c, parent in parents.items() if parent == p)
+    return total
+
+
+# --------------------------------------------------------------- HTTP client
+class ProtocolError(Exception):
+    pass
+
+
+class _Stale(Exception):
+    """A kept-alive connection the server had closed before the request reached it."""
+
+
+class Http:
+    """HTTP/1.1 over asyncio streams: at most `size` keep-alive connections, JSON bodies."""
+
+    def __init__(self, port: int, size: int) -> None:
+        self.port = port
+        self.slots = asyncio.Semaphore(size)
+        self.idle: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
+        self.open = self.peak = 0
+        self.sending: set[asyncio.Task] = set()  # referenced until answered, also if abandoned
+        self.auth = ""
+
+    async def call(self, method: str, path: str, payload: Any = None,
+                   deadline: float | None = None) -> tuple[int, bytes]:
+        """Status and body; TimeoutError after `deadline` (loop time). A request already
+        sent keeps its connection until answered, so the server never holds more than
+        `size` requests of this client, also when they time out."""
+        body = b"" if payload is None else json.dumps(payload).encode()
+        extra = ("" if payload is None else "Content-Type: application/json\r\n"
+                 f"Content-Length: {len(body)}\r\n")
+        request = (f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n{self.auth}{extra}\r\n"
+                   ).encode() + body
+        async with asyncio.timeout_at(deadline):
+            await self.slots.acquire()  # waiting for a connection counts, sends nothing
+        task = asyncio.create_task(self._send(request))
+        self.sending.add(task)
+        task.add_done_callback(self._finished)
+        async with asyncio.timeout_at(deadline):
+            return await asyncio.shield(task)
+
+    def _finished(self, task: asyncio.Task) -> None:
+        self.sending.discard(task)
+        self.slots.release()
+        if not task.cancelled():
+            task.exception()  # retrieved: an abandoned request's failure is not reported
+
+    async def _send(self, request: bytes) -> tuple[int, bytes]:
+        while self.idle:
+            conn = self.idle.pop()
+            try:
+                return await self._exchange(conn, request)
+            except _Stale:  # the server closed it while idle: nothing was processed
+                continue
+        conn = await asyncio.open_connection("127.0.0.1", self.port)
+        self.open += 1
+        self.peak = max(self.peak, self.open)
+        return await self._exchange(conn, request, fresh=True)
+
+    async def _exchange(self, conn: tuple[asyncio.StreamReader, asyncio.StreamWriter],
+                        request: bytes, fresh: bool = False) -> tuple[int, bytes]:
+        reader, writer = conn
+        reusable = False
+        try:
+            if reader.at_eof():
+                raise _Stale
+            writer.write(request)
+            try:
+                head = await reader.readuntil(b"\r\n\r\n")
+            except (asyncio.IncompleteReadError, ConnectionResetError) as exc:
+                if not fresh and not getattr(exc, "partial", b""):
+                    raise _Stale from exc
+                raise
+            status, length, reusable = int(head[9:12]), None, True
+            for line in head.split(b"\r\n")[1:]:
+                name, _, value = line.partition(b":")
+                name = name.strip().lower()
+                if name == b"content-length":
+                    length = int(value)
+                elif name == b"connection" and value.strip().lower() == b"close":
+                    reusable = False
+            if length is None:
+                raise ProtocolError("response without Content-Length")
+            return status, await reader.readexactly(length)
+        except BaseException:
+            reusable = False
+            raise
+        finally:
+            if reusable:
+                self.idle.append(conn)
+            else:
+                writer.close()
+                self.open -= 1
+
+    def close(self) -> None:
+        for _, writer in self.idle:
+            writer.close()
+        self.idle.clear()
+
+
+# ---------------------------------------------------------------- workloads
+class Health:
+    """The peer: GET /api/health, no database work."""
+
+    name = "health"
+
+    def next(self) -> tuple[str, str, Any, str]:
+        return "GET", "/api/health", None, "health"
+
+    def done(self, step: str, status: int, data: bytes, measured: bool) -> str | None:
+        return None if status == 200 else f"HTTP {status}"
+
+
+class Flow:
+    """Reimbursement instances: start, then complete claim, approve, review and pay."""
+
+    name = "flow"
+
+    def __init__(self) -> None:
+        self.ready: deque[tuple[str, str, str]] = deque()  # (instance, circle, bookmark)
+        self.completed: list[str] = []
+        self.measured_completed = 0
+
+    def next(self) -> tuple[str, str, Any, str]:
+        if self.ready:
+            iid, uri, bookmark = self.ready.popleft()
+            return ("POST", f"/api/instances/{iid}/circles/{uri}/complete",
+                    {"bookmark": bookmark, "result": RESULTS[uri]}, uri)
+        return "POST", "/api/instances", {"template": "reimbursement"}, "start"
+
+    def done(self, step: str, status: int, data: bytes, measured: bool) -> str | None:
+        if status != (201 if step == "start" else 200):
+            return f"HTTP {status}"
+        inst = json.loads(data)
+        if inst["status"] == "completed" and step == "pay":
+            self.completed.append(inst["id"])
+            self.measured_completed += measured
+            return None
+        ready = [(uri, c["bookmark"]) for uri, c in inst["circles"].items() if c["bookmark"]]
+        if inst["status"] != "running" or len(ready) != 1:
+            return f"unexpected answer to {step}"
+        self.ready.append((inst["id"], *ready[0]))
+        return None
+
+
+def machine_busy() -> float:
+    """CPU seconds the whole machine has been busy (all CPUs, steal included)."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = fields
+    return (user + nice + system + irq + softirq + steal) / TICK
+
+
+@dataclass
+class Server:
+    port: int
+    pid: int
+    gc_log: Path  # its garbage-collector pauses (see GC_HOOK)
+
+
+class Meter:
+    """CPU used between start and `stop`: by this generator, by the server process tree and
+    by everything else on the machine (other processes compete for the same 2 cores)."""
+
+    def __init__(self, server: Server) -> None:
+        self.pid, self.gc_log, self.began = server.pid, server.gc_log, time.time()
+        self.t0, self.gen0 = time.monotonic(), time.process_time()
+        self.server0, self.machine0 = tree_cpu(server.pid), machine_busy()
+
+    def stop(self, figures: Figures, requests: int) -> None:
+        gen = time.process_time() - self.gen0
+        server = tree_cpu(self.pid) - self.server0
+        others = machine_busy() - self.machine0 - gen - server
+        figures.gen_cpu, figures.server_cpu = gen / requests, server / requests
+        figures.others = max(0.0, others) / (time.monotonic() - self.t0)
+        rows = [line.split() for line in self.gc_log.read_text().splitlines()]
+        pauses = [(int(r[1]), float(r[2])) for r in rows
+                  if len(r) == 3 and float(r[0]) >= self.began]
+        figures.gc_max = max((ms for _, ms in pauses), default=0.0)
+        figures.gc_full = sum(g == 2 for g, _ in pauses)
+
+
+@dataclass
+class Figures:
+    rate: float  # requests/s: the target (open loop) or what was sent (closed loop)
+    latencies: list[float] = field(default_factory=list)  # seconds, measured requests
+    lags: list[float] = field(default_factory=list)  # how late the generator sent them
+    errors: Counter = field(default_factory=Counter)
+    warmup_errors: int = 0
+    achieved: float = 0.0  # requests/s answered without error
+    instances: float = 0.0  # instances completed per second
+    gen_cpu: float = 0.0  # CPU seconds a request
+    server_cpu: float = 0.0
+    others: float = 0.0  # CPUs busy with other processes, on average
+    gc_max: float = 0.0  # longest garbage-collector pause of the server (ms)
+    gc_full: int = 0  # full collections in the server
+
+    def pct(self, q: float) -> float:
+        ordered = sorted(self.latencies)
+        return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors and not self.warmup_errors and self.pct(0.99) <= TARGET_P99_MS
+
+
+async def attempt(http: Http, work: Health | Flow, measured: bool,
+                  deadline: float) -> str | None:
+    """One request of `work`; what went wrong, if anything."""
+    method, path, payload, step = work.next()
+    try:
+        status, data = await http.call(method, path, payload, deadline)
+        return work.done(step, status, data, measured)
+    except TimeoutError:
+        return "timeout"
+    except (OSError, asyncio.IncompleteReadError, ProtocolError, ValueError, KeyError,
+            TypeError) as exc:
+        return type(exc).__name__
+
+
+async def open_loop(http: Http, work: Health | Flow, rate: float, duration: float,
+                    warmup: float, timeout: float, server: Server) -> Figures:
+    """Request i at start + i/rate; latency from that scheduled time."""
+    loop = asyncio.get_running_loop()
+    total, skip = round(rate * (warmup + duration)), round(rate * warmup)
+    figures, tasks, ends = Figures(rate), set(), []
+
+    async def slot(i: int, at: float) -> None:
+        measured = i >= skip
+        if measured:
+            figures.lags.append(loop.time() - at)
+        problem = await attempt(http, work, measured, at + timeout)
+        if not measured:
+            figures.warmup_errors += problem is not None
+            return
+        ends.append(loop.time())
+        figures.latencies.append(ends[-1] - at)
+        if problem is not None:
+            figures.errors[problem] += 1
+
+    meter = Meter(server)
+    start = loop.time() + 0.01
+    for i in range(total):
+        at = start + i / rate
+        if at > loop.time():
+            await asyncio.sleep(at - loop.time())
+        task = asyncio.create_task(slot(i, at))
+        tasks.add(task)
+        task.add_done_callback(tasks.discard)
+    while tasks:
+        await asyncio.wait(set(tasks))
+    meter.stop(figures, total)
+    first = start + skip / rate
+    span = max(max(ends) - first, duration) if ends else duration
+    figures.achieved = (total - skip - sum(figures.errors.values())) / span  # answered well
+    if isinstance(work, Flow):
+        figures.instances = work.measured_completed / span
+    return figures
+
+
+async def closed_loop(http: Http, work: Health | Flow, clients: int, seconds: float,
+                      timeout: float, server: Server) -> Figures:
+    """`clients` loops each sending its next request when the previous one is answered:
+    the most the server (and this generator) can do."""
+    loop = asyncio.get_running_loop()
+    figures, stop, count = Figures(0.0), loop.time() + seconds, 0
+
+    async def client() -> None:
+        nonlocal count
+        while loop.time() < stop:
+            begun = loop.time()
+            problem = await attempt(http, work, True, begun + timeout)
+            figures.latencies.append(loop.time() - begun)
+            count += 1
+            if problem is not None:
+                figures.errors[problem] += 1
+
+    meter, t0 = Meter(server), loop.time()
+    await asyncio.gather(*(client() for _ in range(clients)))
+    meter.stop(figures, count)
+    figures.rate = count / (loop.time() - t0)
+    figures.achieved = (count - sum(figures.errors.values())) / (loop.time() - t0)
+    if isinstance(work, Flow):
+        figures.instances = work.measured_completed / (loop.time() - t0)
+    return figures
+
+
+async def quiesce(http: Http, server: Server, limit: float = 120.0) -> None:
+    """Wait until the requests that timed out are answered and the server is idle."""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        before = tree_cpu(server.pid)
+        await asyncio.sleep(0.5)
+        if not http.sending and tree_cpu(server.pid) - before < 0.03:
+            return
+    print(f"  (the server was still busy after {limit:.0f} s)")
+
+
+async def verify(http: Http, ids: list[str]) -> list[str]:
+    """The ids whose stored instance is not `completed` with every circle a success."""
+    bad: list[str] = []
+    queue = deque(ids)
+
+    async def reader() -> None:
+        while queue:
+            iid = queue.popleft()
+            status, data = await http.call("GET", f"/api/instances/{iid}")
+            inst = json.loads(data) if status == 200 else {}
+            if inst.get("status") != "completed" or any(
+                    c["state"] != "success" for c in inst["circles"].values()):
+                bad.append(iid)
+
+    await asyncio.gather(*(reader() for _ in range(20)))
+    return bad
+
+
+# -------------------------------------------------------------------- report
+HEADER = ("  load   target  achieved  p50 ms  p99 ms  max ms errors instances lag p99"
+          "  gen µs/req  server ms/req  gc max ms (full)  other CPUs")
+
+
+def line(label: str, f: Figures, target: str) -> str:
+    errors = sum(f.errors.values())
+    detail = f"  ({', '.join(f'{k}: {v}' for k, v in f.errors.most_common())})" if errors else ""
+    lag = f"{sorted(f.lags)[int(0.99 * (len(f.lags) - 1))] * 1000:7.1f}" if f.lags else " " * 7
+    inst = f"{f.instances:7.0f}/s" if label == "flow" else " " * 9
+    return (f"  {label:6} {target:>7} {f.achieved:7,.0f}/s {f.pct(0.5):7.1f} {f.pct(0.99):7.1f}"
+            f" {max(f.latencies) * 1000:7.1f} {errors:6} {inst} {lag} {f.gen_cpu * 1e6:11.0f}"
+            f" {f.server_cpu * 1e3:14.2f} {f.gc_max:9.0f} ({f.gc_full:3}) {f.others:10.2f}"
+            f"{detail}")
+
+
+async def measure(server: Server, args: argparse.Namespace) -> bool:
+    http = Http(server.port, args.connections)
+    status, data = await http.call("POST", "/api/auth/token",
+                                   {"username": USER, "password": PASSWORD})
+    if status != 200:
+        raise SystemExit(f"sign-in failed: HTTP {status} {data[:200]!r}")
+    http.auth = f"Authorization: Bearer {json.loads(data)['access_token']}\r\n"
+    warm = Flow()  # the process warmed: template loaded, code paths run, connections open
+    await open_loop(http, warm, 50, 2, 0, args.timeout, server)
+    completed = list(warm.completed)
+    print(HEADER)
+    flows: list[Figures] = []
+    for rate in args.rates:
+        row = {}
+        for work in (Health(), Flow()):
+            await quiesce(http, server)
+            row[work.name] = await open_loop(http, work, rate, args.duration, args.warmup,
+                                             args.timeout, server)
+            print(line(work.name, row[work.name], f"{rate:,.0f}/s"), flush=True)
+            if isinstance(work, Flow):
+                completed += work.completed
+        flow, health = row["flow"], row["health"]
+        flows.append(flow)
+        print(f"  {'':6} p99 flow / p99 health: {flow.pct(0.99) / health.pct(0.99):.1f}"
+              + (f"; {flow.warmup_errors} errors during warm-up" if flow.warmup_errors else ""))
+    saturated = {}
+    for clients in sorted({1, args.connections}):
+        print(f"  closed loop, {clients} connection{'s' * (clients > 1)}, {args.saturation:g} s"
+              " (each sends its next request when the answer is in):")
+        for work in (Health(), Flow()):
+            await quiesce(http, server)
+            saturated[work.name] = await closed_loop(http, work, clients, args.saturation,
+                                                     args.timeout, server)
+            print(line(work.name, saturated[work.name], "max"), flush=True)
+            if isinstance(work, Flow):
+                completed += work.completed
+    health = saturated["health"]
+    print(f"  generator alone: {1 / health.gen_cpu:,.0f} req/s of one CPU"
+          f" ({health.gen_cpu * 1e6:.0f} µs a request, closed loop on /api/health)")
+    await quiesce(http, server)
+    bad = await verify(http, completed)
+    http.close()
+    print(f"connections used at most: {http.peak}; instances the load completed:"
+          f" {len(completed):,}; read back through the API: {len(completed) - len(bad):,}"
+          " completed" + (f", {len(bad)} NOT (e.g. {bad[0]})" if bad else ""))
+    passing = [f.rate for f in flows if f.ok]
+    best = max(passing) if passing else None
+    met = best is not None and best >= TARGET_RATE
+    print(f"highest rate with p99 <= {TARGET_P99_MS:.0f} ms and zero errors: "
+          + (f"{best:,.0f} req/s" if best else "none of the rates")
+          + f"; target {TARGET_RATE:,} req/s " + ("met" if met else "NOT met"))
+    return met and not bad
+
+
+def run_server(kind: str, args: argparse.Namespace) -> bool | None:
+    """Serve the API with `kind` on a fresh database and measure it; None if it cannot run."""
+    port = free_port()
+    with tempfile.TemporaryDirectory(dir=Path(__file__).parent) as name:
+        tmp = Path(name)
+        command = server_command(kind, port, tmp)
+        if isinstance(command, str):
+            print(f"\n== {kind}: skipped ({command})")
+            return None
+        argv, extra, folder = command
+        (tmp / "hook").mkdir()
+        (tmp / "hook" / "sitecustomize.py").write_text(GC_HOOK)
+        gc_log = tmp / "gc.log"
+        gc_log.touch()
+        path = os.pathsep.join(p for p in (str(tmp / "hook"), extra.pop("PYTHONPATH", ""),
+                                           os.environ.get("PYTHONPATH", "")) if p)
+        env = {**os.environ, "DATABASE_URL": f"sqlite:///{tmp / 'bench.db'}",
+               "BPFLOW_SECRET": "bench-secret", "BPFLOW_INPROCESS_WORKER": "0",
+               "PYTHONPATH": path, "BENCH_GC_LOG": str(gc_log), **extra}
+        prepare_database(env)
+        log_path = tmp / "server.log"
+        with open(log_path, "w") as log:
+            proc = subprocess.Popen(argv, env=env, cwd=folder, stdout=log,
+                                    stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            if not wait_healthy(port, proc, args.startup):
+                print(f"\n== {kind}: did not serve /api/health within {args.startup:.0f} s;"
+                      f" log:\n{log_path.read_text()[-2000:]}")
+                return None
+            load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+            print(f"\n== {kind} (pid {proc.pid}) on SQLite (WAL, synchronous=FULL);"
+                  f" {args.connections} connections, {args.warmup:g} s warm-up +"
+                  f" {args.duration:g} s a rate; load average before: {load}")
+            return asyncio.run(measure(Server(port, proc.pid, gc_log), args))
+        finally:
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+
+
+def wait_healthy(port: int, proc: subprocess.Popen, limit: float) -> bool:
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1) as s:
+                s.sendall(b"GET /api/health HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                          b"Connection: close\r\n\r\n")
+                if s.recv(64).startswith(b"HTTP/1.1 200"):
+                    return True
+        except OSError:
+            pass
+        time.sleep(0.2)
+    return False
+
+
+def numbers(text: str, cast: Callable[[str], Any] = float) -> list[Any]:
+    return [cast(x) for x in text.split(",") if x.strip()]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rates", type=numbers, default=[100, 500, 1000],
+                        help="request rates (req/s), comma-separated")
+    parser.add_argument("--duration", type=float, default=10.0, help="seconds a rate")
+    parser.add_argument("--warmup", type=float, default=2.0, help="seconds not counted")
+    parser.add_argument("--connections", type=int, default=100)
+    parser.add_argument("--timeout", type=float, default=5.0,
+                        help="a request is an error after this long (s, from its slot)")
+    parser.add_argument("--servers", type=lambda s: numbers(s, str.strip), default=["uvicorn"],
+                        help="uvicorn, uvicorn-httptools, granian, reflex (comma-separated)")
+    parser.add_argument("--saturation", type=float, default=5.0,
+                        help="seconds of each closed-loop (maximum throughput) run")
+    parser.add_argument("--startup", type=float, default=120.0,
+                        help="seconds to wait for the server")
+    args = parser.parse_args()
+    args.rates = sorted(args.rates)
+    print(f"{os.cpu_count()} CPUs shared by the server and this load generator")
+    outcomes = [run_server(kind, args) for kind in args.servers]
+    return 0 if outcomes and outcomes[0] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
