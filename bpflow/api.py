@@ -8,9 +8,12 @@ bookmark, a closed approval), 422 bad input, 429 too many attempts.
 
 from __future__ import annotations
 
+import contextlib
+import re
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
+import orjson
 from fastapi import Depends, FastAPI, Query, Request, Response
 from fastapi import Path as FastPath
 from fastapi.responses import JSONResponse
@@ -18,7 +21,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from bpflow.auth import LIFETIME_S, FailureLimiter, Unauthorized, issue_token, verify_token
+from bpflow.auth import LIFETIME_S, FailureLimiter, TokenCache, Unauthorized, issue_token
 from bpflow.forms import FormError
 from bpflow.mailbox import Forbidden, Mailbox, RateLimited, Tampered
 from bpflow.store import Conflict, NotFound, Store
@@ -175,15 +178,22 @@ class GuestOut(BaseModel):
 bearer = HTTPBearer(auto_error=False, description="a token from POST /api/auth/token")
 
 
-def _store(request: Request) -> Store:
+async def _store(request: Request) -> Store:
     return request.app.state.store_factory()
 
 
-def _user(request: Request, credentials: Annotated[HTTPAuthorizationCredentials | None,
-                                                   Depends(bearer)] = None) -> dict[str, Any]:
+async def _user(request: Request,
+                credentials: Annotated[HTTPAuthorizationCredentials | None,
+                                       Depends(bearer)] = None) -> dict[str, Any]:
+    """The caller, from the bearer token (verified once, then served from a cache while
+    it is valid). Dependencies are `async` so they run on the event loop, not on a
+    thread each."""
     if credentials is None or credentials.scheme.lower() != "bearer":
         raise Unauthorized("missing bearer token")
-    return verify_token(credentials.credentials, _store(request).secret)
+    tokens = request.app.state.tokens
+    if tokens is None:
+        tokens = request.app.state.tokens = TokenCache((await _store(request)).secret)
+    return tokens.verify(credentials.credentials)
 
 
 Store_ = Annotated[Store, Depends(_store)]
@@ -203,10 +213,19 @@ def create_app(store_factory: Callable[[], Store] | None = None) -> FastAPI:
     if store_factory is None:
         from bpflow.services import get_store
         store_factory = get_store
-    app = FastAPI(title="bpflow", version="1.0", openapi_url="/api/openapi.json",
-                  docs_url="/api/docs", redoc_url=None,
+    @contextlib.asynccontextmanager
+    async def lifespan(_app: FastAPI):  # served on its own (mounted in Reflex: services')
+        from bpflow.services import settle_memory
+        settle_memory()
+        yield
+
+    app = Api(title="bpflow", version="1.0", openapi_url="/api/openapi.json",
+                  docs_url="/api/docs", redoc_url=None, lifespan=lifespan,
+                  # no OpenTelemetry here; its per-request check alone costs ~0.1 ms
+                  telemetry={"tracing": False, "metrics": False, "logs": False},
                   description="Start, resume (with a bookmark) and abort business flows.")
     app.state.store_factory = store_factory
+    app.state.tokens = None
     login_failures = FailureLimiter(10, 60.0)
 
     def admin_only(caller: dict[str, Any]) -> None:
@@ -231,16 +250,36 @@ def create_app(store_factory: Callable[[], Store] | None = None) -> FastAPI:
                             " only an admin may complete or fail it by hand")
         return node
 
-    def owned(s: Store, instance_id: str, caller: dict[str, Any]) -> Instance:
-        try:
-            inst = s.get(instance_id)
-        except NotFound:
-            raise NotFound(f"no instance '{instance_id}'") from None
+    def check_owner(inst: Instance, caller: dict[str, Any]) -> Instance:
         if "admin" not in caller["roles"] and inst.user.get("id") != caller["id"]:
-            raise NotFound(f"no instance '{instance_id}'")  # not yours to see
+            raise NotFound(f"no instance '{inst.id}'")  # not yours to see
         return inst
 
+    def owned(s: Store, instance_id: str, caller: dict[str, Any]) -> Instance:
+        """The instance as stored, if the caller may see it."""
+        try:
+            return check_owner(s.get(instance_id), caller)
+        except NotFound:
+            raise NotFound(f"no instance '{instance_id}'") from None
+
+    async def owner_checked(s: Store, instance_id: str, caller: dict[str, Any]) -> Instance:
+        """The instance for its owner and template only (a cached copy will do: neither
+        ever changes); what a step needs of its state it reads inside the step."""
+        try:
+            return check_owner(await s.peek_async(instance_id), caller)
+        except NotFound:
+            raise NotFound(f"no instance '{instance_id}'") from None
+
+    async def step(s: Store, instance_id: str, caller: dict[str, Any],
+                   op: Callable[[Any, Instance], Any], status: int = 200) -> Response:
+        """Apply `op` as one durable step (awaited on the event loop) and answer with
+        the instance as it then is."""
+        inst = await s.apply_async(instance_id, lambda e, i: (op(e, i), i)[1])
+        return _json(out(s, inst, caller), status)
+
     def out(s: Store, inst: Instance, caller: dict[str, Any]) -> dict[str, Any]:
+        """The InstanceOut answer (built here and sent as is: the schema check of the
+        response model would cost more than the step itself)."""
         view = s.engine.view(inst)
         nodes = inst.template.plan.nodes
         for cid, circle in view.items():
@@ -335,8 +374,12 @@ def create_app(store_factory: Callable[[], Store] | None = None) -> FastAPI:
     # ------------------------------------------------------------ instances
     @app.post("/api/instances", response_model=InstanceOut, status_code=201,
               tags=["instances"], responses=_errors(401, 404, 422))
-    def start(body: StartIn, s: Store_, caller: User) -> dict[str, Any]:
-        return out(s, s.start(body.template, body.inputs, caller, body.version), caller)
+    async def start(body: StartIn, s: Store_, caller: User) -> Response:
+        return await start_instance(s, caller, body)
+
+    async def start_instance(s: Store, caller: dict[str, Any], body: StartIn) -> Response:
+        inst = await s.start_async(body.template, body.inputs, caller, body.version)
+        return _json(out(s, inst, caller), 201)
 
     @app.get("/api/instances", response_model=list[InstanceSummary], tags=["instances"],
              responses=_errors(401, 422))
@@ -353,8 +396,8 @@ def create_app(store_factory: Callable[[], Store] | None = None) -> FastAPI:
 
     @app.get("/api/instances/{instance_id}", response_model=InstanceOut, tags=["instances"],
              responses=_errors(401, 404))
-    def instance(instance_id: str, s: Store_, caller: User) -> dict[str, Any]:
-        return out(s, owned(s, instance_id, caller), caller)
+    def instance(instance_id: str, s: Store_, caller: User) -> Response:
+        return _json(out(s, owned(s, instance_id, caller), caller))
 
     @app.get("/api/instances/{instance_id}/history", response_model=list[EventOut],
              tags=["instances"], responses=_errors(401, 404))
@@ -365,26 +408,31 @@ def create_app(store_factory: Callable[[], Store] | None = None) -> FastAPI:
     @app.post("/api/instances/{instance_id}/circles/{uri}/complete",
               response_model=InstanceOut, tags=["instances"],
               responses=_errors(401, 403, 404, 409, 422))
-    def complete(instance_id: str, uri: str, body: CompleteIn, s: Store_,
-                 caller: User) -> dict[str, Any]:
-        node = drivable(owned(s, instance_id, caller), uri, caller)
+    async def complete(instance_id: str, uri: str, body: CompleteIn, s: Store_,
+                       caller: User) -> Response:
+        return await complete_circle(s, caller, body, instance_id, uri)
+
+    async def complete_circle(s: Store, caller: dict[str, Any], body: CompleteIn,
+                              instance_id: str, uri: str) -> Response:
+        node = drivable(await owner_checked(s, instance_id, caller), uri, caller)
         box = node.circle.box
         if box.form or box.confirm is not None:  # the form layer checks what is sent
             data = body.result if isinstance(body.result, dict) else {}
             if box.confirm is not None and body.result is not False:
                 data = {"accept": True, **data}
-            return out(s, Units(s).submit(instance_id, uri, body.bookmark, data,
-                                          caller["username"]), caller)
-        return out(s, s.complete(instance_id, uri, body.bookmark, body.result,
-                                 caller["username"]), caller)
+            inst = await Units(s).submit_async(instance_id, uri, body.bookmark, data,
+                                               caller["username"])
+            return _json(out(s, inst, caller))
+        return await step(s, instance_id, caller, lambda e, i: e.complete(
+            i, uri, body.bookmark, body.result, caller["username"]))
 
     @app.post("/api/instances/{instance_id}/circles/{uri}/fail", response_model=InstanceOut,
               tags=["instances"], responses=_errors(401, 403, 404, 409, 422))
-    def fail(instance_id: str, uri: str, body: FailIn, s: Store_,
-             caller: User) -> dict[str, Any]:
-        drivable(owned(s, instance_id, caller), uri, caller)
-        return out(s, s.fail(instance_id, uri, body.bookmark, body.reason, caller["username"]),
-                   caller)
+    async def fail(instance_id: str, uri: str, body: FailIn, s: Store_,
+                   caller: User) -> Response:
+        drivable(await owner_checked(s, instance_id, caller), uri, caller)
+        return await step(s, instance_id, caller, lambda e, i: e.fail(
+            i, uri, body.bookmark, body.reason, caller["username"]))
 
     @app.get("/api/instances/{instance_id}/reset-preview", response_model=list[str],
              tags=["instances"], responses=_errors(401, 404, 422))
@@ -399,32 +447,36 @@ def create_app(store_factory: Callable[[], Store] | None = None) -> FastAPI:
 
     @app.post("/api/instances/{instance_id}/reset", response_model=InstanceOut,
               tags=["instances"], responses=_errors(401, 404, 409, 422))
-    def reset(instance_id: str, body: ResetIn, s: Store_, caller: User) -> dict[str, Any]:
-        inst = owned(s, instance_id, caller)
-        if body.uri not in inst.circles:
+    async def reset(instance_id: str, body: ResetIn, s: Store_, caller: User) -> Response:
+        inst = await owner_checked(s, instance_id, caller)
+        if body.uri not in inst.template.plan.nodes:
             raise NotFound(f"instance has no circle '{body.uri}'")
-        return out(s, s.reset(instance_id, body.uri, body.scope,
-                              _levels(body.scope, body.levels), caller["username"]), caller)
+        levels = _levels(body.scope, body.levels)
+        return await step(s, instance_id, caller, lambda e, i: e.reset(
+            i, body.uri, body.scope, levels, caller["username"]))
 
     @app.post("/api/instances/{instance_id}/abort", response_model=InstanceOut,
               tags=["instances"], responses=_errors(401, 404, 409, 422))
-    def abort(instance_id: str, s: Store_, caller: User,
-              body: AbortIn | None = None) -> dict[str, Any]:
-        owned(s, instance_id, caller)
+    async def abort(instance_id: str, s: Store_, caller: User,
+                    body: AbortIn | None = None) -> Response:
+        await owner_checked(s, instance_id, caller)
         reason = body.reason if body else "aborted"
-        return out(s, s.abort(instance_id, reason, caller["username"]), caller)
+        return await step(s, instance_id, caller, lambda e, i: e.abort(
+            i, reason, caller["username"]))
 
     @app.post("/api/instances/{instance_id}/suspend", response_model=InstanceOut,
               tags=["instances"], responses=_errors(401, 404, 409))
-    def suspend(instance_id: str, s: Store_, caller: User) -> dict[str, Any]:
-        owned(s, instance_id, caller)
-        return out(s, s.suspend(instance_id, caller["username"]), caller)
+    async def suspend(instance_id: str, s: Store_, caller: User) -> Response:
+        await owner_checked(s, instance_id, caller)
+        return await step(s, instance_id, caller, lambda e, i: e.suspend(
+            i, caller["username"]))
 
     @app.post("/api/instances/{instance_id}/resume", response_model=InstanceOut,
               tags=["instances"], responses=_errors(401, 404, 409))
-    def resume(instance_id: str, s: Store_, caller: User) -> dict[str, Any]:
-        owned(s, instance_id, caller)
-        return out(s, s.resume(instance_id, caller["username"]), caller)
+    async def resume(instance_id: str, s: Store_, caller: User) -> Response:
+        await owner_checked(s, instance_id, caller)
+        return await step(s, instance_id, caller, lambda e, i: e.resume(
+            i, caller["username"]))
 
     # -------------------------------------------------------------- mailbox
     @app.get("/api/mailbox", response_model=list[MailOut], tags=["mailbox"],
@@ -448,7 +500,128 @@ def create_app(store_factory: Callable[[], Store] | None = None) -> FastAPI:
         client = request.client.host if request.client else "unknown"
         return {"id": Mailbox(s).guest_message(body.name, body.subject, body.body, client)}
 
+    app.hot = HotPaths(app, [
+        (re.compile(r"/api/instances"), StartIn, start_instance),
+        (re.compile(r"/api/instances/([^/]+)/circles/([^/]+)/complete"), CompleteIn,
+         complete_circle)])
     return app
+
+
+class Api(FastAPI):
+    """The API app, with the paper's two requests (start, complete) on a short path."""
+
+    hot: HotPaths | None = None
+
+    async def __call__(self, scope, receive, send) -> None:
+        if self.hot is None or not await self.hot(scope, receive, send):
+            await super().__call__(scope, receive, send)
+
+
+class HotPaths:
+    """`POST /api/instances` and `POST .../complete` without the framework's per-request
+    machinery (middleware layers, dependency solving, matching against every route): on
+    this hardware that was about 40 % of the time the server held the GIL for them.
+
+    Only requests whose outcome the framework would not change take it: a JSON body that
+    validates against the route's model, and a valid bearer token. Anything else (no or
+    bad token, invalid or oversized body, another content type) is handed to the
+    framework with the body replayed, so each such error keeps the exact answer the
+    routes and the OpenAPI description give. Errors of the step itself go through the
+    app's own exception handlers."""
+
+    MAX_BODY = 1 << 20
+
+    def __init__(self, app: FastAPI,
+                 routes: list[tuple[re.Pattern[str], type[BaseModel], Callable[..., Any]]]):
+        self.app, self.routes = app, routes
+
+    async def __call__(self, scope, receive, send) -> bool:
+        """True when the request was answered here."""
+        if scope["type"] != "http" or scope["method"] != "POST":
+            return False
+        found = next(((m, model, endpoint) for pattern, model, endpoint in self.routes
+                      if (m := pattern.fullmatch(scope["path"])) is not None), None)
+        if found is None:
+            return False
+        match, model, endpoint = found
+        body, whole = await _read_body(receive, self.MAX_BODY)
+        caller = None
+        if whole and _is_json(scope):
+            try:
+                data = model.model_validate_json(body)
+                caller = self._caller(scope)
+            except (ValueError, Unauthorized):
+                caller = None
+        if caller is None:  # the framework answers (a 401, a 422, ...)
+            await FastAPI.__call__(self.app, scope, _replay(body, whole, receive), send)
+            return True
+        try:
+            response = await endpoint(self.app.state.store_factory(), caller, data,
+                                      *match.groups())
+        except Exception as exc:
+            handle = self._handler(exc)
+            if handle is None:
+                raise
+            response = handle(None, exc)
+        await response(scope, receive, send)
+        return True
+
+    def _caller(self, scope) -> dict[str, Any] | None:
+        tokens = self.app.state.tokens
+        if tokens is None:  # the first request sets it up (on the framework's path)
+            return None
+        for name, value in scope["headers"]:
+            if name == b"authorization":
+                scheme, _, token = value.decode("latin-1").partition(" ")
+                return tokens.verify(token.strip()) if scheme.lower() == "bearer" else None
+        return None
+
+    def _handler(self, exc: Exception):
+        for cls in type(exc).__mro__:
+            if cls in self.app.exception_handlers:
+                return self.app.exception_handlers[cls]
+        return None
+
+
+async def _read_body(receive, limit: int) -> tuple[bytes, bool]:
+    """The request body (at most about `limit` bytes) and whether that is all of it."""
+    chunks, size = [], 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return b"".join(chunks), False
+        chunks.append(message.get("body", b""))
+        size += len(chunks[-1])
+        if not message.get("more_body", False):
+            return b"".join(chunks), True
+        if size > limit:
+            return b"".join(chunks), False
+
+
+def _replay(body: bytes, whole: bool, receive):
+    """A `receive` giving what was read first, then the rest from `receive`."""
+    sent = False
+
+    async def again():
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": not whole}
+        return await receive()
+    return again
+
+
+def _is_json(scope) -> bool:
+    for name, value in scope["headers"]:
+        if name == b"content-type":
+            media = value.split(b";", 1)[0].strip().lower()
+            return media == b"application/json" or media.endswith(b"+json")
+    return False
+
+
+def _json(data: Any, status: int = 200) -> Response:
+    return Response(orjson.dumps(data, option=orjson.OPT_NON_STR_KEYS), status_code=status,
+                    media_type="application/json")
 
 
 def _levels(scope: str, levels: int | None) -> int | None:

@@ -10,6 +10,7 @@ small cache and re-read only when the compare-and-set says someone else wrote si
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import threading
@@ -145,6 +146,17 @@ class Store:
     def _template_row(self, name: str, version: int | None = None):
         """The version row (latest unless named). Versions never change, so only the id
         is looked up each time; the row with its body is read once per process."""
+        if self._fast is not None:  # an indexed lookup: sqlite3 costs a tenth of SQLAlchemy
+            tid = self._fast.scalar(
+                "SELECT id FROM templates WHERE name = ? ORDER BY version DESC LIMIT 1"
+                if version is None else
+                "SELECT id FROM templates WHERE name = ? AND version = ?",
+                (name,) if version is None else (name, version))
+            if tid is None:
+                return None
+            row = self._template_rows.get(tid)
+            if row is not None:
+                return row
         q = self._sql.template_id if version is None else self._sql.template_version_id
         with self._read() as conn:
             tid = conn.execute(q, {"b_name": name, "b_version": version}).scalar()
@@ -288,6 +300,34 @@ class Store:
     # ------------------------------------------------------------ instances
     def start(self, name: str, inputs: dict[str, Any] | None = None,
               user: dict[str, Any] | None = None, version: int | None = None) -> Instance:
+        inst, circles, values, rows = self._starting(name, inputs, user, version)
+        if self._fast is not None:
+            self._fast.submit(self._fast.insert_job(*rows)).result()
+        else:
+            values_, circle_rows, event_rows, pinned = rows
+            with self.db.begin() as conn:
+                conn.execute(insert(instances_t).values(values_))
+                conn.execute(insert(circles_t), circle_rows)
+                if pinned:
+                    conn.execute(insert(pinned_t), pinned)
+                if event_rows:
+                    conn.execute(self._sql.event_insert, event_rows)
+        return self._started(inst, circles, values)
+
+    async def start_async(self, name: str, inputs: dict[str, Any] | None = None,
+                          user: dict[str, Any] | None = None,
+                          version: int | None = None) -> Instance:
+        """`start` for an event loop: the commit is awaited, not blocked on (SQLite's
+        group commit); other databases run `start` on a thread."""
+        if self._fast is None:
+            return await asyncio.to_thread(self.start, name, inputs, user, version)
+        inst, circles, values, rows = self._starting(name, inputs, user, version)
+        await self._fast.run(self._fast.insert_job(*rows))
+        return self._started(inst, circles, values)
+
+    def _starting(self, name: str, inputs: dict[str, Any] | None,
+                  user: dict[str, Any] | None, version: int | None):
+        """A new instance and the rows that store it (written by the caller)."""
         row = self._template_row(name, version)
         if row is None:
             raise NotFound(f"no template '{name}'" + (f" version {version}" if version else ""))
@@ -306,15 +346,11 @@ class Store:
         circle_rows = [_circle_row(inst.id, cid, d) for cid, d in circles.items()]
         pinned = [{"instance_id": inst.id, "template_id": self._template_row(n, v).id}
                   for n, v in nested.items()]
-        if self._fast is not None:
-            self._fast.insert(values, circle_rows, self._event_rows(inst.id, events), pinned)
-        else:
-            with self.db.begin() as conn:
-                conn.execute(insert(instances_t).values(values))
-                conn.execute(insert(circles_t), circle_rows)
-                if pinned:
-                    conn.execute(insert(pinned_t), pinned)
-                self._insert_events(conn, inst.id, events)
+        return inst, circles, values, (values, circle_rows,
+                                       self._event_rows(inst.id, events), pinned)
+
+    def _started(self, inst: Instance, circles: dict[str, dict[str, Any]],
+                 values: dict[str, Any]) -> Instance:
         self._keep(_Loaded(inst, 1, circles))
         self._notify(values["due_at"])
         return inst
@@ -322,6 +358,26 @@ class Store:
     def get(self, instance_id: str) -> Instance:
         """A fresh copy of the instance as stored."""
         return self._load(instance_id).inst
+
+    def peek(self, instance_id: str) -> Instance:
+        """The instance for what never changes in it (its owner, its template): the
+        cached copy when there is one, else it is read and cached. Its state may be
+        stale and must not be changed; use `apply` for that."""
+        with self._lock:
+            loaded = self._cache.get(instance_id)
+        return loaded.inst if loaded is not None else self._peeked(self._load(instance_id))
+
+    async def peek_async(self, instance_id: str) -> Instance:
+        """`peek` for an event loop (a read the cache cannot serve runs on a thread)."""
+        with self._lock:
+            loaded = self._cache.get(instance_id)
+        if loaded is not None:
+            return loaded.inst
+        return self._peeked(await asyncio.to_thread(self._load, instance_id))
+
+    def _peeked(self, loaded: _Loaded) -> Instance:
+        with self._lock:  # a step that finished meanwhile keeps its newer copy
+            return self._cache.setdefault(loaded.inst.id, loaded).inst
 
     def apply(self, instance_id: str, op: Callable[[Engine, Instance], T],
               optimistic: int = 3) -> T:
@@ -352,6 +408,34 @@ class Store:
             self._keep(loaded)
             return value
         return self._apply_locked(instance_id, op)
+
+    async def apply_async(self, instance_id: str, op: Callable[[Engine, Instance], T],
+                          optimistic: int = 3) -> T:
+        """`apply` for an event loop: `op` runs on the loop, the commit is awaited (SQLite's
+        group commit) and a read the cache cannot serve runs on a thread. Other databases
+        run `apply` on a thread."""
+        if self._fast is None:
+            return await asyncio.to_thread(self.apply, instance_id, op, optimistic)
+        fresh = False
+        for _ in range(optimistic):
+            loaded = self._take(instance_id) if not fresh else None
+            if loaded is None:
+                loaded, fresh = await asyncio.to_thread(self._load, instance_id), True
+            try:
+                value = op(self.engine, loaded.inst)
+            except BpflowError:
+                if fresh:
+                    raise
+                fresh = True
+                continue
+            write = self._prepare(loaded, loaded.inst.drain_events())
+            if await self._fast.run(self._fast.save_job([write], self._event_rows)):
+                fresh = True  # lost the compare-and-set
+                continue
+            self._saved([write])
+            self._keep(loaded)
+            return value
+        return await asyncio.to_thread(self._apply_locked, instance_id, op)
 
     def _apply_locked(self, instance_id: str, op: Callable[[Engine, Instance], T]) -> T:
         with self.db.begin() as conn:  # SQLite: BEGIN IMMEDIATE already excludes writers
@@ -530,6 +614,8 @@ class Store:
             return self._cache.pop(instance_id, None)
 
     def _keep(self, loaded: _Loaded) -> None:
+        if loaded.inst.status in ("completed", "terminated"):
+            return  # rarely touched again (a reset reads it back): not worth the memory
         with self._lock:
             self._cache[loaded.inst.id] = loaded
             while len(self._cache) > self._cache_size:
@@ -594,12 +680,15 @@ class Store:
         else:
             with self.db.begin() as conn:
                 lost = self._write_all(conn, writes)
-        for w in writes:
-            if w.loaded.inst.id not in lost:
-                w.loaded.lock_version += 1
-                w.loaded.circles = w.circles
-                self._notify(w.row["due_at"])
+        self._saved([w for w in writes if w.loaded.inst.id not in lost])
         return lost
+
+    def _saved(self, writes: list[Write]) -> None:
+        """Bring the loaded copies of committed writes up to what is stored."""
+        for w in writes:
+            w.loaded.lock_version += 1
+            w.loaded.circles = w.circles
+            self._notify(w.row["due_at"])
 
     def _save(self, loaded: _Loaded, events: list[Event], conn=None) -> None:
         if self._save_all([self._prepare(loaded, events)], conn):
@@ -616,10 +705,6 @@ class Store:
             if w.events:  # built here, inside the transaction, after the state rows
                 conn.execute(self._sql.event_insert, self._event_rows(w.row["id"], w.events))
         return lost
-
-    def _insert_events(self, conn, instance_id: str, events: list[Event]) -> None:
-        if events:
-            conn.execute(self._sql.event_insert, self._event_rows(instance_id, events))
 
     @staticmethod
     def _event_rows(instance_id: str, events: list[Event]) -> list[dict[str, Any]]:

@@ -8,6 +8,8 @@ gets the typed values staged on the circle (`${form.x}`) and runs on the worker.
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -102,26 +104,61 @@ class Units:
     def submit(self, instance_id: str, cid: str, bookmark: str, data: dict[str, Any],
                actor: str | None = None) -> Instance:
         """A person submitted the form of a ready circle (or its confirmation)."""
-        inst = self.store.get(instance_id)
+        if self.signs_in(self.store.peek(instance_id), cid):
+            return self._sign_in_step(instance_id, cid, bookmark, data, actor)
+        return self.store.apply(instance_id, self.step(cid, bookmark, data, actor))
+
+    async def submit_async(self, instance_id: str, cid: str, bookmark: str,
+                           data: dict[str, Any], actor: str | None = None) -> Instance:
+        """`submit` for an event loop (the REST API)."""
+        if self.signs_in(await self.store.peek_async(instance_id), cid):
+            return await asyncio.to_thread(self._sign_in_step, instance_id, cid, bookmark,
+                                           data, actor)
+        return await self.store.apply_async(instance_id, self.step(cid, bookmark, data, actor))
+
+    @staticmethod
+    def signs_in(inst: Instance, cid: str) -> bool:
         node = inst.template.plan.nodes.get(cid)
-        if node is None:
-            raise TransitionError(f"instance has no circle '{cid}'", instance=instance_id,
-                                  circle=cid)
-        box = node.circle.box
-        self.store.engine.check_bookmark(inst, cid, bookmark)  # 409 before any 422
-        if box.confirm is not None:
-            return self.confirm(instance_id, cid, bookmark, bool(data.get("accept")),
-                                str(data.get("reason") or ""), actor)
+        return node is not None and node.circle.box.action_type == "auth"
+
+    def step(self, cid: str, bookmark: str, data: dict[str, Any],
+             actor: str | None) -> Callable[[Engine, Instance], Instance]:
+        """The store operation of a submission (not an `auth` one): decided on the
+        instance's current state, inside the step that stores it."""
+        def op(engine: Engine, inst: Instance) -> Instance:
+            node = inst.template.plan.nodes.get(cid)
+            if node is None:
+                raise TransitionError(f"instance has no circle '{cid}'", instance=inst.id,
+                                      circle=cid)
+            box = node.circle.box
+            engine.check_bookmark(inst, cid, bookmark)  # 409 before any 422
+            if box.confirm is not None:
+                if data.get("accept"):
+                    engine.complete(inst, cid, bookmark, {"accepted": True}, actor)
+                else:
+                    reason = str(data.get("reason") or "")
+                    engine.fail(inst, cid, bookmark,
+                                f"declined{': ' + reason if reason else ''}", actor)
+                return inst
+            values, _ = validate(box.form, data, self.defaults(inst, cid))
+            if box.action_type is None:
+                engine.complete(inst, cid, bookmark, values, actor)
+            else:  # the action runs on the worker with the typed values
+                engine.mark_pending(inst, cid, bookmark, {"form": values}, actor)
+            return inst
+        return op
+
+    def _sign_in_step(self, instance_id: str, cid: str, bookmark: str, data: dict[str, Any],
+                      actor: str | None) -> Instance:
+        """The `auth` action checks the credentials at once (outside the store step: a
+        password check is slow, and a failure is recorded)."""
+        inst = self.store.get(instance_id)
+        box = inst.template.plan.nodes[cid].circle.box
+        self.store.engine.check_bookmark(inst, cid, bookmark)
         values, secrets = validate(box.form, data, self.defaults(inst, cid))
-        kind = box.action_type
-        if kind == "auth":
-            result = self._authenticate(inst, cid, values.get("username", ""),
-                                        secrets.get("password", ""))
-            return self.store.complete(instance_id, cid, bookmark, result, actor)
-        if kind is None:
-            return self.store.complete(instance_id, cid, bookmark, values, actor)
-        return self.store.apply(instance_id, lambda e, i: (
-            e.mark_pending(i, cid, bookmark, {"form": values}, actor), i)[1])
+        result = self._authenticate(inst, cid, values.get("username", ""),
+                                    secrets.get("password", ""))
+        return self.store.complete(instance_id, cid, bookmark, result, actor)
 
     def _authenticate(self, inst: Instance, cid: str, username: str,
                       password: str) -> dict[str, Any]:
