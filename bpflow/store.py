@@ -63,7 +63,7 @@ class Conflict(BpflowError):
 class _Loaded:
     inst: Instance
     lock_version: int
-    circles: dict[str, dict[str, Any]]  # circle rows as last written, to write only changes
+    circles: dict[str, tuple[Any, ...]]  # circle rows as last written, to write only changes
 
 
 def digest(body: dict[str, Any]) -> str:
@@ -336,7 +336,7 @@ class Store:
         inst = self.engine.start(template, inputs, user, version=row.version,
                                  actor=user.get("username"))
         events = inst.drain_events()
-        circles = {cid: run.to_dict() for cid, run in inst.circles.items()}
+        circles = {cid: _snapshot(run) for cid, run in inst.circles.items()}
         values = {"id": inst.id, "template_id": row.id, "template": name,
                   "version": row.version, "nested_versions": nested, "user_id": user.get("id"),
                   "user": user, "status": inst.status, "reason": inst.reason,
@@ -349,7 +349,7 @@ class Store:
         return inst, circles, values, (values, circle_rows,
                                        self._event_rows(inst.id, events), pinned)
 
-    def _started(self, inst: Instance, circles: dict[str, dict[str, Any]],
+    def _started(self, inst: Instance, circles: dict[str, tuple[Any, ...]],
                  values: dict[str, Any]) -> Instance:
         self._keep(_Loaded(inst, 1, circles))
         self._notify(values["due_at"])
@@ -656,12 +656,12 @@ class Store:
                 created_at=row.created_at, updated_at=row.updated_at, version=row.version,
                 reason=row.reason, seq=row.seq)
             out[row.id] = _Loaded(inst, row.lock_version,
-                                  {cid: run.to_dict() for cid, run in inst.circles.items()})
+                                  {cid: _snapshot(run) for cid, run in inst.circles.items()})
         return out
 
     def _prepare(self, loaded: _Loaded, events: list[Event]) -> Write:
         inst = loaded.inst
-        circles = {cid: run.to_dict() for cid, run in inst.circles.items()}
+        circles = {cid: _snapshot(run) for cid, run in inst.circles.items()}
         changed = [_circle_row(inst.id, cid, d) for cid, d in circles.items()
                    if loaded.circles.get(cid) != d]
         row = {"id": inst.id, "lock": loaded.lock_version, "status": inst.status,
@@ -735,14 +735,15 @@ class _Statements:
             templates_t.c.name == b("b_name"), templates_t.c.version == b("b_version"))
 
 
-def _circle_row(instance_id: str, cid: str, data: dict[str, Any]) -> dict[str, Any]:
-    row = {"instance_id": instance_id, "circle": cid}
-    for k in CIRCLE_COLUMNS:
-        value = data[k]
-        if k in ("next_attempt_at", "ready_at", "due_at") and value is not None:
-            value = datetime.fromisoformat(value)
-        row[k] = value
-    return row
+def _snapshot(run: CircleRun) -> tuple[Any, ...]:
+    """A circle's stored columns (CIRCLE_COLUMNS order), to spot what a step changed."""
+    return (run.state, run.result, run.reason, run.attempts, run.next_attempt_at,
+            run.ready_at, run.due_at, run.epoch, run.pending)
+
+
+def _circle_row(instance_id: str, cid: str, snapshot: tuple[Any, ...]) -> dict[str, Any]:
+    return {"instance_id": instance_id, "circle": cid,
+            **dict(zip(CIRCLE_COLUMNS, snapshot, strict=True))}
 
 
 def _worker_may_run(circle, pending: dict[str, Any] | None) -> bool:
