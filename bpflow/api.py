@@ -320,7 +320,7 @@ def create_app(store_factory: Callable[[], Store] | None = None) -> FastAPI:
 
     # ----------------------------------------------------------------- auth
     @app.get("/api/health", tags=["health"])
-    def health() -> dict[str, str]:
+    async def health() -> dict[str, str]:
         return {"status": "ok"}
 
     @app.post("/api/auth/token", response_model=TokenOut, tags=["auth"],

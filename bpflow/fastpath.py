@@ -99,6 +99,7 @@ class SqliteWriter:
     JSON = {"variables", "result", "before", "after", "data", "pending", "nested_versions",
             "user", "inputs"}
     MAX_BATCH = 200
+    CHECKPOINT_S = 0.2
 
     def __init__(self, path: str):
         self.path = path
@@ -109,6 +110,7 @@ class SqliteWriter:
         self._local = threading.local()
         self._readers: list[sqlite3.Connection] = []
         self._loops: dict[asyncio.AbstractEventLoop, LoopWriter] = {}
+        self._checkpointer: tuple[threading.Thread, threading.Event] | None = None
 
     # ------------------------------------------------------------ the jobs
     def insert(self, instance: dict[str, Any], circles: list[dict[str, Any]],
@@ -191,8 +193,7 @@ class SqliteWriter:
         transaction committed (with the job's value) or failed."""
         future: Future = Future()
         with self._lock:
-            if self._pid != os.getpid():  # a forked child: the parent's thread is not here
-                self._pid, self._queue, self._thread = os.getpid(), queue.SimpleQueue(), None
+            self._started()
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="bpflow-sqlite-writer",
                                                 daemon=True)
@@ -200,14 +201,40 @@ class SqliteWriter:
             self._queue.put((job, future))
         return future
 
+    def _started(self) -> None:
+        """(Under the lock) forget what a forked child inherited without its threads, and
+        make sure the checkpointer runs."""
+        if self._pid != os.getpid():
+            self._pid, self._queue, self._thread = os.getpid(), queue.SimpleQueue(), None
+            self._loops, self._checkpointer = {}, None
+        if self._checkpointer is None:
+            stop = threading.Event()
+            thread = threading.Thread(target=self._checkpoint, args=(stop,), daemon=True,
+                                      name="bpflow-sqlite-checkpoint")
+            self._checkpointer = (thread, stop)
+            thread.start()
+
+    def _checkpoint(self, stop: threading.Event) -> None:
+        """Copy the write-ahead log into the database in the background, a few times a
+        second (PASSIVE: never blocks a writer or waits for a reader). Left to SQLite, the
+        commit that crosses 1,000 log pages does it, and every step queued behind that
+        commit waits for it: that was the latency tail under load."""
+        conn = _connect(self.path, busy_ms=0)
+        try:
+            while not stop.wait(self.CHECKPOINT_S):
+                try:
+                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+                except sqlite3.OperationalError:
+                    pass  # another process is checkpointing
+        finally:
+            conn.close()
+
     async def run(self, job: Job) -> Any:
         """`submit` for an event loop: awaits the commit without blocking the loop (the
         loop's own `LoopWriter` writes it)."""
         loop = asyncio.get_running_loop()
         with self._lock:
-            if self._pid != os.getpid():
-                self._pid, self._queue, self._thread = os.getpid(), queue.SimpleQueue(), None
-                self._loops = {}
+            self._started()
             writer = self._loops.get(loop)
             if writer is None:
                 for gone in [lp for lp in self._loops if lp.is_closed()]:
@@ -216,7 +243,7 @@ class SqliteWriter:
         return await writer.run(job)
 
     def _run(self) -> None:
-        conn = _connect(self.path)
+        conn = _connect(self.path, checkpoints=False)
         try:
             while True:
                 item = self._queue.get()
@@ -257,8 +284,12 @@ class SqliteWriter:
     def close(self) -> None:
         with self._lock:
             thread, self._thread = self._thread, None
+            checkpointer, self._checkpointer = self._checkpointer, None
             if thread is not None and self._pid == os.getpid():
                 self._queue.put(None)
+        if checkpointer is not None and self._pid == os.getpid():
+            checkpointer[1].set()
+            checkpointer[0].join(timeout=30)
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout=30)
         with self._lock:
@@ -285,7 +316,7 @@ class LoopWriter:
 
     def __init__(self, path: str, loop: asyncio.AbstractEventLoop):
         self.loop = loop
-        self.conn = _connect(path, busy_ms=0)
+        self.conn = _connect(path, busy_ms=0, checkpoints=False)
         self.pending: list[tuple[Job, Waiter]] = []
         self.busy = False  # a batch is being written or committed
         self.pause = self.RETRY_S[0]
@@ -348,10 +379,15 @@ class LoopWriter:
         self.conn.close()
 
 
-def _connect(path: str, busy_ms: int = SQLITE_BUSY_MS) -> sqlite3.Connection:
+def _connect(path: str, busy_ms: int = SQLITE_BUSY_MS,
+             checkpoints: bool = True) -> sqlite3.Connection:
+    """A connection with the store's pragmas. `checkpoints=False`: its commits leave
+    checkpointing to the background checkpointer (unless the log grew to ~80 MB, which
+    only happens when that one cannot keep up)."""
     conn = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
     for pragma in ("journal_mode=WAL", "synchronous=FULL", "foreign_keys=ON",
-                   f"busy_timeout={busy_ms}"):
+                   f"busy_timeout={busy_ms}",
+                   f"wal_autocheckpoint={1000 if checkpoints else 20000}"):
         conn.execute(f"PRAGMA {pragma}")
     return conn
 

@@ -8,6 +8,7 @@ import contextlib
 import gc
 import logging
 import os
+import sys
 import threading
 import time
 from pathlib import Path
@@ -51,10 +52,14 @@ def prepare(store: Store | None = None) -> Store:
 
 def settle_memory() -> None:
     """Once the server has started: move what is loaded so far (modules, the app, the
-    templates) out of the garbage collector's sight. A full collection then walks only
-    what requests keep alive, which keeps its pause from growing into the latency tail."""
+    templates) out of the garbage collector's sight, so a full collection walks only
+    what requests keep alive and its pause stays out of the latency tail. And let a
+    thread waiting for the GIL (the SQLite commit thread, coming back from the disk) get
+    it within 1 ms rather than Python's default 5 ms while the event loop is busy: with
+    5 ms, that hand-back alone reached 4-19 ms at the 99th percentile under load."""
     gc.collect()
     gc.freeze()
+    sys.setswitchinterval(0.001)
 
 
 @contextlib.asynccontextmanager
