@@ -53,6 +53,23 @@ def sql_time(t: datetime) -> str:
     return t.replace(tzinfo=None).isoformat(" ", "microseconds")
 
 
+def _time(t: datetime | None) -> str | None:
+    return None if t is None else sql_time(t)
+
+
+def _circle(c: dict[str, Any]) -> tuple[Any, ...]:
+    """A circle row's values for CIRCLE / CIRCLE_INSERT."""
+    return (c["state"], dumps(c["result"]), c["reason"], c["attempts"],
+            _time(c["next_attempt_at"]), _time(c["ready_at"]), _time(c["due_at"]), c["epoch"],
+            dumps(c["pending"]), c["instance_id"], c["circle"])
+
+
+def _event(e: dict[str, Any]) -> tuple[Any, ...]:
+    """An event row's values for EVENT."""
+    return (e["instance_id"], e["seq"], _time(e["at"]), e["kind"], e["actor"], e["circle"],
+            dumps(e["before"]), dumps(e["after"]), dumps(e["data"]))
+
+
 def dumps(value: Any) -> str:
     """JSON text as the database keeps it (orjson: a tenth of the time of `json`)."""
     return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
@@ -91,11 +108,13 @@ class SqliteWriter:
     CAS = ("UPDATE instances SET status=:status, reason=:reason, seq=:seq, "
            "variables=:variables, due_at=:due_at, lock_version=:next_lock, "
            "updated_at=:updated_at WHERE id=:id AND lock_version=:lock")
-    CIRCLE = ("UPDATE circle_states SET " + ", ".join(f"{k}=:{k}" for k in CIRCLE_COLUMNS)
-              + " WHERE instance_id=:instance_id AND circle=:circle")
+    # circles and events positionally (the bulk of a step's rows): see _circle, _event
+    CIRCLE = ("UPDATE circle_states SET " + ", ".join(f"{k}=?" for k in CIRCLE_COLUMNS)
+              + " WHERE instance_id=? AND circle=?")
+    CIRCLE_INSERT = (f"INSERT INTO circle_states ({', '.join(CIRCLE_COLUMNS)}, instance_id,"
+                     f" circle) VALUES ({', '.join('?' * (len(CIRCLE_COLUMNS) + 2))})")
     EVENT = ("INSERT INTO events (instance_id, seq, at, kind, actor, circle, before, after,"
-             " data) VALUES (:instance_id, :seq, :at, :kind, :actor, :circle, :before, :after,"
-             " :data)")
+             " data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)")
     JSON = {"variables", "result", "before", "after", "data", "pending", "nested_versions",
             "user", "inputs"}
     MAX_BATCH = 200
@@ -122,11 +141,10 @@ class SqliteWriter:
     def insert_job(self, instance: dict[str, Any], circles: list[dict[str, Any]],
                    events: list[dict[str, Any]], pinned: list[dict[str, Any]]) -> Job:
         statements = [(self._insert_sql("instances", instance), [self._sql(instance)]),
-                      (self._insert_sql("circle_states", circles[0]),
-                       [self._sql(c) for c in circles])]
+                      (self.CIRCLE_INSERT, [_circle(c) for c in circles])]
         if pinned:
             statements.append((self._insert_sql("instance_templates", pinned[0]), pinned))
-        statements.append((self.EVENT, [self._sql(e) for e in events]))
+        statements.append((self.EVENT, [_event(e) for e in events]))
 
         def job(conn: sqlite3.Connection) -> None:
             for sql, rows in statements:
@@ -140,8 +158,8 @@ class SqliteWriter:
 
     def save_job(self, writes: list[Write],
                  event_rows: Callable[[str, list[Event]], list[dict[str, Any]]]) -> Job:
-        steps = [(self._sql(w.row), [self._sql(c) for c in w.changed],
-                  [self._sql(e) for e in event_rows(w.row["id"], w.events)])
+        steps = [(self._sql(w.row), [_circle(c) for c in w.changed],
+                  [_event(e) for e in event_rows(w.row["id"], w.events)])
                  for w in writes]
 
         def job(conn: sqlite3.Connection) -> set[str]:

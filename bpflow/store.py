@@ -90,6 +90,7 @@ class Store:
         self._lock = threading.Lock()
         self._sql = _Statements()
         self._template_rows: dict[int, Any] = {}
+        self._nested_cache: dict[int, tuple[Any, frozenset[str]]] = {}
         self._on_due: Callable[[], None] | None = None
         database = self.db.url.database
         self._fast = (SqliteWriter(database) if self.db.dialect.name == "sqlite"
@@ -216,7 +217,7 @@ class Store:
     def _latest_pins(self, body: dict[str, Any]) -> dict[str, int]:
         """Latest version of every template nested (transitively) in `body`."""
         pins: dict[str, int] = {}
-        todo = list(_nested_names(body))
+        todo = list(self._nested(body))
         while todo:
             name = todo.pop()
             if name in pins:
@@ -224,8 +225,16 @@ class Store:
             row = self._template_row(name)
             if row is not None:
                 pins[name] = row.version
-                todo.extend(_nested_names(row.body))
+                todo.extend(self._nested(row.body))
         return pins
+
+    def _nested(self, body: dict[str, Any]) -> frozenset[str]:
+        """`_nested_names` of a stored body (they never change: remembered by identity)."""
+        key = id(body)
+        hit = self._nested_cache.get(key)
+        if hit is None or hit[0] is not body:
+            hit = self._nested_cache[key] = (body, frozenset(_nested_names(body)))
+        return hit[1]
 
     def import_dir(self, folder) -> list[tuple[str, int, bool]]:
         """Load every `*.json` of `folder` as template versions. All files are checked
