@@ -190,10 +190,15 @@ async def _user(request: Request,
     thread each."""
     if credentials is None or credentials.scheme.lower() != "bearer":
         raise Unauthorized("missing bearer token")
-    tokens = request.app.state.tokens
-    if tokens is None:
-        tokens = request.app.state.tokens = TokenCache((await _store(request)).secret)
-    return tokens.verify(credentials.credentials)
+    return _tokens(request.app).verify(credentials.credentials)
+
+
+def _tokens(app: FastAPI) -> TokenCache:
+    """The app's cache of verified tokens (made on first use: the store may not exist
+    when the app is built)."""
+    if app.state.tokens is None:
+        app.state.tokens = TokenCache(app.state.store_factory().secret)
+    return app.state.tokens
 
 
 Store_ = Annotated[Store, Depends(_store)]
@@ -534,6 +539,7 @@ class HotPaths:
     def __init__(self, app: FastAPI,
                  routes: list[tuple[re.Pattern[str], type[BaseModel], Callable[..., Any]]]):
         self.app, self.routes = app, routes
+        self.served = 0  # requests answered here rather than by the framework
 
     async def __call__(self, scope, receive, send) -> bool:
         """True when the request was answered here."""
@@ -555,6 +561,7 @@ class HotPaths:
         if caller is None:  # the framework answers (a 401, a 422, ...)
             await FastAPI.__call__(self.app, scope, _replay(body, whole, receive), send)
             return True
+        self.served += 1
         try:
             response = await endpoint(self.app.state.store_factory(), caller, data,
                                       *match.groups())
@@ -567,9 +574,7 @@ class HotPaths:
         return True
 
     def _caller(self, scope) -> dict[str, Any] | None:
-        tokens = self.app.state.tokens
-        if tokens is None:  # the first request sets it up (on the framework's path)
-            return None
+        tokens = _tokens(self.app)
         for name, value in scope["headers"]:
             if name == b"authorization":
                 scheme, _, token = value.decode("latin-1").partition(" ")

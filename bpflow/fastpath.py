@@ -12,6 +12,7 @@ import os
 import queue
 import sqlite3
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -20,7 +21,7 @@ from typing import Any
 
 import orjson
 
-from bpflow.db import SQLITE_BUSY_MS, begin_immediate
+from bpflow.db import SQLITE_BUSY_MS, WRITE_LOCK_TIMEOUT_S, begin_immediate
 from engine.instance import Event
 
 CIRCLE_COLUMNS = ("state", "result", "reason", "attempts", "next_attempt_at", "ready_at",
@@ -339,6 +340,8 @@ class LoopWriter:
         self.busy = False  # a batch is being written or committed
         self.pause = self.RETRY_S[0]
         self.committer = ThreadPoolExecutor(1, thread_name_prefix="bpflow-commit")
+        self.commits = self.jobs = 0  # transactions committed, jobs in them
+        self.waiting_since: float | None = None  # for the write lock, since then
 
     def run(self, job: Job) -> Waiter:
         future = self.loop.create_future()
@@ -357,15 +360,20 @@ class LoopWriter:
         try:
             self.conn.execute("BEGIN IMMEDIATE")
         except sqlite3.OperationalError as exc:
-            if "locked" in str(exc) or "busy" in str(exc):  # another writer: later
+            now = time.monotonic()
+            if self.waiting_since is None:
+                self.waiting_since = now
+            if ("locked" in str(exc) or "busy" in str(exc)) and \
+                    now - self.waiting_since < WRITE_LOCK_TIMEOUT_S:  # another writer: later
                 self.pending[:0] = batch
                 self.loop.call_later(self.pause, self._flush)
                 self.pause = min(self.pause * 2, self.RETRY_S[1])
                 return
+            self.waiting_since = None
             _settle([(f, None, exc) for _, f in batch])
             self._next()
             return
-        self.pause = self.RETRY_S[0]
+        self.pause, self.waiting_since = self.RETRY_S[0], None
         try:
             outcomes = _run_jobs(self.conn, batch)
         except BaseException as exc:
@@ -378,6 +386,8 @@ class LoopWriter:
         if done.exception() is not None:
             self._failed(batch, done.exception())
             return
+        self.commits += 1
+        self.jobs += len(batch)
         _settle(outcomes)
         self._next()
 

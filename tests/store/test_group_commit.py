@@ -1,0 +1,180 @@
+"""SQLite group commit from the event loop (`LoopWriter`), the background checkpointer
+and the async store operations the API uses."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sqlite3
+import threading
+import time
+
+import pytest
+
+from bpflow.schema import upgrade
+from bpflow.store import NotFound, Store
+from engine.errors import TransitionError
+from tests.conftest import SECRET
+
+FLOW = {"name": "pair", "circles": [
+    {"uri": "a", "box": {"form": [{"name": "x", "type": "number"}]}},
+    {"uri": "b", "deps": [["a"]]}]}
+
+
+@pytest.fixture
+def sqlite_store(tmp_path):
+    url = f"sqlite:///{tmp_path / 'bpflow.db'}"
+    upgrade(url)
+    store = Store(url, secret=SECRET)
+    store.put_template(FLOW)
+    store.add_user("u", "pw-u")
+    yield store
+    store.close()
+
+
+USER = {"id": 1, "username": "u", "roles": ["user"]}
+
+
+def path_of(store: Store) -> str:
+    return store.db.url.database
+
+
+def writer(store: Store, loop: asyncio.AbstractEventLoop):
+    return store._fast._loops[loop]
+
+
+def test_concurrent_steps_share_commits_and_are_all_durable(sqlite_store):
+    async def main():
+        insts = await asyncio.gather(*(sqlite_store.start_async("pair", user=USER)
+                                       for _ in range(60)))
+        done = await asyncio.gather(*(sqlite_store.apply_async(
+            i.id, lambda e, inst: (e.complete(inst, "a", e.bookmark(inst, "a"), {"x": 1}),
+                                   inst)[1]) for i in insts))
+        return insts, done, writer(sqlite_store, asyncio.get_running_loop())
+
+    insts, done, w = asyncio.run(main())
+    assert all(i.status == "completed" for i in done)
+    assert w.jobs == 120 and w.commits < 120  # steps that arrived together shared a commit
+    other = Store(f"sqlite:///{path_of(sqlite_store)}", secret=SECRET)  # another reader
+    try:
+        assert {other.get(i.id).status for i in insts} == {"completed"}
+    finally:
+        other.close()
+
+
+def test_a_failing_job_is_undone_alone(sqlite_store):
+    def insert(value):
+        return lambda conn: conn.execute("INSERT INTO users (username, password_hash, roles,"
+                                         " created_at) VALUES (?, 'x', '[]', '2026-01-01')",
+                                         (value,))
+
+    def boom(conn):
+        conn.execute("INSERT INTO users (username, password_hash, roles, created_at)"
+                     " VALUES ('doomed', 'x', '[]', '2026-01-01')")
+        raise RuntimeError("this job fails after writing")
+
+    async def main():
+        return await asyncio.gather(sqlite_store._fast.run(insert("u1")),
+                                    sqlite_store._fast.run(boom),
+                                    sqlite_store._fast.run(insert("u2")),
+                                    return_exceptions=True)
+
+    outcomes = asyncio.run(main())
+    assert isinstance(outcomes[1], RuntimeError)
+    assert not isinstance(outcomes[0], Exception) and not isinstance(outcomes[2], Exception)
+    assert sqlite_store.user("u1") and sqlite_store.user("u2")
+    assert sqlite_store.user("doomed") is None
+
+
+def test_a_held_write_lock_delays_the_step_without_blocking_the_loop(sqlite_store):
+    inst = sqlite_store.start("pair", user=USER)
+    blocker = sqlite3.connect(path_of(sqlite_store), isolation_level=None,
+                              check_same_thread=False)
+    blocker.execute("BEGIN IMMEDIATE")  # another writer holds the lock
+    release = threading.Timer(0.3, lambda: blocker.execute("COMMIT"))
+
+    async def main():
+        ticks = 0
+
+        async def ticker():
+            nonlocal ticks
+            while True:
+                ticks += 1
+                await asyncio.sleep(0.01)
+
+        task = asyncio.create_task(ticker())
+        release.start()
+        began = time.monotonic()
+        done = await sqlite_store.apply_async(inst.id, lambda e, i: (
+            e.complete(i, "a", e.bookmark(i, "a"), {"x": 2}), i)[1])
+        task.cancel()
+        return done, time.monotonic() - began, ticks
+
+    done, waited, ticks = asyncio.run(main())
+    blocker.close()
+    assert done.status == "completed"
+    assert waited >= 0.25  # it did wait for the lock ...
+    assert ticks >= 15  # ... while the loop kept running other work
+
+
+def test_a_write_lock_never_released_fails_the_step_in_time(sqlite_store, monkeypatch):
+    monkeypatch.setattr("bpflow.fastpath.WRITE_LOCK_TIMEOUT_S", 0.3)
+    inst = sqlite_store.start("pair", user=USER)
+    blocker = sqlite3.connect(path_of(sqlite_store), isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")
+    try:
+        with pytest.raises(sqlite3.OperationalError, match="locked"):
+            asyncio.run(sqlite_store.apply_async(inst.id, lambda e, i: (
+                e.complete(i, "a", e.bookmark(i, "a"), {"x": 2}), i)[1]))
+    finally:
+        blocker.execute("ROLLBACK")
+        blocker.close()
+    assert sqlite_store.get(inst.id).circles["a"].state == "waiting"
+
+
+def test_the_same_bookmark_twice_at_once_completes_once(sqlite_store):
+    inst = sqlite_store.start("pair", user=USER)
+    mark = sqlite_store.engine.bookmark(inst, "a")
+
+    async def main():
+        return await asyncio.gather(*(sqlite_store.apply_async(inst.id, lambda e, i: (
+            e.complete(i, "a", mark, {"x": 3}), i)[1]) for _ in range(8)),
+            return_exceptions=True)
+
+    outcomes = asyncio.run(main())
+    assert sum(not isinstance(o, Exception) for o in outcomes) == 1
+    assert all(isinstance(o, TransitionError) for o in outcomes if isinstance(o, Exception))
+    moves = [e for e in sqlite_store.history(inst.id) if e["circle"] == "a"
+             and (e.get("after") or {}).get("state") == "success"]
+    assert len(moves) == 1
+    assert sqlite_store.get(inst.id).circles["a"].result == {"x": 3}
+
+
+def test_async_operations_refuse_what_does_not_exist(sqlite_store):
+    async def main():
+        with pytest.raises(NotFound):
+            await sqlite_store.apply_async("missing", lambda e, i: i)
+        with pytest.raises(NotFound):
+            await sqlite_store.peek_async("missing")
+        with pytest.raises(NotFound):
+            await sqlite_store.start_async("no-such-template")
+    asyncio.run(main())
+
+
+def test_the_log_is_checkpointed_in_the_background(sqlite_store):
+    db = path_of(sqlite_store)
+    before = os.path.getsize(db)
+
+    async def main():
+        for _ in range(10):
+            await asyncio.gather(*(sqlite_store.start_async("pair", user=USER)
+                                   for _ in range(40)))
+        conn = writer(sqlite_store, asyncio.get_running_loop()).conn
+        return conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0]
+
+    # the writer leaves checkpoints to the checkpointer (unless the log grows huge)
+    assert asyncio.run(main()) == 20000
+    deadline = time.monotonic() + 5
+    while os.path.getsize(db) <= before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert os.path.getsize(db) > before  # pages reached the database file
