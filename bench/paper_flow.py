@@ -8,11 +8,11 @@ is a durable step (one SQLite transaction, WAL, `synchronous=FULL`).
 
 Server: its own process on a fresh SQLite database in a temporary folder beside this file
 (`bpflow db upgrade`, `bpflow import upload/workflow`, an admin user; no worker,
-`BPFLOW_INPROCESS_WORKER=0`), served by uvicorn (`--factory bpflow.api:create_app`, h11
-and the asyncio loop). `--servers` also takes `uvicorn-httptools` (httptools + uvloop,
-skipped when not installed), `granian` (what `reflex run --env prod` serves with here: one
-worker, ASGI) and `reflex` (the whole Reflex backend, run from a copy of the working tree
-because Reflex writes beside the app).
+`BPFLOW_INPROCESS_WORKER=0`). By default `reflex`: the whole Reflex backend as `make run`
+serves it (`reflex run --env prod`, granian, one worker), run from a copy of the working
+tree because Reflex writes beside the app. `--servers` also takes `granian` (the API app
+alone, `--factory bpflow.api:create_app`, as Reflex runs granian), `uvicorn` (h11 and the
+asyncio loop) and `uvicorn-httptools` (httptools + uvloop).
 
 Load generator: this process, asyncio, a minimal HTTP/1.1 client over at most
 `--connections` keep-alive connections. Open loop: request i is due at t0 + i/rate
@@ -33,11 +33,16 @@ also shows how late the generator sent (lag), CPU a request of the generator and
 server's process tree, the server's longest garbage-collector pause (and how many full
 collections; logged by a sitecustomize hook put on the server's PYTHONPATH) and the CPUs
 other processes on the machine used meanwhile. Every instance the load completed is read
-back through the API at the end and must be `completed`. Exit status 0 when the first
-server meets the target: 1,000 req/s at p99 <= 20 ms with no errors.
+back through the API at the end and must be `completed`.
+
+Each server runs `--rounds` times, each round on a fresh server and database; the figure
+judged is the median over the rounds of each rate's p99 (single rounds on this shared
+2-CPU machine move with the noise of the moment, the health peer's p99 with them). Exit
+status 0 when the first server meets the target: 1,000 req/s at a median p99 <= 20 ms
+with no errors in any round.
 
     .venv/bin/python bench/paper_flow.py [--rates 100,500,1000] [--duration 10]
-        [--warmup 2] [--connections 100] [--servers uvicorn,granian,reflex]
+        [--warmup 2] [--connections 100] [--rounds 3] [--servers reflex,granian,uvicorn]
 """
 
 from __future__ import annotations
@@ -50,6 +55,7 @@ import os
 import shutil
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -480,7 +486,7 @@ def line(label: str, f: Figures, target: str) -> str:
             f"{detail}")
 
 
-async def measure(server: Server, args: argparse.Namespace) -> bool:
+async def measure(server: Server, args: argparse.Namespace) -> list[Figures] | None:
     http = Http(server.port, args.connections)
     status, data = await http.call("POST", "/api/auth/token",
                                    {"username": USER, "password": PASSWORD})
@@ -527,14 +533,41 @@ async def measure(server: Server, args: argparse.Namespace) -> bool:
           " completed" + (f", {len(bad)} NOT (e.g. {bad[0]})" if bad else ""))
     passing = [f.rate for f in flows if f.ok]
     best = max(passing) if passing else None
+    print(f"this round: highest rate with p99 <= {TARGET_P99_MS:.0f} ms and zero errors: "
+          + (f"{best:,.0f} req/s" if best else "none of the rates"))
+    return None if bad else flows
+
+
+def summary(kind: str, rounds: list[list[Figures] | None]) -> bool:
+    """The rounds of one server: per rate the median p99 (the figure judged: single
+    rounds on this shared 2-CPU machine differ by the noise of the moment) and errors."""
+    done = [r for r in rounds if r is not None]
+    if len(done) < len(rounds):
+        print(f"{kind}: {len(rounds) - len(done)} round(s) failed: the server did not"
+              " start, or instances were lost (see above)")
+        return False
+    if not done:
+        return False
+    print(f"\n== {kind}: {len(done)} round(s)")
+    print("  rate     p99 ms per round               median p99  errors")
+    ok_rates = []
+    for i, rate in enumerate(f.rate for f in done[0]):
+        p99s = [r[i].pct(0.99) for r in done]
+        errors = sum(sum(r[i].errors.values()) + r[i].warmup_errors for r in done)
+        median = statistics.median(p99s)
+        listed = ", ".join(f"{p:.1f}" for p in p99s)
+        print(f"  {rate:5,.0f}/s  {listed:30} {median:9.1f} {errors:7}")
+        if median <= TARGET_P99_MS and not errors:
+            ok_rates.append(rate)
+    best = max(ok_rates) if ok_rates else None
     met = best is not None and best >= TARGET_RATE
-    print(f"highest rate with p99 <= {TARGET_P99_MS:.0f} ms and zero errors: "
+    print(f"highest rate with median p99 <= {TARGET_P99_MS:.0f} ms and zero errors: "
           + (f"{best:,.0f} req/s" if best else "none of the rates")
           + f"; target {TARGET_RATE:,} req/s " + ("met" if met else "NOT met"))
-    return met and not bad
+    return met
 
 
-def run_server(kind: str, args: argparse.Namespace) -> bool | None:
+def run_server(kind: str, args: argparse.Namespace) -> list[Figures] | None | str:
     """Serve the API with `kind` on a fresh database and measure it; None if it cannot run."""
     port = free_port()
     with tempfile.TemporaryDirectory(dir=Path(__file__).parent) as name:
@@ -542,7 +575,7 @@ def run_server(kind: str, args: argparse.Namespace) -> bool | None:
         command = server_command(kind, port, tmp)
         if isinstance(command, str):
             print(f"\n== {kind}: skipped ({command})")
-            return None
+            return command
         argv, extra, folder = command
         (tmp / "hook").mkdir()
         (tmp / "hook" / "sitecustomize.py").write_text(GC_HOOK)
@@ -605,16 +638,26 @@ def main() -> int:
     parser.add_argument("--connections", type=int, default=100)
     parser.add_argument("--timeout", type=float, default=5.0,
                         help="a request is an error after this long (s, from its slot)")
-    parser.add_argument("--servers", type=lambda s: numbers(s, str.strip), default=["uvicorn"],
+    parser.add_argument("--servers", type=lambda s: numbers(s, str.strip), default=["reflex"],
                         help="uvicorn, uvicorn-httptools, granian, reflex (comma-separated)")
     parser.add_argument("--saturation", type=float, default=5.0,
                         help="seconds of each closed-loop (maximum throughput) run")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="rounds a server (each on a fresh server and database)")
     parser.add_argument("--startup", type=float, default=120.0,
                         help="seconds to wait for the server")
     args = parser.parse_args()
     args.rates = sorted(args.rates)
     print(f"{os.cpu_count()} CPUs shared by the server and this load generator")
-    outcomes = [run_server(kind, args) for kind in args.servers]
+    outcomes = []
+    for kind in args.servers:
+        rounds = []
+        for _ in range(args.rounds):
+            flows = run_server(kind, args)
+            if isinstance(flows, str):  # cannot run here
+                break
+            rounds.append(flows)
+        outcomes.append(summary(kind, rounds) if rounds else False)
     return 0 if outcomes and outcomes[0] else 1
 
 
