@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import queue
 import sqlite3
 import threading
 import time
@@ -76,14 +75,6 @@ def dumps(value: Any) -> str:
     return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
 
 
-def _report(outcomes: list[tuple[Future, Any, BaseException | None]]) -> None:
-    for future, value, error in outcomes:
-        if error is not None:
-            future.set_exception(error)
-        else:
-            future.set_result(value)
-
-
 def _settle(items: list[tuple[Waiter, Any, BaseException | None]]) -> None:
     for future, value, error in items:
         if future.done():  # the waiting request was cancelled
@@ -95,16 +86,11 @@ def _settle(items: list[tuple[Waiter, Any, BaseException | None]]) -> None:
 
 
 class SqliteWriter:
-    """The write path on SQLite straight through sqlite3, with group commit.
-
-    One thread owns the write connection; any thread (or event loop) hands it a job and
-    waits for the outcome. The thread takes every job queued meanwhile into one
-    `BEGIN IMMEDIATE` transaction, each job under its own savepoint (a job that fails
-    leaves the others alone), and reports only after the `COMMIT`: durability per step
-    as before, but one fsync for all the steps that arrived during the previous one, and
-    no two threads of this process polling SQLite's write lock. The statements are the
-    ones SQLAlchemy would send, without its per-statement cost; values are stored exactly
-    as SQLAlchemy stores them, so either side reads both."""
+    """The write path on SQLite straight through sqlite3: the statements SQLAlchemy would
+    send, without its per-statement cost; values are stored exactly as SQLAlchemy stores
+    them, so either side reads both. A thread writes on a connection of its own (`submit`);
+    an event loop hands its steps to its `LoopWriter` (`run`), which commits the steps
+    that arrive together in one transaction."""
 
     CAS = ("UPDATE instances SET status=:status, reason=:reason, seq=:seq, "
            "variables=:variables, due_at=:due_at, lock_version=:next_lock, "
@@ -118,19 +104,15 @@ class SqliteWriter:
              " data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)")
     JSON = {"variables", "result", "before", "after", "data", "pending", "nested_versions",
             "user", "inputs"}
-    MAX_BATCH = 200
-    CHECKPOINT_S = 0.2
 
     def __init__(self, path: str):
         self.path = path
         self._lock = threading.Lock()
-        self._queue: queue.SimpleQueue = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._pid = os.getpid()
         self._local = threading.local()
         self._readers: list[sqlite3.Connection] = []
         self._loops: dict[asyncio.AbstractEventLoop, LoopWriter] = {}
-        self._checkpointer: tuple[threading.Thread, threading.Event] | None = None
 
     # ------------------------------------------------------------ the jobs
     def insert(self, instance: dict[str, Any], circles: list[dict[str, Any]],
@@ -208,45 +190,39 @@ class SqliteWriter:
 
     # -------------------------------------------------------- group commit
     def submit(self, job: Job) -> Future:
-        """Queue `job` (run inside a write transaction); its future resolves once that
-        transaction committed (with the job's value) or failed."""
+        """Run `job` inside a write transaction of this thread's connection; the returned
+        (already resolved) future holds its value, or the error that rolled it back.
+        Threads write on their own: handing each step to a writer thread cost more (a
+        thread hand-off each way) than sharing the disk flush saved."""
         future: Future = Future()
         with self._lock:
             self._started()
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="bpflow-sqlite-writer",
-                                                daemon=True)
-                self._thread.start()
-            self._queue.put((job, future))
+        pid, conn = getattr(self._local, "writer", (None, None))
+        if pid != os.getpid():
+            conn = _connect(self.path)
+            self._local.writer = (os.getpid(), conn)
+            with self._lock:
+                self._readers.append(conn)
+        try:
+            begin_immediate(conn)
+            try:
+                value = job(conn)
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+        except Exception as exc:
+            future.set_exception(exc)
+        else:
+            future.set_result(value)
         return future
 
     def _started(self) -> None:
-        """(Under the lock) forget what a forked child inherited without its threads, and
-        make sure the checkpointer runs."""
+        """(Under the lock) forget the loop writers a forked child inherited without
+        their threads."""
         if self._pid != os.getpid():
-            self._pid, self._queue, self._thread = os.getpid(), queue.SimpleQueue(), None
-            self._loops, self._checkpointer = {}, None
-        if self._checkpointer is None:
-            stop = threading.Event()
-            thread = threading.Thread(target=self._checkpoint, args=(stop,), daemon=True,
-                                      name="bpflow-sqlite-checkpoint")
-            self._checkpointer = (thread, stop)
-            thread.start()
-
-    def _checkpoint(self, stop: threading.Event) -> None:
-        """Copy the write-ahead log into the database in the background, a few times a
-        second (PASSIVE: never blocks a writer or waits for a reader). Left to SQLite, the
-        commit that crosses 1,000 log pages does it, and every step queued behind that
-        commit waits for it: that was the latency tail under load."""
-        conn = _connect(self.path, busy_ms=0)
-        try:
-            while not stop.wait(self.CHECKPOINT_S):
-                try:
-                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
-                except sqlite3.OperationalError:
-                    pass  # another process is checkpointing
-        finally:
-            conn.close()
+            self._pid, self._loops = os.getpid(), {}
 
     async def run(self, job: Job) -> Any:
         """`submit` for an event loop: awaits the commit without blocking the loop (the
@@ -261,56 +237,7 @@ class SqliteWriter:
                 writer = self._loops[loop] = LoopWriter(self.path, loop)
         return await writer.run(job)
 
-    def _run(self) -> None:
-        conn = _connect(self.path, checkpoints=False)
-        try:
-            while True:
-                item = self._queue.get()
-                if item is None:
-                    return
-                batch = [item]
-                while len(batch) < self.MAX_BATCH:
-                    try:
-                        item = self._queue.get_nowait()
-                    except queue.Empty:
-                        break
-                    if item is None:
-                        self._queue.put(None)  # stop after this batch
-                        break
-                    batch.append(item)
-                self._commit(conn, batch)
-        finally:
-            conn.close()
-
-    @staticmethod
-    def _commit(conn: sqlite3.Connection, batch: list[tuple[Job, Future]]) -> None:
-        live = [(job, f) for job, f in batch if f.set_running_or_notify_cancel()]
-        try:
-            begin_immediate(conn)
-        except BaseException as exc:
-            _report([(future, None, exc) for _, future in live])
-            return
-        try:
-            outcomes = _run_jobs(conn, live)
-            conn.execute("COMMIT")
-        except BaseException as exc:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            _report([(future, None, exc) for _, future in live])
-            return
-        _report(outcomes)
-
     def close(self) -> None:
-        with self._lock:
-            thread, self._thread = self._thread, None
-            checkpointer, self._checkpointer = self._checkpointer, None
-            if thread is not None and self._pid == os.getpid():
-                self._queue.put(None)
-        if checkpointer is not None and self._pid == os.getpid():
-            checkpointer[1].set()
-            checkpointer[0].join(timeout=30)
-        if thread is not None and thread is not threading.current_thread():
-            thread.join(timeout=30)
         with self._lock:
             for conn in self._readers:
                 conn.close()
@@ -335,7 +262,7 @@ class LoopWriter:
 
     def __init__(self, path: str, loop: asyncio.AbstractEventLoop):
         self.loop = loop
-        self.conn = _connect(path, busy_ms=0, checkpoints=False)
+        self.conn = _connect(path, busy_ms=0)
         self.pending: list[tuple[Job, Waiter]] = []
         self.busy = False  # a batch is being written or committed
         self.pause = self.RETRY_S[0]
@@ -407,15 +334,15 @@ class LoopWriter:
         self.conn.close()
 
 
-def _connect(path: str, busy_ms: int = SQLITE_BUSY_MS,
-             checkpoints: bool = True) -> sqlite3.Connection:
-    """A connection with the store's pragmas. `checkpoints=False`: its commits leave
-    checkpointing to the background checkpointer (unless the log grew to ~80 MB, which
-    only happens when that one cannot keep up)."""
+def _connect(path: str, busy_ms: int = SQLITE_BUSY_MS) -> sqlite3.Connection:
+    """A connection with the store's pragmas. SQLite checkpoints the write-ahead log in
+    the commit that crosses 1,000 pages; on the loop writer that commit runs on its
+    thread. (A background checkpointer was tried: with steady writes its PASSIVE
+    checkpoints never caught up, the log was never rewound and grew, and every commit's
+    fsync then also flushed the file's growth: durable steps 25 % slower.)"""
     conn = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
     for pragma in ("journal_mode=WAL", "synchronous=FULL", "foreign_keys=ON",
-                   f"busy_timeout={busy_ms}",
-                   f"wal_autocheckpoint={1000 if checkpoints else 20000}"):
+                   f"busy_timeout={busy_ms}"):
         conn.execute(f"PRAGMA {pragma}")
     return conn
 

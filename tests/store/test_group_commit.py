@@ -1,10 +1,9 @@
-"""SQLite group commit from the event loop (`LoopWriter`), the background checkpointer
-and the async store operations the API uses."""
+"""SQLite group commit from the event loop (`LoopWriter`) and the async store operations
+the API uses."""
 
 from __future__ import annotations
 
 import asyncio
-import os
 import sqlite3
 import threading
 import time
@@ -160,21 +159,3 @@ def test_async_operations_refuse_what_does_not_exist(sqlite_store):
             await sqlite_store.start_async("no-such-template")
     asyncio.run(main())
 
-
-def test_the_log_is_checkpointed_in_the_background(sqlite_store):
-    db = path_of(sqlite_store)
-    before = os.path.getsize(db)
-
-    async def main():
-        for _ in range(10):
-            await asyncio.gather(*(sqlite_store.start_async("pair", user=USER)
-                                   for _ in range(40)))
-        conn = writer(sqlite_store, asyncio.get_running_loop()).conn
-        return conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0]
-
-    # the writer leaves checkpoints to the checkpointer (unless the log grows huge)
-    assert asyncio.run(main()) == 20000
-    deadline = time.monotonic() + 5
-    while os.path.getsize(db) <= before and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert os.path.getsize(db) > before  # pages reached the database file
