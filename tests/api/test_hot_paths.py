@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import threading
 import time
 
 import httpx
@@ -20,6 +21,24 @@ FORM = {"name": "simple", "circles": [
     {"uri": "a", "box": {"form": [{"name": "n", "type": "integer", "required": True}]}},
     {"uri": "b", "deps": [["a"]], "box": {"form": [{"name": "t", "type": "string"}]}},
     {"uri": "end", "deps": [["b"]]}]}
+
+
+def run_async(coro):
+    """`asyncio.run` on a thread of its own: the browser tests' Playwright keeps an event
+    loop marked running in the main thread for the whole session."""
+    box = {}
+
+    def target():
+        try:
+            box["value"] = asyncio.run(coro)
+        except BaseException as exc:  # handed to the caller
+            box["error"] = exc
+    thread = threading.Thread(target=target)
+    thread.start()
+    thread.join()
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
 
 
 @pytest.fixture
@@ -49,7 +68,7 @@ def exchange(store, app, make):
         async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
             return await client.request(method, path, headers=headers, content=body)
 
-    r = asyncio.run(send())
+    r = run_async(send())
     text = r.text.replace(inst.id, "ID")
     now = store.get(inst.id)
     for cid in now.circles:
@@ -128,7 +147,7 @@ def test_start_answers_as_the_framework_does(apps, body, short):
             async with httpx.AsyncClient(transport=transport, base_url="http://t") as c:
                 return await c.post("/api/instances", content=body,
                                     headers={**bearer(store, "alice"), **JSON})
-        r = asyncio.run(send())
+        r = run_async(send())
         shape = r.json()
         if r.status_code == 201:
             shape = (shape["status"], sorted(shape["circles"]), shape["template"])

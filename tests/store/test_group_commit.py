@@ -20,6 +20,24 @@ FLOW = {"name": "pair", "circles": [
     {"uri": "b", "deps": [["a"]]}]}
 
 
+def run_async(coro):
+    """`asyncio.run` on a thread of its own: the browser tests' Playwright keeps an event
+    loop marked running in the main thread for the whole session."""
+    box = {}
+
+    def target():
+        try:
+            box["value"] = asyncio.run(coro)
+        except BaseException as exc:  # handed to the caller
+            box["error"] = exc
+    thread = threading.Thread(target=target)
+    thread.start()
+    thread.join()
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
 @pytest.fixture
 def sqlite_store(tmp_path):
     url = f"sqlite:///{tmp_path / 'bpflow.db'}"
@@ -51,7 +69,7 @@ def test_concurrent_steps_share_commits_and_are_all_durable(sqlite_store):
                                    inst)[1]) for i in insts))
         return insts, done, writer(sqlite_store, asyncio.get_running_loop())
 
-    insts, done, w = asyncio.run(main())
+    insts, done, w = run_async(main())
     assert all(i.status == "completed" for i in done)
     assert w.jobs == 120 and w.commits < 120  # steps that arrived together shared a commit
     other = Store(f"sqlite:///{path_of(sqlite_store)}", secret=SECRET)  # another reader
@@ -78,7 +96,7 @@ def test_a_failing_job_is_undone_alone(sqlite_store):
                                     sqlite_store._fast.run(insert("u2")),
                                     return_exceptions=True)
 
-    outcomes = asyncio.run(main())
+    outcomes = run_async(main())
     assert isinstance(outcomes[1], RuntimeError)
     assert not isinstance(outcomes[0], Exception) and not isinstance(outcomes[2], Exception)
     assert sqlite_store.user("u1") and sqlite_store.user("u2")
@@ -109,7 +127,7 @@ def test_a_held_write_lock_delays_the_step_without_blocking_the_loop(sqlite_stor
         task.cancel()
         return done, time.monotonic() - began, ticks
 
-    done, waited, ticks = asyncio.run(main())
+    done, waited, ticks = run_async(main())
     blocker.close()
     assert done.status == "completed"
     assert waited >= 0.25  # it did wait for the lock ...
@@ -123,7 +141,7 @@ def test_a_write_lock_never_released_fails_the_step_in_time(sqlite_store, monkey
     blocker.execute("BEGIN IMMEDIATE")
     try:
         with pytest.raises(sqlite3.OperationalError, match="locked"):
-            asyncio.run(sqlite_store.apply_async(inst.id, lambda e, i: (
+            run_async(sqlite_store.apply_async(inst.id, lambda e, i: (
                 e.complete(i, "a", e.bookmark(i, "a"), {"x": 2}), i)[1]))
     finally:
         blocker.execute("ROLLBACK")
@@ -140,7 +158,7 @@ def test_the_same_bookmark_twice_at_once_completes_once(sqlite_store):
             e.complete(i, "a", mark, {"x": 3}), i)[1]) for _ in range(8)),
             return_exceptions=True)
 
-    outcomes = asyncio.run(main())
+    outcomes = run_async(main())
     assert sum(not isinstance(o, Exception) for o in outcomes) == 1
     assert all(isinstance(o, TransitionError) for o in outcomes if isinstance(o, Exception))
     moves = [e for e in sqlite_store.history(inst.id) if e["circle"] == "a"
@@ -157,5 +175,5 @@ def test_async_operations_refuse_what_does_not_exist(sqlite_store):
             await sqlite_store.peek_async("missing")
         with pytest.raises(NotFound):
             await sqlite_store.start_async("no-such-template")
-    asyncio.run(main())
+    run_async(main())
 
