@@ -13,7 +13,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -119,7 +119,7 @@ class SqliteWriter:
                events: list[dict[str, Any]], pinned: list[dict[str, Any]]) -> None:
         """A new instance with its circles, pinned nested versions and first events, in
         one transaction."""
-        self.submit(self.insert_job(instance, circles, events, pinned)).result()
+        self.write(self.insert_job(instance, circles, events, pinned))
 
     def insert_job(self, instance: dict[str, Any], circles: list[dict[str, Any]],
                    events: list[dict[str, Any]], pinned: list[dict[str, Any]]) -> Job:
@@ -137,7 +137,7 @@ class SqliteWriter:
     def save_all(self, writes: list[Write],
                  event_rows: Callable[[str, list[Event]], list[dict[str, Any]]]) -> set[str]:
         """Every write in one transaction; the ids whose compare-and-set lost."""
-        return self.submit(self.save_job(writes, event_rows)).result()
+        return self.write(self.save_job(writes, event_rows))
 
     def save_job(self, writes: list[Write],
                  event_rows: Callable[[str, list[Event]], list[dict[str, Any]]]) -> Job:
@@ -188,13 +188,12 @@ class SqliteWriter:
         row = conn.execute(sql, params).fetchone()
         return row[0] if row else None
 
-    # -------------------------------------------------------- group commit
-    def submit(self, job: Job) -> Future:
-        """Run `job` inside a write transaction of this thread's connection; the returned
-        (already resolved) future holds its value, or the error that rolled it back.
-        Threads write on their own: handing each step to a writer thread cost more (a
-        thread hand-off each way) than sharing the disk flush saved."""
-        future: Future = Future()
+    # --------------------------------------------------------------- writing
+    def write(self, job: Job) -> Any:
+        """Run `job` inside a write transaction of this thread's connection: its value
+        once committed, or the error that rolled it back. Threads write on their own:
+        handing each step to a writer thread cost more (a thread hand-off each way) than
+        sharing the disk flush saved."""
         with self._lock:
             self._started()
         pid, conn = getattr(self._local, "writer", (None, None))
@@ -203,20 +202,15 @@ class SqliteWriter:
             self._local.writer = (os.getpid(), conn)
             with self._lock:
                 self._readers.append(conn)
+        begin_immediate(conn)
         try:
-            begin_immediate(conn)
-            try:
-                value = job(conn)
-                conn.execute("COMMIT")
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
-        except Exception as exc:
-            future.set_exception(exc)
-        else:
-            future.set_result(value)
-        return future
+            value = job(conn)
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        return value
 
     def _started(self) -> None:
         """(Under the lock) forget the loop writers a forked child inherited without
@@ -347,8 +341,8 @@ def _connect(path: str, busy_ms: int = SQLITE_BUSY_MS) -> sqlite3.Connection:
     return conn
 
 
-def _run_jobs(conn: sqlite3.Connection, batch: list[tuple[Job, Future | Waiter]]
-              ) -> list[tuple[Future | Waiter, Any, BaseException | None]]:
+def _run_jobs(conn: sqlite3.Connection, batch: list[tuple[Job, Waiter]]
+              ) -> list[tuple[Waiter, Any, BaseException | None]]:
     """Run each job of a batch inside the open transaction, under its own savepoint when
     there are several (a job that fails is undone alone and gets its error)."""
     if len(batch) == 1:

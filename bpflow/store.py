@@ -311,7 +311,7 @@ class Store:
               user: dict[str, Any] | None = None, version: int | None = None) -> Instance:
         inst, circles, values, rows = self._starting(name, inputs, user, version)
         if self._fast is not None:
-            self._fast.submit(self._fast.insert_job(*rows)).result()
+            self._fast.insert(*rows)
         else:
             values_, circle_rows, event_rows, pinned = rows
             with self.db.begin() as conn:

@@ -74,3 +74,23 @@ def store(db_url) -> Iterator[Store]:
     s = Store(db_url, secret=SECRET)
     yield s
     s.close()
+
+
+def run_async(coro):
+    """`asyncio.run` on a thread of its own: the browser tests' Playwright keeps an event
+    loop marked running in the main thread for the whole session."""
+    import asyncio
+    import threading
+    box = {}
+
+    def target():
+        try:
+            box["value"] = asyncio.run(coro)
+        except BaseException as exc:  # handed to the caller
+            box["error"] = exc
+    thread = threading.Thread(target=target)
+    thread.start()
+    thread.join()
+    if "error" in box:
+        raise box["error"]
+    return box["value"]

@@ -4,9 +4,7 @@ headers that matter and body, for every kind of error and for success."""
 
 from __future__ import annotations
 
-import asyncio
 import re
-import threading
 import time
 
 import httpx
@@ -15,30 +13,12 @@ import pytest
 from bpflow.api import create_app
 from bpflow.auth import issue_token
 from bpflow.store import Store
-from tests.conftest import SECRET
+from tests.conftest import SECRET, run_async
 
 FORM = {"name": "simple", "circles": [
     {"uri": "a", "box": {"form": [{"name": "n", "type": "integer", "required": True}]}},
     {"uri": "b", "deps": [["a"]], "box": {"form": [{"name": "t", "type": "string"}]}},
     {"uri": "end", "deps": [["b"]]}]}
-
-
-def run_async(coro):
-    """`asyncio.run` on a thread of its own: the browser tests' Playwright keeps an event
-    loop marked running in the main thread for the whole session."""
-    box = {}
-
-    def target():
-        try:
-            box["value"] = asyncio.run(coro)
-        except BaseException as exc:  # handed to the caller
-            box["error"] = exc
-    thread = threading.Thread(target=target)
-    thread.start()
-    thread.join()
-    if "error" in box:
-        raise box["error"]
-    return box["value"]
 
 
 @pytest.fixture

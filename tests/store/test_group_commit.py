@@ -13,29 +13,11 @@ import pytest
 from bpflow.schema import upgrade
 from bpflow.store import NotFound, Store
 from engine.errors import TransitionError
-from tests.conftest import SECRET
+from tests.conftest import SECRET, run_async
 
 FLOW = {"name": "pair", "circles": [
     {"uri": "a", "box": {"form": [{"name": "x", "type": "number"}]}},
     {"uri": "b", "deps": [["a"]]}]}
-
-
-def run_async(coro):
-    """`asyncio.run` on a thread of its own: the browser tests' Playwright keeps an event
-    loop marked running in the main thread for the whole session."""
-    box = {}
-
-    def target():
-        try:
-            box["value"] = asyncio.run(coro)
-        except BaseException as exc:  # handed to the caller
-            box["error"] = exc
-    thread = threading.Thread(target=target)
-    thread.start()
-    thread.join()
-    if "error" in box:
-        raise box["error"]
-    return box["value"]
 
 
 @pytest.fixture
