@@ -121,7 +121,9 @@ class EventRow(SQLModel, table=True):
 class Mail(SQLModel, table=True):
     __tablename__ = "mailbox"
     __table_args__ = (
-        Index("ix_mailbox_recipient_kind", "recipient_id", "kind"),
+        # A page of the inbox is the top of this index; the counts read only the second.
+        Index("ix_mailbox_list", "recipient_id", "kind", "created_at", "id"),
+        Index("ix_mailbox_counts", "recipient_id", "kind", "read_at", "decision"),
         Index("uq_mailbox_request", "instance_id", "circle", "epoch", "recipient_id",
               unique=True),  # one request mail per attempt and recipient
     )

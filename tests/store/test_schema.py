@@ -25,3 +25,39 @@ def test_upgrade_is_idempotent_and_sqlite_runs_in_wal_mode(db_url, store):
         with store.db.connect() as conn:
             assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
             assert conn.exec_driver_sql("PRAGMA synchronous").scalar() == 2  # FULL
+
+
+def test_an_inbox_page_and_its_counts_are_read_from_indexes(tmp_path):
+    """A page of a big inbox must not sort the whole mailbox: the list is the top of
+    `ix_mailbox_list`, the counts come from `ix_mailbox_counts` alone."""
+    from sqlalchemy import event
+
+    from bpflow.listing import mail_counts
+    from bpflow.mailbox import Mailbox
+    from bpflow.store import Store
+
+    from bpflow.schema import upgrade
+
+    url = f"sqlite:///{tmp_path / 'plan.db'}"
+    upgrade(url)  # the migrations' indexes, as a user's database has them
+    store = Store(url, secret=b"s" * 32)
+    try:
+        store.add_user("ann", "ann-password-1", ["approver"])
+        user, statements = store.user("ann"), []
+
+        def record(conn, cursor, statement, parameters, context, executemany):
+            if statement.lstrip().upper().startswith("SELECT") and "mailbox" in statement:
+                statements.append((statement, parameters))
+
+        event.listen(store.db, "before_cursor_execute", record)
+        Mailbox(store).inbox(user, kind="approval", limit=25, offset=0)
+        mail_counts(store, user)
+        event.remove(store.db, "before_cursor_execute", record)
+        assert len(statements) == 2
+        with store.db.connect() as conn:
+            plans = [" | ".join(row[-1] for row in conn.exec_driver_sql(
+                f"EXPLAIN QUERY PLAN {sql}", params).all()) for sql, params in statements]
+        assert "ix_mailbox_list" in plans[0] and "TEMP B-TREE" not in plans[0], plans[0]
+        assert "COVERING INDEX ix_mailbox_counts" in plans[1], plans[1]
+    finally:
+        store.close()
