@@ -34,9 +34,8 @@ def test_an_inbox_page_and_its_counts_are_read_from_indexes(tmp_path):
 
     from bpflow.listing import mail_counts
     from bpflow.mailbox import Mailbox
-    from bpflow.store import Store
-
     from bpflow.schema import upgrade
+    from bpflow.store import Store
 
     url = f"sqlite:///{tmp_path / 'plan.db'}"
     upgrade(url)  # the migrations' indexes, as a user's database has them
