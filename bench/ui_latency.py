@@ -2,11 +2,13 @@
 served as `make run` serves it (production build, one port), on its own SQLite database.
 
 1. Click-to-update: a user submits the form of a ready circle; the time from the click
-   to the next circle's box appearing in the page (measured in the page: the click and
-   a MutationObserver, so the figure is what the person sees, round trip included).
+   to the next circle's box drawn on screen (measured in the page: the click, a
+   MutationObserver, then the next frame; so the figure is what the person sees, round
+   trip included).
    Target p95 <= 150 ms.
 2. Inbox first load: an approver whose inbox holds 10,000 mails opens the inbox for the
-   first time in a session; the time until the first mails are shown. Target p95 <=
+   first time in a session; the time until the first mails are on screen (the frame
+   after they enter the page). Target p95 <=
    500 ms. Measured twice: in the app (a click on the Inbox link, the page's state never
    loaded before) and in a new tab (navigation start: the frontend boots, connects and
    hydrates first). Peer: the same for a user whose inbox is empty (the fixed cost).
@@ -51,6 +53,7 @@ WAIT_FOR_BOX = """async ([cid, next]) => {
     const seen = new MutationObserver(() => { if (box(next)) { seen.disconnect(); resolve(); } });
     seen.observe(document.body, {childList: true, subtree: true});
   });
+  await new Promise((painted) => requestAnimationFrame(() => setTimeout(painted)));
   return performance.now() - t0;
 }"""
 
@@ -173,6 +176,7 @@ OPEN_INBOX = """async () => {
     const seen = new MutationObserver(() => { if (shown()) { seen.disconnect(); resolve(); } });
     seen.observe(document.body, {childList: true, subtree: true});
   });
+  await new Promise((painted) => requestAnimationFrame(() => setTimeout(painted)));
   return performance.now() - t0;
 }"""
 
@@ -194,14 +198,30 @@ def in_app_loads(browser, base: str, store: Store, name: str, loads: int) -> lis
     return out
 
 
+# Installed before the page's own scripts: the moment the first mail (or the empty state)
+# is on screen, i.e. after the frame that draws it (requestAnimationFrame, then a task).
+SHOWN_AT = """(() => {
+  const shown = () => document.querySelector('#mail-list .mail, #inbox-empty');
+  const seen = new MutationObserver(() => {
+    if (!shown()) return;
+    seen.disconnect();
+    requestAnimationFrame(() => setTimeout(() => { window.__shownAt = performance.now(); }));
+  });
+  seen.observe(document, {childList: true, subtree: true});
+})()"""
+
+
 def first_loads(browser, base: str, store: Store, name: str, loads: int) -> list[float]:
+    """From navigation start in a new tab to the first mails on screen, measured in the
+    page (no polling from the test process in the figure)."""
     context = signed_in(browser, base, store, name)
+    context.add_init_script(SHOWN_AT)
     out = []
     for i in range(loads + 1):
         page = context.new_page()
         page.goto("/inbox", wait_until="commit")
-        page.locator("#mail-list .mail, #inbox-empty").first.wait_for()
-        elapsed = page.evaluate("performance.now()")
+        page.wait_for_function("window.__shownAt !== undefined")
+        elapsed = page.evaluate("window.__shownAt")
         if i:  # the first load compiles the route in the browser's cache
             out.append(elapsed)
         page.close()

@@ -8,25 +8,36 @@ from bpflow.services import lifespan
 from bpflow_app import routes
 from bpflow_app.asset_cache import cache_fingerprinted_assets
 from bpflow_app.components.shell import outer_circle
+from bpflow_app.outer import page_loads
 from bpflow_app.pages.flow import flow_page
-from bpflow_app.pages.flows import flows_page
+from bpflow_app.pages.flow_state import FlowState
+from bpflow_app.pages.flows import FlowsState, flows_page
 from bpflow_app.pages.guest import guest_page
 from bpflow_app.pages.home import TAGLINE, index
 from bpflow_app.pages.inbox import inbox_page
+from bpflow_app.pages.inbox_state import InboxState
 from bpflow_app.pages.register import register_page
 from bpflow_app.pages.templates import templates_page
-from bpflow_app.pages.users import users_page
+from bpflow_app.pages.templates_state import TemplatesState
+from bpflow_app.pages.users import UsersState, users_page
 
 # The Radix theme is configured in rxconfig.py (RadixThemesPlugin).
 app = rx.App(api_transformer=create_app(), stylesheets=["/styles.css"])  # REST API: /api
 # Fingerprinted frontend files are cached for good (wrapped around the REST API above).
 app.api_transformer = [app.api_transformer, cache_fingerprinted_assets]
 app.register_lifespan_task(lifespan)
-app.add_page(outer_circle(flow_page), route=routes.FLOW, title="Flow · bpflow")
+# Signed-in pages load on the server right after hydrating (on_load: no round trip
+# through the browser), the frame's load last; see outer.page_loads.
+app.add_page(outer_circle(flow_page), route=routes.FLOW, title="Flow · bpflow",
+             on_load=page_loads(routes.FLOW, FlowState.load))
 app.add_page(index, route=routes.HOME, title="bpflow", description=TAGLINE)
-app.add_page(outer_circle(flows_page), route=routes.FLOWS, title="My flows · bpflow")
-app.add_page(outer_circle(inbox_page), route=routes.INBOX, title="Inbox · bpflow")
-app.add_page(outer_circle(templates_page), route=routes.TEMPLATES, title="Templates · bpflow")
-app.add_page(outer_circle(users_page), route=routes.USERS, title="Users · bpflow")
+app.add_page(outer_circle(flows_page), route=routes.FLOWS, title="My flows · bpflow",
+             on_load=page_loads(routes.FLOWS, FlowsState.load))
+app.add_page(outer_circle(inbox_page), route=routes.INBOX, title="Inbox · bpflow",
+             on_load=page_loads(routes.INBOX, InboxState.load))
+app.add_page(outer_circle(templates_page), route=routes.TEMPLATES, title="Templates · bpflow",
+             on_load=page_loads(routes.TEMPLATES, TemplatesState.load))
+app.add_page(outer_circle(users_page), route=routes.USERS, title="Users · bpflow",
+             on_load=page_loads(routes.USERS, UsersState.load))
 app.add_page(guest_page, route=routes.GUEST, title="Leave a message · bpflow")
 app.add_page(register_page, route=routes.REGISTER, title="Create an account · bpflow")

@@ -90,17 +90,28 @@ class SignInState(SessionState):
             return None
         self.fields = auth_fields()
         self.token, self.outer = issue_token(user), outer.id
-        return [rx.toast.success(f"Signed in as {username}"), ShellState.load]
+        return [rx.toast.success(f"Signed in as {username}"),
+                *loads_for(self.router.url.path)]
 
 
 class ShellState(SessionState):
-    """What the frame around every signed-in page shows: unread mail, the outer flow."""
+    """What the frame around every signed-in page shows: unread mail, the outer flow.
+
+    Its `load` is the last on_load handler of every signed-in page (`page_loads`), so the
+    server runs the page's loads right after hydrating, without a round trip through the
+    browser, and `ready` turns true once they are done: the page is drawn once, with its
+    data. `ready` stays true while the tab moves between pages (no flash of a loading
+    screen); each page shows its own loading state meanwhile."""
 
     unread: int = 0
     main_state: str = "waiting"
+    ready: bool = False  # the session is known: the frame or the sign-in form can show
 
     @rx.event
     def load(self):
+        self.ready = True
+        if not self.token:
+            return None  # nobody signed in: the sign-in form, nothing to explain
         try:
             user = self._user()
         except Unauthorized as exc:
@@ -122,3 +133,27 @@ class ShellState(SessionState):
             return "waiting"
         self.outer = inst.id
         return inst.circles["main"].state if "main" in inst.circles else "waiting"
+
+
+# The on_load handlers of each signed-in route: the page's own, then the frame's.
+PAGE_LOADS: dict[str, tuple[Any, ...]] = {}
+
+
+def page_loads(route: str, *loads: Any) -> list[Any]:
+    """Register and return the on_load handlers of a signed-in page (`route` as given to
+    `add_page`, dynamic segments in brackets)."""
+    PAGE_LOADS[route] = (*loads, ShellState.load)
+    return list(PAGE_LOADS[route])
+
+
+def loads_for(path: str) -> tuple[Any, ...]:
+    """The on_load handlers of the page at `path` (signing in runs them again, since the
+    page's own loads found nobody signed in)."""
+    parts = path.rstrip("/").split("/")
+    for route, loads in PAGE_LOADS.items():
+        pattern = route.rstrip("/").split("/")
+        if len(pattern) == len(parts) and all(
+                p == q or (p.startswith("[") and p.endswith("]"))
+                for p, q in zip(pattern, parts, strict=True)):
+            return loads
+    return (ShellState.load,)

@@ -52,6 +52,12 @@ class SessionState(rx.State):
         computed vars last looked); Unauthorized otherwise."""
         return verify_token(self.token)
 
+    def _visitor(self) -> dict[str, Any] | None:
+        """The user a page is loaded for, or None when nobody is signed in (or the token
+        no longer holds): the outer circle then shows the sign-in form, and the frame's
+        own load says why, so a page's load just has nothing to show."""
+        return token_user(self.token)
+
     def _admin(self) -> dict[str, Any]:
         user = self._user()
         if "admin" not in user["roles"]:

@@ -126,13 +126,13 @@ def outer_circle(content: Callable[[], rx.Component]) -> Callable[[], rx.Compone
 
     def page() -> rx.Component:
         return rx.cond(
-            rx.State.is_hydrated,
+            ShellState.ready,  # set by the page's last on_load handler (outer.page_loads)
             rx.cond(
                 SessionState.signed_in,
                 rx.box(navbar(),
                        rx.box(content(), as_="main", max_width="1280px", margin_x="auto",
                               padding=["12px", "16px", "24px"], width="100%"),
-                       on_mount=ShellState.load, min_height="100vh"),
+                       min_height="100vh"),
                 sign_in_panel(),
             ),
             loading_screen(),

@@ -123,6 +123,8 @@ class FlowState(SessionState):
 
     @rx.event
     def load(self):
+        if self._visitor() is None:
+            return None
         iid = route_id(self.router.url.path)
         if iid != self.iid:
             self.iid, self.selected, self.tab, self.history = iid, "", "flow", []

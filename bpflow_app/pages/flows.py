@@ -109,10 +109,9 @@ class FlowsState(SessionState):
 
     @rx.event
     def load(self):
-        try:
-            user = self._user()
-        except Unauthorized as exc:
-            return expired(self, exc)
+        user = self._visitor()
+        if user is None:
+            return None
         self.startables = startables()
         store = get_store()
         rows, self.total = store.list_instances(user["id"], limit=PAGE_SIZE,
@@ -223,5 +222,5 @@ def flows_page() -> rx.Component:
         ),
         rx.heading("Your flows", size="4", as_="h2", margin_top="16px"),
         rx.cond(FlowsState.loading, rx.skeleton(height="120px", width="100%"), _instances()),
-        spacing="3", width="100%", on_mount=FlowsState.load,
+        spacing="3", width="100%",
     )

@@ -124,5 +124,5 @@ def inbox_page() -> rx.Component:
         page_header("Inbox", "Approvals waiting for you, messages, and notes from guests."),
         rx.tabs.root(rx.tabs.list(*tabs), value=S.kind, on_change=S.show, width="100%"),
         _list(),
-        spacing="3", width="100%", on_mount=S.load,
+        spacing="3", width="100%",
     )

@@ -93,7 +93,9 @@ class InboxState(SessionState):
 
     @rx.event
     def load(self):
-        return self._guarded(self._fetch)
+        user = self._visitor()
+        if user is not None:
+            self._fetch(user)
 
     @rx.event
     def show(self, kind: str):

@@ -133,5 +133,5 @@ def templates_page() -> rx.Component:
         rx.cond(SessionState.is_admin, body,
                 empty_state("lock", "Administrators only",
                             "Ask an administrator to upload or change templates.")),
-        spacing="3", width="100%", on_mount=S.load,
+        spacing="3", width="100%",
     )

@@ -110,6 +110,8 @@ class TemplatesState(SessionState):
 
     @rx.event
     def load(self):
+        if self._visitor() is None:
+            return None
         return self._guarded(self._refresh)
 
     @rx.event

@@ -46,6 +46,8 @@ class UsersState(SessionState):
 
     @rx.event
     def load(self):
+        if self._visitor() is None:
+            return None
         try:
             self._admin()
         except Unauthorized as exc:
@@ -124,5 +126,5 @@ def users_page() -> rx.Component:
     return rx.vstack(
         page_header("Users", "Registration is closed: administrators add people here."),
         rx.cond(SessionState.is_admin, body, empty_state("lock", "Administrators only")),
-        spacing="3", width="100%", on_mount=UsersState.load,
+        spacing="3", width="100%",
     )

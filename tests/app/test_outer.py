@@ -83,7 +83,7 @@ def test_an_expired_token_signs_out(make_state):
     shell = make_state(ShellState)
     shell.token = "forged.token.value"
     events = run(shell.load())
-    assert shell.token == "" and events
+    assert shell.token == "" and events and shell.ready
     with pytest.raises(Unauthorized):
         shell._user()
 
@@ -93,3 +93,50 @@ def test_sign_out_forgets_token_and_outer_flow(make_state):
     state.outer = "abc"
     state.sign_out()
     assert state.token == "" and state.outer == "" and not state.signed_in
+
+
+def test_without_a_token_the_frame_is_ready_for_the_sign_in_form_and_says_nothing(make_state):
+    shell = make_state(ShellState)
+    assert not shell.ready  # the loading screen until the session is known
+    assert run(shell.load()) == []
+    assert shell.ready and shell.unread == 0
+
+
+def test_page_loads_find_nobody_signed_in_quietly(make_state):
+    """A page's on_load runs before anyone signs in: it shows nothing and says nothing
+    (the frame's load, after it, explains an expired token once)."""
+    from bpflow_app.pages.flow_state import FlowState
+    from bpflow_app.pages.flows import FlowsState
+    from bpflow_app.pages.inbox_state import InboxState
+    from bpflow_app.pages.templates_state import TemplatesState
+    from bpflow_app.pages.users import UsersState
+
+    for cls in (InboxState, FlowsState, FlowState, TemplatesState, UsersState):
+        for token in ("", "forged.token.value"):
+            state = make_state(cls, path="/flow/x")
+            state.token = token
+            assert run(state.load()) == [], cls
+            assert state.token == token
+    inbox = make_state(InboxState)
+    inbox.load()
+    assert inbox.mails == [] and inbox.loading  # still its loading state
+
+
+def test_each_signed_in_page_loads_on_the_server_and_the_frame_last():
+    import bpflow_app.bpflow_app  # noqa: F401  (registers the pages)
+    from bpflow_app.pages.flow_state import FlowState
+    from bpflow_app.pages.inbox_state import InboxState
+
+    assert outer.loads_for("/inbox") == (InboxState.load, ShellState.load)
+    assert outer.loads_for("/flow/abc123/") == (FlowState.load, ShellState.load)
+    assert outer.loads_for("/flow") == (ShellState.load,)
+    assert set(outer.PAGE_LOADS) == {"/flows", "/flow/[id]", "/inbox", "/templates", "/users"}
+
+
+def test_signing_in_runs_the_loads_of_the_page_it_was_shown_on(make_state):
+    import bpflow_app.bpflow_app  # noqa: F401
+    from bpflow_app.pages.inbox_state import InboxState
+
+    state = make_state(SignInState, path="/inbox")
+    events = run(state.sign_in({"username": "bob", "password": "bob-password"}))
+    assert events[1:] == [InboxState.load, ShellState.load]
