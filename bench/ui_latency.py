@@ -44,6 +44,10 @@ from bpflow.store import Store  # noqa: E402
 OUT = ROOT / "test-output" / "bench"
 SECRET = "ui-latency-bench-secret-0123456789"
 CHROMIUM = os.environ.get("BPFLOW_CHROMIUM", "/usr/bin/chromium")
+# As the browser tests launch it (tests/browser/conftest.py): no background traffic.
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run",
+                 "--disable-quic"]
 WAIT_FOR_BOX = """async ([cid, next]) => {
   const box = (c) => document.querySelector(`.circle-box[data-circle="${c}"]`);
   const t0 = performance.now();
@@ -245,8 +249,7 @@ def main() -> None:
     base = f"http://localhost:{port}"
     try:
         with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=CHROMIUM,
-                                         args=["--no-sandbox", "--disable-gpu"])
+            browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             clicks = click_to_update(browser, base, store, args.steps, args.flows)
             full = first_loads(browser, base, store, "boss", args.loads)
             empty = first_loads(browser, base, store, "empty", args.loads)

@@ -27,6 +27,13 @@ def state_badge(state: rx.Var | str, label: rx.Var | str | None = None) -> rx.Co
     )
 
 
+def row_badge(state: rx.Var | str, label: rx.Var | str) -> rx.Component:
+    """`state_badge` for the rows of long lists: one plain element styled by the theme's
+    colour tokens (assets/styles.css), not four components per row."""
+    return rx.el.span(label, class_name="row-badge",
+                      custom_attrs={"data-color": color_of(state)})
+
+
 def page_header(title: str | rx.Var, subtitle: str | rx.Var = "",
                 *actions: rx.Component) -> rx.Component:
     return rx.flex(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import reflex as rx
 
 from bpflow_app import routes
-from bpflow_app.components.ui import empty_state, page_header, state_badge
+from bpflow_app.components.ui import empty_state, page_header, row_badge
 from bpflow_app.pages.inbox_state import InboxState, MailView
 from bpflow_app.session import SessionState
 
@@ -71,30 +71,26 @@ def _opened(m: rx.Var[MailView]) -> rx.Component:
 
 
 def _mail(m: rx.Var[MailView]) -> rx.Component:
-    return rx.card(
-        rx.vstack(
-            rx.hstack(
-                rx.cond(~m.read, rx.box(width="8px", height="8px", border_radius="50%",
-                                        background=rx.color("accent", 9),
-                                        aria_label="unread")),
-                rx.vstack(
-                    rx.text(m.subject, weight=rx.cond(m.read, "regular", "bold"),
-                            class_name="mail-subject"),
-                    rx.text("From ", m.sender, " · ", m.created, size="1",
-                            color_scheme="gray"),
-                    spacing="0", flex="1", min_width="0"),
-                rx.cond(m.decision != "", state_badge(m.decision)),
-                rx.cond(~m.signature_ok, state_badge("failure", "tampered")),
-                rx.cond(m.open, state_badge("pending", "waiting for you")),
-                rx.button(rx.cond(S.opened == m.id, "Close", "Open"), size="1",
-                          variant="soft", on_click=S.toggle(m.id),
-                          aria_label=rx.cond(S.opened == m.id, "Close ", "Open ") + m.subject),
-                width="100%", align="center", spacing="3", wrap="wrap",
-            ),
-            rx.cond(S.opened == m.id, _opened(m)),
-            width="100%",
+    """A mail of the list: plain elements in the theme's tokens (assets/styles.css), so a
+    page of 25 costs a few elements each to draw; the opened one gets the full box."""
+    return rx.el.div(
+        rx.el.div(
+            rx.cond(~m.read, rx.el.span(class_name="mail-dot", aria_label="unread",
+                                        role="img")),
+            rx.el.div(
+                rx.el.p(m.subject, class_name="mail-subject"),
+                rx.el.p("From ", m.sender, " · ", m.created, class_name="mail-meta"),
+                class_name="mail-title"),
+            rx.cond(m.decision != "", row_badge(m.decision, m.decision)),
+            rx.cond(~m.signature_ok, row_badge("failure", "tampered")),
+            rx.cond(m.open, row_badge("pending", "waiting for you")),
+            rx.button(rx.cond(S.opened == m.id, "Close", "Open"), size="1",
+                      variant="soft", on_click=S.toggle(m.id),
+                      aria_label=rx.cond(S.opened == m.id, "Close ", "Open ") + m.subject),
+            class_name="mail-head",
         ),
-        width="100%", class_name="mail",
+        rx.cond(S.opened == m.id, _opened(m)),
+        class_name=rx.cond(m.read, "mail", "mail unread"),
         custom_attrs={"data-mail": m.id, "data-kind": m.kind},
     )
 
