@@ -9,8 +9,8 @@ served as `make run` serves it (production build, one port), on its own SQLite d
 2. Inbox first load: an approver whose inbox holds 10,000 mails opens the inbox for the
    first time in a session; the time until the first mails are on screen (the frame
    after they enter the page). Target p95 <= 500 ms. Measured three ways: in the app (a
-   click on the Inbox link, the page's state never loaded before); as a page load in an
-   open tab (address bar, bookmark, a link in a mail: a fresh document and session, the
+   click on the Inbox link, the page's state never loaded before); as a page load in a
+   tab that had the app open (address bar, bookmark: a fresh document and session, the
    frontend boots, connects and hydrates first); and in a new tab (the same, plus the
    browser starting the tab's renderer process). Peer: the same for a user whose inbox
    is empty (the fixed cost), loads taking turns with the full inbox's.
@@ -238,8 +238,8 @@ def first_loads(browser, base: str, store: Store, names: list[str], loads: int,
                 same_tab: bool = False) -> dict[str, list[float]]:
     """From navigation start to the first mails on screen, measured in the page (no
     polling from the test process in the figure); the users take turns. Each load is a
-    new tab, or with `same_tab` a page load in a tab already open (as from the address
-    bar or a link): a fresh document and a fresh session (its sessionStorage cleared, so
+    new tab, or with `same_tab` a page load in a tab that had the app open (as from the
+    address bar): a fresh document and a fresh session (its sessionStorage cleared, so
     the backend builds new state), the browser's process already running. Also, under
     `<name>:answer`, when the backend's first delta arrived."""
     contexts = {name: signed_in(browser, base, store, name) for name in names}

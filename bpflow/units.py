@@ -178,10 +178,17 @@ class Units:
 
     def confirm(self, instance_id: str, cid: str, bookmark: str, accept: bool,
                 reason: str = "", actor: str | None = None) -> Instance:
-        if accept:
-            return self.store.complete(instance_id, cid, bookmark, {"accepted": True}, actor)
-        return self.store.fail(instance_id, cid, bookmark,
-                               f"declined{': ' + reason if reason else ''}", actor)
+        """A person accepted or declined a ready circle's confirmation (`step` decides,
+        as for the REST API); a circle that asks for none is refused."""
+        decide = self.step(cid, bookmark, {"accept": accept, "reason": reason}, actor)
+
+        def op(engine: Engine, inst: Instance) -> Instance:
+            node = inst.template.plan.nodes.get(cid)
+            if node is not None and node.circle.box.confirm is None:
+                raise TransitionError(f"circle '{cid}' asks for no confirmation",
+                                      instance=inst.id, circle=cid)
+            return decide(engine, inst)
+        return self.store.apply(instance_id, op)
 
     def sign_in(self, username: str, password: str) -> Instance | None:
         """The outer flow: the user's running `signin` instance continues where it was

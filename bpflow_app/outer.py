@@ -14,12 +14,12 @@ from typing import Any
 import reflex as rx
 
 from bpflow import listing
-from bpflow.auth import FailureLimiter, Unauthorized, issue_token
+from bpflow.auth import FailureLimiter, issue_token
 from bpflow.forms import FormError, validate
 from bpflow.services import get_store
 from bpflow.units import SIGNIN_TEMPLATE, Units
 from bpflow_app.boxview import FieldView, field_view
-from bpflow_app.session import SessionState, expired
+from bpflow_app.session import SessionState
 from engine.errors import BpflowError
 from engine.model import Field
 
@@ -112,14 +112,12 @@ class ShellState(SessionState):
         self.ready = True
         if not self.token:
             return None  # nobody signed in: the sign-in form, nothing to explain
-        try:
-            user = self._user()
-        except Unauthorized as exc:
-            return expired(self, exc)
+        return self._guarded(self._show)
+
+    def _show(self, user: dict[str, Any]) -> None:
         counts = listing.mail_counts(get_store(), user)
         self.unread = sum(c["unread"] for c in counts.values())
         self.main_state = self._main_state(user)
-        return None
 
     def _main_state(self, user: dict[str, Any]) -> str:
         store = get_store()

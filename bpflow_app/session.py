@@ -8,6 +8,7 @@ is trusted from the browser except that signature. Every page state derives from
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import reflex as rx
@@ -63,6 +64,15 @@ class SessionState(rx.State):
         if "admin" not in user["roles"]:
             raise NotAdmin("administrators only")
         return user
+
+    def _guarded(self, step: Callable[[dict[str, Any]], Any], admin: bool = False) -> Any:
+        """`step(user)` for the signed-in user (an administrator with `admin`); if the
+        session no longer holds, what the handler returns instead (`expired`)."""
+        try:
+            user = self._admin() if admin else self._user()
+        except Unauthorized as exc:
+            return expired(self, exc)
+        return step(user)
 
     @rx.event
     def sign_out(self):

@@ -14,12 +14,11 @@ from typing import Any
 import reflex as rx
 
 from bpflow import listing
-from bpflow.auth import Unauthorized
 from bpflow.mailbox import Forbidden, Mailbox, Tampered
 from bpflow.services import get_store
 from bpflow_app.boxview import clock_text
 from bpflow_app.outer import ShellState
-from bpflow_app.session import SessionState, expired
+from bpflow_app.session import SessionState
 from engine.errors import BpflowError
 
 PAGE_SIZE = 25
@@ -84,12 +83,6 @@ class InboxState(SessionState):
                                     offset=self.page * PAGE_SIZE)
         self.mails = [mail_view(m, m["id"] == self.opened) for m in rows]
         self.loading = False
-
-    def _guarded(self, step) -> Any:
-        try:
-            return step(self._user())
-        except Unauthorized as exc:
-            return expired(self, exc)
 
     @rx.event
     def load(self):

@@ -5,15 +5,15 @@ marked), a drawing preview and per-circle statistics of the chosen version, and 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import reflex as rx
 
-from bpflow.auth import Unauthorized
 from bpflow.services import get_store
 from bpflow_app.drawing import Drawing, draw
-from bpflow_app.session import SessionState, expired
+from bpflow_app.session import SessionState
 from engine.errors import BpflowError, DefinitionError
 
 MAX_UPLOAD = 1_000_000  # bytes
@@ -82,12 +82,8 @@ class TemplatesState(SessionState):
     busy: bool = False
     loading: bool = True
 
-    def _guarded(self, step) -> Any:
-        try:
-            self._admin()
-        except Unauthorized as exc:
-            return expired(self, exc)
-        return step()
+    def _as_admin(self, step: Callable[[], Any]) -> Any:
+        return self._guarded(lambda _: step(), admin=True)
 
     def _choose(self, name: str, version: int | None) -> None:
         store = get_store()
@@ -112,18 +108,18 @@ class TemplatesState(SessionState):
     def load(self):
         if self._visitor() is None:
             return None
-        return self._guarded(self._refresh)
+        return self._as_admin(self._refresh)
 
     @rx.event
     def choose(self, name: str, version: int):
-        return self._guarded(lambda: self._choose(name, version))
+        return self._as_admin(lambda: self._choose(name, version))
 
     @rx.event
     def paste(self, form_data: dict[str, Any]):
         self.busy = True
         yield
         try:
-            yield self._guarded(lambda: self._store(str(form_data.get("body") or "")))
+            yield self._as_admin(lambda: self._store(str(form_data.get("body") or "")))
         finally:
             self.busy = False
 
@@ -138,7 +134,7 @@ class TemplatesState(SessionState):
             if len(data) > MAX_UPLOAD:
                 yield rx.toast.error("That file is too large for a template")
                 return
-            yield self._guarded(lambda: self._store(data.decode("utf-8", errors="replace")))
+            yield self._as_admin(lambda: self._store(data.decode("utf-8", errors="replace")))
         finally:
             self.busy = False
 

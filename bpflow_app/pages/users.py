@@ -9,12 +9,11 @@ from typing import Any
 import reflex as rx
 
 from bpflow import listing
-from bpflow.auth import Unauthorized
 from bpflow.services import get_store
 from bpflow.store import ROLES
 from bpflow_app.boxview import clock_text
 from bpflow_app.components.ui import empty_state, page_header
-from bpflow_app.session import SessionState, expired
+from bpflow_app.session import SessionState
 
 MIN_PASSWORD = 8
 
@@ -48,12 +47,7 @@ class UsersState(SessionState):
     def load(self):
         if self._visitor() is None:
             return None
-        try:
-            self._admin()
-        except Unauthorized as exc:
-            return expired(self, exc)
-        self._fetch()
-        return None
+        return self._guarded(lambda _: self._fetch(), admin=True)
 
     @rx.event
     def add(self, form_data: dict[str, Any]):
@@ -65,10 +59,9 @@ class UsersState(SessionState):
             self.busy = False
 
     def _add(self, form_data: dict[str, Any]):
-        try:
-            self._admin()
-        except Unauthorized as exc:
-            return expired(self, exc)
+        return self._guarded(lambda _: self._add_user(form_data), admin=True)
+
+    def _add_user(self, form_data: dict[str, Any]):
         name = str(form_data.get("username") or "").strip()
         password = str(form_data.get("password") or "")
         role = str(form_data.get("role") or "user")

@@ -15,7 +15,7 @@ from bpflow.mailbox import Forbidden, Mailbox, RateLimited, Tampered
 from bpflow.store import Conflict
 from bpflow.units import Units
 from bpflow.worker import Worker
-from engine.errors import BookmarkError
+from engine.errors import BookmarkError, TransitionError
 from tests.http_server import LocalServer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -85,6 +85,19 @@ def test_confirm_accept_and_decline(store, units):
     declined = units.confirm(b.id, "agree", mark(store, b.id, "agree"), False, "too long")
     assert declined.circles["agree"].state == "failure"
     assert declined.circles["agree"].reason == "declined: too long"
+    c = store.start("terms")
+    accepted = units.confirm(c.id, "agree", mark(store, c.id, "agree"), True)
+    assert accepted.status == "completed"
+    assert accepted.circles["agree"].result == {"accepted": True}
+
+
+def test_confirming_a_circle_that_asks_for_no_confirmation_is_refused(store, units):
+    store.put_template({"name": "note", "circles": [
+        {"uri": "write", "box": {"form": [{"name": "text", "type": "string"}]}}]})
+    inst = store.start("note")
+    with pytest.raises(TransitionError, match="asks for no confirmation"):
+        units.confirm(inst.id, "write", mark(store, inst.id, "write"), True)
+    assert store.get(inst.id).circles["write"].state == "waiting"
 
 
 # ----------------------------------------------------------------- HTTP
