@@ -249,7 +249,8 @@ class Mailbox:
               limit: int = 50, offset: int = 0) -> list[dict[str, Any]]:
         """The user's mail, newest first; admins also see guest messages."""
         mine = mail_t.c.recipient_id == user.get("id")
-        if "admin" in user.get("roles", []):
+        if "admin" in user.get("roles", []) and kind in (None, "guest"):
+            # (only then: another kind read alone stays the top of ix_mailbox_list)
             mine = or_(mine, and_(mail_t.c.kind == "guest", mail_t.c.recipient_id.is_(None)))
         q = select(mail_t).where(mine)
         if kind:

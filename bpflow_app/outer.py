@@ -90,8 +90,8 @@ class SignInState(SessionState):
             return None
         self.fields = auth_fields()
         self.token, self.outer = issue_token(user), outer.id
-        return [rx.toast.success(f"Signed in as {username}"),
-                *loads_for(self.router.url.path)]
+        # The frame comes up for the new session and loads the page (ShellState.catch_up).
+        return rx.toast.success(f"Signed in as {username}")
 
 
 class ShellState(SessionState):
@@ -101,11 +101,17 @@ class ShellState(SessionState):
     server runs the page's loads right after hydrating, without a round trip through the
     browser, and `ready` turns true once they are done: the page is drawn once, with its
     data. `ready` stays true while the tab moves between pages (no flash of a loading
-    screen); each page shows its own loading state meanwhile."""
+    screen); each page shows its own loading state meanwhile.
+
+    `loaded_for` names the session the page's data was loaded for: when the session
+    changes without a page load (signing in on this page, or in another tab, whose token
+    reaches this one), the frame shows the loading screen instead, whose `catch_up` loads
+    the page for the new session, so nobody sees data loaded for someone else."""
 
     unread: int = 0
     main_state: str = "waiting"
     ready: bool = False  # the session is known: the frame or the sign-in form can show
+    loaded_for: str = ""  # the session_key the page's data was loaded for
 
     @rx.event
     def load(self):
@@ -118,6 +124,15 @@ class ShellState(SessionState):
         counts = listing.mail_counts(get_store(), user)
         self.unread = sum(c["unread"] for c in counts.values())
         self.main_state = self._main_state(user)
+        self.loaded_for = self.session_key
+
+    @rx.event
+    def catch_up(self):
+        """The frame came up for a session the page was not loaded for: load it now (the
+        page's loads, this state's last)."""
+        if self._visitor() is None or self.loaded_for == self.session_key:
+            return None
+        return list(loads_for(self.router.route_id))
 
     def _main_state(self, user: dict[str, Any]) -> str:
         store = get_store()
@@ -144,14 +159,7 @@ def page_loads(route: str, *loads: Any) -> list[Any]:
     return list(PAGE_LOADS[route])
 
 
-def loads_for(path: str) -> tuple[Any, ...]:
-    """The on_load handlers of the page at `path` (signing in runs them again, since the
-    page's own loads found nobody signed in)."""
-    parts = path.rstrip("/").split("/")
-    for route, loads in PAGE_LOADS.items():
-        pattern = route.rstrip("/").split("/")
-        if len(pattern) == len(parts) and all(
-                p == q or (p.startswith("[") and p.endswith("]"))
-                for p, q in zip(pattern, parts, strict=True)):
-            return loads
-    return (ShellState.load,)
+def loads_for(route: str) -> tuple[Any, ...]:
+    """The on_load handlers of a route as Reflex matched it (`router.route_id`, dynamic
+    segments in brackets, the app's frontend path off)."""
+    return PAGE_LOADS.get(route, (ShellState.load,))

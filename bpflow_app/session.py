@@ -8,6 +8,7 @@ is trusted from the browser except that signature. Every page state derives from
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from typing import Any
 
@@ -42,6 +43,12 @@ class SessionState(rx.State):
     @rx.var
     def signed_in(self) -> bool:
         return token_user(self.token) is not None
+
+    @rx.var
+    def session_key(self) -> str:
+        """Names this sign-in (a digest of its token, which every sign-in renews): the
+        frame shows a page only once its data was loaded for this very session."""
+        return hashlib.sha256(self.token.encode()).hexdigest()[:16] if self.token else ""
 
     @rx.var
     def is_admin(self) -> bool:

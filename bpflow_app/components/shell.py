@@ -116,9 +116,9 @@ def sign_in_panel() -> rx.Component:
     )
 
 
-def loading_screen() -> rx.Component:
+def loading_screen(**props) -> rx.Component:
     return rx.center(rx.spinner(size="3"), rx.text("Loading…", size="2"), min_height="60vh",
-                     spacing="3", aria_busy="true")
+                     spacing="3", aria_busy="true", **props)
 
 
 def outer_circle(content: Callable[[], rx.Component]) -> Callable[[], rx.Component]:
@@ -129,10 +129,14 @@ def outer_circle(content: Callable[[], rx.Component]) -> Callable[[], rx.Compone
             ShellState.ready,  # set by the page's last on_load handler (outer.page_loads)
             rx.cond(
                 SessionState.signed_in,
-                rx.box(navbar(),
-                       rx.box(content(), as_="main", max_width="1280px", margin_x="auto",
-                              padding=["12px", "16px", "24px"], width="100%"),
-                       min_height="100vh"),
+                rx.cond(  # the page's data was loaded for this session (not a former one)
+                    ShellState.loaded_for == SessionState.session_key,
+                    rx.box(navbar(),
+                           rx.box(content(), as_="main", max_width="1280px", margin_x="auto",
+                                  padding=["12px", "16px", "24px"], width="100%"),
+                           min_height="100vh"),
+                    loading_screen(on_mount=ShellState.catch_up),
+                ),
                 sign_in_panel(),
             ),
             loading_screen(),

@@ -31,9 +31,9 @@ SCOPES = {"self": "Retry this", "levels": "Reset levels", "all": "Reset all"}
 
 
 def route_id(path: str) -> str:
-    """The instance id of a `/flow/<id>` path."""
+    """The instance id of a `/flow/<id>` path (behind any frontend path)."""
     parts = [p for p in path.split("/") if p]
-    return parts[1] if len(parts) == 2 and parts[0] == "flow" else ""
+    return parts[-1] if len(parts) >= 2 and parts[-2] == "flow" else ""
 
 
 class FlowState(SessionState):
@@ -64,7 +64,7 @@ class FlowState(SessionState):
     _opened: set[str] = set()
     _closed: set[str] = set()
     _errors: dict[str, dict[str, str]] = {}
-    _polling: bool = False
+    _polling: str = ""  # the flow a poll follows (a poll of another one then stops)
     _circles: list[fv.CircleInfo] = []
 
     @rx.var
@@ -143,14 +143,15 @@ class FlowState(SessionState):
     @rx.event(background=True)
     async def poll(self):
         async with self:
-            if self._polling:
-                return
-            self._polling, iid = True, self.iid
+            if self._polling == self.iid:
+                return  # this flow is followed already
+            self._polling = iid = self.iid
         try:
             for _ in range(POLL_LIMIT):
                 await asyncio.sleep(POLL_S)
                 async with self:
-                    if self.iid != iid or route_id(self.router.url.path) != iid:
+                    if (self._polling != iid or self.iid != iid
+                            or route_id(self.router.url.path) != iid):
                         break
                     stamp = listing.instance_stamp(get_store(), iid)
                     if stamp is not None and stamp[0] != self._seq:
@@ -159,7 +160,8 @@ class FlowState(SessionState):
             pass
         finally:
             async with self:
-                self._polling = False
+                if self._polling == iid:
+                    self._polling = ""
 
     # ------------------------------------------------------------- the boxes
     @rx.event

@@ -123,7 +123,7 @@ class FlowsState(SessionState):
     @rx.event
     def turn(self, delta: int):
         self.page = min(max(0, self.page + delta), self.pages - 1)
-        return self.load()
+        return self._guarded(lambda _: self.load())
 
     @rx.event
     def start(self, form_data: dict[str, Any]):

@@ -25,6 +25,7 @@ def test_route_id_reads_the_flow_path():
     assert route_id("/flow/abc123") == "abc123"
     assert route_id("/flow/abc123/") == "abc123"
     assert route_id("/flows") == "" and route_id("/flow/a/b") == ""
+    assert route_id("/prefix/flow/abc123") == "abc123"  # behind a frontend_path
 
 
 def test_owner_sees_drawing_and_the_form_waiting(make_state, web_store):

@@ -128,15 +128,39 @@ def test_each_signed_in_page_loads_on_the_server_and_the_frame_last():
     from bpflow_app.pages.inbox_state import InboxState
 
     assert outer.loads_for("/inbox") == (InboxState.load, ShellState.load)
-    assert outer.loads_for("/flow/abc123/") == (FlowState.load, ShellState.load)
-    assert outer.loads_for("/flow") == (ShellState.load,)
+    assert outer.loads_for("/flow/[id]") == (FlowState.load, ShellState.load)
+    assert outer.loads_for("/404") == (ShellState.load,)
     assert set(outer.PAGE_LOADS) == {"/flows", "/flow/[id]", "/inbox", "/templates", "/users"}
 
 
-def test_signing_in_runs_the_loads_of_the_page_it_was_shown_on(make_state):
-    import bpflow_app.bpflow_app  # noqa: F401
+def test_a_new_session_loads_the_page_it_comes_up_on(make_state, web_store):
+    """Signing in on a page (or in another tab) changes the session without a page load:
+    the frame shows the loading screen until `catch_up` loaded the page for it, so no one
+    sees data loaded for a former session."""
+    import bpflow_app.bpflow_app  # noqa: F401  (registers the pages)
+    from bpflow.auth import issue_token
     from bpflow_app.pages.inbox_state import InboxState
 
-    state = make_state(SignInState, path="/inbox")
-    events = run(state.sign_in({"username": "bob", "password": "bob-password"}))
-    assert events[1:] == [InboxState.load, ShellState.load]
+    sign = make_state(SignInState, path="/inbox")
+    events = run(sign.sign_in({"username": "bob", "password": "bob-password"}))
+    assert len(events) == 1  # the toast: the page's loads come with the frame
+    shell = make_state(ShellState, path="/inbox")
+    shell.token = sign.token
+    assert shell.loaded_for != shell.session_key
+    assert run(shell.catch_up()) == [InboxState.load, ShellState.load]
+    shell.load()
+    assert shell.loaded_for == shell.session_key != ""
+    assert run(shell.catch_up()) == []  # loaded for this session: nothing to do
+    shell.token = issue_token(web_store.user("carol"))  # another tab signed someone else in
+    assert shell.loaded_for != shell.session_key
+    assert run(shell.catch_up()) == [InboxState.load, ShellState.load]
+    shell.token = ""
+    assert run(shell.catch_up()) == []  # nobody signed in: the sign-in form
+
+
+def test_turning_a_page_with_an_expired_session_signs_out(make_state):
+    from bpflow_app.pages.flows import FlowsState
+
+    state = make_state(FlowsState)
+    state.token = "forged.token.value"
+    assert run(state.turn(1)) and state.token == ""

@@ -76,3 +76,48 @@ def test_pages_fit_a_phone(new_page, sign_in, screenshot) -> None:
     expect(phone.locator('.circle-box[data-circle="claim"]')).to_be_visible()
     assert phone.evaluate("document.documentElement.scrollWidth") <= 391  # the drawing scrolls
     screenshot(phone, "phone_flow")
+
+
+FIRST_VIEW = """(name) => { window.__firstView = new Promise((resolve) => {
+  const look = () => {
+    const menu = document.querySelector('#user-menu');
+    if (!menu || !menu.textContent.includes(name)) return;
+    seen.disconnect();
+    resolve([...document.querySelectorAll('#mail-list .mail')].map((m) => m.dataset.mail));
+  };
+  const seen = new MutationObserver(look);
+  seen.observe(document.body, {childList: true, subtree: true, characterData: true});
+  look();
+}); }"""
+
+
+def test_a_tab_follows_sign_in_and_out_in_another_tab(page, sign_in, app_store,
+                                                      screenshot) -> None:
+    """The session lives in localStorage, shared by the browser's tabs: a tab waiting on
+    the sign-in form shows its page once another tab signs in, loaded for that person,
+    and never shows what was loaded for someone who signed out meanwhile."""
+    from bpflow.mailbox import Mailbox
+
+    Mailbox(app_store).send("message", app_store.user("root"), ["bob"], "For bob only",
+                            "A note nobody else should see")
+    other = page.context.new_page()
+    other.goto("/inbox")
+    expect(other.get_by_label("Username")).to_be_visible()
+    sign_in(page, "bob")
+    expect(other.locator("#user-menu")).to_contain_text("bob")
+    other.get_by_role("tab", name="Messages").click()
+    expect(other.locator(".mail", has_text="For bob only")).to_be_visible()
+    bobs = set(other.locator("#mail-list .mail").evaluate_all(
+        "(mails) => mails.map((m) => m.dataset.mail)"))
+
+    page.locator("#user-menu").click()
+    page.get_by_role("menuitem", name="Sign out").click()
+    expect(other.get_by_label("Username")).to_be_visible()
+    other.evaluate(FIRST_VIEW, "alice")
+    sign_in(page, "alice")
+    first_view = set(other.evaluate("window.__firstView"))  # when alice's name appeared
+    assert not first_view & bobs, "the tab showed mail loaded for bob to alice"
+    expect(other.locator("#user-menu")).to_contain_text("alice")
+    expect(other.locator(".mail", has_text="For bob only")).to_have_count(0)
+    screenshot(other, "session_followed_from_another_tab")
+    other.close()

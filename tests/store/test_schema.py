@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import inspect
@@ -27,9 +28,11 @@ def test_upgrade_is_idempotent_and_sqlite_runs_in_wal_mode(db_url, store):
             assert conn.exec_driver_sql("PRAGMA synchronous").scalar() == 2  # FULL
 
 
-def test_an_inbox_page_and_its_counts_are_read_from_indexes(tmp_path):
+@pytest.mark.parametrize("role", ["approver", "admin"])
+def test_an_inbox_page_and_its_counts_are_read_from_indexes(tmp_path, role):
     """A page of a big inbox must not sort the whole mailbox: the list is the top of
-    `ix_mailbox_list`, the counts come from `ix_mailbox_counts` alone."""
+    `ix_mailbox_list`, the counts come from `ix_mailbox_counts` (an administrator's
+    guest messages too)."""
     from sqlalchemy import event
 
     from bpflow.listing import mail_counts
@@ -41,7 +44,7 @@ def test_an_inbox_page_and_its_counts_are_read_from_indexes(tmp_path):
     upgrade(url)  # the migrations' indexes, as a user's database has them
     store = Store(url, secret=b"s" * 32)
     try:
-        store.add_user("ann", "ann-password-1", ["approver"])
+        store.add_user("ann", "ann-password-1", [role])
         user, statements = store.user("ann"), []
 
         def record(conn, cursor, statement, parameters, context, executemany):
@@ -57,6 +60,6 @@ def test_an_inbox_page_and_its_counts_are_read_from_indexes(tmp_path):
             plans = [" | ".join(row[-1] for row in conn.exec_driver_sql(
                 f"EXPLAIN QUERY PLAN {sql}", params).all()) for sql, params in statements]
         assert "ix_mailbox_list" in plans[0] and "TEMP B-TREE" not in plans[0], plans[0]
-        assert "COVERING INDEX ix_mailbox_counts" in plans[1], plans[1]
+        assert "ix_mailbox_counts" in plans[1] and "SCAN mailbox" not in plans[1], plans[1]
     finally:
         store.close()
