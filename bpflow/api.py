@@ -256,24 +256,19 @@ def create_app(store_factory: Callable[[], Store] | None = None) -> FastAPI:
         return node
 
     def check_owner(inst: Instance, caller: dict[str, Any]) -> Instance:
+        """The instance if the caller may see it; else the store's own 'not found'."""
         if "admin" not in caller["roles"] and inst.user.get("id") != caller["id"]:
             raise NotFound(f"no instance '{inst.id}'")  # not yours to see
         return inst
 
     def owned(s: Store, instance_id: str, caller: dict[str, Any]) -> Instance:
         """The instance as stored, if the caller may see it."""
-        try:
-            return check_owner(s.get(instance_id), caller)
-        except NotFound:
-            raise NotFound(f"no instance '{instance_id}'") from None
+        return check_owner(s.get(instance_id), caller)
 
     async def owner_checked(s: Store, instance_id: str, caller: dict[str, Any]) -> Instance:
         """The instance for its owner and template only (a cached copy will do: neither
         ever changes); what a step needs of its state it reads inside the step."""
-        try:
-            return check_owner(await s.peek_async(instance_id), caller)
-        except NotFound:
-            raise NotFound(f"no instance '{instance_id}'") from None
+        return check_owner(await s.peek_async(instance_id), caller)
 
     async def step(s: Store, instance_id: str, caller: dict[str, Any],
                    op: Callable[[Any, Instance], Any], status: int = 200) -> Response:

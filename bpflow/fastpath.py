@@ -88,7 +88,7 @@ def _settle(items: list[tuple[Waiter, Any, BaseException | None]]) -> None:
 class SqliteWriter:
     """The write path on SQLite straight through sqlite3: the statements SQLAlchemy would
     send, without its per-statement cost; values are stored exactly as SQLAlchemy stores
-    them, so either side reads both. A thread writes on a connection of its own (`submit`);
+    them, so either side reads both. A thread writes on a connection of its own (`write`);
     an event loop hands its steps to its `LoopWriter` (`run`), which commits the steps
     that arrive together in one transaction."""
 
@@ -111,7 +111,7 @@ class SqliteWriter:
         self._thread: threading.Thread | None = None
         self._pid = os.getpid()
         self._local = threading.local()
-        self._readers: list[sqlite3.Connection] = []
+        self._conns: list[sqlite3.Connection] = []  # of every thread
         self._loops: dict[asyncio.AbstractEventLoop, LoopWriter] = {}
 
     # ------------------------------------------------------------ the jobs
@@ -177,16 +177,19 @@ class SqliteWriter:
     def scalar(self, sql: str, params: tuple[Any, ...] = ()) -> Any:
         """The first column of the first row of a small read (a connection of this
         thread, autocommit: WAL readers never wait for the writer)."""
-        pid, conn = getattr(self._local, "conn", (None, None))
-        if pid != os.getpid():  # none yet in this thread, or inherited through a fork
-            conn = sqlite3.connect(self.path, timeout=30, isolation_level=None,
-                                   check_same_thread=False)
-            conn.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_MS}")
-            self._local.conn = (os.getpid(), conn)
-            with self._lock:
-                self._readers.append(conn)
-        row = conn.execute(sql, params).fetchone()
+        row = self._own("reader").execute(sql, params).fetchone()
         return row[0] if row else None
+
+    def _own(self, name: str) -> sqlite3.Connection:
+        """This thread's connection `name` (made anew when there is none yet in this
+        thread, or the one there was inherited through a fork)."""
+        pid, conn = getattr(self._local, name, (None, None))
+        if pid != os.getpid():
+            conn = _connect(self.path)
+            setattr(self._local, name, (os.getpid(), conn))
+            with self._lock:
+                self._conns.append(conn)
+        return conn
 
     # --------------------------------------------------------------- writing
     def write(self, job: Job) -> Any:
@@ -196,12 +199,7 @@ class SqliteWriter:
         sharing the disk flush saved."""
         with self._lock:
             self._started()
-        pid, conn = getattr(self._local, "writer", (None, None))
-        if pid != os.getpid():
-            conn = _connect(self.path)
-            self._local.writer = (os.getpid(), conn)
-            with self._lock:
-                self._readers.append(conn)
+        conn = self._own("writer")
         begin_immediate(conn)
         try:
             value = job(conn)
@@ -219,7 +217,7 @@ class SqliteWriter:
             self._pid, self._loops = os.getpid(), {}
 
     async def run(self, job: Job) -> Any:
-        """`submit` for an event loop: awaits the commit without blocking the loop (the
+        """`write` for an event loop: awaits the commit without blocking the loop (the
         loop's own `LoopWriter` writes it)."""
         loop = asyncio.get_running_loop()
         with self._lock:
@@ -233,9 +231,9 @@ class SqliteWriter:
 
     def close(self) -> None:
         with self._lock:
-            for conn in self._readers:
+            for conn in self._conns:
                 conn.close()
-            self._readers.clear()
+            self._conns.clear()
             self._local = threading.local()
             loops, self._loops = self._loops, {}
         for writer in loops.values():
