@@ -1,8 +1,9 @@
-"""The HTTP action: the circle's action with `${...}` already substituted, sent with an
-idempotency key for this attempt so a receiver can de-duplicate a repeated call.
+"""The actions the worker runs (http, mail, approval), each a handler from an
+`ActionContext` (the rendered action and whom it acts for) to an `Outcome`.
 
-It never raises for a failure of the remote side: that is an Outcome with a readable
-reason, which fails the circle subject to its retries.
+A handler never raises for a failure of the outside world: that is an Outcome with a
+readable reason, which fails the circle subject to its retries. An HTTP call carries an
+idempotency key for its attempt, so a receiver can de-duplicate a repeated call.
 """
 
 from __future__ import annotations
@@ -11,6 +12,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import httpx
+
+from bpflow.access import may_approve
+from bpflow.mailbox import Mailbox
+from bpflow.store import Store
+from engine.instance import Instance
+from engine.runtime import Engine
 
 
 @dataclass(frozen=True)
@@ -49,3 +56,71 @@ def run_http(action: dict[str, Any], idempotency_key: str) -> Outcome:
     return Outcome(False, reason=f"{method} {action['url']} answered HTTP"
                                  f" {response.status_code}" + (f": {snippet}" if snippet else ""))
 
+
+@dataclass(frozen=True)
+class ActionContext:
+    """What an action handler gets: the rendered action and whom it acts for."""
+
+    store: Store
+    instance_id: str
+    circle: str
+    epoch: int
+    action: dict[str, Any]
+    key: str  # idempotency key of this attempt
+    user: dict[str, Any]  # the instance's user, on whose behalf the action runs
+    shown: dict[str, Any]  # results of the circle's direct dependencies
+
+
+def _recipients(to: Any) -> list[str]:
+    names = [to] if isinstance(to, str) else list(to or [])
+    return [str(n).strip() for n in names if str(n).strip()]
+
+
+def http_unit(ctx: ActionContext) -> Outcome:
+    return run_http(ctx.action, ctx.key)
+
+
+def mail_unit(ctx: ActionContext) -> Outcome:
+    to = _recipients(ctx.action.get("to"))
+    ids = Mailbox(ctx.store).send("message", ctx.user, to, str(ctx.action.get("subject", "")),
+                                  str(ctx.action.get("body", "")), instance=ctx.instance_id,
+                                  circle=ctx.circle, epoch=ctx.epoch)
+    return Outcome(True, result={"sent_to": to, "mails": ids})
+
+
+def approval_unit(ctx: ActionContext) -> Outcome:
+    to = list(dict.fromkeys(_recipients(ctx.action.get("to"))))
+    quorum = ctx.action.get("quorum", "all")
+    if isinstance(quorum, int) and quorum > len(to):
+        return Outcome(False, reason=f"quorum {quorum} is more than the {len(to)} approvers")
+    if ctx.user.get("username") in to:
+        return Outcome(False, reason=f"{ctx.user['username']} cannot approve their own"
+                                     " request")
+    for name in to:
+        person = ctx.store.user(name)
+        if person is None:
+            return Outcome(False, reason=f"no user named {name}")
+        if not may_approve(person["roles"]):
+            return Outcome(False, reason=f"{name} is not an approver")
+    shown = ctx.action.get("data", ctx.shown)
+    ids = Mailbox(ctx.store).send(
+        "approval", ctx.user, to, str(ctx.action.get("subject") or f"Approve {ctx.circle}"),
+        str(ctx.action.get("body", "")), instance=ctx.instance_id, circle=ctx.circle,
+        epoch=ctx.epoch, payload_extra={"data": shown, "quorum": quorum, "approvers": to})
+    return Outcome(None, pending={"approval": {"approvers": to, "quorum": quorum,
+                                               "mails": ids}})
+
+
+HANDLERS = {"http": http_unit, "mail": mail_unit, "approval": approval_unit}
+
+
+def shown_data(engine: Engine, inst: Instance, cid: str) -> dict[str, Any]:
+    """What an approver sees by default: the results of the circle's direct deps."""
+    node = inst.template.plan.nodes[cid]
+    out = {}
+    for group in node.deps:
+        for dep in group:
+            run = inst.circles[dep]
+            if run.state == "success":
+                out[dep.rsplit(".", 1)[-1]] = run.result
+    return out

@@ -23,9 +23,9 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from bpflow.auth import LIFETIME_S, FailureLimiter, TokenCache, Unauthorized, issue_token
 from bpflow.forms import FormError
+from bpflow.interactions import Interactions
 from bpflow.mailbox import Forbidden, Mailbox, RateLimited, Tampered
 from bpflow.store import Conflict, NotFound, Store
-from bpflow.units import Units
 from engine.errors import DefinitionError, TransitionError
 from engine.instance import Instance
 from engine.runtime import InputError
@@ -216,11 +216,11 @@ def _errors(*codes: int) -> dict[int | str, dict[str, Any]]:
 def create_app(store_factory: Callable[[], Store] | None = None) -> FastAPI:
     """The API app; `store_factory` gives the Store (the process-wide one by default)."""
     if store_factory is None:
-        from bpflow.services import get_store
+        from bpflow.backend import get_store
         store_factory = get_store
     @contextlib.asynccontextmanager
     async def lifespan(_app: FastAPI):  # served on its own (mounted in Reflex: services')
-        from bpflow.services import settle_memory
+        from bpflow.backend import settle_memory
         settle_memory()
         yield
 
@@ -420,7 +420,7 @@ def create_app(store_factory: Callable[[], Store] | None = None) -> FastAPI:
             data = body.result if isinstance(body.result, dict) else {}
             if box.confirm is not None and body.result is not False:
                 data = {"accept": True, **data}
-            inst = await Units(s).submit_async(instance_id, uri, body.bookmark, data,
+            inst = await Interactions(s).submit_async(instance_id, uri, body.bookmark, data,
                                                caller["username"])
             return _json(out(s, inst, caller))
         return await step(s, instance_id, caller, lambda e, i: e.complete(

@@ -1,4 +1,5 @@
-"""Signed tokens (JWT, HS256) for the REST API and the web app's session.
+"""Signed tokens (JWT, HS256) for the REST API and the web app's session, and the one
+limit on failed sign-ins.
 
 The token names the user and the roles the users table gave at sign-in; issuer,
 audience and expiry are always checked. The key is derived from the server secret.
@@ -13,32 +14,30 @@ from typing import Any
 
 import jwt
 
+from bpflow.access import Caller
+from bpflow.errors import Unauthorized
 from bpflow.security import derive, load_secret
-from engine.errors import BpflowError
 
 ISSUER = "bpflow"
 AUDIENCE = "bpflow-api"
 LIFETIME_S = 3600
 
 
-class Unauthorized(BpflowError):
-    """No valid token: missing, forged or expired (HTTP 401)."""
-
-
 def _key(secret: bytes | None) -> bytes:
     return derive(secret or load_secret(), "jwt")
 
 
-def issue_token(user: dict[str, Any], secret: bytes | None = None,
+def issue_token(user: Caller | dict[str, Any], secret: bytes | None = None,
                 lifetime: int = LIFETIME_S, now: float | None = None) -> str:
     now = int(now if now is not None else time.time())
-    claims = {"sub": user["username"], "uid": user["id"], "roles": list(user["roles"]),
+    user = Caller.of(user)
+    claims = {"sub": user.username, "uid": user.id, "roles": list(user.roles),
               "iss": ISSUER, "aud": AUDIENCE, "iat": now, "exp": now + lifetime}
     return jwt.encode(claims, _key(secret), algorithm="HS256")
 
 
-def verify_token(token: str | None, secret: bytes | None = None) -> dict[str, Any]:
-    """The user a token stands for: {"id", "username", "roles"}; Unauthorized otherwise."""
+def verify_token(token: str | None, secret: bytes | None = None) -> Caller:
+    """The caller a token stands for; Unauthorized otherwise."""
     if not token:
         raise Unauthorized("missing bearer token")
     try:
@@ -48,7 +47,7 @@ def verify_token(token: str | None, secret: bytes | None = None) -> dict[str, An
         raise Unauthorized("token expired") from None
     except jwt.PyJWTError:
         raise Unauthorized("invalid token") from None
-    return {"id": claims["uid"], "username": claims["sub"], "roles": list(claims["roles"])}
+    return Caller(claims["uid"], claims["sub"], tuple(claims["roles"]))
 
 
 class TokenCache:
@@ -58,18 +57,18 @@ class TokenCache:
 
     def __init__(self, secret: bytes, size: int = 10_000):
         self.secret, self.size = secret, size
-        self.known: dict[str, tuple[dict[str, Any], float]] = {}
+        self.known: dict[str, tuple[Caller, float]] = {}
 
-    def verify(self, token: str | None) -> dict[str, Any]:
+    def verify(self, token: str | None) -> Caller:
         hit = self.known.get(token) if token else None
         if hit is not None and hit[1] > time.time():
-            return {**hit[0], "roles": list(hit[0]["roles"])}
-        user = verify_token(token, self.secret)
+            return hit[0]
+        caller = verify_token(token, self.secret)
         claims = jwt.decode(token, options={"verify_signature": False})
         if len(self.known) >= self.size:
             self.known.clear()
-        self.known[token] = (user, float(claims["exp"]))
-        return {**user, "roles": list(user["roles"])}
+        self.known[token] = (caller, float(claims["exp"]))
+        return caller
 
 
 class FailureLimiter:
@@ -110,3 +109,21 @@ class FailureLimiter:
                           q[-1] <= now - self.window]:
                     del self.failures[k]
             self._recent(key, now).append(now)
+
+    def clear(self) -> None:
+        with self.lock:
+            self.failures.clear()
+
+
+# Every sign-in (the API's token endpoint, the web app's form, an `auth` circle) counts
+# against this one limit per username.
+SIGN_IN_FAILURES = FailureLimiter(10, 300.0)
+
+
+def sign_in_allowed(username: str) -> int:
+    """0 when a sign-in may be tried for `username`, else the seconds to wait."""
+    return SIGN_IN_FAILURES.blocked(username)
+
+
+def sign_in_failed(username: str) -> None:
+    SIGN_IN_FAILURES.hit(username)

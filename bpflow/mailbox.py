@@ -19,32 +19,16 @@ from typing import Any
 from sqlalchemy import and_, func, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
+from bpflow.errors import Conflict, Forbidden, NotFound, RateLimited, Tampered
 from bpflow.models import Mail, User
 from bpflow.security import derive
-from bpflow.store import Conflict, NotFound, Store
-from engine.errors import BpflowError
+from bpflow.store import Store
 from engine.instance import WAITING
 
 mail_t = Mail.__table__
 users_t = User.__table__
 GUEST_LIMITS = {"name": 80, "subject": 200, "body": 5000}
 GUEST_RATE = (5, timedelta(minutes=10))  # messages per client per window
-
-
-class Forbidden(BpflowError, PermissionError):
-    """The caller may not do this (not the addressee, not an admin)."""
-
-
-class Tampered(BpflowError):
-    """A mail or decision whose signature does not match: refused."""
-
-
-class RateLimited(BpflowError):
-    """Too many requests from one client; `retry_after` seconds until the next is allowed."""
-
-    def __init__(self, message: str, retry_after: int):
-        self.retry_after = retry_after
-        super().__init__(message)
 
 
 def canonical(value: Any) -> bytes:

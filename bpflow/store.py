@@ -25,6 +25,7 @@ from sqlalchemy import bindparam, func, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
 from bpflow.db import make_engine
+from bpflow.errors import Conflict, NotFound
 from bpflow.fastpath import CIRCLE_COLUMNS, Lost, SqliteWriter, Write
 from bpflow.models import (
     CircleStateRow,
@@ -49,14 +50,6 @@ events_t = EventRow.__table__
 templates_t = TemplateVersion.__table__
 pinned_t = InstanceTemplate.__table__
 users_t = User.__table__
-
-
-class NotFound(BpflowError, LookupError):
-    """No such instance, template or user."""
-
-
-class Conflict(BpflowError):
-    """The instance kept changing under us; the caller may try again (HTTP 409)."""
 
 
 @dataclass

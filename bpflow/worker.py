@@ -18,11 +18,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from bpflow.actions import Outcome
-from bpflow.store import NotFound, Store
-from bpflow.units import HANDLERS, ActionContext, Units, shown_data
+from bpflow.actions import HANDLERS, ActionContext, Outcome, shown_data
+from bpflow.errors import NotFound
+from bpflow.mailbox import Mailbox
+from bpflow.store import Store
 from engine.errors import BpflowError, VariableError
 from engine.instance import Instance
+from engine.phase import Phase, action_extra, box_phase
 from engine.runtime import Engine
 
 log = logging.getLogger("bpflow.worker")
@@ -46,7 +48,7 @@ class Worker:
         self.name = name or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         self.lease = lease
         self.handlers = handlers if handlers is not None else HANDLERS
-        self.units = Units(store)
+        self.mailbox = Mailbox(store)
 
     def run_once(self, limit: int = 200) -> int:
         """Work through one batch of due instances; returns how many were claimed.
@@ -73,7 +75,7 @@ class Worker:
 
     def process(self, instance_id: str, jobs: list[Job], approvals: list[str]) -> None:
         for cid in approvals:  # re-entry checks decided approval mail
-            self.units.mailbox.settle(instance_id, cid)
+            self.mailbox.settle(instance_id, cid)
         for job in jobs:
             if not self.store.renew(instance_id, self.name, self.lease):
                 log.warning("instance %s: lease lost, leaving it to its new holder",
@@ -115,17 +117,15 @@ class Worker:
             action = circle.box.action
             if not action or action["type"] not in self.handlers:
                 continue
-            if run.pending and "approval" in run.pending:
+            phase = box_phase(circle.box, run)
+            if phase is Phase.APPROVAL:
                 approvals.append(cid)
                 continue
-            if circle.box.form and not (run.pending and "form" in run.pending):
-                continue  # waits for its form
-            if run.pending and set(run.pending) != {"form"}:
-                continue  # started, waits for the outside world
+            if phase is not Phase.DUE:
+                continue  # waits for its form, or for the outside world
             bookmark = engine.bookmark(inst, cid)
             try:
-                extra = {"form": run.pending["form"]} if run.pending else None
-                rendered = engine.render(inst, cid, action, extra)
+                rendered = engine.render(inst, cid, action, action_extra(run))
             except VariableError as exc:
                 jobs.append(Job(None, cid, bookmark, reason=str(exc)))
                 continue

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from bpflow.units import Units
+from bpflow.interactions import Interactions
 from engine.errors import BpflowError
 from engine.instance import WAITING, Instance
 from engine.model import Field
@@ -87,7 +87,7 @@ def field_view(cid: str, f: Field, default: Any, error: str = "") -> FieldView:
     return out
 
 
-def box_views(units: Units, inst: Instance, statuses: dict[str, str],
+def box_views(units: Interactions, inst: Instance, statuses: dict[str, str],
               errors: dict[str, dict[str, str]] | None = None) -> list[BoxView]:
     """A box for every circle that waits for a person or shows an action's progress."""
     engine = units.store.engine
@@ -116,7 +116,7 @@ def _base(inst: Instance, cid: str, kind: str) -> BoxView:
     return BoxView(cid=cid, title=cid, description=circle.description, kind=kind)
 
 
-def _ready_box(units: Units, inst: Instance, cid: str,
+def _ready_box(units: Interactions, inst: Instance, cid: str,
                errors: dict[str, str]) -> BoxView | None:
     engine = units.store.engine
     run, box = inst.circles[cid], inst.template.plan.nodes[cid].circle.box
@@ -146,7 +146,7 @@ def _render(engine, inst: Instance, cid: str, value: Any, extra: dict | None = N
         return value  # shown as written when a value is missing
 
 
-def _action_box(units: Units, inst: Instance, cid: str) -> BoxView:
+def _action_box(units: Interactions, inst: Instance, cid: str) -> BoxView:
     run = inst.circles[cid]
     action = inst.template.plan.nodes[cid].circle.box.action or {}
     extra = {"form": run.pending["form"]} if run.pending and "form" in run.pending else None

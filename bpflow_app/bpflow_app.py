@@ -4,7 +4,7 @@ signed-in page is wrapped in the outer circle (`components/shell.py`)."""
 import reflex as rx
 
 from bpflow.api import create_app
-from bpflow.services import lifespan
+from bpflow.backend import lifespan
 from bpflow_app import routes
 from bpflow_app.asset_cache import cache_fingerprinted_assets
 from bpflow_app.components.shell import outer_circle

@@ -15,9 +15,9 @@ import reflex as rx
 
 from bpflow import listing
 from bpflow.auth import FailureLimiter, issue_token
+from bpflow.backend import get_store
 from bpflow.forms import FormError, validate
-from bpflow.services import get_store
-from bpflow.units import SIGNIN_TEMPLATE, Units
+from bpflow.interactions import SIGNIN_TEMPLATE, Interactions
 from bpflow_app.boxview import FieldView, field_view
 from bpflow_app.session import SessionState
 from engine.errors import BpflowError
@@ -78,7 +78,7 @@ class SignInState(SessionState):
             return None
         store = get_store()
         try:
-            outer = Units(store).sign_in(username, password)
+            outer = Interactions(store).sign_in(username, password)
         except FormError as exc:  # the auth action's own refusal
             outer, self.error = None, str(exc.errors.get("password", exc))
         except BpflowError as exc:

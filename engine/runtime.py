@@ -40,6 +40,7 @@ from engine.instance import (
     Instance,
 )
 from engine.model import Template
+from engine.phase import staged_form
 from engine.placeholders import lookup, substitute
 from engine.plan import Node, Plan
 
@@ -375,8 +376,8 @@ class Engine:
             if move == "retry":  # a new attempt: new bookmark, the staged form stays
                 run.epoch += 1
                 run.ready_at = run.due_at = None
-                run.pending = {"form": run.pending["form"]} if run.pending and \
-                    "form" in run.pending else None
+                form = staged_form(run)
+                run.pending = None if form is None else {"form": form}
             for key, value in changes.items():
                 setattr(run, key, value)
         run.state = target

@@ -94,3 +94,12 @@ def run_async(coro):
     if "error" in box:
         raise box["error"]
     return box["value"]
+
+
+@pytest.fixture(autouse=True)
+def _fresh_sign_in_limit() -> Iterator[None]:
+    """Failed sign-ins count per process: each test starts with none."""
+    from bpflow.auth import SIGN_IN_FAILURES
+    SIGN_IN_FAILURES.clear()
+    yield
+    SIGN_IN_FAILURES.clear()

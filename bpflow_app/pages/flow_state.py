@@ -15,9 +15,9 @@ import reflex as rx
 
 from bpflow import listing
 from bpflow.auth import Unauthorized
+from bpflow.backend import get_store
 from bpflow.forms import FormError
-from bpflow.services import get_store
-from bpflow.units import Units
+from bpflow.interactions import Interactions
 from bpflow_app import flowview as fv
 from bpflow_app.boxview import BoxView, box_views
 from bpflow_app.drawing import Canvas, Edge, Frame, Junction, Node
@@ -96,7 +96,7 @@ class FlowState(SessionState):
         self._circles = fv.circle_infos(inst, states)
         self._update(head=fv.header(inst), nodes=d.nodes, frames=d.frames, edges=d.edges,
                      junctions=d.junctions, canvas=Canvas(d.width, d.height, d.min_width),
-                     boxes=box_views(Units(store), inst, store.engine.statuses(inst),
+                     boxes=box_views(Interactions(store), inst, store.engine.statuses(inst),
                                      self._errors) if self.can_act else [],
                      chosen=self._find(self.selected))
         self._seq = inst.seq
@@ -134,7 +134,7 @@ class FlowState(SessionState):
             self.chosen, self.loading = fv.CircleInfo(), True
         try:
             if self._instance(act=True) is not None:
-                Units(get_store()).reenter(self.iid)  # decided approvals count now
+                Interactions(get_store()).reenter(self.iid)  # decided approvals count now
             found = self._reload()
         except Unauthorized as exc:
             return expired(self, exc)
@@ -198,7 +198,7 @@ class FlowState(SessionState):
             user = self._user()
             if self._instance(act=True) is None:
                 return rx.toast.error("This flow is not yours")
-            step(Units(get_store()), user)
+            step(Interactions(get_store()), user)
             self._errors.pop(cid, None)
             result = rx.toast.success(f"{done}: {cid}")
         except Unauthorized as exc:

@@ -11,9 +11,9 @@ import reflex as rx
 
 from bpflow import listing
 from bpflow.auth import Unauthorized
+from bpflow.backend import get_store
 from bpflow.forms import FormError, validate
-from bpflow.services import get_store
-from bpflow.units import SIGNIN_TEMPLATE
+from bpflow.interactions import SIGNIN_TEMPLATE
 from bpflow_app import routes
 from bpflow_app.boxview import FieldView, clock_text, field_view
 from bpflow_app.components.fields import fields

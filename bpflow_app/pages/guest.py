@@ -7,9 +7,10 @@ from typing import Any
 
 import reflex as rx
 
+from bpflow.backend import get_store
+from bpflow.errors import RateLimited
 from bpflow.forms import FormError
-from bpflow.mailbox import GUEST_LIMITS, Mailbox, RateLimited
-from bpflow.services import get_store
+from bpflow.mailbox import GUEST_LIMITS, Mailbox
 from bpflow_app.components.shell import public_frame
 
 LABELS = {"name": "Your name", "subject": "Subject", "body": "Message"}

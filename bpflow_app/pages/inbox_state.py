@@ -14,8 +14,9 @@ from typing import Any
 import reflex as rx
 
 from bpflow import listing
-from bpflow.mailbox import Forbidden, Mailbox, Tampered
-from bpflow.services import get_store
+from bpflow.backend import get_store
+from bpflow.errors import Forbidden, Tampered
+from bpflow.mailbox import Mailbox
 from bpflow_app.boxview import clock_text
 from bpflow_app.outer import ShellState
 from bpflow_app.session import SessionState

@@ -7,7 +7,7 @@ from typing import Any
 
 import reflex as rx
 
-from bpflow.services import get_store
+from bpflow.backend import get_store
 from bpflow_app import routes
 from bpflow_app.components.shell import public_frame
 from bpflow_app.outer import REGISTRATION_OPEN

@@ -11,7 +11,7 @@ from typing import Any
 
 import reflex as rx
 
-from bpflow.services import get_store
+from bpflow.backend import get_store
 from bpflow_app.drawing import Drawing, draw
 from bpflow_app.session import SessionState
 from engine.errors import BpflowError, DefinitionError

@@ -9,7 +9,7 @@ from typing import Any
 import reflex as rx
 
 from bpflow import listing
-from bpflow.services import get_store
+from bpflow.backend import get_store
 from bpflow.store import ROLES
 from bpflow_app.boxview import clock_text
 from bpflow_app.components.ui import empty_state, page_header

@@ -11,7 +11,7 @@ import pytest
 import reflex as rx
 from reflex.istate.data import RouterData
 
-from bpflow import services
+from bpflow import backend
 from bpflow.auth import issue_token
 from bpflow.schema import upgrade
 from bpflow.store import Store
@@ -26,11 +26,11 @@ def web_store(tmp_path, monkeypatch) -> Iterator[Store]:
     url = f"sqlite:///{tmp_path / 'app.db'}"
     upgrade(url)
     store = Store(url, secret=SECRET.encode())
-    store.import_dir(services.TEMPLATES)
+    store.import_dir(backend.TEMPLATES)
     for name, role in (("alice", "user"), ("bob", "approver"), ("root", "admin"),
                        ("carol", "user")):
         store.add_user(name, f"{name}-password", [role])
-    monkeypatch.setattr(services, "_store", store)
+    monkeypatch.setattr(backend, "_store", store)
     yield store
     store.close()
 

@@ -3,7 +3,7 @@ failed with the next retry, approval with approvers and quorum)."""
 
 from __future__ import annotations
 
-from bpflow.units import Units
+from bpflow.interactions import Interactions
 from bpflow_app.boxview import box_views, field_view
 from bpflow_app.flowview import visual_states
 from engine.model import Field
@@ -12,7 +12,7 @@ from tests.http_server import LocalServer
 
 def _boxes(store, inst_id):
     inst = store.get(inst_id)
-    return box_views(Units(store), inst, store.engine.statuses(inst))
+    return box_views(Interactions(store), inst, store.engine.statuses(inst))
 
 
 def test_fields_get_inputs_of_their_type():

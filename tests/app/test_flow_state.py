@@ -171,8 +171,8 @@ def test_confirmation_accept_and_decline(make_state, web_store):
 
 
 def test_nested_flow_opens_and_closes(make_state, web_store, token):
-    from bpflow.units import Units
-    outer = Units(web_store).sign_in("alice", "alice-password")
+    from bpflow.interactions import Interactions
+    outer = Interactions(web_store).sign_in("alice", "alice-password")
     state = make_state(FlowState, user="alice", path=f"/flow/{outer.id}")
     state.load()
     assert [f.id for f in state.frames] == ["main"]

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import update
 
+from bpflow.interactions import Interactions
 from bpflow.mailbox import Mailbox, mail_t
-from bpflow.units import Units
 from bpflow_app.pages.inbox_state import InboxState
 from tests.app.helpers import run
 
@@ -16,7 +16,7 @@ from tests.app.helpers import run
 def claim(web_store, work):
     """Alice's claim waiting for bob's approval."""
     inst = web_store.start("reimbursement", {}, web_store.user("alice"))
-    Units(web_store).submit(inst.id, "claim", web_store.engine.bookmark(inst, "claim"),
+    Interactions(web_store).submit(inst.id, "claim", web_store.engine.bookmark(inst, "claim"),
                             {"amount": 30, "reason": "Hotel", "manager": "bob"}, "alice")
     work()
     return inst.id

@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
+from bpflow.errors import Forbidden, RateLimited, Tampered
 from bpflow.forms import FormError
-from bpflow.mailbox import Forbidden, Mailbox, RateLimited, Tampered
+from bpflow.interactions import Interactions
+from bpflow.mailbox import Mailbox
 from bpflow.store import Conflict
-from bpflow.units import Units
 from bpflow.worker import Worker
 from engine.errors import BookmarkError, TransitionError
 from tests.http_server import LocalServer
@@ -23,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture
 def units(store):
-    return Units(store)
+    return Interactions(store)
 
 
 @pytest.fixture
@@ -377,7 +378,7 @@ def test_auth_form_with_bad_credentials_keeps_the_circle_ready(store, units):
 
 # ------------------------------------------------------ review follow-ups
 def test_auth_circle_accepts_only_the_owner_and_limits_guessing(store, units):
-    from bpflow.units import AUTH_FAILURES
+    from bpflow.auth import SIGN_IN_FAILURES as AUTH_FAILURES
     AUTH_FAILURES.failures.clear()
     store.import_dir(ROOT / "upload" / "workflow")
     people = users(store, "alice", "root:admin")

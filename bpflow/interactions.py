@@ -1,89 +1,31 @@
-"""Business units (the seed's boxes) end to end: what happens when a person submits a
-form or answers a confirmation, and the actions the worker runs.
+"""What happens when a person answers a box: submits a form, accepts or declines a
+confirmation, signs in through the outer flow's `auth` circle.
 
 Form layer → action layer → circle: a submitted form is validated; a form alone becomes
 the circle's result; an `auth` action checks the credentials at once; any other action
-gets the typed values staged on the circle (`${form.x}`) and runs on the worker.
+gets the typed values staged on the circle (`${form.x}`) and runs on the worker
+(`bpflow.actions`).
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
-from bpflow.actions import Outcome, run_http
-from bpflow.auth import FailureLimiter
+from bpflow import auth
 from bpflow.forms import FormError, validate
 from bpflow.mailbox import Mailbox
 from bpflow.store import Store
 from engine.errors import TransitionError, VariableError
 from engine.instance import Instance
+from engine.phase import approval
 from engine.runtime import Engine
 
 SIGNIN_TEMPLATE = "signin"
-AUTH_FAILURES = FailureLimiter(10, 300.0)  # per username, for auth circles in this process
 
 
-@dataclass(frozen=True)
-class ActionContext:
-    """What an action handler gets: the rendered action and whom it acts for."""
-
-    store: Store
-    instance_id: str
-    circle: str
-    epoch: int
-    action: dict[str, Any]
-    key: str  # idempotency key of this attempt
-    user: dict[str, Any]  # the instance's user, on whose behalf the action runs
-    shown: dict[str, Any]  # results of the circle's direct dependencies
-
-
-def _recipients(to: Any) -> list[str]:
-    names = [to] if isinstance(to, str) else list(to or [])
-    return [str(n).strip() for n in names if str(n).strip()]
-
-
-def http_unit(ctx: ActionContext) -> Outcome:
-    return run_http(ctx.action, ctx.key)
-
-
-def mail_unit(ctx: ActionContext) -> Outcome:
-    to = _recipients(ctx.action.get("to"))
-    ids = Mailbox(ctx.store).send("message", ctx.user, to, str(ctx.action.get("subject", "")),
-                                  str(ctx.action.get("body", "")), instance=ctx.instance_id,
-                                  circle=ctx.circle, epoch=ctx.epoch)
-    return Outcome(True, result={"sent_to": to, "mails": ids})
-
-
-def approval_unit(ctx: ActionContext) -> Outcome:
-    to = list(dict.fromkeys(_recipients(ctx.action.get("to"))))
-    quorum = ctx.action.get("quorum", "all")
-    if isinstance(quorum, int) and quorum > len(to):
-        return Outcome(False, reason=f"quorum {quorum} is more than the {len(to)} approvers")
-    if ctx.user.get("username") in to:
-        return Outcome(False, reason=f"{ctx.user['username']} cannot approve their own"
-                                     " request")
-    for name in to:
-        person = ctx.store.user(name)
-        if person is None:
-            return Outcome(False, reason=f"no user named {name}")
-        if not {"approver", "admin"} & set(person["roles"]):
-            return Outcome(False, reason=f"{name} is not an approver")
-    shown = ctx.action.get("data", ctx.shown)
-    ids = Mailbox(ctx.store).send(
-        "approval", ctx.user, to, str(ctx.action.get("subject") or f"Approve {ctx.circle}"),
-        str(ctx.action.get("body", "")), instance=ctx.instance_id, circle=ctx.circle,
-        epoch=ctx.epoch, payload_extra={"data": shown, "quorum": quorum, "approvers": to})
-    return Outcome(None, pending={"approval": {"approvers": to, "quorum": quorum,
-                                               "mails": ids}})
-
-
-HANDLERS = {"http": http_unit, "mail": mail_unit, "approval": approval_unit}
-
-
-class Units:
+class Interactions:
     """The person-facing side of the boxes, on top of the store."""
 
     def __init__(self, store: Store):
@@ -163,14 +105,14 @@ class Units:
     def _authenticate(self, inst: Instance, cid: str, username: str,
                       password: str) -> dict[str, Any]:
         """The auth action: the owner's credentials, a limited number of tries."""
-        wait = AUTH_FAILURES.blocked(username)
+        wait = auth.sign_in_allowed(username)
         if wait:
             raise FormError({"password": f"too many failed attempts; try again in {wait}"
                                          " seconds"})
         user = self.store.authenticate(username, password)
         owner = inst.user.get("username")
         if user is None or (owner and user["username"] != owner):
-            AUTH_FAILURES.hit(username)
+            auth.sign_in_failed(username)
             self.store.apply(inst.id, lambda e, i: e.record(
                 i, "auth_failed", cid, {"username": username}, actor=owner))
             raise FormError({"password": "wrong username or password"})
@@ -211,18 +153,8 @@ class Units:
         """Re-entering a flow checks its decided approval mail (the seed's re-entry)."""
         inst = self.store.get(instance_id)
         for cid, run in inst.circles.items():
-            if run.pending and "approval" in run.pending:
+            if approval(run) is not None:
                 self.mailbox.settle(instance_id, cid)
         return self.store.get(instance_id)
 
 
-def shown_data(engine: Engine, inst: Instance, cid: str) -> dict[str, Any]:
-    """What an approver sees by default: the results of the circle's direct deps."""
-    node = inst.template.plan.nodes[cid]
-    out = {}
-    for group in node.deps:
-        for dep in group:
-            run = inst.circles[dep]
-            if run.state == "success":
-                out[dep.rsplit(".", 1)[-1]] = run.result
-    return out

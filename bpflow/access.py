@@ -1,0 +1,149 @@
+"""Who may do what: the one place that reads roles.
+
+A `Caller` is the person behind a request or a page event (from a verified token). The
+API's routes, the web app's states, the mailbox and the worker ask the functions here;
+nobody else tests role names.
+
+- An instance's user (its starter) and admins may *act* on it: fill its boxes,
+  intervene, read it over the API.
+- Whoever was sent mail about an instance (an approver) may *follow* it read-only.
+- A circle whose action bpflow runs (HTTP, mail, approval, timer, flow, compute) is
+  completed or failed by hand only by an admin (an intervention); its form, while not yet
+  sent, is the starter's to fill.
+- Approval mail is decided by its addressee only; guest messages are read by admins.
+- Templates and users are administered by admins.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+from bpflow.errors import Forbidden, NotFound
+from engine.instance import Instance
+from engine.phase import Phase, box_phase
+
+ADMIN, APPROVER, USER = "admin", "approver", "user"
+ROLES = (USER, APPROVER, ADMIN)
+AUTOMATIC = frozenset({"http", "mail", "approval", "timer", "flow", "compute"})
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """Who is asking (from a verified token)."""
+
+    id: int
+    username: str
+    roles: tuple[str, ...] = (USER,)
+
+    @classmethod
+    def of(cls, user: Caller | Mapping[str, Any]) -> Caller:
+        """A caller from a user record (`{"id", "username", "roles"}`)."""
+        if isinstance(user, Caller):
+            return user
+        return cls(user.get("id"), str(user.get("username", "")),
+                   tuple(user.get("roles") or ()))
+
+    def as_user(self) -> dict[str, Any]:
+        """The user record an instance keeps of its starter."""
+        return {"id": self.id, "username": self.username, "roles": list(self.roles)}
+
+    @property
+    def is_admin(self) -> bool:
+        return ADMIN in self.roles
+
+
+class Sight(Enum):
+    """How much of an instance a caller gets to see."""
+
+    NONE = "none"
+    FOLLOW = "follow"  # read-only (an approver asked about it)
+    ACT = "act"  # fill its boxes, intervene
+
+
+def is_admin(caller: Caller) -> bool:
+    return caller.is_admin
+
+
+def require_admin(caller: Caller) -> None:
+    if not caller.is_admin:
+        raise Forbidden("only admins may do this")
+
+
+def may_act(caller: Caller, inst: Instance) -> bool:
+    """Fill an instance's boxes and intervene: its user and admins."""
+    return caller.is_admin or inst.user.get("id") == caller.id
+
+
+def acting(caller: Caller, inst: Instance) -> Instance:
+    """The instance if the caller may act on it; else the 'not found' of what does not
+    exist (whether it exists is not for them to learn)."""
+    if not may_act(caller, inst):
+        raise NotFound(f"no instance '{inst.id}'")
+    return inst
+
+
+def sight(caller: Caller, inst: Instance, asked: Callable[[], bool]) -> Sight:
+    """ACT for its user and admins, FOLLOW for whoever was asked about it (`asked` is
+    only called when it matters), else NONE."""
+    if may_act(caller, inst):
+        return Sight.ACT
+    return Sight.FOLLOW if asked() else Sight.NONE
+
+
+def may_drive(caller: Caller, inst: Instance, cid: str) -> bool:
+    """Whether the caller may complete or fail circle `cid` by hand (given they may act
+    on the instance): what waits for a person (a form, also one that feeds an action,
+    until it is sent) is theirs; what bpflow runs and what an approver decides is an
+    admin's intervention."""
+    box = inst.template.plan.nodes[cid].circle.box
+    if box.action_type not in AUTOMATIC or caller.is_admin:
+        return True
+    return bool(box.form) and box_phase(box, inst.circles[cid]) is Phase.INPUT
+
+
+def drivable(caller: Caller, inst: Instance, cid: str) -> None:
+    """`may_drive`, or the reason why not (NotFound for a circle that does not exist)."""
+    node = inst.template.plan.nodes.get(cid)
+    if node is None:
+        raise NotFound(f"instance has no circle '{cid}'")
+    if not may_drive(caller, inst, cid):
+        raise Forbidden(f"circle '{cid}' runs a {node.circle.box.action_type} action;"
+                        " only an admin may complete or fail it by hand")
+
+
+def instance_scope(caller: Caller) -> int | None:
+    """Whose instances the caller lists and counts: their own (a user id), or everyone's
+    (None) for admins."""
+    return None if caller.is_admin else caller.id
+
+
+def reads_guest_mail(caller: Caller) -> bool:
+    return caller.is_admin
+
+
+def may_read_mail(caller: Caller, kind: str, recipient_id: int | None) -> bool:
+    """Mail addressed to the caller; guest messages (no addressee) for admins."""
+    if recipient_id is not None:
+        return recipient_id == caller.id
+    return kind == "guest" and reads_guest_mail(caller)
+
+
+def may_decide(caller: Caller, recipient_id: int | None) -> bool:
+    """Only the addressee decides an approval."""
+    return recipient_id is not None and recipient_id == caller.id
+
+
+def may_approve(roles: Iterable[str]) -> bool:
+    """Whether a user with these roles can be asked for an approval."""
+    return bool({APPROVER, ADMIN} & set(roles))
+
+
+def valid_roles(roles: Iterable[str]) -> list[str]:
+    """The roles, sorted and unique, if they are all known; ValueError otherwise."""
+    out = sorted(set(roles))
+    if not out or any(r not in ROLES for r in out):
+        raise ValueError(f"roles must be among {', '.join(ROLES)}")
+    return out
