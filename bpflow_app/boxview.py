@@ -16,6 +16,7 @@ from bpflow.interactions import Interactions
 from engine.errors import BpflowError
 from engine.instance import WAITING, Instance
 from engine.model import Field
+from engine.phase import action_extra, approval, staged_form
 from engine.runtime import SCHEDULED
 
 HTML_TYPES = {"string": "text", "text": "text", "number": "number", "integer": "number",
@@ -87,10 +88,10 @@ def field_view(cid: str, f: Field, default: Any, error: str = "") -> FieldView:
     return out
 
 
-def box_views(units: Interactions, inst: Instance, statuses: dict[str, str],
+def box_views(interactions: Interactions, inst: Instance, statuses: dict[str, str],
               errors: dict[str, dict[str, str]] | None = None) -> list[BoxView]:
     """A box for every circle that waits for a person or shows an action's progress."""
-    engine = units.store.engine
+    engine = interactions.store.engine
     nodes = inst.template.plan.nodes
     ready = set(engine.ready(inst))
     errors = errors or {}
@@ -101,7 +102,7 @@ def box_views(units: Interactions, inst: Instance, statuses: dict[str, str],
             continue
         status = statuses.get(cid)
         if cid in ready:
-            box = _ready_box(units, inst, cid, errors.get(cid, {}))
+            box = _ready_box(interactions, inst, cid, errors.get(cid, {}))
         elif status == SCHEDULED:
             box = _retry_box(inst, cid)
         else:
@@ -116,26 +117,26 @@ def _base(inst: Instance, cid: str, kind: str) -> BoxView:
     return BoxView(cid=cid, title=cid, description=circle.description, kind=kind)
 
 
-def _ready_box(units: Interactions, inst: Instance, cid: str,
+def _ready_box(interactions: Interactions, inst: Instance, cid: str,
                errors: dict[str, str]) -> BoxView | None:
-    engine = units.store.engine
+    engine = interactions.store.engine
     run, box = inst.circles[cid], inst.template.plan.nodes[cid].circle.box
     if box.confirm is not None:
         view = _base(inst, cid, "confirm")
         view.bookmark = engine.bookmark(inst, cid)
         view.confirm_text = _render(engine, inst, cid, box.confirm)
         return view
-    if box.form and not (run.pending and "form" in run.pending):
+    if box.form and staged_form(run) is None:
         view = _base(inst, cid, "form")
         view.bookmark = engine.bookmark(inst, cid)
-        defaults = units.defaults(inst, cid)
+        defaults = interactions.defaults(inst, cid)
         view.fields = [field_view(cid, f, defaults.get(f.name), errors.get(f.name, ""))
                        for f in box.form]
         view.form_error = errors.get("_form", "")
         view.submit_label = "Sign in" if box.action_type == "auth" else "Submit"
         return view
     if box.action is not None:
-        return _action_box(units, inst, cid)
+        return _action_box(interactions, inst, cid)
     return None
 
 
@@ -146,15 +147,14 @@ def _render(engine, inst: Instance, cid: str, value: Any, extra: dict | None = N
         return value  # shown as written when a value is missing
 
 
-def _action_box(units: Interactions, inst: Instance, cid: str) -> BoxView:
+def _action_box(interactions: Interactions, inst: Instance, cid: str) -> BoxView:
     run = inst.circles[cid]
     action = inst.template.plan.nodes[cid].circle.box.action or {}
-    extra = {"form": run.pending["form"]} if run.pending and "form" in run.pending else None
-    shown = _render(units.store.engine, inst, cid, action, extra)
+    shown = _render(interactions.store.engine, inst, cid, action, action_extra(run))
     view = _base(inst, cid, "status")
     kind = action.get("type")
-    if run.pending and "approval" in run.pending:
-        info = run.pending["approval"]
+    info = approval(run)
+    if info is not None:
         view.tone, view.status_title = "approval", "Waiting for approval"
         view.approvers = [str(a) for a in info.get("approvers", [])]
         view.quorum = _quorum_text(info.get("quorum", "all"), len(view.approvers))

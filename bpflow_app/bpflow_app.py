@@ -1,5 +1,5 @@
 """bpflow web app: wiring only. Each page lives in `pages/` with its own state; every
-signed-in page is wrapped in the outer circle (`components/shell.py`)."""
+signed-in page is wrapped in the outer circle (`components/frame.py`)."""
 
 import reflex as rx
 
@@ -7,8 +7,8 @@ from bpflow.api import create_app
 from bpflow.backend import lifespan
 from bpflow_app import routes
 from bpflow_app.asset_cache import cache_fingerprinted_assets
-from bpflow_app.components.shell import outer_circle
-from bpflow_app.outer import page_loads
+from bpflow_app.components.frame import outer_circle
+from bpflow_app.frame_state import page_loads
 from bpflow_app.pages.flow import flow_page
 from bpflow_app.pages.flow_state import FlowState
 from bpflow_app.pages.flows import FlowsState, flows_page
@@ -27,7 +27,7 @@ app = rx.App(api_transformer=create_app(), stylesheets=["/styles.css"])  # REST 
 app.api_transformer = [app.api_transformer, cache_fingerprinted_assets]
 app.register_lifespan_task(lifespan)
 # Signed-in pages load on the server right after hydrating (on_load: no round trip
-# through the browser), the frame's load last; see outer.page_loads.
+# through the browser), the frame's load last; see frame_state.page_loads.
 app.add_page(outer_circle(flow_page), route=routes.FLOW, title="Flow · bpflow",
              on_load=page_loads(routes.FLOW, FlowState.load))
 app.add_page(index, route=routes.HOME, title="bpflow", description=TAGLINE)

@@ -1,8 +1,7 @@
 """What the flow page shows of an instance, as plain data: its header, every circle's
 state for the drawing and the details panel, the drawing itself and the history.
 
-Access is decided here too: the user who started an instance and admins may act on it;
-whoever was sent mail about it (an approver) may look at it.
+Who may see or act on it is `bpflow.access`'s to say (`pages/flow_state.py` asks).
 """
 
 from __future__ import annotations
@@ -54,11 +53,6 @@ class HistoryRow:
     actor: str
     circle: str
     detail: str
-
-
-def may_act(inst: Instance, user: dict[str, Any]) -> bool:
-    """Fill its boxes, intervene: the instance's user and admins."""
-    return "admin" in user.get("roles", []) or inst.user.get("id") == user.get("id")
 
 
 def header(inst: Instance) -> Header:

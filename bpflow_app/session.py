@@ -2,8 +2,9 @@
 a reload or a new tab keeps it), the user computed from it, and a guard for handlers.
 
 The token is the same JWT the REST API issues (`bpflow.auth`); nothing about the user
-is trusted from the browser except that signature. Every page state derives from
-`SessionState`, which holds nothing else, so loading it costs nothing.
+is trusted from the browser except that signature. Handlers get the signed-in person as
+a `bpflow.access.Caller` and ask `bpflow.access` what they may do. Every page state
+derives from `SessionState`, which holds nothing else, so loading it costs nothing.
 """
 
 from __future__ import annotations
@@ -14,14 +15,16 @@ from typing import Any
 
 import reflex as rx
 
-from bpflow.auth import Unauthorized, verify_token
+from bpflow.access import Caller, require_admin
+from bpflow.auth import verify_token
+from bpflow.errors import Forbidden, Unauthorized
 
 
 class NotAdmin(Unauthorized):
     """Signed in, but not an administrator."""
 
 
-def token_user(token: str) -> dict[str, Any] | None:
+def token_caller(token: str) -> Caller | None:
     try:
         return verify_token(token)
     except Unauthorized:
@@ -37,12 +40,12 @@ class SessionState(rx.State):
 
     @rx.var
     def username(self) -> str:
-        user = token_user(self.token)
-        return user["username"] if user else ""
+        caller = token_caller(self.token)
+        return caller.username if caller else ""
 
     @rx.var
     def signed_in(self) -> bool:
-        return token_user(self.token) is not None
+        return token_caller(self.token) is not None
 
     @rx.var
     def session_key(self) -> str:
@@ -52,34 +55,36 @@ class SessionState(rx.State):
 
     @rx.var
     def is_admin(self) -> bool:
-        user = token_user(self.token)
-        return bool(user and "admin" in user["roles"])
+        caller = token_caller(self.token)
+        return bool(caller and caller.is_admin)
 
-    def _user(self) -> dict[str, Any]:
-        """The user of a handler, checked now (the token may have expired since the
-        computed vars last looked); Unauthorized otherwise."""
+    def _caller(self) -> Caller:
+        """The signed-in caller of a handler, checked now (the token may have expired
+        since the computed vars last looked); Unauthorized otherwise."""
         return verify_token(self.token)
 
-    def _visitor(self) -> dict[str, Any] | None:
-        """The user a page is loaded for, or None when nobody is signed in (or the token
+    def _visitor(self) -> Caller | None:
+        """The caller a page is loaded for, or None when nobody is signed in (or the token
         no longer holds): the outer circle then shows the sign-in form, and the frame's
         own load says why, so a page's load just has nothing to show."""
-        return token_user(self.token)
+        return token_caller(self.token)
 
-    def _admin(self) -> dict[str, Any]:
-        user = self._user()
-        if "admin" not in user["roles"]:
-            raise NotAdmin("administrators only")
-        return user
+    def _admin(self) -> Caller:
+        caller = self._caller()
+        try:
+            require_admin(caller)
+        except Forbidden:
+            raise NotAdmin("administrators only") from None
+        return caller
 
-    def _guarded(self, step: Callable[[dict[str, Any]], Any], admin: bool = False) -> Any:
-        """`step(user)` for the signed-in user (an administrator with `admin`); if the
+    def _guarded(self, step: Callable[[Caller], Any], admin: bool = False) -> Any:
+        """`step(caller)` for the signed-in caller (an administrator with `admin`); if the
         session no longer holds, what the handler returns instead (`expired`)."""
         try:
-            user = self._admin() if admin else self._user()
+            caller = self._admin() if admin else self._caller()
         except Unauthorized as exc:
             return expired(self, exc)
-        return step(user)
+        return step(caller)
 
     @rx.event
     def sign_out(self):

@@ -203,5 +203,5 @@ def flow_page() -> rx.Component:
                                 rx.link("Back to my flows", href=routes.FLOWS)),
                     _content()),
         ),
-        width="100%",  # loaded by its on_load (outer.page_loads)
+        width="100%",  # loaded by its on_load (frame_state.page_loads)
     )

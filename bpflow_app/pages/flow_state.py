@@ -13,9 +13,10 @@ from typing import Any
 
 import reflex as rx
 
-from bpflow import listing
-from bpflow.auth import Unauthorized
+from bpflow import access
+from bpflow.access import Sight
 from bpflow.backend import get_store
+from bpflow.errors import Unauthorized
 from bpflow.forms import FormError
 from bpflow.interactions import Interactions
 from bpflow_app import flowview as fv
@@ -73,20 +74,17 @@ class FlowState(SessionState):
 
     # ----------------------------------------------------------------- loading
     def _instance(self, act: bool = False) -> Instance | None:
-        """The instance if this user may see it (others get 'not found'); with `act`,
+        """The instance if the caller may see it (others get 'not found'); with `act`,
         only if they may also fill its boxes and intervene."""
-        user = self._user()
+        caller, store = self._caller(), get_store()
         try:
-            inst = get_store().get(self.iid)
+            inst = store.get(self.iid)
         except BpflowError:
             return None
-        if fv.may_act(inst, user):
-            self.can_act = True
-            return inst
-        self.can_act = False
-        if act or not listing.mail_about(get_store(), user.get("id"), inst.id):
-            return None
-        return inst
+        sight = access.sight(caller, inst,
+                             lambda: not act and store.mail_about(caller.id, inst.id))
+        self.can_act = sight is Sight.ACT
+        return None if sight is Sight.NONE else inst
 
     def _show(self, inst: Instance) -> None:
         store = get_store()
@@ -153,7 +151,7 @@ class FlowState(SessionState):
                     if (self._polling != iid or self.iid != iid
                             or route_id(self.router.url.path) != iid):
                         break
-                    stamp = listing.instance_stamp(get_store(), iid)
+                    stamp = get_store().instance_stamp(iid)
                     if stamp is not None and stamp[0] != self._seq:
                         self._reload()
         except Unauthorized:
@@ -168,20 +166,20 @@ class FlowState(SessionState):
     def submit(self, form_data: dict[str, Any]):
         cid = str(form_data.pop("__circle", ""))
         mark = str(form_data.pop("__bookmark", ""))
-        return self._busy(cid, lambda u, user: u.submit(self.iid, cid, mark, form_data,
-                                                        user["username"]), "Sent")
+        return self._busy(cid, lambda i, caller: i.submit(self.iid, cid, mark, form_data,
+                                                          caller.username), "Sent")
 
     @rx.event
     def accept(self, cid: str, mark: str):
-        return self._busy(cid, lambda u, user: u.confirm(self.iid, cid, mark, True, "",
-                                                         user["username"]), "Accepted")
+        return self._busy(cid, lambda i, caller: i.confirm(self.iid, cid, mark, True, "",
+                                                           caller.username), "Accepted")
 
     @rx.event
     def decline(self, form_data: dict[str, Any]):
         cid, mark = str(form_data.get("__circle", "")), str(form_data.get("__bookmark", ""))
         reason = str(form_data.get("reason") or "")
-        return self._busy(cid, lambda u, user: u.confirm(self.iid, cid, mark, False, reason,
-                                                         user["username"]), "Declined")
+        return self._busy(cid, lambda i, caller: i.confirm(self.iid, cid, mark, False, reason,
+                                                           caller.username), "Declined")
 
     def _busy(self, cid: str, step, done: str):
         """Show the box as busy (sent to the browser first), then run the step."""
@@ -193,12 +191,12 @@ class FlowState(SessionState):
             self.busy = ""
 
     def _act(self, cid: str, step, done: str):
-        """Run one step of a box for the signed-in user, then show the new state."""
+        """Run one step of a box for the signed-in caller, then show the new state."""
         try:
-            user = self._user()
+            caller = self._caller()
             if self._instance(act=True) is None:
                 return rx.toast.error("This flow is not yours")
-            step(Interactions(get_store()), user)
+            step(Interactions(get_store()), caller)
             self._errors.pop(cid, None)
             result = rx.toast.success(f"{done}: {cid}")
         except Unauthorized as exc:
@@ -281,11 +279,11 @@ class FlowState(SessionState):
         self.resetting = True
         yield
         try:
-            user = self._user()
+            caller = self._caller()
             if self._instance(act=True) is None:
                 raise BpflowError("This flow is not yours")
             get_store().reset(self.iid, cid, scope, self.levels if scope == "levels" else None,
-                              actor=user["username"])
+                              actor=caller.username)
             toast = rx.toast.success(f"Reset {len(self.preview)} circle(s) from {cid}")
         except Unauthorized as exc:
             toast = expired(self, exc)

@@ -9,9 +9,8 @@ from typing import Any
 
 import reflex as rx
 
-from bpflow import listing
-from bpflow.auth import Unauthorized
 from bpflow.backend import get_store
+from bpflow.errors import Unauthorized
 from bpflow.forms import FormError, validate
 from bpflow.interactions import SIGNIN_TEMPLATE
 from bpflow_app import routes
@@ -109,14 +108,14 @@ class FlowsState(SessionState):
 
     @rx.event
     def load(self):
-        user = self._visitor()
-        if user is None:
+        caller = self._visitor()
+        if caller is None:
             return None
         self.startables = startables()
         store = get_store()
-        rows, self.total = store.list_instances(user["id"], limit=PAGE_SIZE,
+        rows, self.total = store.list_instances(caller.id, limit=PAGE_SIZE,
                                                 offset=self.page * PAGE_SIZE)
-        self.instances = instance_lines(rows, listing.last_steps(store, [r["id"] for r in rows]))
+        self.instances = instance_lines(rows, store.last_steps([r["id"] for r in rows]))
         self.loading = False
         return None
 
@@ -137,10 +136,10 @@ class FlowsState(SessionState):
 
     def _start(self, name: str, form_data: dict[str, Any]):
         try:
-            user = self._user()
+            caller = self._caller()
             _, template = get_store().template(name)
             inputs = parse_inputs(template, form_data)
-            inst = get_store().start(name, inputs, user)
+            inst = get_store().start(name, inputs, caller.as_user())
         except Unauthorized as exc:
             return expired(self, exc)
         except FormError as exc:

@@ -11,7 +11,7 @@ from bpflow.backend import get_store
 from bpflow.errors import RateLimited
 from bpflow.forms import FormError
 from bpflow.mailbox import GUEST_LIMITS, Mailbox
-from bpflow_app.components.shell import public_frame
+from bpflow_app.components.frame import public_frame
 
 LABELS = {"name": "Your name", "subject": "Subject", "body": "Message"}
 

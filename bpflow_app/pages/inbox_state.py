@@ -13,12 +13,12 @@ from typing import Any
 
 import reflex as rx
 
-from bpflow import listing
+from bpflow.access import Caller
 from bpflow.backend import get_store
 from bpflow.errors import Forbidden, Tampered
 from bpflow.mailbox import Mailbox
 from bpflow_app.boxview import clock_text
-from bpflow_app.outer import ShellState
+from bpflow_app.frame_state import FrameState
 from bpflow_app.session import SessionState
 from engine.errors import BpflowError
 
@@ -74,22 +74,22 @@ class InboxState(SessionState):
     def pages(self) -> int:
         return max(1, -(-self.total // PAGE_SIZE))
 
-    def _fetch(self, user: dict[str, Any]) -> None:
+    def _fetch(self, caller: Caller) -> None:
         store = get_store()
-        counts = listing.mail_counts(store, user)
+        counts = store.mail_counts(caller)
         self.unread = {k: counts[k]["unread"] for k in KINDS}
         self.total = counts[self.kind]["total"]
         self.page = min(self.page, self.pages - 1)
-        rows = Mailbox(store).inbox(user, kind=self.kind, limit=PAGE_SIZE,
+        rows = Mailbox(store).inbox(caller, kind=self.kind, limit=PAGE_SIZE,
                                     offset=self.page * PAGE_SIZE)
         self.mails = [mail_view(m, m["id"] == self.opened) for m in rows]
         self.loading = False
 
     @rx.event
     def load(self):
-        user = self._visitor()
-        if user is not None:
-            self._fetch(user)
+        caller = self._visitor()
+        if caller is not None:
+            self._fetch(caller)
 
     @rx.event
     def show(self, kind: str):
@@ -111,10 +111,10 @@ class InboxState(SessionState):
             return None
         self.opened, self.comment = mail_id, ""
 
-        def read(user):
-            Mailbox(get_store()).mark_read(mail_id, user)
-            self._fetch(user)
-            return ShellState.load
+        def read(caller: Caller):
+            Mailbox(get_store()).mark_read(mail_id, caller)
+            self._fetch(caller)
+            return FrameState.load
         try:
             return self._guarded(read)
         except BpflowError as exc:
@@ -129,13 +129,13 @@ class InboxState(SessionState):
         self.deciding = mail_id
         yield
         try:
-            yield self._guarded(lambda user: self._decide(user, mail_id, decision))
+            yield self._guarded(lambda caller: self._decide(caller, mail_id, decision))
         finally:
             self.deciding = 0
 
-    def _decide(self, user: dict[str, Any], mail_id: int, decision: str):
+    def _decide(self, caller: Caller, mail_id: int, decision: str):
         try:
-            Mailbox(get_store()).decide(mail_id, user, decision, self.comment.strip())
+            Mailbox(get_store()).decide(mail_id, caller, decision, self.comment.strip())
             toast = rx.toast.success(f"{decision.capitalize()}; the flow continues")
             self.comment = ""
         except Tampered as exc:
@@ -144,5 +144,5 @@ class InboxState(SessionState):
             toast = rx.toast.error("Only the addressee may decide this approval")
         except BpflowError as exc:
             toast = rx.toast.warning(str(exc))
-        self._fetch(user)
-        return [toast, ShellState.load]
+        self._fetch(caller)
+        return [toast, FrameState.load]

@@ -7,10 +7,11 @@ from typing import Any
 
 import reflex as rx
 
+from bpflow.access import USER
 from bpflow.backend import get_store
 from bpflow_app import routes
-from bpflow_app.components.shell import public_frame
-from bpflow_app.outer import REGISTRATION_OPEN
+from bpflow_app.components.frame import public_frame
+from bpflow_app.frame_state import REGISTRATION_OPEN
 from bpflow_app.pages.users import user_problems
 
 
@@ -27,7 +28,7 @@ class RegisterState(rx.State):
         self.errors = user_problems(name, password)
         if not self.errors:
             try:
-                get_store().add_user(name, password, ["user"])
+                get_store().add_user(name, password, [USER])
                 self.done = True
             except ValueError as exc:
                 self.errors = {"username": str(exc)}

@@ -8,9 +8,8 @@ from typing import Any
 
 import reflex as rx
 
-from bpflow import listing
+from bpflow.access import ROLES, USER
 from bpflow.backend import get_store
-from bpflow.store import ROLES
 from bpflow_app.boxview import clock_text
 from bpflow_app.components.ui import empty_state, page_header
 from bpflow_app.session import SessionState
@@ -41,7 +40,7 @@ class UsersState(SessionState):
 
     def _fetch(self) -> None:
         self.users = [UserLine(u["username"], ", ".join(u["roles"]), clock_text(u["created_at"]))
-                      for u in listing.users(get_store())]
+                      for u in get_store().list_users()]
 
     @rx.event
     def load(self):
@@ -64,12 +63,12 @@ class UsersState(SessionState):
     def _add_user(self, form_data: dict[str, Any]):
         name = str(form_data.get("username") or "").strip()
         password = str(form_data.get("password") or "")
-        role = str(form_data.get("role") or "user")
+        role = str(form_data.get("role") or USER)
         self.errors = user_problems(name, password)
         if self.errors:
             return rx.toast.error("Please check the form")
         try:
-            get_store().add_user(name, password, [role if role in ROLES else "user"])
+            get_store().add_user(name, password, [role if role in ROLES else USER])
         except ValueError as exc:
             self.errors = {"username": str(exc)}
             return rx.toast.error(str(exc))
@@ -95,7 +94,7 @@ def _form() -> rx.Component:
         _error("password"),
         rx.el.label(rx.text("Role", size="2"), html_for="new-role"),
         rx.select.root(rx.select.trigger(id="new-role"), rx.select.content(
-            *[rx.select.item(r, value=r) for r in ROLES]), name="role", default_value="user"),
+            *[rx.select.item(r, value=r) for r in ROLES]), name="role", default_value=USER),
         rx.button("Add user", type="submit", loading=UsersState.busy),
         spacing="2", width="100%", align="start"),
         on_submit=UsersState.add, reset_on_submit=False), width="100%")

@@ -13,8 +13,8 @@ from reflex.istate.data import RouterData
 
 from bpflow import backend
 from bpflow.auth import issue_token
-from bpflow.schema import upgrade
 from bpflow.store import Store
+from bpflow.store.migrate import upgrade
 from bpflow.worker import Worker
 
 SECRET = "app-state-test-secret"

@@ -1,6 +1,9 @@
-"""The outer circle: every signed-in page sits inside the user's outer flow, a linear
-`signin` instance of two circles. `auth` is the sign-in form (the auth circle's own
-fields) and its auth action; `main` is the business flow, which is what the pages show.
+"""State of the frame around every signed-in page: the outer circle. Every signed-in
+page sits inside the user's outer flow, a linear `signin` instance of two circles. `auth`
+is the sign-in form (the auth circle's own fields) and its auth action (`SignInState`);
+`main` is the business flow, which is what the pages show, inside the frame
+(`FrameState`: unread mail, the outer flow, the pages' loads). `components/frame.py`
+draws it.
 
 Signing in continues the user's running outer flow rather than starting one, and the
 token lives in localStorage, so neither a reload nor a second sign-in restarts anything.
@@ -13,8 +16,8 @@ from typing import Any
 
 import reflex as rx
 
-from bpflow import listing
-from bpflow.auth import FailureLimiter, issue_token
+from bpflow import auth
+from bpflow.access import Caller
 from bpflow.backend import get_store
 from bpflow.forms import FormError, validate
 from bpflow.interactions import SIGNIN_TEMPLATE, Interactions
@@ -24,7 +27,6 @@ from engine.errors import BpflowError
 from engine.model import Field
 
 REGISTRATION_OPEN = os.environ.get("BPFLOW_REGISTRATION", "closed") == "open"
-FAILURES = FailureLimiter(limit=10, window=300.0)  # failed sign-ins per client and name
 FALLBACK_FORM = (Field("username", "string", "Username", True),
                  Field("password", "password", "Password", True))
 
@@ -71,8 +73,7 @@ class SignInState(SessionState):
             self.fields = auth_fields(exc.errors)
             return None
         username, password = values.get("username") or "", secrets.get("password", "")
-        key = f"{self.router.session.client_ip}:{username}"
-        wait = FAILURES.blocked(key)
+        wait = auth.sign_in_allowed(username)
         if wait:
             self.error = f"Too many failed attempts; try again in {wait} s"
             return None
@@ -85,16 +86,16 @@ class SignInState(SessionState):
             return rx.toast.error(f"Signing in failed: {exc}")
         user = store.user(username) if outer is not None else None
         if user is None:
-            FAILURES.hit(key)
+            auth.sign_in_failed(username)
             self.fields = auth_fields({"password": "Wrong username or password"})
             return None
         self.fields = auth_fields()
-        self.token, self.outer = issue_token(user), outer.id
-        # The frame comes up for the new session and loads the page (ShellState.catch_up).
+        self.token, self.outer = auth.issue_token(user), outer.id
+        # The frame comes up for the new session and loads the page (FrameState.catch_up).
         return rx.toast.success(f"Signed in as {username}")
 
 
-class ShellState(SessionState):
+class FrameState(SessionState):
     """What the frame around every signed-in page shows: unread mail, the outer flow.
 
     Its `load` is the last on_load handler of every signed-in page (`page_loads`), so the
@@ -120,10 +121,10 @@ class ShellState(SessionState):
             return None  # nobody signed in: the sign-in form, nothing to explain
         return self._guarded(self._show)
 
-    def _show(self, user: dict[str, Any]) -> None:
-        counts = listing.mail_counts(get_store(), user)
+    def _show(self, caller: Caller) -> None:
+        counts = get_store().mail_counts(caller)
         self.unread = sum(c["unread"] for c in counts.values())
-        self.main_state = self._main_state(user)
+        self.main_state = self._main_state(caller)
         self.loaded_for = self.session_key
 
     @rx.event
@@ -134,15 +135,16 @@ class ShellState(SessionState):
             return None
         return list(loads_for(self.router.route_id))
 
-    def _main_state(self, user: dict[str, Any]) -> str:
+    def _main_state(self, caller: Caller) -> str:
+        """The state of the `main` circle of the caller's own outer flow."""
         store = get_store()
-        outer = self.outer or store.latest_instance(SIGNIN_TEMPLATE, user["id"],
+        outer = self.outer or store.latest_instance(SIGNIN_TEMPLATE, caller.id,
                                                     ("running", "failed", "suspended"))
         try:
             inst = store.get(outer) if outer else None
         except BpflowError:
             inst = None
-        if inst is None or inst.user.get("id") != user["id"]:
+        if inst is None or inst.user.get("id") != caller.id:
             return "waiting"
         self.outer = inst.id
         return inst.circles["main"].state if "main" in inst.circles else "waiting"
@@ -155,11 +157,11 @@ PAGE_LOADS: dict[str, tuple[Any, ...]] = {}
 def page_loads(route: str, *loads: Any) -> list[Any]:
     """Register and return the on_load handlers of a signed-in page (`route` as given to
     `add_page`, dynamic segments in brackets)."""
-    PAGE_LOADS[route] = (*loads, ShellState.load)
+    PAGE_LOADS[route] = (*loads, FrameState.load)
     return list(PAGE_LOADS[route])
 
 
 def loads_for(route: str) -> tuple[Any, ...]:
     """The on_load handlers of a route as Reflex matched it (`router.route_id`, dynamic
     segments in brackets, the app's frontend path off)."""
-    return PAGE_LOADS.get(route, (ShellState.load,))
+    return PAGE_LOADS.get(route, (FrameState.load,))

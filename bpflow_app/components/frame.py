@@ -1,6 +1,6 @@
-"""The frame of the app: the outer circle around signed-in pages (sign-in form until the
-`auth` circle succeeds, then the page inside the `main` circle), the navigation, and the
-plain frame of public pages."""
+"""The frame's components: the outer circle around signed-in pages (sign-in form until
+the `auth` circle succeeds, then the page inside the `main` circle), the navigation, and
+the plain frame of public pages. Their state is `bpflow_app/frame_state.py`."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import reflex as rx
 from bpflow_app import routes
 from bpflow_app.components.fields import fields
 from bpflow_app.components.ui import state_badge
-from bpflow_app.outer import REGISTRATION_OPEN, ShellState, SignInState
+from bpflow_app.frame_state import REGISTRATION_OPEN, FrameState, SignInState
 from bpflow_app.session import SessionState
 
 
@@ -35,7 +35,7 @@ def _nav_link(label: str, href: str, icon: str, badge: rx.Var | None = None) -> 
 def _links() -> list[rx.Component]:
     return [
         _nav_link("My flows", routes.FLOWS, "workflow"),
-        _nav_link("Inbox", routes.INBOX, "inbox", ShellState.unread),
+        _nav_link("Inbox", routes.INBOX, "inbox", FrameState.unread),
         rx.cond(SessionState.is_admin, _nav_link("Templates", routes.TEMPLATES, "files")),
         rx.cond(SessionState.is_admin, _nav_link("Users", routes.USERS, "users")),
     ]
@@ -47,7 +47,7 @@ def outer_steps() -> rx.Component:
         state_badge("success", "auth"),
         rx.icon("arrow-right", size=14, color=rx.color("gray", 9)),
         rx.cond(SessionState.outer != "",
-                rx.link(state_badge(rx.cond(ShellState.main_state == "success", "success",
+                rx.link(state_badge(rx.cond(FrameState.main_state == "success", "success",
                                             "ready"), "main"),
                         href=routes.flow(SessionState.outer), underline="none",
                         aria_label="The outer flow"),
@@ -126,16 +126,16 @@ def outer_circle(content: Callable[[], rx.Component]) -> Callable[[], rx.Compone
 
     def page() -> rx.Component:
         return rx.cond(
-            ShellState.ready,  # set by the page's last on_load handler (outer.page_loads)
+            FrameState.ready,  # set by the page's last on_load handler (frame_state.page_loads)
             rx.cond(
                 SessionState.signed_in,
                 rx.cond(  # the page's data was loaded for this session (not a former one)
-                    ShellState.loaded_for == SessionState.session_key,
+                    FrameState.loaded_for == SessionState.session_key,
                     rx.box(navbar(),
                            rx.box(content(), as_="main", max_width="1280px", margin_x="auto",
                                   padding=["12px", "16px", "24px"], width="100%"),
                            min_height="100vh"),
-                    loading_screen(on_mount=ShellState.catch_up),
+                    loading_screen(on_mount=FrameState.catch_up),
                 ),
                 sign_in_panel(),
             ),

@@ -1,20 +1,23 @@
-"""The outer circle: sign-in is the `signin` flow's auth circle; signing in again
-continues the same outer flow; failures are limited; the session guard."""
+"""The frame's state (the outer circle): sign-in is the `signin` flow's auth circle;
+signing in again continues the same outer flow; failures are limited; the session guard;
+each signed-in page's loads, the frame's last."""
 
 from __future__ import annotations
 
 import pytest
 
-from bpflow.auth import Unauthorized, verify_token
-from bpflow_app import outer
-from bpflow_app.outer import ShellState, SignInState
+from bpflow import auth
+from bpflow.auth import verify_token
+from bpflow.errors import Unauthorized
+from bpflow_app import frame_state
+from bpflow_app.frame_state import FrameState, SignInState
 from bpflow_app.session import SessionState
 from tests.app.helpers import run
 
 
 @pytest.fixture(autouse=True)
 def fresh_limiter(monkeypatch):
-    monkeypatch.setattr(outer, "FAILURES", outer.FailureLimiter(3, 60.0))
+    monkeypatch.setattr(auth, "SIGN_IN_FAILURES", auth.FailureLimiter(3, 60.0))
 
 
 def test_sign_in_form_is_the_auth_circles_form(make_state):
@@ -27,7 +30,7 @@ def test_sign_in_form_is_the_auth_circles_form(make_state):
 def test_sign_in_stores_a_token_and_completes_the_auth_circle(make_state, web_store):
     state = make_state(SignInState)
     run(state.sign_in({"username": "alice", "password": "alice-password"}))
-    assert verify_token(state.token)["username"] == "alice"
+    assert verify_token(state.token).username == "alice"
     inst = web_store.get(state.outer)
     assert inst.template.name == "signin"
     assert inst.circles["auth"].state == "success"
@@ -66,26 +69,26 @@ def test_repeated_failures_block_even_the_right_password(make_state):
     assert "Too many failed attempts" in state.error
 
 
-def test_shell_counts_unread_mail_and_finds_the_outer_flow(make_state, web_store):
+def test_frame_counts_unread_mail_and_finds_the_outer_flow(make_state, web_store):
     sign = make_state(SignInState)
     run(sign.sign_in({"username": "root", "password": "root-password"}))
     from bpflow.mailbox import Mailbox
     Mailbox(web_store).guest_message("Eve", "Hi", "Hello", "1.2.3.4")
-    shell = make_state(ShellState, user="root")
-    shell.outer = ""
-    shell.load()
-    assert shell.unread == 1
-    assert shell.outer == sign.outer
-    assert shell.main_state == "waiting"
+    frame = make_state(FrameState, user="root")
+    frame.outer = ""
+    frame.load()
+    assert frame.unread == 1
+    assert frame.outer == sign.outer
+    assert frame.main_state == "waiting"
 
 
 def test_an_expired_token_signs_out(make_state):
-    shell = make_state(ShellState)
-    shell.token = "forged.token.value"
-    events = run(shell.load())
-    assert shell.token == "" and events and shell.ready
+    frame = make_state(FrameState)
+    frame.token = "forged.token.value"
+    events = run(frame.load())
+    assert frame.token == "" and events and frame.ready
     with pytest.raises(Unauthorized):
-        shell._user()
+        frame._caller()
 
 
 def test_sign_out_forgets_token_and_outer_flow(make_state):
@@ -96,10 +99,10 @@ def test_sign_out_forgets_token_and_outer_flow(make_state):
 
 
 def test_without_a_token_the_frame_is_ready_for_the_sign_in_form_and_says_nothing(make_state):
-    shell = make_state(ShellState)
-    assert not shell.ready  # the loading screen until the session is known
-    assert run(shell.load()) == []
-    assert shell.ready and shell.unread == 0
+    frame = make_state(FrameState)
+    assert not frame.ready  # the loading screen until the session is known
+    assert run(frame.load()) == []
+    assert frame.ready and frame.unread == 0
 
 
 def test_page_loads_find_nobody_signed_in_quietly(make_state):
@@ -127,10 +130,10 @@ def test_each_signed_in_page_loads_on_the_server_and_the_frame_last():
     from bpflow_app.pages.flow_state import FlowState
     from bpflow_app.pages.inbox_state import InboxState
 
-    assert outer.loads_for("/inbox") == (InboxState.load, ShellState.load)
-    assert outer.loads_for("/flow/[id]") == (FlowState.load, ShellState.load)
-    assert outer.loads_for("/404") == (ShellState.load,)
-    assert set(outer.PAGE_LOADS) == {"/flows", "/flow/[id]", "/inbox", "/templates", "/users"}
+    assert frame_state.loads_for("/inbox") == (InboxState.load, FrameState.load)
+    assert frame_state.loads_for("/flow/[id]") == (FlowState.load, FrameState.load)
+    assert frame_state.loads_for("/404") == (FrameState.load,)
+    assert set(frame_state.PAGE_LOADS) == {"/flows", "/flow/[id]", "/inbox", "/templates", "/users"}
 
 
 def test_a_new_session_loads_the_page_it_comes_up_on(make_state, web_store):
@@ -144,18 +147,18 @@ def test_a_new_session_loads_the_page_it_comes_up_on(make_state, web_store):
     sign = make_state(SignInState, path="/inbox")
     events = run(sign.sign_in({"username": "bob", "password": "bob-password"}))
     assert len(events) == 1  # the toast: the page's loads come with the frame
-    shell = make_state(ShellState, path="/inbox")
-    shell.token = sign.token
-    assert shell.loaded_for != shell.session_key
-    assert run(shell.catch_up()) == [InboxState.load, ShellState.load]
-    shell.load()
-    assert shell.loaded_for == shell.session_key != ""
-    assert run(shell.catch_up()) == []  # loaded for this session: nothing to do
-    shell.token = issue_token(web_store.user("carol"))  # another tab signed someone else in
-    assert shell.loaded_for != shell.session_key
-    assert run(shell.catch_up()) == [InboxState.load, ShellState.load]
-    shell.token = ""
-    assert run(shell.catch_up()) == []  # nobody signed in: the sign-in form
+    frame = make_state(FrameState, path="/inbox")
+    frame.token = sign.token
+    assert frame.loaded_for != frame.session_key
+    assert run(frame.catch_up()) == [InboxState.load, FrameState.load]
+    frame.load()
+    assert frame.loaded_for == frame.session_key != ""
+    assert run(frame.catch_up()) == []  # loaded for this session: nothing to do
+    frame.token = issue_token(web_store.user("carol"))  # another tab signed someone else in
+    assert frame.loaded_for != frame.session_key
+    assert run(frame.catch_up()) == [InboxState.load, FrameState.load]
+    frame.token = ""
+    assert run(frame.catch_up()) == []  # nobody signed in: the sign-in form
 
 
 def test_turning_a_page_with_an_expired_session_signs_out(make_state):
