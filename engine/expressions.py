@@ -1,8 +1,9 @@
 """The safe expression language of `when` conditions and `compute` boxes.
 
 Template authors write these, so they must never reach `eval`: a lark LALR grammar
-parses the text once and the tree is compiled into small Python closures, which makes
-evaluation both safe and fast. Every failure surfaces as `ExpressionError`.
+(`expression_parser`) parses the text once and the tree is compiled here into small Python
+closures, which makes evaluation both safe and fast. Every failure surfaces as
+`ExpressionError`.
 """
 
 from __future__ import annotations
@@ -13,10 +14,10 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from lark import Lark, Token, Tree
-from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedToken
+from lark import Token, Tree
 
 from engine.errors import BpflowError, ExpressionError
+from engine.expression_parser import literal, parse, where
 from engine.placeholders import as_text
 
 __all__ = ["MAX_DEPTH", "MAX_LENGTH", "Expression", "compile_expression", "evaluate"]
@@ -28,48 +29,6 @@ Resolver = Callable[[tuple[str, ...]], Any]
 Node = Callable[[Resolver, datetime], Any]
 BinaryOp = Callable[[Any, Any], Any]
 
-# Keywords are regexes ending in \b with priority 2, so `order(...)` is a call, not `or der`.
-_GRAMMAR = r"""
-?start: or_test
-?or_test: and_test ((_OR | "||") and_test)*
-?and_test: not_test ((_AND | "&&") not_test)*
-?not_test: (_NOT | "!") not_test -> not_
-         | comparison
-!?comparison: sum (("==" | "!=" | ">" | ">=" | "<" | "<=" | "~" | "!~") sum)?
-!?sum: product (("+" | "-") product)*
-!?product: unary (("*" | "/" | "%") unary)*
-!?unary: "-" unary -> neg
-       | atom
-?atom: INT | FLOAT | STRING | TRUE | FALSE | NULL | VAR
-     | NAME "(" [or_test ("," or_test)*] ")" -> call
-     | "(" or_test ")" -> paren
-_OR.2: /or\b/
-_AND.2: /and\b/
-_NOT.2: /not\b/
-TRUE.2: /true\b/
-FALSE.2: /false\b/
-NULL.2: /null\b/
-INT: /[0-9]+/
-FLOAT: /[0-9]+\.[0-9]+(?:[eE][+-]?[0-9]+)?|[0-9]+[eE][+-]?[0-9]+/
-STRING: /"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'/s
-VAR: /\$\{(?:[A-Za-z_][A-Za-z0-9_-]*|[0-9]+)(?:\.(?:[A-Za-z_][A-Za-z0-9_-]*|[0-9]+))*\}/
-NAME: /[A-Za-z_][A-Za-z0-9_]*/
-%ignore /[ \t\r\n]+/
-"""
-
-_PARSER = Lark(_GRAMMAR, parser="lalr")
-_PARSER.parse("0")  # builds the lazy lexer now, so a broken grammar fails at import
-# How error messages show each terminal, and which ones to summarise as "a value" etc.
-_SHOWN = {t.name: t.pattern.value.removesuffix(r"\b") for t in _PARSER.terminals}
-_SHOWN.update(INT="number", FLOAT="number", STRING="string", VAR="variable", NAME="function")
-_VALUE_START = {"number", "string", "variable", "function", "true", "false", "null", "(", "-",
-                "not", "!"}
-_COMPARISONS = {"==", "!=", ">", ">=", "<", "<=", "~", "!~"}
-_OPERATORS = _COMPARISONS | {"or", "||", "and", "&&", "+", "-", "*", "/", "%"}
-_LITERALS = {"TRUE": True, "FALSE": False, "NULL": None}
-# Unknown escapes stay verbatim, so regex classes such as "\d" and "\b" need no doubling.
-_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", '"': '"', "'": "'"}
-_ESCAPE_RE = re.compile(r"\\(u[0-9a-fA-F]{4}|.)", re.S)
 _KINDS = {type(None): "null", bool: "bool", int: "int", float: "float", str: "string",
           list: "list", tuple: "list", dict: "object"}
 _RUNTIME_ERRORS = (TypeError, ValueError, ArithmeticError, AttributeError)
@@ -291,7 +250,7 @@ class _Compiler:
         self.consts: dict[Node, Any] = {}
 
     def at(self, tok: Token) -> str:
-        return _where(self.source, tok.line, tok.column)
+        return where(self.source, tok.line, tok.column)
 
     def const(self, value: Any) -> Node:
         def node(resolve: Resolver, now: datetime) -> Any:
@@ -353,75 +312,13 @@ class _Compiler:
             path = tuple(tok[2:-1].split("."))
             self.refs.setdefault(path, None)
             return _variable(path, str(tok))
-        if tok.type == "STRING":
-            return self.const(_ESCAPE_RE.sub(_unescape, tok[1:-1]))
-        if tok.type in _LITERALS:
-            return self.const(_LITERALS[tok.type])
-        return self.const(int(tok) if tok.type == "INT" else float(tok))
-
-
-def _unescape(match: re.Match[str]) -> str:
-    code = match.group(1)
-    return chr(int(code[1:], 16)) if len(code) == 5 else _ESCAPES.get(code, "\\" + code)
-
-
-def _where(source: str, line: int, column: int) -> str:
-    return f"line {line}, column {column}" if "\n" in source else f"column {column}"
-
-
-def _expected(names: set[str]) -> str:
-    """Summarise lark's expected-terminal set the way a person would say it."""
-    shown, parts = {_SHOWN.get(n, n) for n in names}, []
-    if "variable" in shown:
-        parts.append("a value")
-        shown -= _VALUE_START
-    if len(shown & _OPERATORS) > 2:
-        parts.append("an operator")
-        shown -= _OPERATORS
-    parts += sorted(f"'{text}'" for text in shown if text != "$END")
-    if "$END" in shown:
-        parts.append("end of expression")
-    return ", ".join(parts[:-1]) + " or " + parts[-1] if len(parts) > 1 else "".join(parts)
-
-
-def _syntax_error(source: str, exc: LarkError) -> ExpressionError:
-    """Rephrase lark's exception as one line naming the position and what was expected."""
-    if isinstance(exc, UnexpectedCharacters):
-        at = _where(source, exc.line, exc.column)
-        if exc.char == "$":
-            message = (f"malformed variable reference at {at}: write ${{name}} or "
-                       "${a.b.0}, with no spaces inside the braces")
-        elif exc.char in "\"'":
-            message = f"unterminated string starting at {at}"
-        else:
-            message = f"unexpected character {exc.char!r} at {at}"
-    elif isinstance(exc, UnexpectedToken):
-        tok, expected = exc.token, set(exc.accepts or exc.expected)
-        if tok.type == "$END":
-            message = f"unexpected end of expression; expected {_expected(expected)}"
-        else:
-            at = _where(source, tok.line, tok.column)
-            message = f"unexpected {str(tok)!r} at {at}; expected {_expected(expected)}"
-        before = source[:len(source) if tok.type == "$END" else tok.start_pos]
-        bare = re.search(r"([A-Za-z_][A-Za-z0-9_]*)\s*$", before)
-        if expected == {"LPAR"} and bare:
-            name = bare.group(1)
-            message += f" ('{name}' alone is not a value: write ${{{name}}} for a variable)"
-        elif tok in _COMPARISONS and not {_SHOWN.get(n) for n in expected} & _COMPARISONS:
-            message += " (comparisons cannot be chained; combine them with 'and')"
-    else:
-        message = f"syntax error: {exc}"
-    return ExpressionError(message, source)
+        return self.const(literal(tok))
 
 
 @functools.lru_cache(maxsize=1024)
 def _compile_cached(source: str) -> Expression:
-    try:
-        tree = _PARSER.parse(source)
-    except LarkError as exc:
-        raise _syntax_error(source, exc) from None
     compiler = _Compiler(source)
-    fn = compiler.compile(tree)
+    fn = compiler.compile(parse(source))
     return Expression(source, tuple(compiler.refs), fn)
 
 

@@ -4,27 +4,23 @@ Readiness reads like graphlib's protocol: `statuses()` says what each waiting
 circle is (ready, pending, scheduled for a retry, blocked or dead), operations
 apply one move and then `settle` the instance: dead paths are skipped, markers,
 `compute` boxes and due timers run, timeouts apply and the status follows the
-terminal. Allowed moves are the two tables below, checked in one place.
+terminal. The pieces it leans on live next to it: `readiness` answers the status
+question, `moves` holds the two tables of allowed moves and the only code that
+applies them, `inputs` checks what an instance starts with.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from croniter import croniter
 
-from engine import bookmarks
-from engine.errors import (
-    BookmarkError,
-    BpflowError,
-    ExpressionError,
-    TransitionError,
-    VariableError,
-)
+from engine import bookmarks, readiness
+from engine.errors import BookmarkError, ExpressionError, TransitionError, VariableError
 from engine.expressions import compile_expression
+from engine.inputs import INPUT_TYPES, InputError, check_inputs
 from engine.instance import (
     COMPLETED,
     FAILED,
@@ -32,48 +28,32 @@ from engine.instance import (
     RUNNING,
     SKIPPED,
     SUCCESS,
-    SUSPENDED,
     TERMINATED,
     WAITING,
     CircleRun,
-    Event,
     Instance,
 )
 from engine.model import Template
-from engine.phase import staged_form
+from engine.moves import (
+    ACTIVE,
+    CIRCLE_MOVES,
+    INSTANCE_MOVES,
+    Clock,
+    emit,
+    fail_circle,
+    move_circle,
+    move_instance,
+    reset_reach,
+    set_status,
+    skip_circle,
+)
 from engine.placeholders import lookup, substitute
 from engine.plan import Node, Plan
+from engine.readiness import BLOCKED, DEAD, PENDING, READY, SCHEDULED
 
-Clock = Callable[[], datetime]
-
-# move -> (states it may start from, state it leads to, history event)
-CIRCLE_MOVES: dict[str, tuple[frozenset[str], str, str]] = {
-    "succeed": (frozenset({WAITING}), SUCCESS, "circle_succeeded"),
-    "fail": (frozenset({WAITING}), FAILURE, "circle_failed"),
-    "retry": (frozenset({WAITING}), WAITING, "circle_retry_scheduled"),
-    "skip": (frozenset({WAITING}), SKIPPED, "circle_skipped"),
-    "reset": (frozenset({WAITING, SUCCESS, FAILURE, SKIPPED}), WAITING, "circle_reset"),
-}
-INSTANCE_MOVES: dict[str, tuple[frozenset[str], str, str]] = {
-    "suspend": (frozenset({RUNNING, FAILED}), SUSPENDED, "instance_suspended"),
-    "resume": (frozenset({SUSPENDED}), RUNNING, "instance_resumed"),
-    "abort": (frozenset({RUNNING, FAILED, SUSPENDED}), TERMINATED, "instance_terminated"),
-}
-ACTIVE = frozenset({RUNNING, FAILED})  # statuses in which circles can move
-# What a waiting circle is right now:
-READY, PENDING, SCHEDULED, BLOCKED, DEAD = "ready", "pending", "scheduled", "blocked", "dead"
-INPUT_TYPES: dict[str, Callable[[Any], bool]] = {
-    "string": lambda v: isinstance(v, str), "text": lambda v: isinstance(v, str),
-    "email": lambda v: isinstance(v, str) and "@" in v, "date": lambda v: isinstance(v, str),
-    "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
-    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
-    "boolean": lambda v: isinstance(v, bool), "object": lambda v: isinstance(v, dict),
-    "array": lambda v: isinstance(v, list), "any": lambda v: True,
-}
-
-
-class InputError(BpflowError, ValueError):
-    """Workflow inputs that do not match the template's declared `inputs`."""
+# The public names, some now defined next door, so importers of engine.runtime keep working.
+__all__ = ["ACTIVE", "BLOCKED", "CIRCLE_MOVES", "DEAD", "INPUT_TYPES", "INSTANCE_MOVES",
+           "PENDING", "READY", "SCHEDULED", "Clock", "Engine", "InputError", "utcnow"]
 
 
 def utcnow() -> datetime:
@@ -92,53 +72,7 @@ class Engine:
     # ----------------------------------------------------------------- queries
     def statuses(self, inst: Instance) -> dict[str, str]:
         """What each waiting circle is: ready, pending, scheduled, blocked or dead."""
-        now = self.clock()
-        memo = inst.memo
-        if memo is not None and memo[0] == inst.seq and memo[1] <= now < memo[2]:
-            return memo[3]  # nothing changed and no retry fell due since
-        plan: Plan = inst.template.plan
-        out: dict[str, str] = {}
-        for nid in plan.order:
-            run = inst.circles[nid]
-            if run.state == WAITING:
-                out[nid] = self._status(plan.nodes[nid], inst, out, now)
-        until = min((inst.circles[c].next_attempt_at for c, st in out.items() if st == SCHEDULED),
-                    default=datetime.max.replace(tzinfo=UTC))
-        inst.memo = (inst.seq, now, until, out)
-        return out
-
-    def _status(self, node: Node, inst: Instance, known: dict[str, str], now: datetime) -> str:
-        if node.parent is not None:
-            parent = inst.circles[node.parent]
-            if parent.state != WAITING or parent.ready_at is None:
-                return PENDING
-        verdicts = [self._group(g, inst, known) for g in node.deps]
-        if BLOCKED in verdicts:  # one hopeless AND-group is enough
-            return BLOCKED
-        if PENDING in verdicts:  # a dead path is only skipped once nothing above waits
-            return PENDING
-        if DEAD in verdicts:
-            return DEAD
-        run = inst.circles[node.id]
-        if run.next_attempt_at is not None and run.next_attempt_at > now:
-            return SCHEDULED
-        return READY
-
-    @staticmethod
-    def _group(group: tuple[str, ...], inst: Instance, known: dict[str, str]) -> str:
-        """An OR-group: satisfied by any success; dead when all skipped; blocked when
-        nothing in it can still succeed; pending otherwise."""
-        seen = []
-        for member in group:
-            state = inst.circles[member].state
-            if state == SUCCESS:
-                return READY
-            if state == WAITING:
-                state = {DEAD: SKIPPED, BLOCKED: FAILURE}.get(known.get(member, PENDING), WAITING)
-            seen.append(state)
-        if WAITING in seen:
-            return PENDING
-        return DEAD if all(s == SKIPPED for s in seen) else BLOCKED
+        return readiness.statuses(inst, self.clock())
 
     def ready(self, inst: Instance) -> list[str]:
         """Circles waiting for the outside world now (a nested flow circle waits for its
@@ -227,14 +161,14 @@ class Engine:
               user: dict[str, Any] | None = None, instance_id: str | None = None,
               version: int | None = None, actor: str | None = None) -> Instance:
         inputs = dict(inputs or {})
-        _check_inputs(template, inputs)
+        check_inputs(template, inputs)
         now = self.clock()
         inst = Instance(id=instance_id or uuid.uuid4().hex, template=template, status=RUNNING,
                         inputs=inputs, user=dict(user or {}),
                         circles={nid: CircleRun() for nid in template.plan.order},
                         created_at=now, updated_at=now, version=version)
-        self._emit(inst, "instance_started", actor, after={"status": RUNNING},
-                   data={"template": template.name, "version": version, "inputs": inputs})
+        emit(inst, self.clock, "instance_started", actor, after={"status": RUNNING},
+             data={"template": template.name, "version": version, "inputs": inputs})
         self._settle(inst, actor)
         return inst
 
@@ -245,14 +179,14 @@ class Engine:
             raise TransitionError(f"circle '{cid}' is a nested flow; its circles complete it",
                                   instance=inst.id, circle=cid, state=inst.circles[cid].state)
         self._claim(inst, cid, bookmark)
-        self._move(inst, cid, "succeed", actor, result=result)
+        move_circle(inst, self.clock, cid, "succeed", actor, result=result)
         self._settle(inst, actor)
 
     def fail(self, inst: Instance, cid: str, bookmark: str, reason: str,
              actor: str | None = None) -> None:
         """The box failed: retry after the next wait of the list, or fail for good."""
         self._claim(inst, cid, bookmark)
-        self._failed(inst, cid, str(reason), actor)
+        fail_circle(inst, self.clock, cid, str(reason), actor)
         self._settle(inst, actor)
 
     def mark_pending(self, inst: Instance, cid: str, bookmark: str, info: dict[str, Any],
@@ -264,14 +198,14 @@ class Engine:
         run = inst.circles[cid]
         before = run.snapshot()
         run.pending = info
-        self._emit(inst, "circle_pending", actor, cid, before, run.snapshot(),
-                   {k: v for k, v in info.items() if k != "form"})
+        emit(inst, self.clock, "circle_pending", actor, cid, before, run.snapshot(),
+             {k: v for k, v in info.items() if k != "form"})
 
     def record(self, inst: Instance, kind: str, cid: str | None = None,
                data: dict[str, Any] | None = None, actor: str | None = None) -> None:
         """Add a history event that changes no state (a refused tampered decision, a
         repeated sign-in)."""
-        self._emit(inst, kind, actor, cid, data=data)
+        emit(inst, self.clock, kind, actor, cid, data=data)
 
     def check_bookmark(self, inst: Instance, cid: str, bookmark: str) -> None:
         """Raise as `complete` would for this bookmark, changing nothing (a form is checked
@@ -285,20 +219,8 @@ class Engine:
     def reset_preview(self, inst: Instance, cid: str, scope: str,
                       levels: int | None = None) -> list[str]:
         """The circles a reset would send back to waiting, in flow order."""
-        plan: Plan = inst.template.plan
         self._node(inst, cid)
-        if scope == "self":
-            targets = {cid}
-        elif scope == "levels":
-            if isinstance(levels, bool) or not isinstance(levels, int) or levels < 0:
-                raise ValueError("levels must be an integer of 0 or more")
-            targets = plan.ancestors(cid, levels)
-        elif scope == "all":
-            targets = set(plan.nodes)
-        else:
-            raise ValueError(f"unknown reset scope {scope!r} (expected self, levels or all)")
-        closure = plan.downstream(targets)
-        return [n for n in plan.order if n in closure and not inst.circles[n].pristine]
+        return reset_reach(inst, cid, scope, levels)
 
     def reset(self, inst: Instance, cid: str, scope: str = "self", levels: int | None = None,
               actor: str | None = None) -> list[str]:
@@ -314,22 +236,22 @@ class Engine:
                                   state=WAITING)
         changed = self.reset_preview(inst, cid, scope, levels)
         for nid in changed:
-            self._move(inst, nid, "reset", actor, data={"origin": cid, "scope": scope,
-                                                         "levels": levels})
+            move_circle(inst, self.clock, nid, "reset", actor,
+                        data={"origin": cid, "scope": scope, "levels": levels})
         if inst.status in (COMPLETED, FAILED):
-            self._set_status(inst, RUNNING, None, actor)
+            set_status(inst, self.clock, RUNNING, None, actor)
         self._settle(inst, actor)
         return changed
 
     def suspend(self, inst: Instance, actor: str | None = None) -> None:
-        self._instance_move(inst, "suspend", actor)
+        move_instance(inst, self.clock, "suspend", actor)
 
     def resume(self, inst: Instance, actor: str | None = None) -> None:
-        self._instance_move(inst, "resume", actor)
+        move_instance(inst, self.clock, "resume", actor)
         self._settle(inst, actor)
 
     def abort(self, inst: Instance, reason: str = "aborted", actor: str | None = None) -> None:
-        self._instance_move(inst, "abort", actor, reason=reason)
+        move_instance(inst, self.clock, "abort", actor, reason=reason)
 
     # ---------------------------------------------------------------- internals
     def _node(self, inst: Instance, cid: str) -> Node:
@@ -353,66 +275,6 @@ class Engine:
                                   instance=inst.id, circle=cid, state=run.state)
         return node
 
-    def _emit(self, inst: Instance, kind: str, actor: str | None, circle: str | None = None,
-              before: dict | None = None, after: dict | None = None,
-              data: dict | None = None) -> None:
-        inst.seq += 1
-        inst.updated_at = self.clock()
-        inst.events.append(Event(inst.seq, inst.updated_at, kind, actor, circle, before, after,
-                                 data or {}))
-
-    def _move(self, inst: Instance, cid: str, move: str, actor: str | None,
-              data: dict | None = None, **changes: Any) -> None:
-        """Apply one circle move from CIRCLE_MOVES and record it."""
-        allowed, target, event = CIRCLE_MOVES[move]
-        run = inst.circles[cid]
-        if run.state not in allowed:
-            raise TransitionError(f"circle '{cid}' cannot {move} from {run.state}",
-                                  instance=inst.id, circle=cid, state=run.state)
-        before = run.snapshot()
-        if move == "reset":
-            inst.circles[cid] = run = CircleRun(epoch=run.epoch + 1)
-        else:
-            if move == "retry":  # a new attempt: new bookmark, the staged form stays
-                run.epoch += 1
-                run.ready_at = run.due_at = None
-                form = staged_form(run)
-                run.pending = None if form is None else {"form": form}
-            for key, value in changes.items():
-                setattr(run, key, value)
-        run.state = target
-        self._emit(inst, event, actor, cid, before, run.snapshot(), data)
-
-    def _instance_move(self, inst: Instance, move: str, actor: str | None,
-                       reason: str | None = None) -> None:
-        allowed, target, event = INSTANCE_MOVES[move]
-        if inst.status not in allowed:
-            raise TransitionError(f"cannot {move} an instance that is {inst.status}",
-                                  instance=inst.id, state=inst.status)
-        before = {"status": inst.status}
-        inst.status = target
-        if reason is not None:
-            inst.reason = reason
-        self._emit(inst, event, actor, before=before, after={"status": target},
-                   data={"reason": reason} if reason else None)
-
-    def _failed(self, inst: Instance, cid: str, reason: str, actor: str | None,
-                retry: bool = True) -> None:
-        node = inst.template.plan.nodes[cid]
-        run = inst.circles[cid]
-        waits = node.circle.retry
-        if retry and run.attempts < len(waits):
-            at = self.clock() + timedelta(seconds=waits[run.attempts])
-            self._move(inst, cid, "retry", actor, data={"reason": reason},
-                       attempts=run.attempts + 1, next_attempt_at=at, reason=reason)
-            for child in inst.template.plan.descendants(cid):
-                if not inst.circles[child].pristine:
-                    self._move(inst, child, "reset", actor, data={"origin": cid,
-                                                                  "scope": "retry"})
-        else:
-            self._move(inst, cid, "fail", actor, attempts=run.attempts + 1, reason=reason,
-                       next_attempt_at=None)
-
     def _settle(self, inst: Instance, actor: str | None) -> None:
         """Run everything that needs no outside party until nothing moves."""
         plan: Plan = inst.template.plan
@@ -425,7 +287,8 @@ class Engine:
                 if inst.status not in ACTIVE or inst.circles[nid].state != WAITING:
                     continue
                 if st == DEAD:
-                    self._skip(inst, nid, actor, "every circle of a dependency group was skipped")
+                    skip_circle(inst, self.clock, nid, actor,
+                                "every circle of a dependency group was skipped")
                     moved = True
                 elif st == READY:
                     moved |= self._ready_step(inst, plan.nodes[nid], statuses, actor)
@@ -437,30 +300,16 @@ class Engine:
         plan: Plan = inst.template.plan
         term = inst.circles[plan.terminal]
         if term.state == SUCCESS:
-            self._set_status(inst, COMPLETED, None, actor)
+            set_status(inst, self.clock, COMPLETED, None, actor)
             return True
         if term.state in (FAILURE, SKIPPED) or statuses.get(plan.terminal) == BLOCKED:
             failures = [f"{cid}: {r.reason}" for cid, r in inst.circles.items()
                         if r.state == FAILURE]
-            self._set_status(inst, FAILED, "; ".join(failures) or "the terminal was skipped",
-                             actor)
+            set_status(inst, self.clock, FAILED,
+                       "; ".join(failures) or "the terminal was skipped", actor)
         else:
-            self._set_status(inst, RUNNING, None, actor)
+            set_status(inst, self.clock, RUNNING, None, actor)
         return False
-
-    def _set_status(self, inst: Instance, status: str, reason: str | None,
-                    actor: str | None) -> None:
-        if inst.status != status:
-            before = {"status": inst.status}
-            inst.status, inst.reason = status, reason
-            self._emit(inst, f"instance_{status}", actor, before=before,
-                       after={"status": status}, data={"reason": reason} if reason else None)
-
-    def _skip(self, inst: Instance, cid: str, actor: str | None, why: str) -> None:
-        self._move(inst, cid, "skip", actor, data={"why": why})
-        for child in inst.template.plan.descendants(cid):
-            if inst.circles[child].state == WAITING:
-                self._move(inst, child, "skip", actor, data={"why": f"'{cid}' was skipped"})
 
     def _ready_step(self, inst: Instance, node: Node, statuses: dict[str, str],
                     actor: str | None) -> bool:
@@ -473,26 +322,27 @@ class Engine:
             if inner.state == SUCCESS:
                 table = {c.rsplit(".", 1)[1]: inst.circles[c].result for c in node.children
                          if inst.circles[c].state == SUCCESS}
-                self._move(inst, node.id, "succeed", actor, result=table)
+                move_circle(inst, self.clock, node.id, "succeed", actor, result=table)
                 return True
             if inner.state in (FAILURE, SKIPPED) or statuses.get(node.inner_terminal) == BLOCKED:
                 failed = [f"{c[len(node.id) + 1:]}: {inst.circles[c].reason}"
                           for c in inst.template.plan.descendants(node.id)
                           if inst.circles[c].state == FAILURE]
                 why = "; ".join(failed) or f"its terminal '{node.inner_terminal}' was skipped"
-                self._failed(inst, node.id, f"nested flow failed: {why}", actor)
+                fail_circle(inst, self.clock, node.id, f"nested flow failed: {why}", actor)
                 return True
         if run.due_at is not None and run.due_at <= now:
-            self._move(inst, node.id, "succeed", actor,
-                       result={"fired_at": now.isoformat(), "due_at": run.due_at.isoformat()})
+            move_circle(inst, self.clock, node.id, "succeed", actor,
+                        result={"fired_at": now.isoformat(), "due_at": run.due_at.isoformat()})
             return True
         timeout = circle.timeout
         if timeout is not None and now >= run.ready_at + timedelta(seconds=timeout.seconds):
             why = f"timed out after {timeout.seconds:g} s"
             if timeout.policy == "terminate":
-                self._instance_move(inst, "abort", actor, reason=f"circle '{node.id}' {why}")
+                move_instance(inst, self.clock, "abort", actor,
+                              reason=f"circle '{node.id}' {why}")
             else:
-                self._failed(inst, node.id, why, actor, retry=timeout.policy == "retry")
+                fail_circle(inst, self.clock, node.id, why, actor, retry=timeout.policy == "retry")
             return True
         return False
 
@@ -500,39 +350,28 @@ class Engine:
         """A circle becomes ready: check `when`, run what needs nobody, start timers."""
         run, circle, now = inst.circles[node.id], node.circle, self.clock()
         run.ready_at, run.next_attempt_at = now, None
-        self._emit(inst, "circle_ready", actor, node.id, data={"attempt": run.attempts + 1})
+        emit(inst, self.clock, "circle_ready", actor, node.id, data={"attempt": run.attempts + 1})
         try:
             if circle.when is not None and not self._evaluate(inst, node.id, circle.when):
-                self._skip(inst, node.id, actor, f"condition is false: {circle.when}")
+                skip_circle(inst, self.clock, node.id, actor, f"condition is false: {circle.when}")
                 return True
             action = circle.box.action or {}
             kind = action.get("type")
             if circle.box.empty:
-                self._move(inst, node.id, "succeed", actor, result=None)
+                move_circle(inst, self.clock, node.id, "succeed", actor, result=None)
             elif kind == "compute":
                 outputs = {k: self._evaluate(inst, node.id, src)
                            for k, src in action["outputs"].items()}
-                self._move(inst, node.id, "succeed", actor, result=outputs)
+                move_circle(inst, self.clock, node.id, "succeed", actor, result=outputs)
             elif kind == "timer":
                 run.due_at = (now + timedelta(seconds=action["delay"]) if "delay" in action
                               else croniter(action["cron"], now).get_next(datetime))
             return True
         except (ExpressionError, VariableError) as exc:
-            self._failed(inst, node.id, str(exc), actor)
+            fail_circle(inst, self.clock, node.id, str(exc), actor)
             return True
 
     def _evaluate(self, inst: Instance, cid: str, source: str) -> Any:
         expr = compile_expression(source)
         return expr.evaluate(lambda path: self.resolve(inst, cid, path), self.clock())
 
-
-def _check_inputs(template: Template, inputs: dict[str, Any]) -> None:
-    declared = template.inputs
-    if not declared:
-        return
-    problems = [f"missing input '{k}'" for k in declared if k not in inputs]
-    problems += [f"unknown input '{k}'" for k in inputs if k not in declared]
-    problems += [f"input '{k}' must be {t}" for k, t in declared.items()
-                 if k in inputs and not INPUT_TYPES.get(t, INPUT_TYPES["any"])(inputs[k])]
-    if problems:
-        raise InputError("; ".join(problems))
