@@ -26,8 +26,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bpflow.schema import upgrade  # noqa: E402
 from bpflow.store import Store  # noqa: E402
+from bpflow.store.migrate import upgrade  # noqa: E402
 from bpflow.worker import Worker  # noqa: E402
 
 

@@ -39,9 +39,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bpflow.auth import issue_token  # noqa: E402
-from bpflow.mailbox import canonical, mail_t  # noqa: E402
+from bpflow.mailbox import canonical  # noqa: E402
 from bpflow.security import derive  # noqa: E402
 from bpflow.store import Store  # noqa: E402
+from bpflow.store.tables import mail_t  # noqa: E402
 
 OUT = ROOT / "test-output" / "bench"
 SECRET = "ui-latency-bench-secret-0123456789"

@@ -13,8 +13,8 @@ import threading
 import time
 from pathlib import Path
 
-from bpflow.schema import upgrade
 from bpflow.store import Store
+from bpflow.store.migrate import upgrade
 from bpflow.worker import start_in_thread
 
 log = logging.getLogger("bpflow")

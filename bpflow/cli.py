@@ -104,7 +104,7 @@ def _describe(result: dict[str, Any]) -> str:
 
 
 def db_upgrade(url: str | None) -> int:
-    from bpflow.schema import upgrade
+    from bpflow.store.migrate import upgrade
     upgrade(url)
     print("database is at the latest schema")
     return EXIT_OK

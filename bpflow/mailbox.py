@@ -16,17 +16,15 @@ import json
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import and_, func, insert, or_, select, update
-from sqlalchemy.exc import IntegrityError
-
-from bpflow.errors import Conflict, Forbidden, NotFound, RateLimited, Tampered
-from bpflow.models import Mail, User
+from bpflow import access
+from bpflow.access import Caller
+from bpflow.errors import Conflict, Forbidden, NotFound, Tampered
+from bpflow.forms import FormError
 from bpflow.security import derive
 from bpflow.store import Store
 from engine.instance import WAITING
+from engine.phase import Phase, approval, box_phase
 
-mail_t = Mail.__table__
-users_t = User.__table__
 GUEST_LIMITS = {"name": 80, "subject": 200, "body": 5000}
 GUEST_RATE = (5, timedelta(minutes=10))  # messages per client per window
 
@@ -68,47 +66,25 @@ class Mailbox:
         return None
 
     # -------------------------------------------------------------- sending
-    def _user_ids(self, conn, names: list[str]) -> dict[str, int]:
-        rows = conn.execute(select(users_t.c.username, users_t.c.id)
-                            .where(users_t.c.username.in_(names))).all()
-        found = dict(rows)
-        missing = [n for n in names if n not in found]
-        if missing:
-            raise NotFound(f"no user named {', '.join(missing)}")
-        return found
-
     def send(self, kind: str, sender: dict[str, Any], to: list[str], subject: str, body: str,
              *, instance: str | None = None, circle: str | None = None,
              epoch: int | None = None, payload_extra: dict[str, Any] | None = None
              ) -> list[int]:
         """Insert one mail per recipient (idempotent per attempt and recipient)."""
-        now = self.store.clock()
-        ids = []
-        with self.store.db.begin() as conn:
-            users = self._user_ids(conn, to)
-            for name in to:
-                existing = conn.execute(select(mail_t.c.id).where(
-                    mail_t.c.instance_id == instance, mail_t.c.circle == circle,
-                    mail_t.c.epoch == epoch, mail_t.c.recipient_id == users[name])).scalar() \
-                    if instance else None
-                if existing is not None:  # a retried worker sends nothing twice
-                    ids.append(existing)
-                    continue
-                payload = {"kind": kind, "instance": instance, "circle": circle, "epoch": epoch,
-                           "requester": sender.get("username"), "sender_id": sender.get("id"),
-                           "approver": name, "recipient_id": users[name],
-                           "subject": subject, "body": body, **(payload_extra or {})}
-                try:
-                    ids.append(conn.execute(insert(mail_t).values(
-                        kind=kind, sender_id=sender.get("id"),
-                        sender_name=sender.get("username") or "bpflow", recipient_id=users[name],
-                        subject=subject, body=body, payload=payload,
-                        signature=self.sign(payload) if kind == "approval" else None,
-                        instance_id=instance, circle=circle, epoch=epoch,
-                        created_at=now)).inserted_primary_key[0])
-                except IntegrityError as exc:
-                    raise Conflict("the same request is being sent concurrently") from exc
-        return ids
+        def build(name: str, recipient_id: int) -> dict[str, Any]:
+            payload = {"kind": kind, "instance": instance, "circle": circle, "epoch": epoch,
+                       "requester": sender.get("username"), "sender_id": sender.get("id"),
+                       "approver": name, "recipient_id": recipient_id,
+                       "subject": subject, "body": body, **(payload_extra or {})}
+            return {"kind": kind, "sender_id": sender.get("id"),
+                    "sender_name": sender.get("username") or "bpflow",
+                    "recipient_id": recipient_id, "subject": subject, "body": body,
+                    "payload": payload,
+                    "signature": self.sign(payload) if kind == "approval" else None,
+                    "instance_id": instance, "circle": circle, "epoch": epoch}
+        attempt = ({"instance_id": instance, "circle": circle, "epoch": epoch}
+                   if instance else None)
+        return self.store.insert_mails(to, build, attempt)
 
     def guest_message(self, name: str, subject: str, body: str, client: str) -> int:
         """A note from someone without an account; goes to every admin's inbox."""
@@ -118,68 +94,49 @@ class Mailbox:
         errors |= {k: f"{k} must be at most {GUEST_LIMITS[k]} characters"
                    for k, v in fields.items() if isinstance(v, str) and len(v) > GUEST_LIMITS[k]}
         if errors:
-            from bpflow.forms import FormError
             raise FormError(errors)
         hashed = hmac.new(self.guest_key, client.encode(), hashlib.sha256).hexdigest()
         limit, window = GUEST_RATE
-        now = self.store.clock()
-        with self.store.db.begin() as conn:
-            recent = conn.execute(select(func.count(), func.min(mail_t.c.created_at)).where(
-                mail_t.c.kind == "guest", mail_t.c.client == hashed,
-                mail_t.c.created_at > now - window)).one()
-            if recent[0] >= limit:
-                wait = int((recent[1] + window - now).total_seconds()) + 1
-                raise RateLimited(f"too many messages; try again in {wait} seconds", wait)
-            return conn.execute(insert(mail_t).values(
-                kind="guest", sender_name=name.strip(), subject=subject.strip(), body=body,
-                client=hashed, created_at=now)).inserted_primary_key[0]
+        return self.store.insert_guest_mail(
+            {"sender_name": name.strip(), "subject": subject.strip(), "body": body}, hashed,
+            limit, window)
 
     # ------------------------------------------------------------- deciding
-    def decide(self, mail_id: int, user: dict[str, Any], decision: str,
+    def decide(self, mail_id: int, user: Caller | dict[str, Any], decision: str,
                comment: str = "") -> dict[str, Any]:
         if decision not in ("approved", "rejected"):
             raise ValueError("decision must be 'approved' or 'rejected'")
-        row = self._row(mail_id)
+        caller = Caller.of(user)
+        row = self.store.mail(mail_id)
         if row is None or row.kind != "approval":
             raise NotFound(f"no approval mail {mail_id}")
-        if row.recipient_id != user.get("id"):
+        if not access.may_decide(caller, row.recipient_id):
             raise Forbidden("only the addressee may decide this approval")
         problem = self.check(row)
         if problem:
             self._record(row, "approval_refused", {"mail": mail_id, "why": problem,
-                                                    "by": user.get("username")})
+                                                    "by": caller.username})
             raise Tampered(f"approval {mail_id} refused: {problem}")
         if row.decision is not None:
             raise Conflict(f"approval {mail_id} was already {row.decision}")
         inst = self.store.get(row.instance_id)
         run = inst.circles.get(row.circle)
-        if run is None or run.state != WAITING or run.epoch != row.epoch or not run.pending:
+        if run is None or run.epoch != row.epoch or box_phase(
+                inst.template.plan.nodes[row.circle].circle.box, run) is not Phase.APPROVAL:
             raise Conflict("this approval request is no longer open")
-        now = self.store.clock()
-        with self.store.db.begin() as conn:
-            done = conn.execute(update(mail_t).where(
-                mail_t.c.id == mail_id, mail_t.c.decision.is_(None)).values(
-                decision=decision, comment=comment or "", updated_at=now, read_at=now))
-            if done.rowcount != 1:
-                raise Conflict(f"approval {mail_id} was decided concurrently")
-            fresh = conn.execute(select(mail_t).where(mail_t.c.id == mail_id)).one()
-            conn.execute(update(mail_t).where(mail_t.c.id == mail_id).values(
-                decision_signature=self._decision_signature(fresh)))
+        self.store.record_decision(mail_id, decision, comment, self._decision_signature)
         self.settle(row.instance_id, row.circle)
-        return self.describe(self._row(mail_id))
+        return self.describe(self.store.mail(mail_id))
 
     def settle(self, instance_id: str, circle: str) -> str | None:
         """Count the verified decisions of the circle's current attempt against its quorum;
         complete or fail the circle when the outcome is certain."""
         def op(engine, inst):
             run = inst.circles[circle]
-            if run.state != WAITING or not run.pending or "approval" not in run.pending:
+            info = approval(run) if run.state == WAITING else None
+            if info is None:
                 return None
-            info = run.pending["approval"]
-            with self.store._read() as conn:
-                rows = conn.execute(select(mail_t).where(
-                    mail_t.c.instance_id == instance_id, mail_t.c.circle == circle,
-                    mail_t.c.epoch == run.epoch, mail_t.c.kind == "approval")).all()
+            rows = self.store.attempt_approvals(instance_id, circle, run.epoch)
             decided = []
             for row in rows:
                 problem = self.check(row)
@@ -207,10 +164,6 @@ class Mailbox:
         return self.store.apply(instance_id, op)
 
     # -------------------------------------------------------------- reading
-    def _row(self, mail_id: int):
-        with self.store._read() as conn:
-            return conn.execute(select(mail_t).where(mail_t.c.id == mail_id)).first()
-
     def _record(self, row, kind: str, data: dict[str, Any]) -> None:
         if row.instance_id:
             try:
@@ -229,36 +182,18 @@ class Mailbox:
                 "comment": row.comment, "instance": row.instance_id, "circle": row.circle,
                 "signature_ok": problem is None, "problem": problem}
 
-    def inbox(self, user: dict[str, Any], kind: str | None = None, status: str | None = None,
-              limit: int = 50, offset: int = 0) -> list[dict[str, Any]]:
+    def inbox(self, user: Caller | dict[str, Any], kind: str | None = None,
+              status: str | None = None, limit: int = 50, offset: int = 0
+              ) -> list[dict[str, Any]]:
         """The user's mail, newest first; admins also see guest messages."""
-        mine = mail_t.c.recipient_id == user.get("id")
-        if "admin" in user.get("roles", []) and kind in (None, "guest"):
-            # (only then: another kind read alone stays the top of ix_mailbox_list)
-            mine = or_(mine, and_(mail_t.c.kind == "guest", mail_t.c.recipient_id.is_(None)))
-        q = select(mail_t).where(mine)
-        if kind:
-            q = q.where(mail_t.c.kind == kind)
-        if status == "pending":
-            q = q.where(mail_t.c.kind == "approval", mail_t.c.decision.is_(None))
-        elif status == "decided":
-            q = q.where(mail_t.c.decision.is_not(None))
-        elif status == "unread":
-            q = q.where(mail_t.c.read_at.is_(None))
-        q = q.order_by(mail_t.c.created_at.desc(), mail_t.c.id.desc()).limit(limit).offset(offset)
-        with self.store._read() as conn:
-            return [self.describe(r) for r in conn.execute(q).all()]
+        rows = self.store.mail_page(Caller.of(user), kind, status, limit, offset)
+        return [self.describe(r) for r in rows]
 
-    def mark_read(self, mail_id: int, user: dict[str, Any]) -> None:
-        row = self._row(mail_id)
-        visible = row is not None and (row.recipient_id == user.get("id") or (
-            row.kind == "guest" and "admin" in user.get("roles", [])))
-        if not visible:
+    def mark_read(self, mail_id: int, user: Caller | dict[str, Any]) -> None:
+        row = self.store.mail(mail_id)
+        if row is None or not access.may_read_mail(Caller.of(user), row.kind, row.recipient_id):
             raise NotFound(f"no mail {mail_id}")
-        with self.store.db.begin() as conn:
-            conn.execute(update(mail_t).where(mail_t.c.id == mail_id,
-                                              mail_t.c.read_at.is_(None))
-                         .values(read_at=self.store.clock()))
+        self.store.mark_mail_read(mail_id)
 
 
 def quorum_verdict(quorum: Any, approvers: int, decisions: list[str]) -> str | None:

@@ -16,9 +16,9 @@ from urllib.parse import quote
 import pytest
 from sqlalchemy import create_engine, text
 
-from bpflow.db import normalize_url
-from bpflow.schema import upgrade
 from bpflow.store import Store
+from bpflow.store.connection import normalize_url
+from bpflow.store.migrate import upgrade
 
 PG_URL = normalize_url(os.environ.get("BPFLOW_TEST_PG_URL",
                                       "postgresql://postgres@127.0.0.1:5432/test"))

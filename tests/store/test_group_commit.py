@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from bpflow.schema import upgrade
 from bpflow.store import NotFound, Store
+from bpflow.store.migrate import upgrade
 from engine.errors import TransitionError
 from tests.conftest import SECRET, run_async
 
@@ -39,7 +39,7 @@ def path_of(store: Store) -> str:
 
 
 def writer(store: Store, loop: asyncio.AbstractEventLoop):
-    return store._fast._loops[loop]
+    return store.writer.loop_writer(loop)
 
 
 def test_concurrent_steps_share_commits_and_are_all_durable(sqlite_store):
@@ -73,9 +73,9 @@ def test_a_failing_job_is_undone_alone(sqlite_store):
         raise RuntimeError("this job fails after writing")
 
     async def main():
-        return await asyncio.gather(sqlite_store._fast.run(insert("u1")),
-                                    sqlite_store._fast.run(boom),
-                                    sqlite_store._fast.run(insert("u2")),
+        return await asyncio.gather(sqlite_store.writer.run(insert("u1")),
+                                    sqlite_store.writer.run(boom),
+                                    sqlite_store.writer.run(insert("u2")),
                                     return_exceptions=True)
 
     outcomes = run_async(main())
@@ -117,7 +117,7 @@ def test_a_held_write_lock_delays_the_step_without_blocking_the_loop(sqlite_stor
 
 
 def test_a_write_lock_never_released_fails_the_step_in_time(sqlite_store, monkeypatch):
-    monkeypatch.setattr("bpflow.fastpath.WRITE_LOCK_TIMEOUT_S", 0.3)
+    monkeypatch.setattr("bpflow.store.connection.WRITE_LOCK_TIMEOUT_S", 0.3)
     inst = sqlite_store.start("pair", user=USER)
     blocker = sqlite3.connect(path_of(sqlite_store), isolation_level=None)
     blocker.execute("BEGIN IMMEDIATE")

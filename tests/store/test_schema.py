@@ -8,7 +8,7 @@ from alembic.migration import MigrationContext
 from sqlalchemy import inspect
 from sqlmodel import SQLModel
 
-import bpflow.models  # noqa: F401
+import bpflow.store.tables  # noqa: F401
 
 
 def test_migrations_match_the_models(store):
@@ -18,7 +18,7 @@ def test_migrations_match_the_models(store):
 
 
 def test_upgrade_is_idempotent_and_sqlite_runs_in_wal_mode(db_url, store):
-    from bpflow.schema import upgrade
+    from bpflow.store.migrate import upgrade
     upgrade(db_url)  # second run: nothing to do, no error
     tables = set(inspect(store.db).get_table_names())
     assert {"users", "templates", "instances", "circle_states", "events", "mailbox"} <= tables
@@ -35,17 +35,17 @@ def test_an_inbox_page_and_its_counts_are_read_from_indexes(tmp_path, role):
     guest messages too)."""
     from sqlalchemy import event
 
-    from bpflow.listing import mail_counts
+    from bpflow.access import Caller
     from bpflow.mailbox import Mailbox
-    from bpflow.schema import upgrade
     from bpflow.store import Store
+    from bpflow.store.migrate import upgrade
 
     url = f"sqlite:///{tmp_path / 'plan.db'}"
     upgrade(url)  # the migrations' indexes, as a user's database has them
     store = Store(url, secret=b"s" * 32)
     try:
         store.add_user("ann", "ann-password-1", [role])
-        user, statements = store.user("ann"), []
+        user, statements = Caller.of(store.user("ann")), []
 
         def record(conn, cursor, statement, parameters, context, executemany):
             if statement.lstrip().upper().startswith("SELECT") and "mailbox" in statement:
@@ -53,7 +53,7 @@ def test_an_inbox_page_and_its_counts_are_read_from_indexes(tmp_path, role):
 
         event.listen(store.db, "before_cursor_execute", record)
         Mailbox(store).inbox(user, kind="approval", limit=25, offset=0)
-        mail_counts(store, user)
+        store.mail_counts(user)
         event.remove(store.db, "before_cursor_execute", record)
         assert len(statements) == 2
         with store.db.connect() as conn:

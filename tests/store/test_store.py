@@ -9,7 +9,7 @@ import psycopg
 import pytest
 from sqlalchemy import text
 
-from bpflow.store import NotFound, Store
+from bpflow.store import NotFound, Store, statements
 from engine.errors import BookmarkError, DefinitionError, TransitionError
 from tests.conftest import SECRET
 
@@ -124,7 +124,7 @@ def test_failure_between_state_and_events_leaves_neither(store, db_url, monkeypa
     def broken(*args, **kwargs):
         raise RuntimeError("disk full (injected)")
 
-    monkeypatch.setattr(store, "_event_rows", broken)
+    monkeypatch.setattr(statements, "event_rows", broken)
     with pytest.raises(RuntimeError, match="injected"):
         finish(store, inst.id, "a", {"x": 1})
     monkeypatch.undo()
@@ -233,7 +233,7 @@ def test_nested_templates_are_pinned_at_start(store, tmp_path):
 def test_users_have_salted_slow_hashes_and_authenticate(store):
     store.add_user("ann", "s3cret pass", ["approver"])
     store.add_user("bob", "s3cret pass")
-    with store._read() as conn:
+    with store.reader() as conn:
         hashes = [r[0] for r in conn.execute(text("SELECT password_hash FROM users"))]
     assert all(h.startswith("scrypt$") and "s3cret" not in h for h in hashes)
     assert hashes[0] != hashes[1]

@@ -13,7 +13,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-import bpflow.db
+from bpflow.store.connection import UTCDateTime
 
 revision = "0001"
 down_revision = None
@@ -29,7 +29,7 @@ def upgrade() -> None:
         sa.Column("version", sa.Integer(), nullable=False),
         sa.Column("body", sa.JSON(), nullable=False),
         sa.Column("digest", sa.String(length=64), nullable=False),
-        sa.Column("created_at", bpflow.db.UTCDateTime(timezone=True), nullable=False),
+        sa.Column("created_at", UTCDateTime(timezone=True), nullable=False),
         sa.PrimaryKeyConstraint("id"),
         sa.UniqueConstraint("name", "version", name="uq_templates_name_version"),
     )
@@ -40,7 +40,7 @@ def upgrade() -> None:
         sa.Column("username", sa.String(length=100), nullable=False),
         sa.Column("password_hash", sa.String(length=255), nullable=False),
         sa.Column("roles", sa.JSON(), nullable=False),
-        sa.Column("created_at", bpflow.db.UTCDateTime(timezone=True), nullable=False),
+        sa.Column("created_at", UTCDateTime(timezone=True), nullable=False),
         sa.PrimaryKeyConstraint("id"),
         sa.UniqueConstraint("username"),
     )
@@ -59,11 +59,11 @@ def upgrade() -> None:
         sa.Column("variables", sa.JSON(), nullable=False),
         sa.Column("seq", sa.Integer(), nullable=False),
         sa.Column("lock_version", sa.Integer(), nullable=False),
-        sa.Column("due_at", bpflow.db.UTCDateTime(timezone=True), nullable=True),
+        sa.Column("due_at", UTCDateTime(timezone=True), nullable=True),
         sa.Column("lease_owner", sa.String(length=100), nullable=True),
-        sa.Column("lease_until", bpflow.db.UTCDateTime(timezone=True), nullable=True),
-        sa.Column("created_at", bpflow.db.UTCDateTime(timezone=True), nullable=False),
-        sa.Column("updated_at", bpflow.db.UTCDateTime(timezone=True), nullable=False),
+        sa.Column("lease_until", UTCDateTime(timezone=True), nullable=True),
+        sa.Column("created_at", UTCDateTime(timezone=True), nullable=False),
+        sa.Column("updated_at", UTCDateTime(timezone=True), nullable=False),
         sa.ForeignKeyConstraint(["template_id"], ["templates.id"], ondelete="RESTRICT"),
         sa.ForeignKeyConstraint(["user_id"], ["users.id"], ondelete="RESTRICT"),
         sa.PrimaryKeyConstraint("id"),
@@ -82,9 +82,9 @@ def upgrade() -> None:
         sa.Column("result", sa.JSON(), nullable=True),
         sa.Column("reason", sa.Text(), nullable=True),
         sa.Column("attempts", sa.Integer(), nullable=False),
-        sa.Column("next_attempt_at", bpflow.db.UTCDateTime(timezone=True), nullable=True),
-        sa.Column("ready_at", bpflow.db.UTCDateTime(timezone=True), nullable=True),
-        sa.Column("due_at", bpflow.db.UTCDateTime(timezone=True), nullable=True),
+        sa.Column("next_attempt_at", UTCDateTime(timezone=True), nullable=True),
+        sa.Column("ready_at", UTCDateTime(timezone=True), nullable=True),
+        sa.Column("due_at", UTCDateTime(timezone=True), nullable=True),
         sa.Column("epoch", sa.Integer(), nullable=False),
         sa.ForeignKeyConstraint(["instance_id"], ["instances.id"], ondelete="CASCADE"),
         sa.PrimaryKeyConstraint("instance_id", "circle"),
@@ -94,7 +94,7 @@ def upgrade() -> None:
         sa.Column("id", sa.Integer(), nullable=False),
         sa.Column("instance_id", sa.String(length=32), nullable=False),
         sa.Column("seq", sa.Integer(), nullable=False),
-        sa.Column("at", bpflow.db.UTCDateTime(timezone=True), nullable=False),
+        sa.Column("at", UTCDateTime(timezone=True), nullable=False),
         sa.Column("kind", sa.String(length=40), nullable=False),
         sa.Column("actor", sa.String(length=100), nullable=True),
         sa.Column("circle", sa.String(length=400), nullable=True),
@@ -120,9 +120,9 @@ def upgrade() -> None:
         sa.Column("comment", sa.Text(), nullable=True),
         sa.Column("instance_id", sa.String(length=32), nullable=True),
         sa.Column("circle", sa.String(length=400), nullable=True),
-        sa.Column("created_at", bpflow.db.UTCDateTime(timezone=True), nullable=False),
-        sa.Column("updated_at", bpflow.db.UTCDateTime(timezone=True), nullable=True),
-        sa.Column("read_at", bpflow.db.UTCDateTime(timezone=True), nullable=True),
+        sa.Column("created_at", UTCDateTime(timezone=True), nullable=False),
+        sa.Column("updated_at", UTCDateTime(timezone=True), nullable=True),
+        sa.Column("read_at", UTCDateTime(timezone=True), nullable=True),
         sa.ForeignKeyConstraint(["instance_id"], ["instances.id"], ondelete="RESTRICT"),
         sa.ForeignKeyConstraint(["recipient_id"], ["users.id"], ondelete="RESTRICT"),
         sa.ForeignKeyConstraint(["sender_id"], ["users.id"], ondelete="RESTRICT"),

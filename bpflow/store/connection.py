@@ -42,17 +42,36 @@ def make_engine(url: str | None = None, **kwargs: Any) -> Engine:
     return create_engine(url, pool_pre_ping=True, **kwargs)
 
 
+# SQLite's own busy handler backs off to 100 ms sleeps, which shows in tail latencies; it
+# gets a few milliseconds, and taking the write lock is retried here with short sleeps.
+SQLITE_BUSY_MS = 5
+WRITE_LOCK_TIMEOUT_S = 30.0
+
+
+def sqlite_pragmas(conn: sqlite3.Connection, busy_ms: int = SQLITE_BUSY_MS,
+                   wal: bool = True) -> None:
+    """The settings of every connection to the store's SQLite file: write-ahead log,
+    full sync at commit (a step answered is on disk), foreign keys, a short busy wait.
+    SQLite checkpoints the log in the commit that crosses 1,000 pages."""
+    if wal:
+        conn.execute("PRAGMA journal_mode=WAL")
+    for pragma in ("synchronous=FULL", "foreign_keys=ON", f"busy_timeout={busy_ms}"):
+        conn.execute(f"PRAGMA {pragma}")
+
+
+def sqlite_connect(path: str, busy_ms: int = SQLITE_BUSY_MS) -> sqlite3.Connection:
+    """A plain sqlite3 connection with the store's settings; transactions are begun by
+    the caller (`isolation_level=None`)."""
+    conn = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
+    sqlite_pragmas(conn, busy_ms)
+    return conn
+
+
 def _sqlite_setup(engine: Engine) -> None:
     @event.listens_for(engine, "connect")
     def _connect(dbapi_conn, _record) -> None:
         dbapi_conn.isolation_level = None  # we issue BEGIN ourselves
-        cur = dbapi_conn.cursor()
-        if engine.url.database not in (None, "", ":memory:"):
-            cur.execute("PRAGMA journal_mode=WAL")
-        cur.execute("PRAGMA synchronous=FULL")
-        cur.execute("PRAGMA foreign_keys=ON")
-        cur.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_MS}")
-        cur.close()
+        sqlite_pragmas(dbapi_conn, wal=engine.url.database not in (None, "", ":memory:"))
 
     @event.listens_for(engine, "begin")
     def _begin(conn) -> None:
@@ -63,27 +82,53 @@ def _sqlite_setup(engine: Engine) -> None:
             conn.exec_driver_sql(f"BEGIN {mode}")
 
 
-# SQLite's own busy handler backs off to 100 ms sleeps, which shows in tail latencies; it
-# gets a few milliseconds, and taking the write lock is retried here with short sleeps.
-SQLITE_BUSY_MS = 5
-WRITE_LOCK_TIMEOUT_S = 30.0
+class LockWait:
+    """Waiting for SQLite's write lock: the pause before the next try (doubling from
+    `first` up to `longest`), until `timeout` seconds have passed since the first."""
+
+    def __init__(self, first: float = 0.0002, longest: float = 0.002,
+                 timeout: float | None = None):
+        self.first, self.longest = first, longest
+        self.timeout = timeout  # None: WRITE_LOCK_TIMEOUT_S as it is when waiting
+        self.since: float | None = None
+        self.pause = first
+
+    @staticmethod
+    def busy(exc: sqlite3.OperationalError) -> bool:
+        """Whether the error means another connection holds the lock."""
+        text = str(exc)
+        return "locked" in text or "busy" in text
+
+    def next(self, exc: sqlite3.OperationalError) -> float | None:
+        """The pause before trying again, or None when `exc` is not a lock wait or the
+        time is up (the caller then raises it)."""
+        now = time.monotonic()
+        if self.since is None:
+            self.since = now
+        limit = WRITE_LOCK_TIMEOUT_S if self.timeout is None else self.timeout
+        if not self.busy(exc) or now - self.since >= limit:
+            self.reset()
+            return None
+        pause = self.pause
+        self.pause = min(self.pause * 2, self.longest)
+        return pause
+
+    def reset(self) -> None:
+        self.since, self.pause = None, self.first
 
 
 def begin_immediate(dbapi_conn: sqlite3.Connection) -> None:
     """`BEGIN IMMEDIATE`, waiting for the write lock in small steps."""
-    deadline = time.monotonic() + WRITE_LOCK_TIMEOUT_S
-    pause = 0.0002
+    wait = LockWait()
     while True:
         try:
             dbapi_conn.execute("BEGIN IMMEDIATE")
             return
         except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc) and "busy" not in str(exc):
-                raise
-            if time.monotonic() > deadline:
+            pause = wait.next(exc)
+            if pause is None:
                 raise
             time.sleep(pause)
-            pause = min(pause * 2, 0.002)
 
 
 class UTCDateTime(TypeDecorator):

@@ -5,8 +5,8 @@ from __future__ import annotations
 from alembic import context
 from sqlmodel import SQLModel
 
-import bpflow.models  # noqa: F401  (registers the tables on SQLModel.metadata)
-from bpflow.db import make_engine
+import bpflow.store.tables  # noqa: F401  (registers the tables on SQLModel.metadata)
+from bpflow.store.connection import make_engine
 
 config = context.config
 target_metadata = SQLModel.metadata

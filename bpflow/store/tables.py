@@ -13,7 +13,7 @@ from typing import Any
 from sqlalchemy import JSON, Column, ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
-from bpflow.db import UTCDateTime
+from bpflow.store.connection import UTCDateTime
 
 
 def _time(nullable: bool = False, index: bool = False) -> Any:
@@ -24,7 +24,7 @@ def _json(nullable: bool = True) -> Any:
     return Field(default=None, sa_column=Column(JSON, nullable=nullable))
 
 
-class User(SQLModel, table=True):
+class UserRow(SQLModel, table=True):
     __tablename__ = "users"
 
     id: int | None = Field(default=None, primary_key=True)
@@ -118,7 +118,7 @@ class EventRow(SQLModel, table=True):
     data: Any = _json()
 
 
-class Mail(SQLModel, table=True):
+class MailRow(SQLModel, table=True):
     __tablename__ = "mailbox"
     __table_args__ = (
         # A page of the inbox is the top of this index; the counts read only the second.
@@ -152,3 +152,12 @@ class Mail(SQLModel, table=True):
     created_at: datetime = _time()
     updated_at: datetime | None = _time(nullable=True)
     read_at: datetime | None = _time(nullable=True)
+
+
+users_t = UserRow.__table__
+templates_t = TemplateVersion.__table__
+instances_t = InstanceRow.__table__
+pinned_t = InstanceTemplate.__table__
+circles_t = CircleStateRow.__table__
+events_t = EventRow.__table__
+mail_t = MailRow.__table__

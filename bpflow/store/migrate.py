@@ -6,12 +6,12 @@ from alembic import command
 from alembic.config import Config
 from sqlalchemy.engine import Engine
 
-from bpflow.db import database_url, make_engine, normalize_url
+from bpflow.store.connection import database_url, make_engine, normalize_url
 
 
 def alembic_config(url: str | None = None) -> Config:
     cfg = Config()
-    cfg.set_main_option("script_location", "bpflow:migrations")
+    cfg.set_main_option("script_location", "bpflow.store:migrations")
     url = normalize_url(database_url(url))
     cfg.set_main_option("sqlalchemy.url", url.replace("%", "%%"))  # configparser syntax
     return cfg

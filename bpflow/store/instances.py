@@ -1,0 +1,163 @@
+"""Instances as stored: reading them (with a small cache of the ones this process wrote
+last), and the rows of a new instance and of a step.
+
+A cached copy is only ever used as the starting point of a step, whose compare-and-set
+tells whether someone else wrote since (then the step is re-run on a fresh read), or for
+what never changes in an instance (its owner, its template).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import select
+
+from bpflow.errors import NotFound
+from bpflow.store import statements as sql
+from bpflow.store.tables import circles_t, instances_t, templates_t
+from bpflow.store.writing import NewInstance, Write
+from engine.instance import Event, Instance
+
+
+@dataclass
+class Loaded:
+    """An instance with what its rows held when read or last written."""
+
+    inst: Instance
+    lock_version: int
+    circles: dict[str, sql.Snapshot]  # circle rows as last written, to write only changes
+
+
+class Instances:
+    """Reading and caching instances (part of `Store`)."""
+
+    def get(self, instance_id: str) -> Instance:
+        """A fresh copy of the instance as stored."""
+        return self._load(instance_id).inst
+
+    def peek(self, instance_id: str) -> Instance:
+        """The instance for what never changes in it (its owner, its template): the
+        cached copy when there is one, else it is read and cached. Its state may be
+        stale and must not be changed; use `apply` for that."""
+        with self._lock:
+            loaded = self._cache.get(instance_id)
+        return loaded.inst if loaded is not None else self._peeked(self._load(instance_id))
+
+    async def peek_async(self, instance_id: str) -> Instance:
+        """`peek` for an event loop (a read the cache cannot serve runs on a thread)."""
+        with self._lock:
+            loaded = self._cache.get(instance_id)
+        if loaded is not None:
+            return loaded.inst
+        return self._peeked(await asyncio.to_thread(self._load, instance_id))
+
+    def _peeked(self, loaded: Loaded) -> Instance:
+        with self._lock:  # a step that finished meanwhile keeps its newer copy
+            return self._cache.setdefault(loaded.inst.id, loaded).inst
+
+    # ------------------------------------------------------------------ cache
+    def _take(self, instance_id: str) -> Loaded | None:
+        with self._lock:
+            return self._cache.pop(instance_id, None)
+
+    def _keep(self, loaded: Loaded) -> None:
+        if loaded.inst.status in ("completed", "terminated"):
+            return  # rarely touched again (a reset reads it back): not worth the memory
+        with self._lock:
+            self._cache[loaded.inst.id] = loaded
+            while len(self._cache) > self._cache_size:
+                self._cache.popitem(last=False)
+
+    # ---------------------------------------------------------------- reading
+    def _load(self, instance_id: str, conn=None, lock: bool = False) -> Loaded:
+        loaded = self._load_many([instance_id], conn, lock)
+        if not loaded:
+            raise NotFound(f"no instance '{instance_id}'")
+        return loaded[instance_id]
+
+    def _load_many(self, ids: list[str], conn=None, lock: bool = False) -> dict[str, Loaded]:
+        """Instances as stored (two queries however many); missing ids are left out."""
+        if conn is None:
+            with self.reader() as conn:
+                return self._load_many(ids, conn)
+        q = select(instances_t).where(instances_t.c.id.in_(ids))
+        if lock and self.postgres:
+            q = q.with_for_update()
+        rows = conn.execute(q).all()
+        circle_rows: dict[str, list] = {}
+        if rows:
+            for r in conn.execute(select(circles_t).where(circles_t.c.instance_id.in_(ids))):
+                circle_rows.setdefault(r.instance_id, []).append(r)
+        out = {}
+        for row in rows:
+            trow = self._template_rows.get(row.template_id)
+            if trow is None:
+                trow = conn.execute(select(templates_t).where(
+                    templates_t.c.id == row.template_id)).first()
+                self._template_rows[row.template_id] = trow
+            template, _ = self._build(trow, dict(row.nested_versions))
+            inst = Instance(
+                id=row.id, template=template, status=row.status, inputs=row.inputs,
+                user=row.user, circles={r.circle: sql.circle_run(r)
+                                        for r in circle_rows.get(row.id, [])},
+                created_at=row.created_at, updated_at=row.updated_at, version=row.version,
+                reason=row.reason, seq=row.seq)
+            out[row.id] = Loaded(inst, row.lock_version,
+                                 {cid: sql.snapshot(run) for cid, run in inst.circles.items()})
+        return out
+
+    # ------------------------------------------------------------------ rows
+    def _new_instance(self, name: str, inputs: dict[str, Any] | None,
+                      user: dict[str, Any] | None, version: int | None
+                      ) -> tuple[Loaded, NewInstance]:
+        """A new instance (started by the engine) and the rows that store it."""
+        row = self._template_row(name, version)
+        if row is None:
+            raise NotFound(f"no template '{name}'" + (f" version {version}" if version else ""))
+        template, nested = self._build(row, None)
+        user = user or {}
+        inst = self.engine.start(template, inputs, user, version=row.version,
+                                 actor=user.get("username"))
+        events = inst.drain_events()
+        circles = {cid: sql.snapshot(run) for cid, run in inst.circles.items()}
+        values = {"id": inst.id, "template_id": row.id, "template": name,
+                  "version": row.version, "nested_versions": nested, "user_id": user.get("id"),
+                  "user": user, "status": inst.status, "reason": inst.reason,
+                  "inputs": inst.inputs, "variables": self.engine.variables(inst),
+                  "seq": inst.seq, "lock_version": 1, "due_at": self.due_at(inst),
+                  "created_at": inst.created_at, "updated_at": inst.updated_at}
+        new = NewInstance(
+            values, [sql.circle_row(inst.id, cid, d) for cid, d in circles.items()],
+            sql.event_rows(inst.id, events),
+            [{"instance_id": inst.id, "template_id": self._template_row(n, v).id}
+             for n, v in nested.items()])
+        return Loaded(inst, 1, circles), new
+
+    def _step_write(self, loaded: Loaded, events: list[Event]) -> Write:
+        """The rows of a step: the instance row's compare-and-set, the circles that
+        changed, the new events."""
+        inst = loaded.inst
+        circles = {cid: sql.snapshot(run) for cid, run in inst.circles.items()}
+        changed = [sql.circle_row(inst.id, cid, d) for cid, d in circles.items()
+                   if loaded.circles.get(cid) != d]
+        row = {"id": inst.id, "lock": loaded.lock_version, "status": inst.status,
+               "reason": inst.reason, "seq": inst.seq, "variables": self.engine.variables(inst),
+               "due_at": self.due_at(inst), "next_lock": loaded.lock_version + 1,
+               "updated_at": inst.updated_at}
+        return Write(loaded, circles, row, changed, events)
+
+    def _written(self, writes: list[Write]) -> None:
+        """Bring the loaded copies of committed writes up to what is stored, keep them,
+        and wake the worker for work now due."""
+        for w in writes:
+            w.loaded.lock_version += 1
+            w.loaded.circles = w.circles
+            self._keep(w.loaded)
+            self._notify(w.row["due_at"])
+
+    def _notify(self, due_at: datetime | None) -> None:
+        if self._on_due is not None and due_at is not None and due_at <= self.clock():
+            self._on_due()

@@ -1,0 +1,126 @@
+"""Read-only queries: instance lists and counts, history, what the pages show of many
+instances at once (last step, change counter, mail counts). Plain queries on the
+store's tables, no engine step, each a couple of statements however many rows there are.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from sqlalchemy import and_, case, func, select
+
+from bpflow.access import Caller
+from bpflow.store.mail import visible_mail
+from bpflow.store.tables import circles_t, events_t, instances_t, mail_t
+from engine.instance import Event
+
+STEP_EVENTS = ("circle_succeeded", "circle_failed", "circle_skipped", "circle_reset",
+               "circle_retry_scheduled", "circle_pending", "circle_ready")
+
+
+class Queries:
+    """The store's read-only queries (part of `Store`)."""
+
+    def list_instances(self, user_id: int | None = None, template: str | None = None,
+                       status: str | None = None, limit: int = 50,
+                       offset: int = 0) -> tuple[list[dict[str, Any]], int]:
+        """Instances newest first (of one user unless `user_id` is None) and the total."""
+        cond = []
+        if user_id is not None:
+            cond.append(instances_t.c.user_id == user_id)
+        if template:
+            cond.append(instances_t.c.template == template)
+        if status:
+            cond.append(instances_t.c.status == status)
+        cols = [instances_t.c[k] for k in ("id", "template", "version", "status", "reason",
+                                           "user", "created_at", "updated_at")]
+        q = (select(*cols).where(*cond)
+             .order_by(instances_t.c.created_at.desc(), instances_t.c.id).limit(limit)
+             .offset(offset))
+        with self.reader() as conn:
+            rows = conn.execute(q).mappings().all()
+            total = conn.execute(select(func.count()).select_from(instances_t)
+                                 .where(*cond)).scalar()
+        return [dict(r) for r in rows], total
+
+    def stats(self, template: str, user_id: int | None = None) -> dict[str, Any]:
+        """Busybee's InstanceCountState: circles per state, instances per status."""
+        cond = [instances_t.c.template == template]
+        if user_id is not None:
+            cond.append(instances_t.c.user_id == user_id)
+        circles: dict[str, dict[str, int]] = {}
+        with self.reader() as conn:
+            q = (select(circles_t.c.circle, circles_t.c.state, func.count())
+                 .join(instances_t, instances_t.c.id == circles_t.c.instance_id)
+                 .where(*cond).group_by(circles_t.c.circle, circles_t.c.state))
+            for cid, state, n in conn.execute(q):
+                circles.setdefault(cid, {s: 0 for s in ("waiting", "success", "failure",
+                                                        "skipped")})[state] = n
+            statuses = dict(conn.execute(select(instances_t.c.status, func.count())
+                                         .where(*cond).group_by(instances_t.c.status)).all())
+        return {"circles": circles, "instances": statuses}
+
+    def latest_instance(self, template: str, user_id: int,
+                        statuses: Iterable[str]) -> str | None:
+        """The id of the user's newest instance of `template` in one of `statuses`."""
+        q = (select(instances_t.c.id)
+             .where(instances_t.c.template == template, instances_t.c.user_id == user_id,
+                    instances_t.c.status.in_(list(statuses)))
+             .order_by(instances_t.c.created_at.desc()).limit(1))
+        with self.reader() as conn:
+            return conn.execute(q).scalar()
+
+    def history(self, instance_id: str) -> list[dict[str, Any]]:
+        q = select(events_t).where(events_t.c.instance_id == instance_id).order_by(
+            events_t.c.seq)
+        with self.reader() as conn:
+            rows = conn.execute(q).all()
+        return [Event(r.seq, r.at, r.kind, r.actor, r.circle, r.before, r.after,
+                      r.data or {}).to_dict() for r in rows]
+
+    def last_steps(self, ids: list[str]) -> dict[str, dict[str, Any]]:
+        """The newest circle event (circle, kind, at) of each instance."""
+        if not ids:
+            return {}
+        newest = (select(events_t.c.instance_id, func.max(events_t.c.seq).label("seq"))
+                  .where(events_t.c.instance_id.in_(ids), events_t.c.kind.in_(STEP_EVENTS))
+                  .group_by(events_t.c.instance_id).subquery())
+        q = select(events_t.c.instance_id, events_t.c.circle, events_t.c.kind,
+                   events_t.c.at).join(newest, and_(events_t.c.instance_id == newest.c.instance_id,
+                                                    events_t.c.seq == newest.c.seq))
+        with self.reader() as conn:
+            return {r.instance_id: {"circle": r.circle, "kind": r.kind, "at": r.at}
+                    for r in conn.execute(q)}
+
+
+    def instance_stamp(self, instance_id: str) -> tuple[int, str] | None:
+        """(event counter, status) of an instance: what a page polls to see a change."""
+        q = select(instances_t.c.seq, instances_t.c.status).where(instances_t.c.id == instance_id)
+        with self.reader() as conn:
+            row = conn.execute(q).first()
+        return (row.seq, row.status) if row else None
+
+
+    def mail_about(self, user_id: int | None, instance_id: str) -> bool:
+        """Whether the user was sent mail about the instance (an approver may look at it)."""
+        q = select(mail_t.c.id).where(mail_t.c.recipient_id == user_id,
+                                      mail_t.c.instance_id == instance_id).limit(1)
+        with self.reader() as conn:
+            return conn.execute(q).first() is not None
+
+
+    def mail_counts(self, caller: Caller) -> dict[str, dict[str, int]]:
+        """Per mail kind the user can see: {"total", "unread", "pending"} (pending: approvals
+        not yet decided)."""
+        q = (select(mail_t.c.kind, func.count(),
+                    func.sum(case((mail_t.c.read_at.is_(None), 1), else_=0)),
+                    func.sum(case((and_(mail_t.c.kind == "approval",
+                                        mail_t.c.decision.is_(None)), 1), else_=0)))
+             .where(visible_mail(caller)).group_by(mail_t.c.kind))
+        out = {k: {"total": 0, "unread": 0, "pending": 0} for k in ("approval", "message", "guest")}
+        with self.reader() as conn:
+            for kind, total, unread, pending in conn.execute(q):
+                out[kind] = {"total": int(total), "unread": int(unread or 0),
+                             "pending": int(pending or 0)}
+        return out

@@ -1,0 +1,138 @@
+"""The write path's SQL, each statement defined once, and the row layouts it binds.
+
+A step writes an instance row (compare-and-set on `lock_version`), its changed circle
+rows and its new history events; a start inserts the instance, its circles, the nested
+template versions it pins and its first events. The statements are SQLAlchemy Core
+(executed as such on PostgreSQL and by the locked path), and the SQLite writer runs the
+very same statements compiled once for sqlite3 (`for_sqlite`), with values converted as
+SQLAlchemy would store them, so either side reads what the other wrote.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from operator import attrgetter, itemgetter
+from typing import Any
+
+import orjson
+from sqlalchemy import JSON, bindparam, insert, select, update
+from sqlalchemy.dialects import sqlite
+from sqlalchemy.sql import Executable
+
+from bpflow.store.connection import UTCDateTime
+from bpflow.store.tables import circles_t, events_t, instances_t, pinned_t, templates_t
+from engine.instance import CircleRun, Event
+
+# ------------------------------------------------------------------ row layouts
+CIRCLE_COLUMNS = ("state", "result", "reason", "attempts", "next_attempt_at", "ready_at",
+                  "due_at", "epoch", "pending")
+EVENT_COLUMNS = ("instance_id", "seq", "at", "kind", "actor", "circle", "before", "after",
+                 "data")
+INSTANCE_COLUMNS = ("id", "template_id", "template", "version", "nested_versions", "user_id",
+                    "user", "status", "reason", "inputs", "variables", "seq", "lock_version",
+                    "due_at", "created_at", "updated_at")
+STEP_COLUMNS = ("id", "lock", "status", "reason", "seq", "variables", "due_at", "next_lock",
+                "updated_at")  # what a step changes of the instance row (`cas`)
+
+Snapshot = tuple[Any, ...]  # a circle's stored columns, in CIRCLE_COLUMNS order
+snapshot: Callable[[CircleRun], Snapshot] = attrgetter(*CIRCLE_COLUMNS)
+
+
+def circle_run(row: Any) -> CircleRun:
+    """The CircleRun of a stored circle row."""
+    return CircleRun(**{k: getattr(row, k) for k in CIRCLE_COLUMNS})
+
+
+def circle_row(instance_id: str, cid: str, values: Snapshot) -> dict[str, Any]:
+    return {"instance_id": instance_id, "circle": cid,
+            **dict(zip(CIRCLE_COLUMNS, values, strict=True))}
+
+
+def event_rows(instance_id: str, events: list[Event]) -> list[dict[str, Any]]:
+    return [{"instance_id": instance_id, "seq": e.seq, "at": e.at, "kind": e.kind,
+             "actor": e.actor, "circle": e.circle, "before": e.before, "after": e.after,
+             "data": e.data} for e in events]
+
+
+# ------------------------------------------------------------------ statements
+def _binds(columns: tuple[str, ...]) -> dict[str, Any]:
+    # bind names differ from column names: SQLAlchemy reserves those for SET / VALUES
+    return {k: bindparam(f"b_{k}") for k in columns}
+
+
+def prefixed(row: dict[str, Any]) -> dict[str, Any]:
+    """A row's values under the statements' bind names."""
+    return {f"b_{k}": v for k, v in row.items()}
+
+
+b = bindparam
+cas = (update(instances_t)
+       .where(instances_t.c.id == b("b_id"), instances_t.c.lock_version == b("b_lock"))
+       .values(status=b("b_status"), reason=b("b_reason"), seq=b("b_seq"),
+               variables=b("b_variables"), due_at=b("b_due_at"),
+               lock_version=b("b_next_lock"), updated_at=b("b_updated_at")))
+circle_update = (update(circles_t)
+                 .where(circles_t.c.instance_id == b("b_instance_id"),
+                        circles_t.c.circle == b("b_circle"))
+                 .values(_binds(CIRCLE_COLUMNS)))
+circle_insert = insert(circles_t).values(_binds(CIRCLE_COLUMNS + ("instance_id", "circle")))
+event_insert = insert(events_t).values(_binds(EVENT_COLUMNS))
+instance_insert = insert(instances_t).values(_binds(INSTANCE_COLUMNS))
+pinned_insert = insert(pinned_t).values(_binds(("instance_id", "template_id")))
+template_id = (select(templates_t.c.id).where(templates_t.c.name == b("b_name"))
+               .order_by(templates_t.c.version.desc()).limit(1))
+template_version_id = select(templates_t.c.id).where(
+    templates_t.c.name == b("b_name"), templates_t.c.version == b("b_version"))
+
+
+# ------------------------------------------------------------ the SQLite form
+def dumps(value: Any) -> str:
+    """JSON text as the database keeps it (orjson: a tenth of the time of `json`)."""
+    return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
+
+
+def sql_time(t: datetime | None) -> str | None:
+    """A UTC time as SQLAlchemy stores it in SQLite ("YYYY-MM-DD HH:MM:SS.ffffff")."""
+    if t is None:
+        return None
+    if t.tzinfo is not UTC:
+        t = t.astimezone(UTC)
+    return t.replace(tzinfo=None).isoformat(" ", "microseconds")
+
+
+@dataclass(frozen=True)
+class SqliteStatement:
+    """A statement as sqlite3 runs it: its text, and `bind(row)` giving the positional
+    values of a row keyed by column (JSON and times converted)."""
+
+    sql: str
+    bind: Callable[[dict[str, Any]], list[Any]]
+
+
+def for_sqlite(statement: Executable) -> SqliteStatement:
+    compiled = statement.compile(dialect=sqlite.dialect())
+    names = list(compiled.positiontup)
+    constants = {i: compiled.params[n] for i, n in enumerate(names) if not n.startswith("b_")}
+    keys = [n[2:] if n.startswith("b_") else n for n in names]
+    table = statement.table if hasattr(statement, "table") else None
+    columns = table.c if table is not None else {}
+    convert = []
+    for i, key in enumerate(keys):
+        column_type = columns[key].type if key in columns else None
+        if isinstance(column_type, JSON):
+            convert.append((i, dumps))
+        elif isinstance(column_type, UTCDateTime):
+            convert.append((i, sql_time))
+    wanted = [k for i, k in enumerate(keys) if i not in constants]
+    get = itemgetter(*wanted) if len(wanted) > 1 else lambda row: (row[wanted[0]],)
+
+    def bind(row: dict[str, Any]) -> list[Any]:
+        values = list(get(row))
+        for i in sorted(constants):
+            values.insert(i, constants[i])
+        for i, conv in convert:
+            values[i] = conv(values[i])
+        return values
+    return SqliteStatement(compiled.string, bind)

@@ -1,0 +1,183 @@
+"""Steps: every engine transition persisted atomically, one writer per instance.
+
+An operation runs against the instance in memory, then one transaction writes the
+instance row with a compare-and-set on `lock_version`, the changed circle rows and the
+new history events: all of it commits, or none of it. A lost race is re-run on fresh
+state (where a used bookmark is refused), so updates are never lost nor applied twice,
+across threads, processes and machines.
+
+The retry loop is written once (`_attempts`, a generator that yields what it needs from
+the database); `apply` serves it from a thread, `apply_async` from an event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Generator
+from typing import Any, TypeVar
+
+from bpflow.errors import NotFound
+from bpflow.store.writing import Lost, save_rows
+from engine.errors import BpflowError
+from engine.instance import Instance
+from engine.runtime import Engine
+
+T = TypeVar("T")
+Op = Callable[[Engine, Instance], T]
+LOAD, SAVE, LOCKED = "load", "save", "locked"  # what an attempt asks of the database
+Attempts = Generator[tuple[str, Any], Any, T]
+
+
+class Steps:
+    """Starting instances and applying steps to them (part of `Store`)."""
+
+    def start(self, name: str, inputs: dict[str, Any] | None = None,
+              user: dict[str, Any] | None = None, version: int | None = None) -> Instance:
+        loaded, new = self._new_instance(name, inputs, user, version)
+        self.writer.insert(new)
+        return self._begun(loaded, new)
+
+    async def start_async(self, name: str, inputs: dict[str, Any] | None = None,
+                          user: dict[str, Any] | None = None,
+                          version: int | None = None) -> Instance:
+        """`start` for an event loop: the commit is awaited, not blocked on."""
+        loaded, new = self._new_instance(name, inputs, user, version)
+        await self.writer.insert_async(new)
+        return self._begun(loaded, new)
+
+    def _begun(self, loaded, new) -> Instance:
+        self._keep(loaded)
+        self._notify(new.instance["due_at"])
+        return loaded.inst
+
+    def apply(self, instance_id: str, op: Op, optimistic: int = 3) -> T:
+        """Run `op` on the instance and persist what it did, as one atomic step.
+
+        First optimistically (the cached or freshly read state, then a compare-and-set);
+        after `optimistic` lost races, under a row lock held from read to write, so a
+        busy instance still makes progress (one writer at a time, never a lost update).
+        """
+        attempts = self._attempts(instance_id, op, optimistic)
+        reply = None
+        try:
+            while True:
+                need, arg = attempts.send(reply)
+                if need == LOAD:
+                    reply = self._load(arg)
+                elif need == SAVE:
+                    reply = self.writer.save([arg])
+                else:
+                    reply = self._apply_locked(instance_id, op)
+        except StopIteration as done:
+            return done.value
+
+    async def apply_async(self, instance_id: str, op: Op, optimistic: int = 3) -> T:
+        """`apply` for an event loop: `op` runs on the loop, the commit is awaited (on
+        SQLite, group commit with the steps that arrive together) and a read the cache
+        cannot serve runs on a thread."""
+        attempts = self._attempts(instance_id, op, optimistic)
+        reply = None
+        try:
+            while True:
+                need, arg = attempts.send(reply)
+                if need == LOAD:
+                    reply = await asyncio.to_thread(self._load, arg)
+                elif need == SAVE:
+                    reply = await self.writer.save_async([arg])
+                else:
+                    reply = await asyncio.to_thread(self._apply_locked, instance_id, op)
+        except StopIteration as done:
+            return done.value
+
+    def _attempts(self, instance_id: str, op: Op, optimistic: int) -> Attempts:
+        """The optimistic loop: yields (LOAD, id) for a fresh read, (SAVE, write) for the
+        commit (answered with the ids whose compare-and-set lost) and finally (LOCKED,
+        id) for the locked path's value when every attempt lost."""
+        fresh = False
+        for _ in range(optimistic):
+            loaded = None if fresh else self._take(instance_id)
+            if loaded is None:
+                loaded, fresh = (yield LOAD, instance_id), True
+            try:
+                value = op(self.engine, loaded.inst)
+            except BpflowError:
+                if fresh:
+                    raise  # refused on the stored state: a real refusal
+                fresh = True  # our copy may be stale: decide on the stored state
+                continue
+            write = self._step_write(loaded, loaded.inst.drain_events())
+            if (yield SAVE, write):
+                fresh = True  # lost the compare-and-set
+                continue
+            self._written([write])
+            return value
+        return (yield LOCKED, instance_id)
+
+    def _apply_locked(self, instance_id: str, op: Op) -> T:
+        with self.db.begin() as conn:  # SQLite: BEGIN IMMEDIATE already excludes writers
+            loaded = self._load(instance_id, conn, lock=True)
+            value = op(self.engine, loaded.inst)
+            write = self._step_write(loaded, loaded.inst.drain_events())
+            if save_rows(conn, [write]):
+                raise Lost()  # cannot happen under the lock
+        self._written([write])
+        return value
+
+    def apply_many(self, ids: list[str], op: Op) -> dict[str, Any]:
+        """`apply` for many instances with one transaction (the worker's timer batches):
+        each value, or the BpflowError that refused it, by id. An instance whose cached
+        copy was stale or whose compare-and-set lost goes through `apply` on its own."""
+        results: dict[str, Any] = {}
+        writes = []
+        alone: list[str] = []
+        cached = {iid: loaded for iid in ids if (loaded := self._take(iid)) is not None}
+        stored = self._load_many([iid for iid in ids if iid not in cached])
+        for iid in ids:
+            loaded = cached.get(iid) or stored.get(iid)
+            if loaded is None:
+                results[iid] = NotFound(f"no instance '{iid}'")
+                continue
+            try:
+                results[iid] = op(self.engine, loaded.inst)
+            except BpflowError:
+                alone.append(iid)  # decided again on its own, on the stored state
+                continue
+            writes.append(self._step_write(loaded, loaded.inst.drain_events()))
+        lost = self.writer.save(writes) if writes else set()
+        self._written([w for w in writes if w.row["id"] not in lost])
+        for iid in alone + sorted(lost):
+            try:
+                results[iid] = self.apply(iid, op)
+            except BpflowError as exc:
+                results[iid] = exc
+        return results
+
+    # --------------------------------------------------- the engine's operations
+    def complete(self, instance_id: str, cid: str, bookmark: str, result: Any = None,
+                 actor: str | None = None) -> Instance:
+        return self._step(instance_id, lambda e, i: e.complete(i, cid, bookmark, result, actor))
+
+    def fail(self, instance_id: str, cid: str, bookmark: str, reason: str,
+             actor: str | None = None) -> Instance:
+        return self._step(instance_id, lambda e, i: e.fail(i, cid, bookmark, reason, actor))
+
+    def reset(self, instance_id: str, cid: str, scope: str = "self", levels: int | None = None,
+              actor: str | None = None) -> Instance:
+        return self._step(instance_id, lambda e, i: e.reset(i, cid, scope, levels, actor))
+
+    def suspend(self, instance_id: str, actor: str | None = None) -> Instance:
+        return self._step(instance_id, lambda e, i: e.suspend(i, actor))
+
+    def resume(self, instance_id: str, actor: str | None = None) -> Instance:
+        return self._step(instance_id, lambda e, i: e.resume(i, actor))
+
+    def abort(self, instance_id: str, reason: str = "aborted",
+              actor: str | None = None) -> Instance:
+        return self._step(instance_id, lambda e, i: e.abort(i, reason, actor))
+
+    def tick(self, instance_id: str) -> Instance:
+        return self._step(instance_id, lambda e, i: e.tick(i))
+
+    def _step(self, instance_id: str, op: Callable[[Engine, Instance], Any]) -> Instance:
+        """`apply` of an operation, answering with the instance as it then is."""
+        return self.apply(instance_id, lambda e, i: (op(e, i), i)[1])

@@ -1,0 +1,204 @@
+"""Template versions: upload (analysed first; identical to the latest is no new version),
+lookup, the versions instances lock, and the Template objects built from them.
+
+A version never changes once stored, so its row is read once per process and each
+(version, pinned nested versions) is analysed once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import insert, select
+from sqlalchemy.exc import IntegrityError
+
+from bpflow.errors import Conflict, NotFound
+from bpflow.store import statements as sql
+from bpflow.store.tables import instances_t, pinned_t, templates_t
+from engine.analysis import analyze
+from engine.errors import DefinitionError
+from engine.model import Template
+
+TEMPLATE_ID = sql.for_sqlite(sql.template_id)
+TEMPLATE_VERSION_ID = sql.for_sqlite(sql.template_version_id)
+
+
+def digest(body: dict[str, Any]) -> str:
+    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+class Templates:
+    """The store's template versions (part of `Store`)."""
+
+    def put_template(self, body: Any) -> tuple[int, bool]:
+        """Store `body` as a new version unless identical to the latest: (version, created)."""
+        report = analyze(body, self.latest_body)
+        if not report.valid:
+            raise DefinitionError(report.errors)
+        name, fingerprint = body["name"], digest(body)
+        for _ in range(5):
+            with self.db.begin() as conn:
+                latest = conn.execute(
+                    select(templates_t.c.version, templates_t.c.digest)
+                    .where(templates_t.c.name == name)
+                    .order_by(templates_t.c.version.desc()).limit(1)).first()
+                if latest is not None and latest.digest == fingerprint:
+                    return latest.version, False
+                version = latest.version + 1 if latest else 1
+                try:
+                    conn.execute(insert(templates_t).values(
+                        name=name, version=version, body=body, digest=fingerprint,
+                        created_at=self.clock()))
+                except IntegrityError:  # a concurrent upload took this number
+                    conn.rollback()
+                    continue
+                return version, True
+        raise Conflict(f"template '{name}' is being uploaded concurrently; try again")
+
+    def latest_body(self, name: str) -> dict[str, Any] | None:
+        row = self._template_row(name)
+        return row.body if row else None
+
+    def _template_row(self, name: str, version: int | None = None):
+        """The version row (latest unless named). Versions never change, so only the id
+        is looked up each time; the row with its body is read once per process."""
+        values = {"name": name, "version": version}
+        if self._sqlite is not None:  # an indexed lookup: sqlite3 costs a tenth of SQLAlchemy
+            tid = self._sqlite.scalar(TEMPLATE_ID if version is None else TEMPLATE_VERSION_ID,
+                                      values)
+            if tid is None:
+                return None
+            row = self._template_rows.get(tid)
+            if row is not None:
+                return row
+        q = sql.template_id if version is None else sql.template_version_id
+        with self.reader() as conn:
+            tid = conn.execute(q, sql.prefixed(values)).scalar()
+            if tid is None:
+                return None
+            row = self._template_rows.get(tid)
+            if row is None:
+                row = conn.execute(select(templates_t).where(templates_t.c.id == tid)).first()
+                self._template_rows[tid] = row
+            return row
+
+    def template_versions(self) -> dict[str, list[int]]:
+        with self.reader() as conn:
+            rows = conn.execute(select(templates_t.c.name, templates_t.c.version)
+                                .order_by(templates_t.c.name, templates_t.c.version)).all()
+        out: dict[str, list[int]] = {}
+        for name, version in rows:
+            out.setdefault(name, []).append(version)
+        return out
+
+    def locked_versions(self, name: str) -> set[int]:
+        """Versions of `name` that instances use, as their own or nested (and so can never
+        change)."""
+        own = select(instances_t.c.version).where(instances_t.c.template == name)
+        nested = (select(templates_t.c.version)
+                  .join(pinned_t, pinned_t.c.template_id == templates_t.c.id)
+                  .where(templates_t.c.name == name))
+        with self.reader() as conn:
+            return set(conn.execute(own.union(nested)).scalars())
+
+    def template(self, name: str, version: int | None = None) -> tuple[int, Template]:
+        """(version, Template); nested templates resolved at their latest versions."""
+        row = self._template_row(name, version)
+        if row is None:
+            raise NotFound(f"no template '{name}'" + (f" version {version}" if version else ""))
+        template, _ = self._build(row, None)
+        return row.version, template
+
+    def _build(self, row, pinned: dict[str, int] | None) -> tuple[Template, dict[str, int]]:
+        """The Template of a version row with nested templates at `pinned` versions; with
+        None, at their latest versions, which are returned so an instance can pin them."""
+        if pinned is None:
+            pinned = self._latest_pins(row.body)
+        key = (row.id, tuple(sorted(pinned.items())))
+        template = self._templates.get(key)
+        if template is None:
+            def resolve(name: str) -> dict[str, Any] | None:
+                nested = self._template_row(name, pinned.get(name))
+                return nested.body if nested is not None else None
+
+            report = analyze(row.body, resolve)
+            if report.template is None:
+                raise DefinitionError(report.errors)
+            template = self._templates[key] = report.template
+        return template, dict(pinned)
+
+    def _latest_pins(self, body: dict[str, Any]) -> dict[str, int]:
+        """Latest version of every template nested (transitively) in `body`."""
+        pins: dict[str, int] = {}
+        todo = list(self._nested(body))
+        while todo:
+            name = todo.pop()
+            if name in pins:
+                continue
+            row = self._template_row(name)
+            if row is not None:
+                pins[name] = row.version
+                todo.extend(self._nested(row.body))
+        return pins
+
+    def _nested(self, body: dict[str, Any]) -> frozenset[str]:
+        """`_nested_names` of a stored body (they never change: remembered by identity)."""
+        key = id(body)
+        hit = self._nested_cache.get(key)
+        if hit is None or hit[0] is not body:
+            hit = self._nested_cache[key] = (body, frozenset(nested_names(body)))
+        return hit[1]
+
+    def import_dir(self, folder) -> list[tuple[str, int, bool]]:
+        """Load every `*.json` of `folder` as template versions. All files are checked
+        first (nested ones resolved among them), so nothing is stored unless all are good;
+        problems name their file."""
+        bodies: dict[str, tuple[Path, dict[str, Any]]] = {}
+        for path in sorted(Path(folder).glob("*.json")):
+            try:
+                body = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+                raise ValueError(f"{path}: not readable JSON ({exc})") from exc
+            if not isinstance(body, dict) or not isinstance(body.get("name"), str):
+                raise ValueError(f"{path}: not a template (an object with a name)")
+            if body["name"] in bodies:
+                raise ValueError(f"{path}: template '{body['name']}' is also defined in"
+                                 f" {bodies[body['name']][0]}")
+            bodies[body["name"]] = (path, body)
+
+        def resolve(name: str) -> dict[str, Any] | None:
+            return bodies[name][1] if name in bodies else self.latest_body(name)
+
+        for path, body in bodies.values():
+            report = analyze(body, resolve)
+            if not report.valid:
+                raise DefinitionError([{**e, "message": f"{path.name}: {e['message']}"}
+                                       for e in report.errors])
+        done: list[tuple[str, int, bool]] = []
+        pending = {name: body for name, (_, body) in bodies.items()}
+        while pending:  # nested templates first, so each upload resolves its names
+            ready = [n for n, b in pending.items() if not nested_names(b) & set(pending)]
+            for name in ready or list(pending)[:1]:
+                version, created = self.put_template(pending.pop(name))
+                done.append((name, version, created))
+        return done
+
+
+def nested_names(body: Any) -> set[str]:
+    """Names of templates nested by name anywhere in `body`."""
+    found: set[str] = set()
+    if isinstance(body, dict):
+        action = body.get("action")
+        if isinstance(action, dict) and action.get("type") == "flow" and \
+                isinstance(action.get("template"), str):
+            found.add(action["template"])
+        for value in body.values():
+            found |= nested_names(value)
+    elif isinstance(body, list):
+        for value in body:
+            found |= nested_names(value)
+    return found

@@ -1,0 +1,108 @@
+"""What a write carries, and the writer protocol with its SQLAlchemy implementation.
+
+The store prepares rows (`NewInstance` for a start, `Write` for a step) and hands them to
+its writer, chosen once when the store opens: `SqliteWriter` (sqlite3 straight, group
+commit from an event loop) for an SQLite file, `SqlAlchemyWriter` otherwise. Both run
+the statements of `bpflow.store.statements`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from sqlalchemy.engine import Connection, Engine
+
+from bpflow.store import statements as sql
+from engine.instance import Event
+
+
+class Lost(Exception):
+    """Our compare-and-set lost against another writer."""
+
+
+@dataclass
+class NewInstance:
+    """The rows of a new instance."""
+
+    instance: dict[str, Any]
+    circles: list[dict[str, Any]]
+    events: list[dict[str, Any]]
+    pinned: list[dict[str, Any]]
+
+
+@dataclass
+class Write:
+    """One instance's step, ready to be written."""
+
+    loaded: Any  # the store's loaded instance
+    circles: dict[str, sql.Snapshot]  # the circles as stored after this write
+    row: dict[str, Any]  # the instance row's new values (STEP_COLUMNS)
+    changed: list[dict[str, Any]]  # circle rows that changed
+    events: list[Event]
+
+
+class Writer(Protocol):
+    """How the store's writes reach the database. `save` returns the ids whose
+    compare-and-set lost (nothing of those is written)."""
+
+    def insert(self, new: NewInstance) -> None: ...
+
+    async def insert_async(self, new: NewInstance) -> None: ...
+
+    def save(self, writes: list[Write]) -> set[str]: ...
+
+    async def save_async(self, writes: list[Write]) -> set[str]: ...
+
+    def close(self) -> None: ...
+
+
+def insert_rows(conn: Connection, new: NewInstance) -> None:
+    """A new instance's rows on an open SQLAlchemy connection."""
+    conn.execute(sql.instance_insert, sql.prefixed(new.instance))
+    conn.execute(sql.circle_insert, [sql.prefixed(c) for c in new.circles])
+    if new.pinned:
+        conn.execute(sql.pinned_insert, [sql.prefixed(p) for p in new.pinned])
+    if new.events:
+        conn.execute(sql.event_insert, [sql.prefixed(e) for e in new.events])
+
+
+def save_rows(conn: Connection, writes: list[Write]) -> set[str]:
+    """Steps on an open SQLAlchemy connection; the ids whose compare-and-set lost."""
+    lost = set()
+    for w in writes:
+        if conn.execute(sql.cas, sql.prefixed(w.row)).rowcount != 1:
+            lost.add(w.row["id"])
+            continue
+        if w.changed:
+            conn.execute(sql.circle_update, [sql.prefixed(c) for c in w.changed])
+        if w.events:
+            conn.execute(sql.event_insert, [sql.prefixed(e) for e in
+                                            sql.event_rows(w.row["id"], w.events)])
+    return lost
+
+
+class SqlAlchemyWriter:
+    """Writes through SQLAlchemy, one transaction each (PostgreSQL, in-memory SQLite);
+    an event loop's writes run on a thread."""
+
+    def __init__(self, db: Engine):
+        self.db = db
+
+    def insert(self, new: NewInstance) -> None:
+        with self.db.begin() as conn:
+            insert_rows(conn, new)
+
+    async def insert_async(self, new: NewInstance) -> None:
+        await asyncio.to_thread(self.insert, new)
+
+    def save(self, writes: list[Write]) -> set[str]:
+        with self.db.begin() as conn:
+            return save_rows(conn, writes)
+
+    async def save_async(self, writes: list[Write]) -> set[str]:
+        return await asyncio.to_thread(self.save, writes)
+
+    def close(self) -> None:
+        pass
