@@ -7,16 +7,17 @@ state (where a used bookmark is refused), so updates are never lost nor applied 
 across threads, processes and machines.
 
 The retry loop is written once (`_attempts`, a generator that yields what it needs from
-the database); `apply` serves it from a thread, `apply_async` from an event loop.
+the database); `apply` serves it on the calling thread, `apply_async` on an event loop.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Generator
+from collections.abc import Awaitable, Callable, Generator
 from typing import Any, TypeVar
 
 from bpflow.errors import NotFound
+from bpflow.store.instances import Loaded
 from bpflow.store.writing import Lost, save_rows
 from engine.errors import BpflowError
 from engine.instance import Instance
@@ -24,8 +25,7 @@ from engine.runtime import Engine
 
 T = TypeVar("T")
 Op = Callable[[Engine, Instance], T]
-LOAD, SAVE, LOCKED = "load", "save", "locked"  # what an attempt asks of the database
-Attempts = Generator[tuple[str, Any], Any, T]
+Attempts = Generator[tuple[Callable[..., Any], Callable[..., Awaitable[Any]], tuple], Any, T]
 
 
 class Steps:
@@ -57,17 +57,11 @@ class Steps:
         after `optimistic` lost races, under a row lock held from read to write, so a
         busy instance still makes progress (one writer at a time, never a lost update).
         """
-        attempts = self._attempts(instance_id, op, optimistic)
-        reply = None
+        attempts, reply = self._attempts(instance_id, op, optimistic), None
         try:
             while True:
-                need, arg = attempts.send(reply)
-                if need == LOAD:
-                    reply = self._load(arg)
-                elif need == SAVE:
-                    reply = self.writer.save([arg])
-                else:
-                    reply = self._apply_locked(instance_id, op)
+                serve, _, args = attempts.send(reply)
+                reply = serve(*args)
         except StopIteration as done:
             return done.value
 
@@ -75,29 +69,25 @@ class Steps:
         """`apply` for an event loop: `op` runs on the loop, the commit is awaited (on
         SQLite, group commit with the steps that arrive together) and a read the cache
         cannot serve runs on a thread."""
-        attempts = self._attempts(instance_id, op, optimistic)
-        reply = None
+        attempts, reply = self._attempts(instance_id, op, optimistic), None
         try:
             while True:
-                need, arg = attempts.send(reply)
-                if need == LOAD:
-                    reply = await asyncio.to_thread(self._load, arg)
-                elif need == SAVE:
-                    reply = await self.writer.save_async([arg])
-                else:
-                    reply = await asyncio.to_thread(self._apply_locked, instance_id, op)
+                _, serve, args = attempts.send(reply)
+                reply = await serve(*args)
         except StopIteration as done:
             return done.value
 
     def _attempts(self, instance_id: str, op: Op, optimistic: int) -> Attempts:
-        """The optimistic loop: yields (LOAD, id) for a fresh read, (SAVE, write) for the
-        commit (answered with the ids whose compare-and-set lost) and finally (LOCKED,
-        id) for the locked path's value when every attempt lost."""
+        """The optimistic loop. It yields what it needs of the database as (how a thread
+        gets it, how an event loop awaits it, arguments): a fresh read, the commit of a
+        step (answered with the ids whose compare-and-set lost) and, when every attempt
+        lost, the locked path's value."""
         fresh = False
         for _ in range(optimistic):
             loaded = None if fresh else self._take(instance_id)
             if loaded is None:
-                loaded, fresh = (yield LOAD, instance_id), True
+                loaded = yield self._load, self._load_async, (instance_id,)
+                fresh = True
             try:
                 value = op(self.engine, loaded.inst)
             except BpflowError:
@@ -106,12 +96,18 @@ class Steps:
                 fresh = True  # our copy may be stale: decide on the stored state
                 continue
             write = self._step_write(loaded, loaded.inst.drain_events())
-            if (yield SAVE, write):
+            if (yield self.writer.save, self.writer.save_async, ([write],)):
                 fresh = True  # lost the compare-and-set
                 continue
             self._written([write])
             return value
-        return (yield LOCKED, instance_id)
+        return (yield self._apply_locked, self._apply_locked_async, (instance_id, op))
+
+    async def _load_async(self, instance_id: str) -> Loaded:
+        return await asyncio.to_thread(self._load, instance_id)
+
+    async def _apply_locked_async(self, instance_id: str, op: Op) -> T:
+        return await asyncio.to_thread(self._apply_locked, instance_id, op)
 
     def _apply_locked(self, instance_id: str, op: Op) -> T:
         with self.db.begin() as conn:  # SQLite: BEGIN IMMEDIATE already excludes writers
