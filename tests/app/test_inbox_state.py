@@ -7,7 +7,8 @@ import pytest
 from sqlalchemy import update
 
 from bpflow.interactions import Interactions
-from bpflow.mailbox import Mailbox, mail_t
+from bpflow.mailbox import Mailbox
+from bpflow.store.tables import mail_t
 from bpflow_app.pages.inbox_state import InboxState
 from tests.app.helpers import run
 
