@@ -1,0 +1,54 @@
+"""The REST API (SPEC §8): the paper's Start / Resume (with a bookmark) / Abort,
+templates, history, stats, the mailbox and the guest endpoint, under `/api` with OpenAPI.
+
+- `create_app` (here) builds the app: the routers, the error map, the short path.
+- `schemas`: the request and answer models, and the functions that build the answers.
+- `errors`: the one error map (exception → status, headers, detail).
+- `deps`: the store and the caller (from the bearer token) the routes depend on.
+- `routes/`: one router per resource (auth, templates, instances, mailbox, guest, health).
+- `hot`: the app class and the short path for start and complete.
+
+Errors are `{"detail": ...}`: 401 no valid token, 403 role or addressee violation, 404
+what does not exist or is not the caller's to see, 409 state conflicts (a used or stale
+bookmark, a closed approval), 422 bad input, 429 too many attempts.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+
+from fastapi import FastAPI
+
+from bpflow.api import errors
+from bpflow.api.hot import Api, HotPaths
+from bpflow.api.routes import ROUTERS, instances
+from bpflow.store import Store
+
+__all__ = ["Api", "create_app"]
+
+
+@contextlib.asynccontextmanager
+async def _lifespan(_app: FastAPI):  # served on its own (mounted in Reflex: the backend's)
+    from bpflow.backend import settle_memory
+    settle_memory()
+    yield
+
+
+def create_app(store_factory: Callable[[], Store] | None = None) -> Api:
+    """The API app; `store_factory` gives the Store (the process-wide one by default)."""
+    if store_factory is None:
+        from bpflow.backend import get_store
+        store_factory = get_store
+    app = Api(title="bpflow", version="1.0", openapi_url="/api/openapi.json",
+              docs_url="/api/docs", redoc_url=None, lifespan=_lifespan,
+              # no OpenTelemetry here; its per-request check alone costs ~0.1 ms
+              telemetry={"tracing": False, "metrics": False, "logs": False},
+              description="Start, resume (with a bookmark) and abort business flows.")
+    app.state.store_factory = store_factory
+    app.state.tokens = None  # deps.tokens: made on first use
+    for router in ROUTERS:
+        app.include_router(router)
+    errors.register(app)
+    app.hot = HotPaths(app, instances.router, [instances.start, instances.complete])
+    return app

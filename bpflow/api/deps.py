@@ -1,0 +1,60 @@
+"""What the API's routes depend on: the store (`StoreDep`) and the caller (`CallerDep`,
+from the bearer token). `caller_from` is the one reading of an `Authorization` header,
+for the routes' dependency and the short path alike.
+
+Dependencies are `async` so they run on the event loop, not on a thread each.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, FastAPI, Request
+from fastapi.security import HTTPBearer
+
+from bpflow.access import Caller
+from bpflow.auth import TokenCache
+from bpflow.errors import Unauthorized
+from bpflow.store import Store
+
+
+def store_of(app: FastAPI) -> Store:
+    return app.state.store_factory()
+
+
+def tokens(app: FastAPI) -> TokenCache:
+    """The app's cache of verified tokens (made on first use: the store may not exist
+    when the app is built)."""
+    if app.state.tokens is None:
+        app.state.tokens = TokenCache(store_of(app).secret)
+    return app.state.tokens
+
+
+def caller_from(app: FastAPI, authorization: str | None) -> Caller:
+    """The caller an `Authorization` header value stands for (a bearer token, verified
+    once, then served from the app's cache while it is valid); Unauthorized otherwise.
+    Read as FastAPI's `HTTPBearer` reads it."""
+    scheme, _, token = (authorization or "").partition(" ")
+    token = token.strip()
+    if not token or scheme.lower() != "bearer":
+        raise Unauthorized("missing bearer token")
+    return tokens(app).verify(token)
+
+
+class BearerCaller(HTTPBearer):
+    """The bearer-token security scheme of the OpenAPI description, which gives the
+    caller (or raises Unauthorized) rather than the raw credentials."""
+
+    async def __call__(self, request: Request) -> Caller:  # type: ignore[override]
+        return caller_from(request.app, request.headers.get("authorization"))
+
+
+async def _store(request: Request) -> Store:
+    return store_of(request.app)
+
+
+bearer = BearerCaller(scheme_name="HTTPBearer", auto_error=False,
+                      description="a token from POST /api/auth/token")
+
+StoreDep = Annotated[Store, Depends(_store)]
+CallerDep = Annotated[Caller, Depends(bearer)]

@@ -1,0 +1,9 @@
+"""The API's routes, one module (and `APIRouter`) per resource; `ROUTERS` in the order
+the app includes them (and the OpenAPI description lists them)."""
+
+from __future__ import annotations
+
+from bpflow.api.routes import auth, guest, health, instances, mailbox, templates
+
+ROUTERS = (health.router, auth.router, templates.router, instances.router, mailbox.router,
+           guest.router)

@@ -1,0 +1,62 @@
+"""Templates: GET /api/templates (every name with its versions), POST /api/templates
+(an admin uploads one: 201 for a new version, 200 if identical to the latest),
+GET /api/templates/{name} (a version with its analysis) and GET .../stats (the
+caller's instances of it counted, everyone's for admins)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Response
+
+from bpflow.access import instance_scope, require_admin
+from bpflow.api.deps import CallerDep, StoreDep
+from bpflow.api.errors import responses
+from bpflow.api.schemas import (
+    MAX_INT,
+    Json,
+    StatsOut,
+    TemplateOut,
+    TemplateSummary,
+    TemplateUploaded,
+    stats_payload,
+    template_payload,
+    template_summaries,
+    uploaded_payload,
+)
+from bpflow.errors import NotFound
+
+router = APIRouter(prefix="/api/templates", tags=["templates"])
+
+
+@router.get("", response_model=list[TemplateSummary], responses=responses(401))
+def templates(store: StoreDep, caller: CallerDep) -> list[TemplateSummary]:
+    return template_summaries(store.template_versions())
+
+
+@router.post("", response_model=TemplateUploaded, status_code=201,
+             responses={**responses(401, 403, 422),
+                        200: {"model": TemplateUploaded,
+                              "description": "identical to the latest"}})
+def upload(body: dict[str, Json], store: StoreDep, caller: CallerDep,
+           response: Response) -> TemplateUploaded:
+    require_admin(caller)
+    version, created = store.put_template(body)
+    if not created:
+        response.status_code = 200
+    _, template = store.template(body["name"], version)
+    return uploaded_payload(body["name"], version, template)
+
+
+@router.get("/{name}", response_model=TemplateOut, responses=responses(401, 404))
+def template(name: str, store: StoreDep, caller: CallerDep,
+             version: Annotated[int | None, Query(ge=1, le=MAX_INT)] = None) -> TemplateOut:
+    number, found = store.template(name, version)
+    return template_payload(name, number, found, number in store.locked_versions(name))
+
+
+@router.get("/{name}/stats", response_model=StatsOut, responses=responses(401, 404))
+def stats(name: str, store: StoreDep, caller: CallerDep) -> StatsOut:
+    if name not in store.template_versions():
+        raise NotFound(f"no template '{name}'")
+    return stats_payload(store.stats(name, instance_scope(caller)))

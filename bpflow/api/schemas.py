@@ -1,0 +1,215 @@
+"""What the REST API takes and gives: the pydantic models its OpenAPI description is made
+of, and beside each answer model the function that builds that answer.
+
+The instance answers (`InstanceSummary`, `InstanceOut`) are built as plain dicts and sent
+as they are (validating them per request would cost more than the step itself); their
+keys come from the models (`summary_payload` iterates `InstanceSummary`'s fields) and
+tests/api/test_payloads.py checks every instance endpoint's answer against its model. The
+other answers are made with their models' constructors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from bpflow.access import Caller, may_drive
+from engine.instance import Instance
+from engine.model import Template
+from engine.phase import public_pending
+from engine.runtime import Engine
+
+Json = Any
+MAX_INT = 2**31 - 1  # what every database stores in an INTEGER column
+
+
+class ErrorOut(BaseModel):
+    detail: Json = Field(description="what went wrong: a message, or structured errors")
+
+
+# ------------------------------------------------------------------ sign-in
+class TokenIn(BaseModel):
+    username: str = Field(min_length=1, max_length=100)
+    password: str = Field(min_length=1, max_length=1000)
+
+
+class TokenOut(BaseModel):
+    access_token: str
+    token_type: Literal["bearer"] = "bearer"
+    expires_in: int
+
+
+# ---------------------------------------------------------------- templates
+class TemplateSummary(BaseModel):
+    name: str
+    latest_version: int
+    versions: list[int]
+
+
+def template_summaries(versions: Mapping[str, list[int]]) -> list[TemplateSummary]:
+    """Every template with its versions (`Store.template_versions()`), oldest first."""
+    return [TemplateSummary(name=name, latest_version=numbers[-1], versions=numbers)
+            for name, numbers in versions.items()]
+
+
+class TemplateUploaded(BaseModel):
+    name: str
+    version: int
+    analysis: dict[str, Json]
+
+
+def uploaded_payload(name: str, version: int, template: Template) -> TemplateUploaded:
+    return TemplateUploaded(name=name, version=version, analysis=template.analysis)
+
+
+class TemplateOut(BaseModel):
+    name: str
+    version: int
+    body: dict[str, Json]
+    analysis: dict[str, Json]
+    locked: bool = Field(description="the version has instances and can never change")
+
+
+def template_payload(name: str, version: int, template: Template,
+                     locked: bool) -> TemplateOut:
+    return TemplateOut(name=name, version=version, body=template.body,
+                       analysis=template.analysis, locked=locked)
+
+
+class StatsOut(BaseModel):
+    circles: dict[str, dict[str, int]]
+    instances: dict[str, int]
+
+
+def stats_payload(stats: Mapping[str, Any]) -> StatsOut:
+    """`Store.stats(...)` as answered (what the model has no field for is left out)."""
+    return StatsOut.model_validate(stats)
+
+
+# ---------------------------------------------------------------- instances
+class StartIn(BaseModel):
+    template: str = Field(min_length=1, max_length=100)
+    version: int | None = Field(default=None, ge=1, le=MAX_INT)
+    inputs: dict[str, Json] = Field(default_factory=dict)
+
+
+class CircleOut(BaseModel):
+    state: Literal["waiting", "success", "failure", "skipped"]
+    ready: bool
+    blocked: bool
+    result: Json = None
+    reason: str | None = None
+    attempts: int
+    next_attempt_at: str | None = None
+    bookmark: str | None = None
+    pending: dict[str, Json] | None = None
+
+
+class InstanceSummary(BaseModel):
+    id: str
+    template: str
+    version: int
+    status: str
+    reason: str | None = None
+    user: dict[str, Json]
+    created_at: str
+    updated_at: str
+
+
+_SUMMARY_FIELDS = tuple(InstanceSummary.model_fields)
+_TIMES = frozenset({"created_at", "updated_at"})
+
+
+def summary_payload(record: Mapping[str, Any]) -> dict[str, Any]:
+    """An instance's row (`Store.list_instances`) or `Instance.to_dict()` as an
+    `InstanceSummary`: the model's fields, times in ISO 8601."""
+    out = {name: record.get(name) for name in _SUMMARY_FIELDS}
+    for name in _TIMES:
+        if not isinstance(out[name], str):
+            out[name] = out[name].isoformat()
+    return out
+
+
+class InstanceOut(InstanceSummary):
+    variables: dict[str, Json]
+    circles: dict[str, CircleOut]
+    history_url: str
+
+
+def instance_payload(engine: Engine, inst: Instance, caller: Caller) -> dict[str, Any]:
+    """The `InstanceOut` answer for `caller`: the bookmark of a circle they may not drive
+    is left out (bpflow runs it, or an approver decides it), and so is a staged form."""
+    circles = engine.view(inst)  # a CircleOut's fields but `pending`
+    for cid, circle in circles.items():
+        circle["pending"] = public_pending(inst.circles[cid])
+        if circle["bookmark"] is not None and not may_drive(caller, inst, cid):
+            circle["bookmark"] = None
+    return {**summary_payload(inst.to_dict()), "variables": engine.variables(inst),
+            "circles": circles, "history_url": f"/api/instances/{inst.id}/history"}
+
+
+class EventOut(BaseModel):
+    seq: int
+    at: str
+    kind: str
+    actor: str | None = None
+    circle: str | None = None
+    before: Json = None
+    after: Json = None
+    data: Json = None
+
+
+class CompleteIn(BaseModel):
+    bookmark: str = Field(min_length=1, max_length=200)
+    result: Json = None
+
+
+class FailIn(BaseModel):
+    bookmark: str = Field(min_length=1, max_length=200)
+    reason: str = Field(min_length=1, max_length=2000)
+
+
+class ResetIn(BaseModel):
+    uri: str = Field(min_length=1, max_length=400)
+    scope: Literal["self", "levels", "all"] = "self"
+    levels: int | None = Field(default=None, ge=0, le=1000)
+
+
+class AbortIn(BaseModel):
+    reason: str = Field(default="aborted", max_length=2000)
+
+
+# ------------------------------------------------------------ mailbox, guest
+class MailOut(BaseModel):
+    id: int
+    kind: Literal["approval", "message", "guest"]
+    sender: str
+    subject: str
+    body: str
+    payload: Json = None
+    created_at: str
+    updated_at: str | None = None
+    read: bool
+    decision: str | None = None
+    comment: str | None = None
+    instance: str | None = None
+    circle: str | None = None
+    signature_ok: bool
+    problem: str | None = None
+
+
+class DecisionIn(BaseModel):
+    decision: Literal["approved", "rejected"]
+    comment: str = Field(default="", max_length=2000)
+
+
+class GuestIn(BaseModel):
+    name: str = Field(max_length=200)
+    subject: str = Field(max_length=400)
+    body: str = Field(max_length=10000)
+
+
+class GuestOut(BaseModel):
+    id: int

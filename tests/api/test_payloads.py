@@ -1,0 +1,158 @@
+"""What every endpoint answers is what its OpenAPI response model describes: the body
+validates against the route's declared model and has exactly the model's keys (nested
+models too). The instance answers are built by hand and not checked per request, so this
+is where they are held to their models; on the short path and off it."""
+
+from __future__ import annotations
+
+import types
+import typing
+from typing import Any
+
+import httpx
+import pytest
+from fastapi.routing import APIRoute
+from pydantic import BaseModel, TypeAdapter
+
+from bpflow.api import create_app
+from bpflow.api.routes import ROUTERS
+from bpflow.api.schemas import InstanceOut, InstanceSummary, summary_payload
+from bpflow.auth import issue_token
+from bpflow.store import Store
+from bpflow.worker import Worker
+from tests.conftest import SECRET, run_async
+
+FORM = {"name": "simple", "circles": [
+    {"uri": "a", "box": {"form": [{"name": "n", "type": "integer", "required": True}]}},
+    {"uri": "b", "deps": [["a"]], "box": {"form": [{"name": "t", "type": "string"}]}},
+    {"uri": "end", "deps": [["b"]]}]}
+FEEDS = {"name": "feeds", "circles": [  # a form that feeds an action (mail)
+    {"uri": "q", "box": {"form": [{"name": "to", "type": "string"}],
+                         "action": {"type": "mail", "to": "${form.to}", "subject": "hi"}}},
+    {"uri": "end", "deps": [["q"]]}]}
+ASK = {"name": "ask", "circles": [
+    {"uri": "ok", "box": {"action": {"type": "approval", "to": "ann", "subject": "please"}}}]}
+ROUTES = [r for router in ROUTERS for r in router.routes if isinstance(r, APIRoute)]
+
+
+def route_of(method: str, path: str) -> APIRoute:
+    found = [r for r in ROUTES if method in r.methods and r.path_regex.match(path)]
+    assert len(found) == 1, (method, path)
+    return found[0]
+
+
+def exact_keys(tp: Any, value: Any, where: str) -> None:
+    """Every object in `value` that a model describes has exactly that model's keys."""
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin is list:
+        for i, item in enumerate(value):
+            exact_keys(args[0], item, f"{where}[{i}]")
+    elif origin is dict:
+        for key, item in value.items():
+            exact_keys(args[1], item, f"{where}.{key}")
+    elif origin in (typing.Union, types.UnionType):
+        if value is not None:
+            exact_keys(next(a for a in args if a is not type(None)), value, where)
+    elif isinstance(tp, type) and issubclass(tp, BaseModel):
+        assert set(value) == set(tp.model_fields), f"{where}: {sorted(value)}"
+        for name, field in tp.model_fields.items():
+            exact_keys(field.annotation, value[name], f"{where}.{name}")
+
+
+class Client:
+    """Requests to the app in-process, each answer checked against its route's model."""
+
+    def __init__(self, store: Store, app):
+        self.store, self.app, self.checked = store, app, set()
+
+    def __call__(self, who: str | None, method: str, path: str, json: Any = None,
+                 expect: int = 200, **params) -> Any:
+        headers = {"Authorization": "Bearer " + issue_token(self.store.user(who), SECRET)} \
+            if who else {}
+
+        async def send():
+            transport = httpx.ASGITransport(app=self.app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://t") as c:
+                return await c.request(method, path, json=json, headers=headers,
+                                       params=params or None)
+        r = run_async(send())
+        assert r.status_code == expect, r.text
+        route = route_of(method, path)
+        TypeAdapter(route.response_model).validate_json(r.content)
+        exact_keys(route.response_model, r.json(), f"{method} {route.path}")
+        self.checked.add((method, route.path))
+        return r.json()
+
+
+@pytest.fixture
+def store(db_url):
+    s = Store(db_url, secret=SECRET)
+    for name, roles in {"admin": ["admin"], "alice": ["user"], "ann": ["approver"]}.items():
+        s.add_user(name, f"pw-{name}", roles)
+    yield s
+    s.close()
+
+
+@pytest.mark.parametrize("short_path", [True, False])
+def test_every_answer_has_exactly_its_models_keys(store, short_path):
+    app = create_app(lambda: store)
+    if not short_path:
+        app.hot = None
+    call = Client(store, app)
+    call(None, "GET", "/api/health")
+    call(None, "POST", "/api/auth/token", {"username": "alice", "password": "pw-alice"})
+    for body in (FORM, FEEDS, ASK):
+        call("admin", "POST", "/api/templates", body, expect=201)
+    call("alice", "GET", "/api/templates")
+    call("alice", "GET", "/api/templates/simple")
+    call("alice", "GET", "/api/templates/simple/stats")
+
+    inst = call("alice", "POST", "/api/instances", {"template": "simple"}, expect=201)
+    base = f"/api/instances/{inst['id']}"
+    call("alice", "GET", "/api/instances")
+    call("alice", "GET", base)
+    inst = call("alice", "POST", f"{base}/circles/a/complete",
+                {"bookmark": inst["circles"]["a"]["bookmark"], "result": {"n": 1}})
+    call("alice", "POST", f"{base}/circles/b/fail",
+         {"bookmark": inst["circles"]["b"]["bookmark"], "reason": "no"})
+    call("alice", "GET", f"{base}/reset-preview", uri="b")
+    call("alice", "POST", f"{base}/reset", {"uri": "b"})
+    call("alice", "POST", f"{base}/suspend")
+    call("alice", "POST", f"{base}/resume")
+    call("alice", "POST", f"{base}/abort", {"reason": "stop"})
+    call("alice", "GET", f"{base}/history")
+
+    feeds = call("alice", "POST", "/api/instances", {"template": "feeds"}, expect=201)
+    sent = call("alice", "POST", f"/api/instances/{feeds['id']}/circles/q/complete",
+                {"bookmark": feeds["circles"]["q"]["bookmark"], "result": {"to": "ann"}})
+    assert sent["circles"]["q"]["pending"] == {"form_submitted": True}
+    assert sent["circles"]["q"]["bookmark"] is None  # bpflow sends the mail
+
+    asked = [store.start("ask", {}, store.user("alice")) for _ in range(2)]
+    Worker(store).run_once()
+    seen = call("alice", "GET", f"/api/instances/{asked[0].id}")
+    assert seen["circles"]["ok"]["pending"] and seen["circles"]["ok"]["bookmark"] is None
+    mark = store.engine.bookmark(store.get(asked[0].id), "ok")
+    call("admin", "POST", f"/api/instances/{asked[0].id}/circles/ok/complete",
+         {"bookmark": mark, "result": {"by": "hand"}})
+    mail = call("ann", "GET", "/api/mailbox", kind="approval", status="pending")
+    call("ann", "POST", f"/api/mailbox/{mail[0]['id']}/decision", {"decision": "approved"})
+    call(None, "POST", "/api/guest/messages", {"name": "Eve", "subject": "s", "body": "b"},
+         expect=201)
+
+    assert call.checked == {(m, r.path) for r in ROUTES for m in r.methods}
+    if short_path:
+        assert app.hot.served == 5  # both starts and all three completions
+
+
+def test_summary_payload_is_the_models_fields_in_iso_time(store):
+    store.put_template(FORM)
+    inst = store.start("simple", {}, store.user("alice"))
+    record = inst.to_dict()
+    record["created_at"] = inst.created_at  # a row from the database has datetimes
+    out = summary_payload(record)
+    assert list(out) == list(InstanceSummary.model_fields)
+    assert out["created_at"] == inst.created_at.isoformat()
+    InstanceSummary.model_validate(out)
+    assert set(InstanceOut.model_fields) - set(InstanceSummary.model_fields) == {
+        "variables", "circles", "history_url"}
