@@ -101,7 +101,8 @@ def may_drive(caller: Caller, inst: Instance, cid: str) -> bool:
     box = inst.template.plan.nodes[cid].circle.box
     if box.action_type not in AUTOMATIC or caller.is_admin:
         return True
-    return bool(box.form) and box_phase(box, inst.circles[cid]) is Phase.INPUT
+    # (a circle that is not waiting is left to the engine, which refuses its bookmark)
+    return bool(box.form) and box_phase(box, inst.circles[cid]) in (Phase.INPUT, Phase.IDLE)
 
 
 def drivable(caller: Caller, inst: Instance, cid: str) -> None:

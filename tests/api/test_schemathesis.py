@@ -13,8 +13,8 @@ from schemathesis import checks
 
 from bpflow.api import create_app
 from bpflow.auth import issue_token
-from bpflow.schema import upgrade
 from bpflow.store import Store
+from bpflow.store.migrate import upgrade
 
 ROOT = Path(__file__).resolve().parents[2]
 _folder = tempfile.mkdtemp(prefix="bpflow-schemathesis-")
