@@ -23,7 +23,7 @@ from typing import Any
 
 from bpflow.errors import Forbidden, NotFound
 from engine.instance import Instance
-from engine.phase import Phase, box_phase
+from engine.phase import action_started
 
 ADMIN, APPROVER, USER = "admin", "approver", "user"
 ROLES = (USER, APPROVER, ADMIN)
@@ -101,8 +101,7 @@ def may_drive(caller: Caller, inst: Instance, cid: str) -> bool:
     box = inst.template.plan.nodes[cid].circle.box
     if box.action_type not in AUTOMATIC or caller.is_admin:
         return True
-    # (a circle that is not waiting is left to the engine, which refuses its bookmark)
-    return bool(box.form) and box_phase(box, inst.circles[cid]) in (Phase.INPUT, Phase.IDLE)
+    return bool(box.form) and not action_started(inst.circles[cid])
 
 
 def drivable(caller: Caller, inst: Instance, cid: str) -> None:

@@ -41,6 +41,12 @@ def box_phase(box: Box, run: CircleRun) -> Phase:
     return Phase.STARTED
 
 
+def action_started(run: CircleRun) -> bool:
+    """Whether the action layer has begun in this attempt (its form was sent, or the
+    action runs or waits); a finished attempt keeps the answer it ended with."""
+    return run.pending is not None
+
+
 def staged_form(run: CircleRun) -> dict[str, Any] | None:
     """The form values staged for the circle's action (None before the form is sent)."""
     pending = run.pending
