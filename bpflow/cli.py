@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from bpflow.access import ROLES
 from engine.analysis import analyze
 
 EXIT_OK, EXIT_INVALID, EXIT_UNREADABLE = 0, 1, 2
@@ -229,7 +230,7 @@ def build_parser() -> argparse.ArgumentParser:
     user_sub = user.add_subparsers(dest="user_command", required=True)
     add = user_sub.add_parser("add", help="add a user")
     add.add_argument("name", metavar="NAME")
-    add.add_argument("--role", action="append", choices=["user", "approver", "admin"],
+    add.add_argument("--role", action="append", choices=list(ROLES),
                      help="a role (repeatable; default: user)")
     add.add_argument("--password-stdin", action="store_true",
                      help="read the password from stdin (otherwise one is generated)")

@@ -179,7 +179,7 @@ class LoopWriter:
 
     The statements of a batch run on the loop itself: they only touch SQLite's page cache
     and take tens of microseconds, whereas a thread running them has to win the GIL back
-    from the busy loop after every statement (measured: p99 21 ms for a batch). Only the
+    from the busy loop after every statement (bench/RESULTS.md). Only the
     `COMMIT`, which waits for the disk, goes to a thread; steps that arrive meanwhile form
     the next batch. Taking the write lock never waits on the loop: when another
     connection holds it, the batch is tried again a little later."""
