@@ -1,5 +1,6 @@
-"""The worker against a real local HTTP server: outcomes, exactly-once across two worker
-processes, and a worker killed mid-item whose work is picked up again."""
+"""The worker: time passing (timers, timeouts) and actions run against a real local HTTP
+server, exactly-once across two worker processes, and a worker killed mid-item whose work
+is picked up again."""
 
 from __future__ import annotations
 
@@ -8,29 +9,11 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
-
-import pytest
 
 from bpflow.store import Store
 from bpflow.worker import Worker
 from tests.conftest import SECRET
-from tests.http_server import LocalServer
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def http_flow(url: str, name: str = "call", **action) -> dict:
-    return {"name": name, "circles": [
-        {"uri": "call", "box": {"action": {"type": "http", "method": "POST", "url": url,
-                                           "json": {"n": "${workflow.input.n}"}, **action}}},
-        {"uri": "end", "deps": [["call"]]}]}
-
-
-@pytest.fixture
-def server():
-    with LocalServer() as s:
-        yield s
+from tests.services.helpers import ROOT, drain, http_flow
 
 
 def test_worker_runs_http_and_records_the_outcome(store, server):
@@ -124,3 +107,26 @@ def test_in_process_worker_wakes_on_new_work_without_waiting_for_its_poll(store,
         assert time.monotonic() - began < 2
     finally:
         stop.set()
+
+
+def test_timeout_policy_terminate_ends_the_instance(store):
+    store.put_template({"name": "wait", "circles": [
+        {"uri": "w", "box": {"form": [{"name": "x"}]},
+         "timeout": {"seconds": 0.2, "policy": "TIME_OUT_WF"}}]})
+    iid = store.start("wait").id
+    time.sleep(0.25)
+    Worker(store).run_once()
+    final = store.get(iid)
+    assert final.status == "terminated" and "timed out" in final.reason
+
+
+def test_timer_fires_through_the_worker(store):
+    store.put_template({"name": "nap", "circles": [
+        {"uri": "t", "box": {"action": {"type": "timer", "delay": 0.3}}}]})
+    iid = store.start("nap").id
+    worker = Worker(store)
+    worker.run_once()
+    assert store.get(iid).status == "running"
+    drain(worker, lambda: store.get(iid).status == "completed")
+    result = store.get(iid).circles["t"].result
+    assert result["fired_at"] >= result["due_at"]

@@ -1,0 +1,277 @@
+"""Signed tokens (`bpflow.auth`): what verifies and what is refused, the token cache, the
+failure limiter, and the one process-wide limit on failed sign-ins shared by the API's
+token endpoint and the outer flow's `auth` circle (through the store, SQLite and
+PostgreSQL, and the real API app)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+
+import httpx
+import jwt
+import pytest
+
+from bpflow import auth
+from bpflow.access import Caller
+from bpflow.api import create_app
+from bpflow.auth import SIGN_IN_FAILURES, FailureLimiter, TokenCache, issue_token, verify_token
+from bpflow.errors import Unauthorized
+from bpflow.forms import FormError
+from bpflow.security import derive
+from tests.conftest import SECRET, run_async
+from tests.services.helpers import ROOT, mark, users
+
+BOB = Caller(2, "bob", ("user",))
+ROOT_USER = Caller(1, "root", ("admin", "user"))
+
+
+def claims(**changes) -> dict:
+    now = int(time.time())
+    return {"sub": "bob", "uid": 2, "roles": ["user"], "iss": auth.ISSUER,
+            "aud": auth.AUDIENCE, "iat": now, "exp": now + 60, **changes}
+
+
+def signed(body: dict, key: bytes | None = None) -> str:
+    return jwt.encode(body, key or derive(SECRET, "jwt"), algorithm="HS256")
+
+
+def b64(value: dict) -> str:
+    return base64.urlsafe_b64encode(json.dumps(value).encode()).rstrip(b"=").decode()
+
+
+# -------------------------------------------------------- issue, verify
+def test_a_token_verifies_to_the_caller_it_was_issued_for():
+    assert verify_token(issue_token(BOB, SECRET), SECRET) == BOB
+    assert verify_token(issue_token(ROOT_USER, SECRET), SECRET) == ROOT_USER
+
+
+def test_a_token_issued_for_a_user_record_verifies_to_its_caller():
+    record = {"id": 7, "username": "ann", "roles": ["approver"]}
+    assert verify_token(issue_token(record, SECRET), SECRET) == Caller(7, "ann", ("approver",))
+
+
+def test_a_token_built_like_the_server_would_verifies():  # the helpers below are sound
+    assert verify_token(signed(claims()), SECRET) == BOB
+
+
+def test_an_expired_token_is_unauthorized():
+    token = issue_token(BOB, SECRET, lifetime=60, now=time.time() - 120)
+    with pytest.raises(Unauthorized, match="token expired"):
+        verify_token(token, SECRET)
+
+
+def test_a_token_of_another_secret_is_unauthorized():
+    with pytest.raises(Unauthorized, match="invalid token"):
+        verify_token(issue_token(BOB, b"another-secret"), SECRET)
+
+
+def test_a_token_whose_claims_were_changed_is_unauthorized():
+    header, _, signature = issue_token(BOB, SECRET).split(".")
+    forged = f"{header}.{b64(claims(roles=['admin']))}.{signature}"
+    with pytest.raises(Unauthorized, match="invalid token"):
+        verify_token(forged, SECRET)
+
+
+def test_a_token_with_another_signature_is_unauthorized():
+    header, payload, signature = issue_token(BOB, SECRET).split(".")
+    middle = len(signature) // 2
+    flipped = "A" if signature[middle] != "A" else "B"
+    forged = f"{header}.{payload}.{signature[:middle]}{flipped}{signature[middle + 1:]}"
+    with pytest.raises(Unauthorized, match="invalid token"):
+        verify_token(forged, SECRET)
+
+
+def test_an_unsigned_alg_none_token_is_unauthorized():
+    forged = f"{b64({'alg': 'none', 'typ': 'JWT'})}.{b64(claims(roles=['admin']))}."
+    with pytest.raises(Unauthorized, match="invalid token"):
+        verify_token(forged, SECRET)
+
+
+@pytest.mark.parametrize("changes", [{"aud": "another-api"}, {"iss": "someone-else"}])
+def test_a_token_for_another_audience_or_issuer_is_unauthorized(changes):
+    with pytest.raises(Unauthorized, match="invalid token"):
+        verify_token(signed(claims(**changes)), SECRET)
+
+
+@pytest.mark.parametrize("missing", ["exp", "sub", "uid"])
+def test_a_token_missing_a_required_claim_is_unauthorized(missing):
+    body = claims()
+    del body[missing]
+    with pytest.raises(Unauthorized, match="invalid token"):
+        verify_token(signed(body), SECRET)
+
+
+@pytest.mark.parametrize("token", [None, "", "not-a-token"])
+def test_no_token_or_garbage_is_unauthorized(token):
+    with pytest.raises(Unauthorized):
+        verify_token(token, SECRET)
+
+
+# ------------------------------------------------------------ the cache
+def test_the_cache_serves_a_hit_without_verifying_again(monkeypatch):
+    calls = []
+    real = auth.verify_token
+
+    def counted(token, secret=None):
+        calls.append(token)
+        return real(token, secret)
+    monkeypatch.setattr(auth, "verify_token", counted)
+    cache, token = TokenCache(SECRET), issue_token(BOB, SECRET)
+    assert cache.verify(token) == BOB
+    assert cache.verify(token) == BOB
+    assert cache.verify(token) == BOB
+    assert calls == [token]
+
+
+def test_the_cache_refuses_a_cached_token_once_it_expired():
+    cache = TokenCache(SECRET)
+    token = issue_token(BOB, SECRET, lifetime=2)
+    assert cache.verify(token) == BOB
+    expires = jwt.decode(token, options={"verify_signature": False})["exp"]
+    time.sleep(max(0.0, expires - time.time()) + 0.05)
+    with pytest.raises(Unauthorized, match="token expired"):
+        cache.verify(token)
+
+
+def test_the_cache_never_keeps_a_bad_token():
+    cache = TokenCache(SECRET)
+    bad = [issue_token(BOB, b"another-secret"),
+           issue_token(BOB, SECRET, lifetime=60, now=time.time() - 120),
+           signed(claims(aud="another-api"))]
+    for token in bad + bad:  # twice: the second time is no hit either
+        with pytest.raises(Unauthorized):
+            cache.verify(token)
+    assert cache.known == {}
+
+
+def test_the_cache_refuses_a_changed_copy_of_a_cached_token():
+    cache = TokenCache(SECRET)
+    token = issue_token(BOB, SECRET)
+    cache.verify(token)
+    header, _, signature = token.split(".")
+    with pytest.raises(Unauthorized):
+        cache.verify(f"{header}.{b64(claims(roles=['admin']))}.{signature}")
+    assert list(cache.known) == [token]
+
+
+def test_the_cache_stays_within_its_size():
+    cache = TokenCache(SECRET, size=2)
+    tokens = [issue_token(Caller(i, f"u{i}"), SECRET) for i in range(5)]
+    for i, token in enumerate(tokens):
+        assert cache.verify(token).id == i
+        assert len(cache.known) <= 2
+
+
+# ------------------------------------------------------ failure limiter
+def test_the_limiter_blocks_after_limit_failures():
+    limiter = FailureLimiter(3, 60.0)
+    for _ in range(2):
+        limiter.hit("bob")
+        assert limiter.blocked("bob") == 0
+    limiter.hit("bob")
+    assert 59 <= limiter.blocked("bob") <= 61  # the seconds until the oldest slides out
+
+
+def test_the_limiter_counts_each_key_apart():
+    limiter = FailureLimiter(2, 60.0)
+    limiter.hit("bob")
+    limiter.hit("bob")
+    assert limiter.blocked("bob") > 0
+    assert limiter.blocked("ann") == 0
+
+
+def test_the_limiter_forgets_failures_after_its_window():
+    limiter = FailureLimiter(2, 0.2)
+    limiter.hit("bob")
+    limiter.hit("bob")
+    assert limiter.blocked("bob") > 0
+    time.sleep(0.25)
+    assert limiter.blocked("bob") == 0
+    assert "bob" not in limiter.failures
+
+
+def test_the_limiter_counts_only_failures_within_its_window():
+    limiter = FailureLimiter(2, 0.3)
+    limiter.hit("bob")
+    time.sleep(0.35)
+    limiter.hit("bob")
+    assert limiter.blocked("bob") == 0
+    limiter.hit("bob")
+    assert limiter.blocked("bob") > 0
+
+
+def test_clearing_the_limiter_forgets_every_failure():
+    limiter = FailureLimiter(1, 60.0)
+    limiter.hit("bob")
+    assert limiter.blocked("bob") > 0
+    limiter.clear()
+    assert limiter.blocked("bob") == 0
+
+
+# ------------------------------------------- the one sign-in limit
+def test_sign_in_failures_count_against_the_process_wide_limit():
+    for _ in range(SIGN_IN_FAILURES.limit - 1):
+        auth.sign_in_failed("bob")
+    assert auth.sign_in_allowed("bob") == 0
+    auth.sign_in_failed("bob")
+    assert auth.sign_in_allowed("bob") > 0 and SIGN_IN_FAILURES.blocked("bob") > 0
+    assert auth.sign_in_allowed("ann") == 0
+
+
+def token_status(store, username: str, password: str) -> int:
+    """The status of the API's token endpoint (the real app, in process)."""
+    app = create_app(lambda: store)
+
+    async def post() -> int:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
+                                     base_url="http://bpflow.test") as client:
+            answer = await client.post("/api/auth/token",
+                                       json={"username": username, "password": password})
+            return answer.status_code
+    return run_async(post())
+
+
+def failed_auth_circle(store, units, inst_id: str, username: str) -> None:
+    with pytest.raises(FormError, match="wrong username or password"):
+        units.submit(inst_id, "auth", mark(store, inst_id, "auth"),
+                     {"username": username, "password": "guess"})
+
+
+def test_auth_circle_failures_block_the_api_token_endpoint(store, units):
+    store.import_dir(ROOT / "upload" / "workflow")
+    people = users(store, "alice", "bob")
+    inst = store.start("signin", {}, people["alice"])
+    for _ in range(SIGN_IN_FAILURES.limit):
+        failed_auth_circle(store, units, inst.id, "alice")
+    assert SIGN_IN_FAILURES.blocked("alice") > 0
+    assert token_status(store, "alice", "pw-alice") == 429  # even the right password
+    assert token_status(store, "bob", "pw-bob") == 200  # per username
+
+
+def test_api_token_failures_block_the_auth_circle(store, units):
+    store.import_dir(ROOT / "upload" / "workflow")
+    alice = users(store, "alice")["alice"]
+    for _ in range(SIGN_IN_FAILURES.limit):
+        assert token_status(store, "alice", "guess") == 401
+    assert token_status(store, "alice", "pw-alice") == 429
+    inst = store.start("signin", {}, alice)
+    with pytest.raises(FormError, match="too many failed attempts"):
+        units.submit(inst.id, "auth", mark(store, inst.id, "auth"),
+                     {"username": "alice", "password": "pw-alice"})
+    assert store.get(inst.id).circles["auth"].state == "waiting"
+
+
+def test_api_and_auth_circle_failures_add_up(store, units):
+    store.import_dir(ROOT / "upload" / "workflow")
+    alice = users(store, "alice")["alice"]
+    inst = store.start("signin", {}, alice)
+    half = SIGN_IN_FAILURES.limit // 2
+    for _ in range(half):
+        failed_auth_circle(store, units, inst.id, "alice")
+    for _ in range(SIGN_IN_FAILURES.limit - half - 1):
+        assert token_status(store, "alice", "guess") == 401
+    assert SIGN_IN_FAILURES.blocked("alice") == 0  # one short of the limit
+    failed_auth_circle(store, units, inst.id, "alice")
+    assert token_status(store, "alice", "pw-alice") == 429

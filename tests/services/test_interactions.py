@@ -1,0 +1,115 @@
+"""Boxes a person answers, through the store (SQLite and PostgreSQL): forms become typed
+results, confirmations are accepted or declined, the outer flow's `auth` circle signs in."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from bpflow.forms import FormError
+from engine.errors import BookmarkError, TransitionError
+from tests.services.helpers import ROOT, mark, users
+
+# ---------------------------------------------------------------- forms
+FORM_FLOW = {"name": "claimform", "circles": [
+    {"uri": "claim", "box": {"form": [
+        {"name": "amount", "type": "number", "label": "Amount", "required": True},
+        {"name": "who", "type": "string", "default": "${user.username}"}]}},
+    {"uri": "end", "deps": [["claim"]]}]}
+
+
+def test_form_values_become_the_typed_result(store, units):
+    u = users(store, "bob")["bob"]
+    store.put_template(FORM_FLOW)
+    inst = store.start("claimform", {}, u)
+    with pytest.raises(FormError) as exc:
+        units.submit(inst.id, "claim", mark(store, inst.id, "claim"), {"amount": "lots"})
+    assert exc.value.errors == {"amount": "Amount must be a number"}
+    assert store.get(inst.id).circles["claim"].state == "waiting"  # still ready for a retry
+    done = units.submit(inst.id, "claim", mark(store, inst.id, "claim"), {"amount": "42"})
+    assert done.circles["claim"].result == {"amount": 42, "who": "bob"}
+    assert done.status == "completed"
+
+
+def test_confirm_accept_and_decline(store, units):
+    store.put_template({"name": "terms", "circles": [
+        {"uri": "agree", "box": {"confirm": "Accept the terms, ${user.username}?"}}]})
+    a, b = store.start("terms", {}, {"username": "x"}), store.start("terms")
+    assert units.submit(a.id, "agree", mark(store, a.id, "agree"), {"accept": True}).status \
+        == "completed"
+    declined = units.confirm(b.id, "agree", mark(store, b.id, "agree"), False, "too long")
+    assert declined.circles["agree"].state == "failure"
+    assert declined.circles["agree"].reason == "declined: too long"
+    c = store.start("terms")
+    accepted = units.confirm(c.id, "agree", mark(store, c.id, "agree"), True)
+    assert accepted.status == "completed"
+    assert accepted.circles["agree"].result == {"accepted": True}
+
+
+def test_confirming_a_circle_that_asks_for_no_confirmation_is_refused(store, units):
+    store.put_template({"name": "note", "circles": [
+        {"uri": "write", "box": {"form": [{"name": "text", "type": "string"}]}}]})
+    inst = store.start("note")
+    with pytest.raises(TransitionError, match="asks for no confirmation"):
+        units.confirm(inst.id, "write", mark(store, inst.id, "write"), True)
+    assert store.get(inst.id).circles["write"].state == "waiting"
+
+
+
+# --------------------------------------------------- auth and the outer flow
+def test_outer_flow_survives_signing_in_again_and_keeps_passwords_out(store, units):
+    store.import_dir(ROOT / "upload" / "workflow")
+    users(store, "bob", "ann:approver")
+    assert units.sign_in("bob", "wrong") is None
+    inst = units.sign_in("bob", "pw-bob")
+    assert inst.circles["auth"].result == {"username": "bob", "roles": ["user"]}
+    assert store.engine.ready(inst) == ["main.claim"]
+    units.submit(inst.id, "main.claim", mark(store, inst.id, "main.claim"),
+                 {"amount": 30, "reason": "taxi", "manager": "ann"})
+    again = units.sign_in("bob", "pw-bob")
+    assert again.id == inst.id  # the same business flow, where it was
+    assert again.circles["main.claim"].result["amount"] == 30
+    assert again.circles["main.approve"].state == "waiting"
+    assert "signed_in_again" in [e["kind"] for e in store.history(inst.id)]
+    dump = json.dumps(store.history(inst.id)) + json.dumps(again.to_dict())
+    assert "pw-bob" not in dump
+
+
+def test_auth_form_with_bad_credentials_keeps_the_circle_ready(store, units):
+    store.import_dir(ROOT / "upload" / "workflow")
+    bob = users(store, "bob")["bob"]
+    inst = store.start("signin", {}, bob)
+    with pytest.raises(FormError) as exc:
+        units.submit(inst.id, "auth", mark(store, inst.id, "auth"),
+                     {"username": "bob", "password": "nope"})
+    assert exc.value.errors == {"password": "wrong username or password"}
+    assert store.engine.ready(store.get(inst.id)) == ["auth"]
+    with pytest.raises(BookmarkError):
+        units.submit(inst.id, "auth", "0.forged", {"username": "bob", "password": "pw-bob"})
+
+
+
+def test_auth_circle_accepts_only_the_owner_and_limits_guessing(store, units):
+    from bpflow.auth import SIGN_IN_FAILURES as AUTH_FAILURES
+    AUTH_FAILURES.failures.clear()
+    store.import_dir(ROOT / "upload" / "workflow")
+    people = users(store, "alice", "root:admin")
+    inst = store.start("signin", {}, people["alice"])
+    with pytest.raises(FormError):  # right password, but not the owner of this flow
+        units.submit(inst.id, "auth", mark(store, inst.id, "auth"),
+                     {"username": "root", "password": "pw-root"})
+    assert "auth_failed" in [e["kind"] for e in store.history(inst.id)]
+    for _ in range(10):
+        with pytest.raises(FormError):
+            units.submit(inst.id, "auth", mark(store, inst.id, "auth"),
+                         {"username": "alice", "password": "guess"})
+    with pytest.raises(FormError, match="too many failed attempts"):
+        units.submit(inst.id, "auth", mark(store, inst.id, "auth"),
+                     {"username": "alice", "password": "pw-alice"})
+    AUTH_FAILURES.failures.clear()
+    done = units.submit(inst.id, "auth", mark(store, inst.id, "auth"),
+                        {"username": "alice", "password": "pw-alice"})
+    assert done.circles["auth"].result["username"] == "alice"
+
+

@@ -1,0 +1,270 @@
+"""The mailbox through the store (SQLite and PostgreSQL): approval requests decided by
+their addressees against a quorum, signatures that expose tampering, who may read which
+mail, and guest messages."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from sqlalchemy import text
+
+from bpflow.errors import Forbidden, NotFound, RateLimited, Tampered
+from bpflow.forms import FormError
+from bpflow.mailbox import Mailbox, quorum_verdict
+from bpflow.store import Conflict
+from bpflow.worker import Worker
+from tests.services.helpers import mail_of, start_approval, users
+
+
+# ------------------------------------------------------------ approvals
+@pytest.mark.parametrize("quorum,decisions,outcome", [
+    ("all", {"ann": "approved", "cid": "approved", "dan": "approved"}, "success"),
+    ("all", {"ann": "approved", "cid": "rejected"}, "failure"),
+    ("any", {"cid": "approved"}, "success"),
+    ("any", {"ann": "rejected", "cid": "rejected", "dan": "rejected"}, "failure"),
+    (2, {"ann": "approved", "dan": "approved"}, "success"),
+    (2, {"ann": "rejected", "cid": "approved", "dan": "rejected"}, "failure"),
+])
+def test_approval_quorum(store, units, quorum, decisions, outcome):
+    iid, people = start_approval(store, units, ["ann", "cid", "dan"], quorum)
+    pending = store.get(iid).circles["approve"]
+    assert pending.state == "waiting"
+    assert pending.pending["approval"]["approvers"] == ["ann", "cid", "dan"]
+    mb = Mailbox(store)
+    mail = mail_of(store, people, "ann")
+    assert mail["signature_ok"] and mail["payload"]["data"] == {"claim": {"amount": 120}}
+    assert mail["subject"] == "Claim of 120" and mail["payload"]["requester"] == "bob"
+    for name, decision in decisions.items():
+        assert store.get(iid).circles["approve"].state == "waiting"
+        mb.decide(mail_of(store, people, name)["id"], people[name], decision, f"by {name}")
+    run = store.get(iid).circles["approve"]
+    assert run.state == outcome
+    if outcome == "success":
+        assert run.result["approved"] is True and store.get(iid).status == "completed"
+    else:
+        assert "rejected" in run.reason
+
+
+def test_only_the_addressee_decides(store, units):
+    iid, people = start_approval(store, units, ["ann"], "all")
+    mail = mail_of(store, people, "ann")
+    with pytest.raises(Forbidden):
+        Mailbox(store).decide(mail["id"], people["cid"], "approved")
+
+
+def test_tampered_payload_is_refused_and_recorded(store, units):
+    iid, people = start_approval(store, units, ["ann"], "all")
+    mail = mail_of(store, people, "ann")
+    payload = dict(mail["payload"], data={"claim": {"amount": 1}})
+    with store.db.begin() as conn:  # someone edits the mail in the database
+        conn.execute(text("UPDATE mailbox SET payload = :p WHERE id = :i"),
+                     {"p": json.dumps(payload), "i": mail["id"]})
+    assert mail_of(store, people, "ann")["signature_ok"] is False
+    with pytest.raises(Tampered):
+        Mailbox(store).decide(mail["id"], people["ann"], "approved")
+    assert store.get(iid).circles["approve"].state == "waiting"
+    refused = [e for e in store.history(iid) if e["kind"] == "approval_refused"]
+    assert refused and refused[0]["data"]["why"] == "the mail does not match its signature"
+
+
+def test_tampered_subject_column_is_refused(store, units):
+    iid, people = start_approval(store, units, ["ann"], "all")
+    mail = mail_of(store, people, "ann")
+    with store.db.begin() as conn:
+        conn.execute(text("UPDATE mailbox SET subject = 'Claim of 1' WHERE id = :i"),
+                     {"i": mail["id"]})
+    with pytest.raises(Tampered, match="altered"):
+        Mailbox(store).decide(mail["id"], people["ann"], "approved")
+
+
+def test_tampered_decision_row_is_ignored_on_reentry(store, units):
+    iid, people = start_approval(store, units, ["ann", "cid"], "all")
+    mb = Mailbox(store)
+    mb.decide(mail_of(store, people, "ann")["id"], people["ann"], "approved")
+    forged = mail_of(store, people, "cid")["id"]
+    with store.db.begin() as conn:  # an approval written straight into the table
+        conn.execute(text("UPDATE mailbox SET decision = 'approved' WHERE id = :i"),
+                     {"i": forged})
+    inst = units.reenter(iid)
+    assert inst.circles["approve"].state == "waiting"  # the forged decision counts for nothing
+    whys = [e["data"]["why"] for e in store.history(iid) if e["kind"] == "approval_refused"]
+    assert "the decision does not match its signature" in whys
+
+
+def test_replayed_decision_is_refused(store, units):
+    iid, people = start_approval(store, units, ["ann", "cid"], "all")
+    mb = Mailbox(store)
+    mail = mail_of(store, people, "ann")
+    mb.decide(mail["id"], people["ann"], "approved")
+    with pytest.raises(Conflict, match="already approved"):
+        mb.decide(mail["id"], people["ann"], "approved")
+    with pytest.raises(Conflict):
+        mb.decide(mail["id"], people["ann"], "rejected")
+    # after a reset, a decision on the old request cannot count for the new attempt
+    mb.decide(mail_of(store, people, "cid")["id"], people["cid"], "rejected")
+    store.reset(iid, "approve", "self")
+    Worker(store).run_once()
+    old = [m for m in mb.inbox(people["ann"], kind="approval") if m["decision"]][0]
+    with pytest.raises(Conflict):
+        mb.decide(old["id"], people["ann"], "approved")
+    fresh = [m for m in mb.inbox(people["ann"], kind="approval") if not m["decision"]]
+    assert len(fresh) == 1 and store.get(iid).circles["approve"].state == "waiting"
+
+
+
+def test_moving_an_approval_to_another_recipient_is_detected(store, units):
+    iid, people = start_approval(store, units, ["ann"], "all")
+    mail = mail_of(store, people, "ann")
+    with store.db.begin() as conn:
+        conn.execute(text("UPDATE mailbox SET recipient_id = :r WHERE id = :i"),
+                     {"r": people["cid"]["id"], "i": mail["id"]})
+    moved = Mailbox(store).inbox(people["cid"], kind="approval")[0]
+    assert moved["signature_ok"] is False
+    with pytest.raises(Tampered):
+        Mailbox(store).decide(mail["id"], people["cid"], "approved")
+
+
+
+# --------------------------------------------------------- guest mail
+def test_guest_messages_reach_admins_with_limits_and_a_rate_limit(store):
+    people = users(store, "root:admin", "bob")
+    mb = Mailbox(store)
+    with pytest.raises(FormError) as exc:
+        mb.guest_message("", "s" * 201, "hi", "1.2.3.4")
+    assert set(exc.value.errors) == {"name", "subject"}
+    for i in range(5):
+        mb.guest_message("Eve", f"hello {i}", "<script>alert(1)</script>", "1.2.3.4")
+    with pytest.raises(RateLimited) as limited:
+        mb.guest_message("Eve", "again", "x", "1.2.3.4")
+    assert limited.value.retry_after > 0
+    mb.guest_message("Other", "hi", "x", "5.6.7.8")  # another client is not limited
+    admin_box = mb.inbox(people["root"], kind="guest")
+    assert len(admin_box) == 6 and admin_box[-1]["body"] == "<script>alert(1)</script>"
+    assert mb.inbox(people["bob"], kind="guest") == []
+    with store.db.connect() as conn:
+        clients = [r[0] for r in conn.execute(text("SELECT client FROM mailbox"))]
+    assert "1.2.3.4" not in clients  # the address is kept only as a keyed hash
+
+
+
+
+# ------------------------------------------------------------- the quorum
+@pytest.mark.parametrize("quorum,approvers,decisions,verdict", [
+    ("all", 3, [], None),
+    ("all", 3, ["approved", "approved"], None),
+    ("all", 3, ["approved", "approved", "approved"], "approved"),
+    ("all", 3, ["approved", "rejected"], "rejected"),
+    ("any", 3, ["approved"], "approved"),
+    ("any", 3, ["rejected", "rejected"], None),
+    ("any", 3, ["rejected", "rejected", "rejected"], "rejected"),
+    ("any", 3, ["rejected", "rejected", "approved"], "approved"),
+    (2, 3, ["approved"], None),
+    (2, 3, ["approved", "rejected"], None),
+    (2, 3, ["approved", "approved"], "approved"),
+    (2, 3, ["rejected", "rejected"], "rejected"),
+    ("2", 3, ["approved", "approved"], "approved"),
+    (1, 1, ["rejected"], "rejected"),
+])
+def test_quorum_verdict_is_given_once_the_outcome_is_certain(quorum, approvers, decisions,
+                                                             verdict):
+    assert quorum_verdict(quorum, approvers, decisions) == verdict
+
+
+# --------------------------------------------------------- deciding once
+def test_a_decided_approval_cannot_be_decided_again(store, units):
+    iid, people = start_approval(store, units, ["ann", "cid"], "all")
+    mb = Mailbox(store)
+    mail = mail_of(store, people, "ann")
+    mb.decide(mail["id"], people["ann"], "approved", "fine")
+    with pytest.raises(Conflict, match="already approved"):
+        mb.decide(mail["id"], people["ann"], "rejected", "changed my mind")
+    again = mail_of(store, people, "ann")
+    assert (again["decision"], again["comment"], again["signature_ok"]) == \
+        ("approved", "fine", True)
+    assert store.get(iid).circles["approve"].state == "waiting"  # cid has not decided
+
+
+def test_a_decision_on_a_request_whose_circle_failed_is_refused(store, units):
+    iid, people = start_approval(store, units, ["ann", "cid"], "all")
+    mb = Mailbox(store)
+    mb.decide(mail_of(store, people, "cid")["id"], people["cid"], "rejected")
+    assert store.get(iid).circles["approve"].state == "failure"
+    late = mail_of(store, people, "ann")
+    with pytest.raises(Conflict, match="no longer open"):
+        mb.decide(late["id"], people["ann"], "approved")
+    assert mail_of(store, people, "ann")["decision"] is None
+    assert store.get(iid).circles["approve"].state == "failure"
+
+
+def test_a_decision_on_the_request_of_an_earlier_attempt_is_refused(store, units):
+    iid, people = start_approval(store, units, ["ann", "cid"], "all")
+    mb = Mailbox(store)
+    old = mail_of(store, people, "ann")
+    mb.decide(mail_of(store, people, "cid")["id"], people["cid"], "rejected")
+    store.reset(iid, "approve", "self")  # a new epoch: the worker asks again
+    Worker(store).run_once()
+    fresh = [m for m in mb.inbox(people["ann"], kind="approval") if m["id"] != old["id"]]
+    assert len(fresh) == 1 and store.get(iid).circles["approve"].state == "waiting"
+    with pytest.raises(Conflict, match="no longer open"):
+        mb.decide(old["id"], people["ann"], "approved")
+    box = {m["id"]: m["decision"] for m in mb.inbox(people["ann"], kind="approval")}
+    assert box == {old["id"]: None, fresh[0]["id"]: None}
+    assert store.get(iid).circles["approve"].state == "waiting"
+
+
+def test_only_approval_mail_can_be_decided(store):
+    people = users(store, "bob", "ann:approver")
+    [mail_id] = Mailbox(store).send("message", people["bob"], ["ann"], "hi", "there")
+    with pytest.raises(NotFound):
+        Mailbox(store).decide(mail_id, people["ann"], "approved")
+    with pytest.raises(ValueError):
+        Mailbox(store).decide(mail_id, people["ann"], "maybe")
+
+
+# ------------------------------------------------------ who reads what
+def unread(store, user, kind) -> dict[int, bool]:
+    return {m["id"]: m["read"] for m in Mailbox(store).inbox(user, kind=kind)}
+
+
+def test_the_addressee_marks_their_mail_read(store):
+    people = users(store, "bob", "ann")
+    mb = Mailbox(store)
+    [mail_id] = mb.send("message", people["bob"], ["ann"], "hi", "there")
+    assert unread(store, people["ann"], "message") == {mail_id: False}
+    mb.mark_read(mail_id, people["ann"])
+    assert unread(store, people["ann"], "message") == {mail_id: True}
+
+
+@pytest.mark.parametrize("reader", ["bob", "root"])
+def test_mail_of_someone_else_is_not_found_even_for_an_admin(store, reader):
+    people = users(store, "bob", "ann", "root:admin")
+    mb = Mailbox(store)
+    [mail_id] = mb.send("message", people["bob"], ["ann"], "hi", "there")
+    with pytest.raises(NotFound):
+        mb.mark_read(mail_id, people[reader])
+    assert unread(store, people["ann"], "message") == {mail_id: False}
+
+
+def test_an_admin_marks_a_guest_message_read(store):
+    people = users(store, "root:admin")
+    mb = Mailbox(store)
+    mail_id = mb.guest_message("Eve", "hello", "a note", "1.2.3.4")
+    mb.mark_read(mail_id, people["root"])
+    assert unread(store, people["root"], "guest") == {mail_id: True}
+
+
+def test_a_guest_message_is_not_found_for_a_non_admin(store):
+    people = users(store, "root:admin", "bob", "ann:approver")
+    mb = Mailbox(store)
+    mail_id = mb.guest_message("Eve", "hello", "a note", "1.2.3.4")
+    for name in ("bob", "ann"):
+        with pytest.raises(NotFound):
+            mb.mark_read(mail_id, people[name])
+    assert unread(store, people["root"], "guest") == {mail_id: False}
+
+
+def test_marking_unknown_mail_read_is_not_found(store):
+    people = users(store, "root:admin")
+    with pytest.raises(NotFound):
+        Mailbox(store).mark_read(987654, people["root"])
