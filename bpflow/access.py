@@ -44,7 +44,7 @@ class Caller:
         if isinstance(user, Caller):
             return user
         return cls(user.get("id"), str(user.get("username", "")),
-                   tuple(user.get("roles") or ()))
+                   tuple(user.get("roles") or (USER,)))
 
     def as_user(self) -> dict[str, Any]:
         """The user record an instance keeps of its starter."""

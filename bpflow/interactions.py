@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from bpflow import auth
+from bpflow.errors import RateLimited
 from bpflow.forms import FormError, validate
 from bpflow.mailbox import Mailbox
 from bpflow.store import Store
@@ -135,9 +136,14 @@ class Interactions:
     def sign_in(self, username: str, password: str) -> Instance | None:
         """The outer flow: the user's running `signin` instance continues where it was
         (signing in again never restarts the business flow); the first sign-in starts one
-        and completes its `auth` circle with the credentials."""
+        and completes its `auth` circle with the credentials. None for wrong credentials;
+        RateLimited while the username is over the sign-in limit (right password or not)."""
+        wait = auth.sign_in_allowed(username)
+        if wait:
+            raise RateLimited(f"too many failed sign-ins; try again in {wait} seconds", wait)
         user = self.store.authenticate(username, password)
         if user is None:
+            auth.sign_in_failed(username)
             return None
         existing = self.store.latest_instance(SIGNIN_TEMPLATE, user["id"],
                                               ("running", "failed", "suspended"))

@@ -19,6 +19,7 @@ import reflex as rx
 from bpflow import auth
 from bpflow.access import Caller
 from bpflow.backend import get_store
+from bpflow.errors import RateLimited
 from bpflow.forms import FormError, validate
 from bpflow.interactions import SIGNIN_TEMPLATE, Interactions
 from bpflow_app.boxview import FieldView, field_view
@@ -73,20 +74,18 @@ class SignInState(SessionState):
             self.fields = auth_fields(exc.errors)
             return None
         username, password = values.get("username") or "", secrets.get("password", "")
-        wait = auth.sign_in_allowed(username)
-        if wait:
-            self.error = f"Too many failed attempts; try again in {wait} s"
-            return None
         store = get_store()
         try:
             outer = Interactions(store).sign_in(username, password)
+        except RateLimited as exc:
+            self.error = f"Too many failed attempts; try again in {exc.retry_after} s"
+            return None
         except FormError as exc:  # the auth action's own refusal
             outer, self.error = None, str(exc.errors.get("password", exc))
         except BpflowError as exc:
             return rx.toast.error(f"Signing in failed: {exc}")
         user = store.user(username) if outer is not None else None
         if user is None:
-            auth.sign_in_failed(username)
             self.fields = auth_fields({"password": "Wrong username or password"})
             return None
         self.fields = auth_fields()

@@ -113,3 +113,21 @@ def test_auth_circle_accepts_only_the_owner_and_limits_guessing(store, units):
     assert done.circles["auth"].result["username"] == "alice"
 
 
+
+
+def test_signing_in_again_counts_against_the_one_sign_in_limit(store, units):
+    """Continuing a running outer flow is a sign-in like any other: a wrong password
+    counts, and over the limit even the right password is refused."""
+    from bpflow import auth
+    from bpflow.errors import RateLimited
+
+    users(store, "bob")
+    store.import_dir(ROOT / "upload" / "workflow")
+    assert units.sign_in("bob", "pw-bob") is not None  # starts the outer flow
+    assert units.sign_in("bob", "wrong") is None
+    assert auth.SIGN_IN_FAILURES.blocked("bob") == 0  # one failure so far
+    for _ in range(9):
+        assert units.sign_in("bob", "wrong") is None
+    with pytest.raises(RateLimited) as refused:
+        units.sign_in("bob", "pw-bob")
+    assert refused.value.retry_after > 0
