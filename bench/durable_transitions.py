@@ -27,7 +27,7 @@ from engine import bookmarks  # noqa: E402
 STEPS = 10
 CHAIN = {"name": "chain", "kind": "linear", "circles": [
     {"uri": f"s{i}", "box": {"form": [{"name": "v", "type": "integer"}]}} for i in range(STEPS)]}
-SECRET = b"bench-secret"
+SECRET = b"bench-secret-of-at-least-32-bytes-0123"
 
 
 def durable_rate(folder: Path, transitions: int) -> float:

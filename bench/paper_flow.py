@@ -121,6 +121,7 @@ def server_command(kind: str, port: int,
                  "--backend-port", str(port), "--loglevel", "warning"],
                 {"REFLEX_BUN_PATH": str(bun), "PYTHONPATH": str(copy)}, copy)
     return f"unknown server '{kind}'"
+SECRET = "bench-secret-of-at-least-32-bytes-0123"  # the server refuses a shorter one
 
 
 def free_port() -> int:
@@ -584,7 +585,7 @@ def run_server(kind: str, args: argparse.Namespace) -> list[Figures] | None | st
         path = os.pathsep.join(p for p in (str(tmp / "hook"), extra.pop("PYTHONPATH", ""),
                                            os.environ.get("PYTHONPATH", "")) if p)
         env = {**os.environ, "DATABASE_URL": f"sqlite:///{tmp / 'bench.db'}",
-               "BPFLOW_SECRET": "bench-secret", "BPFLOW_INPROCESS_WORKER": "0",
+               "BPFLOW_SECRET": SECRET, "BPFLOW_INPROCESS_WORKER": "0",
                "PYTHONPATH": path, "BENCH_GC_LOG": str(gc_log), **extra}
         prepare_database(env)
         log_path = tmp / "server.log"

@@ -30,6 +30,8 @@ from bpflow.store import Store  # noqa: E402
 from bpflow.store.migrate import upgrade  # noqa: E402
 from bpflow.worker import Worker  # noqa: E402
 
+SECRET = "bench-secret-of-at-least-32-bytes-0123"  # the server refuses a shorter one
+
 
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
@@ -50,7 +52,7 @@ def run(instances: int, delay: float, in_process: bool) -> dict[str, float]:
     with tempfile.TemporaryDirectory(dir=Path(__file__).parent) as tmp:
         url = f"sqlite:///{Path(tmp) / 'timers.db'}"
         upgrade(url)
-        store = Store(url, secret=b"bench", cache_size=instances + 100)
+        store = Store(url, secret=SECRET.encode(), cache_size=instances + 100)
         store.put_template({"name": "nap", "circles": [
             {"uri": "t", "box": {"action": {"type": "timer", "delay": delay}}}]})
         worker, stop = Worker(store, name="bench"), threading.Event()
@@ -59,7 +61,7 @@ def run(instances: int, delay: float, in_process: bool) -> dict[str, float]:
         if in_process:
             thread.start()
         else:
-            env = {**os.environ, "DATABASE_URL": url, "BPFLOW_SECRET": "bench"}
+            env = {**os.environ, "DATABASE_URL": url, "BPFLOW_SECRET": SECRET}
             proc = subprocess.Popen([sys.executable, "-m", "bpflow.cli", "worker", "--poll",
                                      "0.02"], env=env, stderr=subprocess.DEVNULL,
                                     cwd=Path(__file__).resolve().parents[1])

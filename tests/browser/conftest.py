@@ -51,7 +51,7 @@ CHROMIUM_ARGS = [
 # The first production build installs the frontend packages and bundles them (about a
 # minute on a fresh machine); later starts take seconds.
 STARTUP_TIMEOUT_S = float(os.environ.get("BPFLOW_SERVER_TIMEOUT", "300"))
-SECRET = "browser-test-secret-0123456789"
+SECRET = "browser-test-secret-0123456789-abcdef"
 ACCOUNTS = {"alice": ("alice-pass-1", "user"), "bob": ("bob-pass-1", "approver"),
             "root": ("root-pass-1", "admin")}
 
