@@ -17,11 +17,12 @@ PORT ?= 3000
 # Reflex would download bun itself, which cannot work here: use the one from npm.
 export REFLEX_BUN_PATH := $(BUN)
 
-.PHONY: help venv install bun chromium db run test lint clean distclean
+.PHONY: help venv install bun chromium db run test soak lint clean distclean
 
 help:
 	@echo "make run        set up and serve the app on http://localhost:$(PORT)"
 	@echo "make test       set up (browser included) and run the whole test suite"
+	@echo "make soak       the long crash test (20 kills of the server under load)"
 	@echo "make lint       ruff check"
 	@echo "make install    create $(VENV) and install bpflow with its dev extras"
 	@echo "make bun        install bun $(BUN_VERSION) under .tools/ (used by Reflex)"
@@ -70,6 +71,9 @@ run: install bun db
 
 test: install bun chromium
 	$(PY) -m pytest -q
+
+soak: install
+	BPFLOW_SOAK=1 $(PY) -m pytest -q tests/store/test_crash.py
 
 lint: install
 	$(VENV)/bin/ruff check .
