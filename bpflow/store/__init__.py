@@ -60,6 +60,7 @@ class Store(Templates, Users, Instances, Steps, Queries, MailRows, Leases):
         self._templates: dict[tuple[int, tuple[tuple[str, int], ...]], Template] = {}
         self._template_rows: dict[int, Any] = {}
         self._nested_cache: dict[int, tuple[Any, frozenset[str]]] = {}
+        self._evaluating: dict[int, tuple[Template, bool]] = {}  # see Steps.evaluates
         self._cache: OrderedDict[str, Loaded] = OrderedDict()
         self._cache_size = cache_size
         self._lock = threading.Lock()

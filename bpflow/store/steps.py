@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Generator
+from concurrent.futures import Future
 from typing import Any, TypeVar
 
 from bpflow.errors import NotFound
@@ -21,6 +22,7 @@ from bpflow.store.instances import Loaded
 from bpflow.store.writing import Lost, save_rows
 from engine.errors import BpflowError
 from engine.instance import Instance
+from engine.model import Template
 from engine.runtime import Engine
 
 T = TypeVar("T")
@@ -40,8 +42,14 @@ class Steps:
     async def start_async(self, name: str, inputs: dict[str, Any] | None = None,
                           user: dict[str, Any] | None = None,
                           version: int | None = None) -> Instance:
-        """`start` for an event loop: the commit is awaited, not blocked on."""
-        loaded, new = self._new_instance(name, inputs, user, version)
+        """`start` for an event loop: the commit is awaited, not blocked on (and a
+        template whose first steps may evaluate expressions starts on a thread)."""
+        row = self._template_row(name, version)
+        if row is not None and self.evaluates(self._build(row, None)[0]):
+            loaded, new = await asyncio.to_thread(self._new_instance, name, inputs, user,
+                                                  version)
+        else:
+            loaded, new = self._new_instance(name, inputs, user, version)
         await self.writer.insert_async(new)
         return self._begun(loaded, new)
 
@@ -89,7 +97,10 @@ class Steps:
                 loaded = yield self._load, self._load_async, (instance_id,)
                 fresh = True
             try:
-                value = op(self.engine, loaded.inst)
+                if self.evaluates(loaded.inst.template):  # off the event loop: see `evaluates`
+                    value = (yield self._run, self._run_async, (op, loaded.inst)).result()
+                else:
+                    value = op(self.engine, loaded.inst)
             except BpflowError:
                 if fresh:
                     raise  # refused on the stored state: a real refusal
@@ -102,6 +113,30 @@ class Steps:
             self._written([write])
             return value
         return (yield self._apply_locked, self._apply_locked_async, (instance_id, op))
+
+    def evaluates(self, template: Template) -> bool:
+        """Whether a step of this template may evaluate expressions (`when`, `compute`).
+        Such steps never run on an event loop: expressions are bounded in time (engine
+        limits), but a server's loop must not wait for them at all."""
+        hit = self._evaluating.get(id(template))
+        if hit is None or hit[0] is not template:
+            uses = any(node.circle.when or node.circle.box.action_type == "compute"
+                       for node in template.plan.nodes.values())
+            hit = self._evaluating[id(template)] = (template, uses)
+        return hit[1]
+
+    def _run(self, op: Op, inst: Instance) -> Future:
+        """`op` on `inst`, its value or error in a resolved future (the attempt loop
+        raises it where it decides about errors)."""
+        done: Future = Future()
+        try:
+            done.set_result(op(self.engine, inst))
+        except BpflowError as exc:
+            done.set_exception(exc)
+        return done
+
+    async def _run_async(self, op: Op, inst: Instance) -> Future:
+        return await asyncio.to_thread(self._run, op, inst)
 
     async def _load_async(self, instance_id: str) -> Loaded:
         return await asyncio.to_thread(self._load, instance_id)
