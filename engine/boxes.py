@@ -8,15 +8,18 @@ run boxes can share the vocabulary (field types, action types).
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any
 
 from croniter import croniter
 
-from engine.model import ACTION_TYPES, FIELD_TYPES
+from engine.model import ACTION_TYPES, FIELD_TYPES, MAX_WAIT, is_wait, show
 
 FIELD_KEYS = {"name", "type", "label", "required", "options", "default", "placeholder", "help"}
 HTTP_METHODS = {"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"}
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+CRON_YEARS = 5  # a cron must match a time within this many years
 Problems = list[tuple[str, str]]
 
 
@@ -47,8 +50,8 @@ def check_box(box: dict[str, Any]) -> Problems:
                              f" {', '.join(ACTION_TYPES)})"))
         else:
             problems += [("/action" + p, m) for p, m in CHECKS[kind](action, box)]
-            problems += [(f"/action/{key}", f"unknown key '{key}' for a {kind} action"
-                          f" (expected {', '.join(sorted(ACTION_KEYS[kind]))})")
+            problems += [(f"/action/{_escape(key)}", f"unknown key '{key}' for a {kind} action"
+                          f" (expected {', '.join(sorted(ACTION_KEYS[kind])) or 'none'})")
                          for key in sorted(set(action) - ACTION_KEYS[kind] - {"type"})]
     return problems
 
@@ -63,7 +66,7 @@ def _check_form(form: list[Any]) -> Problems:
             continue
         name = f.get("name")
         if not isinstance(name, str) or not NAME.match(name):
-            problems.append((f"{at}/name", f"field name {name!r} must be an identifier"
+            problems.append((f"{at}/name", f"field name {show(name)} must be an identifier"
                              " (letters, digits, underscore)"))
         elif name in seen:
             problems.append((f"{at}/name", f"field '{name}' appears twice"))
@@ -71,7 +74,7 @@ def _check_form(form: list[Any]) -> Problems:
             seen.add(name)
         ftype = f.get("type", "string")
         if ftype not in FIELD_TYPES:
-            problems.append((f"{at}/type", f"unknown field type {ftype!r} (expected one of"
+            problems.append((f"{at}/type", f"unknown field type {show(ftype)} (expected one of"
                              f" {', '.join(FIELD_TYPES)})"))
         if ftype == "select":
             options = f.get("options")
@@ -86,7 +89,7 @@ def _check_form(form: list[Any]) -> Problems:
         if ftype == "password" and "default" in f:
             problems.append((f"{at}/default", "a password field cannot have a default"))
         for key in sorted(set(f) - FIELD_KEYS):
-            problems.append((f"{at}/{key}", f"unknown field key '{key}'"))
+            problems.append((f"{at}/{_escape(key)}", f"unknown field key {show(key)}"))
     return problems
 
 
@@ -113,7 +116,7 @@ def _http(action: dict[str, Any], box: dict[str, Any]) -> Problems:
         problems.append(("/url", "an http action needs a url"))
     method = action.get("method", "GET")
     if not isinstance(method, str) or method.upper() not in HTTP_METHODS:
-        problems.append(("/method", f"unknown HTTP method {method!r}"))
+        problems.append(("/method", f"unknown HTTP method {show(method)}"))
     headers = action.get("headers", {})
     if not isinstance(headers, dict) or not all(isinstance(v, str) for v in headers.values()):
         problems.append(("/headers", "headers must be an object of strings"))
@@ -121,8 +124,9 @@ def _http(action: dict[str, Any], box: dict[str, Any]) -> Problems:
         problems.append(("/body", "give either json or body, not both"))
     problems += _text_keys(action, "body")
     timeout = action.get("timeout", 10)
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
-        problems.append(("/timeout", "timeout must be a positive number of seconds"))
+    if not is_wait(timeout) or timeout == 0:
+        problems.append(("/timeout", "timeout must be a positive number of seconds, at most"
+                         f" 10 years ({MAX_WAIT:,})"))
     return problems
 
 
@@ -145,14 +149,28 @@ def _timer(action: dict[str, Any], box: dict[str, Any]) -> Problems:
     if ("delay" in action) == ("cron" in action):
         return [("", "a timer needs exactly one of delay (seconds) or cron")]
     if "delay" in action:
-        delay = action["delay"]
-        if isinstance(delay, bool) or not isinstance(delay, (int, float)) or delay < 0:
-            return [("/delay", "delay must be a number of seconds, 0 or more")]
+        if not is_wait(action["delay"]):
+            return [("/delay", "delay must be a number of seconds, 0 or more and at most"
+                     f" 10 years ({MAX_WAIT:,})")]
         return []
     cron = action["cron"]
     if not isinstance(cron, str) or not croniter.is_valid(cron):
-        return [("/cron", f"{cron!r} is not a valid cron expression")]
+        return [("/cron", f"{show(cron)} is not a valid cron expression")]
+    if not fires(cron):
+        return [("/cron", f"{show(cron)} never fires: no time matches it within"
+                 f" {CRON_YEARS} years")]
     return []
+
+
+@lru_cache(maxsize=4096)
+def fires(cron: str) -> bool:
+    """Whether a valid cron expression matches a time within CRON_YEARS years from now."""
+    start = datetime.now(UTC)
+    try:
+        croniter(cron, start, max_years_between_matches=CRON_YEARS).get_next(datetime)
+    except Exception:  # noqa: BLE001 - whatever croniter makes of it, it would not run
+        return False
+    return True
 
 
 def _flow(action: dict[str, Any], box: dict[str, Any]) -> Problems:
@@ -162,8 +180,9 @@ def _flow(action: dict[str, Any], box: dict[str, Any]) -> Problems:
 
 
 def _auth(action: dict[str, Any], box: dict[str, Any]) -> Problems:
-    fields = {f.get("name"): f.get("type", "string") for f in box.get("form", [])
-              if isinstance(f, dict)}
+    form = box.get("form")
+    fields = {f.get("name"): f.get("type", "string") for f in form if isinstance(f, dict)
+              and isinstance(f.get("name"), str)} if isinstance(form, list) else {}
     if "username" not in fields or fields.get("password") != "password":
         return [("", "an auth action needs a form with a 'username' field and a 'password'"
                  " field of type password")]
@@ -186,3 +205,7 @@ ACTION_KEYS = {
 }
 CHECKS = {"http": _http, "approval": _approval, "mail": _mail, "timer": _timer, "flow": _flow,
           "auth": _auth, "compute": _compute}
+
+
+def _escape(key: Any) -> str:
+    return str(key).replace("~", "~0").replace("/", "~1")

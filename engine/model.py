@@ -20,17 +20,37 @@ TIMEOUT_POLICIES = {"retry": "retry", "fail": "fail", "terminate": "terminate",
 RETRY_LOGIC = {"fixed": "fixed", "FIXED": "fixed", "exponential": "exponential",
                "EXPONENTIAL_BACKOFF": "exponential", "exponential_backoff": "exponential"}
 MAX_RETRIES = 100
+MAX_WAIT = 315_576_000  # seconds in 10 years: the longest delay, retry wait or timeout
 
 
 class Invalid(ValueError):
     """A normalisation problem; the analysis turns it into a coded error."""
 
 
+def show(value: Any, limit: int = 60) -> str:
+    """`repr(value)` for a message: clipped, and never raising (huge integers)."""
+    try:
+        text = repr(value)
+    except ValueError:
+        return "a number too long to print"
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def is_wait(value: Any) -> bool:
+    """A finite, non-negative number of seconds, at most 10 years."""
+    return (not isinstance(value, bool) and isinstance(value, (int, float))
+            and 0 <= value <= MAX_WAIT)  # NaN fails both comparisons
+
+
 def _wait(value: Any, what: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise Invalid(f"{what} must be a number of seconds, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or (
+            isinstance(value, float) and not math.isfinite(value)):
+        raise Invalid(f"{what} must be a number of seconds, got {show(value)}")
     if value < 0:
-        raise Invalid(f"{what} must not be negative, got {value!r}")
+        raise Invalid(f"{what} must not be negative, got {show(value)}")
+    if value > MAX_WAIT:
+        raise Invalid(f"{what} must be at most 10 years ({MAX_WAIT:,} seconds),"
+                      f" got {show(value)}")
     return float(value)
 
 
@@ -53,14 +73,19 @@ def normalize_retry(spec: Any) -> tuple[float, ...]:
                           " (expected count, delay, logic)")
         count = spec.get("count")
         if isinstance(count, bool) or not isinstance(count, int) or not 0 <= count <= MAX_RETRIES:
-            raise Invalid(f"retry count must be an integer from 0 to {MAX_RETRIES}, got {count!r}")
+            raise Invalid(f"retry count must be an integer from 0 to {MAX_RETRIES},"
+                          f" got {show(count)}")
         delay = _wait(spec.get("delay", 0), "retry delay")
         logic = spec.get("logic", "fixed")
-        if logic not in RETRY_LOGIC:
-            raise Invalid(f"retry logic must be 'fixed' or 'exponential', got {logic!r}")
+        if not isinstance(logic, str) or logic not in RETRY_LOGIC:
+            raise Invalid(f"retry logic must be 'fixed' or 'exponential', got {show(logic)}")
         if RETRY_LOGIC[logic] == "fixed":
             return tuple(delay for _ in range(count))
-        return tuple(delay * 2**i for i in range(count))
+        waits = tuple(delay * 2**i for i in range(count))
+        if waits and waits[-1] > MAX_WAIT:
+            raise Invalid(f"exponential retry: wait #{count} would be {waits[-1]:,.0f} seconds,"
+                          f" more than 10 years ({MAX_WAIT:,} seconds)")
+        return waits
     raise Invalid("retry must be a list of waits or an object {count, delay, logic}")
 
 
@@ -82,8 +107,8 @@ def normalize_timeout(spec: Any) -> Timeout | None:
     if seconds <= 0:
         raise Invalid("timeout seconds must be greater than 0")
     policy = spec.get("policy", "fail")
-    if policy not in TIMEOUT_POLICIES:
-        raise Invalid(f"timeout policy must be retry, fail or terminate, got {policy!r}")
+    if not isinstance(policy, str) or policy not in TIMEOUT_POLICIES:
+        raise Invalid(f"timeout policy must be retry, fail or terminate, got {show(policy)}")
     return Timeout(seconds, TIMEOUT_POLICIES[policy])
 
 
@@ -132,10 +157,11 @@ class Flow:
     name: str | None = None  # the nested template's name, when nested by name
 
     def circle(self, uri: str) -> Circle:
-        for c in self.circles:
-            if c.uri == uri:
-                return c
-        raise KeyError(uri)
+        return self._by_uri[uri]
+
+    @cached_property
+    def _by_uri(self) -> dict[str, Circle]:
+        return {c.uri: c for c in self.circles}
 
 
 @dataclass(frozen=True)
