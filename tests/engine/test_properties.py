@@ -15,7 +15,8 @@ from tests.engine.helpers import FORM, KEY, Clock
 
 CODES = {"schema", "duplicate_uri", "unknown_dependency", "cycle", "multiple_terminals",
          "no_terminal", "unreachable", "unknown_variable", "invalid_box", "invalid_retry",
-         "invalid_timeout", "invalid_expression", "unknown_template", "nesting_cycle"}
+         "invalid_timeout", "invalid_expression", "unknown_template", "nesting_cycle",
+         "too_large"}
 
 
 @st.composite

@@ -1,0 +1,129 @@
+"""The checks of one circle: retry, timeout, box, and the references it makes.
+
+References to `workflow`, `user` and `instance` are checked here; a reference to a
+circle becomes a question ("is it upstream of this circle?") that the flow answers for
+all its circles at once (`engine.graph.Ancestry`), passing on to the enclosing flow the
+ones its own circles do not answer. Strings are walked without recursion, and a nested
+flow's circles are left to the nested flow.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from engine import boxes
+from engine.errors import ExpressionError
+from engine.expressions import compile_expression
+from engine.model import Invalid, normalize_retry, normalize_timeout
+from engine.placeholders import escape_pointer, malformed, references
+
+BUILTIN_ROOTS = ("workflow", "user", "instance")
+Add = Callable[[str, str, str], None]  # (code, path, message)
+# A question about a reference: (root uri, (where, circle uri, path)).
+Question = tuple[str, tuple[str, str, tuple[str, ...]]]
+
+
+def check_circle(c: dict[str, Any], ptr: str, add: Add,
+                 inputs: dict[str, Any] | None) -> list[Question]:
+    """The circle's own checks; returns the references to circles, to be answered."""
+    uri = c["uri"]
+    for key, normalize, code in (("retry", normalize_retry, "invalid_retry"),
+                                 ("timeout", normalize_timeout, "invalid_timeout")):
+        try:
+            normalize(c.get(key))
+        except Invalid as exc:
+            add(code, f"{ptr}/{key}", f"circle '{uri}': {exc}")
+    refs: list[tuple[str, tuple[str, ...]]] = []
+    when = c.get("when")
+    if isinstance(when, str):
+        refs += _expression_refs(when, f"{ptr}/when", add, uri)
+    box = c.get("box")
+    fields: set[Any] = set()
+    if isinstance(box, dict):
+        for where, message in boxes.check_box(box):
+            add("invalid_box", f"{ptr}/box{where}", f"circle '{uri}': {message}")
+        action = box.get("action") if isinstance(box.get("action"), dict) else {}
+        outputs = action.get("outputs") if action.get("type") == "compute" else None
+        for name, expr in (outputs.items() if isinstance(outputs, dict) else []):
+            if isinstance(expr, str):
+                refs += _expression_refs(expr, f"{ptr}/box/action/outputs/{escape_pointer(name)}",
+                                         add, uri)
+        for where, text in _placeholder_texts(box, f"{ptr}/box", outputs is not None):
+            for bad in malformed(text):
+                add("invalid_expression", where, f"circle '{uri}': malformed placeholder '{bad}'")
+            refs += [(where, path) for path in references(text)]
+        form = box.get("form")
+        if isinstance(form, list):
+            fields = {f.get("name") if isinstance(f.get("name"), str) else None
+                      for f in form if isinstance(f, dict)}
+    questions: list[Question] = []
+    for where, path in refs:
+        if path[0] == "form" and fields and where.startswith(f"{ptr}/box/action"):
+            if len(path) > 1 and path[1] not in fields:
+                add("unknown_variable", where, f"circle '{uri}': ${{form.{path[1]}}}"
+                    " names no field of this circle's form")
+            continue  # the action layer reads the form it sits under
+        problem = _builtin_problem(path, inputs)
+        if problem:
+            add("unknown_variable", where, f"circle '{uri}': {problem}")
+        elif path[0] not in BUILTIN_ROOTS:
+            questions.append((path[0], (where, uri, path)))
+    return questions
+
+
+def _placeholder_texts(box: dict[str, Any], pointer: str,
+                       skip_outputs: bool) -> Iterator[tuple[str, str]]:
+    """(pointer, text) of each string in the box that opens a placeholder, without
+    recursion; the nested flow's circles and compute outputs are checked elsewhere."""
+    stack: list[tuple[Any, Any]] = [(box, None)]
+    while stack:
+        value, link = stack.pop()
+        in_action = link == (None, "action")
+        for k, v in value.items() if type(value) is dict else enumerate(value):
+            if in_action and (k == "circles" or (k == "outputs" and skip_outputs
+                                                  and not isinstance(v, str))):
+                continue  # checked as a nested flow, or as expressions
+            if isinstance(v, str):
+                if "${" in v:
+                    yield _pointer(pointer, (link, str(k))), v
+            elif isinstance(v, (dict, list)):
+                stack.append((v, (link, str(k))))
+
+
+def _pointer(base: str, link: Any) -> str:
+    keys = []
+    while link is not None:
+        link, key = link
+        keys.append(escape_pointer(key))
+    return base + "".join(f"/{k}" for k in reversed(keys))
+
+
+def _expression_refs(source: str, where: str, add: Add,
+                     uri: str) -> list[tuple[str, tuple[str, ...]]]:
+    try:
+        return [(where, path) for path in compile_expression(source).references]
+    except ExpressionError as exc:
+        add("invalid_expression", where, f"circle '{uri}': {exc}")
+    except RecursionError:
+        add("invalid_expression", where, f"circle '{uri}': the expression is nested too deeply")
+    return []
+
+
+def _builtin_problem(path: tuple[str, ...], inputs: dict[str, Any] | None) -> str | None:
+    if path[0] != "workflow":
+        return None
+    ref = "${" + ".".join(path) + "}"
+    if len(path) < 2 or path[1] != "input":
+        return f"{ref}: workflow values are read as ${{workflow.input.<name>}}"
+    if inputs is not None and len(path) > 2 and path[2] not in inputs:
+        return f"{ref}: '{path[2]}' is not one of the declared inputs"
+    return None
+
+
+def unknown(questions: list[Question], add: Add) -> None:
+    """References no enclosing flow answered: values that could not exist yet."""
+    for root, (where, uri, path) in questions:
+        ref = "${" + ".".join(path) + "}"
+        add("unknown_variable", where, f"circle '{uri}': {ref}: '{root}' is neither workflow,"
+            " user, instance nor a circle this one depends on, so its value could not exist yet")

@@ -1,0 +1,142 @@
+"""Bounds of the analysis (SPEC §13): what a template may hold, and how long it may take.
+
+`measure` walks the body once, without recursion, before anything expensive runs: the
+number of JSON values, the characters in strings and keys, the JSON depth, the circles
+and how deeply flows nest inline. Anything over a limit is a `too_large` error and the
+analysis stops there. `Deadline` bounds the whole analysis; the checks call `check()` as
+they go and the analysis turns the exception into a `too_large` error.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Any
+
+INT_MIN, INT_MAX = -(2**63), 2**64 - 1  # integers a template may hold (64 bits)
+
+
+@dataclass(frozen=True)
+class Limits:
+    circles: int = 100_000  # every circle, nested flows (inline and by name) included
+    nesting: int = 32  # levels of flows inside flows
+    depth: int = 200  # levels of JSON objects and lists
+    values: int = 5_000_000  # JSON values: objects, lists, strings, numbers, ...
+    text: int = 64 * 2**20  # characters in all strings and keys together
+    seconds: float = 30.0  # the whole analysis, nested templates included
+
+
+DEFAULT_LIMITS = Limits()
+
+
+class TooLarge(Exception):
+    """A limit was exceeded; `path` is a JSON pointer into the template ("" for all of it)."""
+
+    def __init__(self, path: str, message: str):
+        self.path = path
+        super().__init__(message)
+
+
+class Deadline:
+    def __init__(self, seconds: float):
+        self.seconds = seconds
+        self.end = time.monotonic() + seconds
+
+    def check(self) -> None:
+        if time.monotonic() > self.end:
+            raise TooLarge("", f"the analysis took longer than its limit of {self.seconds:g}"
+                               " seconds; split the template into smaller nested templates")
+
+
+def measure(body: Any, limits: Limits) -> tuple[list[tuple[str, str, str]], int]:
+    """Problems found by one cheap walk, as (code, path, message), and the body's own
+    circle count. A `too_large` problem means nothing else should be looked at."""
+    values = text = depth = 0
+    odd = False  # a number out of range, a non-finite one, or a value that is not JSON
+    max_values, max_text = limits.values, limits.text
+    level: list[Any] = [body]
+    while level:  # one level of nesting at a time, so no recursion and no bookkeeping
+        depth += 1
+        below: list[Any] = []
+        containers = False
+        for value in level:
+            kind = type(value)
+            if kind is str:
+                text += len(value)
+            elif kind is dict:
+                containers = True
+                try:
+                    text += sum(map(len, value))
+                except TypeError:  # keys that are not strings (not from JSON)
+                    text += len(value)
+                below.extend(value.values())
+            elif kind is list:
+                containers = True
+                below.extend(value)
+            elif kind is int:
+                odd = odd or not INT_MIN <= value <= INT_MAX
+            elif kind is float:
+                odd = odd or not math.isfinite(value)
+            elif value is not None and kind is not bool:
+                odd = True
+        values += len(level)
+        if values > max_values or text > max_text:
+            return [("too_large", "", f"the template holds more than {max_values:,} JSON"
+                     f" values or {max_text:,} characters")], 0
+        if containers and depth > limits.depth:
+            return [("too_large", "", f"the template is nested more than {limits.depth}"
+                     " levels deep (objects and lists)")], 0
+        level = below
+    problems = list(_odd_values(body)) if odd else []
+    if any(code == "too_large" for code, _, _ in problems):
+        return problems, 0
+    circles, flow_problems = _flows(body, limits)
+    return problems + flow_problems, circles
+
+
+def _odd_values(body: Any):
+    """The second, slower walk, with pointers, run only when the first saw a bad value."""
+    stack: list[tuple[Any, str]] = [(body, "")]
+    while stack:
+        value, path = stack.pop()
+        kind = type(value)
+        if kind is dict:
+            stack.extend((v, f"{path}/{_escape(str(k))}") for k, v in value.items())
+        elif kind is list:
+            stack.extend((v, f"{path}/{i}") for i, v in enumerate(value))
+        elif kind is int and not INT_MIN <= value <= INT_MAX:
+            yield ("too_large", path, "integers must fit in 64 bits")
+        elif kind is float and not math.isfinite(value):
+            yield ("schema", path, f"{value!r} is not a finite number")
+        elif kind not in (str, int, float, bool) and value is not None:
+            yield ("schema", path, f"a {kind.__name__} is not a JSON value")
+
+
+def _flows(body: Any, limits: Limits) -> tuple[int, list[tuple[str, str, str]]]:
+    """Circles of the body (inline flows included) and inline nesting deeper than allowed."""
+    count = 0
+    stack: list[tuple[Any, int, str]] = [(body.get("circles") if type(body) is dict else None,
+                                          0, "/circles")]
+    while stack:
+        circles, level, path = stack.pop()
+        if type(circles) is not list:
+            continue
+        if level > limits.nesting:
+            return count, [("too_large", path, f"flows nest more than {limits.nesting} levels"
+                            " deep")]
+        count += len(circles)
+        if count > limits.circles:
+            return count, [("too_large", "", f"the template has more than {limits.circles:,}"
+                            " circles (nested flows included)")]
+        for i, c in enumerate(circles):
+            box = c.get("box") if type(c) is dict else None
+            action = box.get("action") if type(box) is dict else None
+            if type(action) is dict and action.get("type") == "flow":
+                stack.append((action.get("circles"), level + 1,
+                              f"{path}/{i}/box/action/circles"))
+    return count, []
+
+
+def _escape(token: str) -> str:
+    return token.replace("~", "~0").replace("/", "~1")
