@@ -7,11 +7,10 @@ template tree again.
 
 from __future__ import annotations
 
+import heapq
 from collections import deque
-from collections.abc import Iterable
-from dataclasses import dataclass
-
-import networkx as nx
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 
 from engine.model import Circle, Flow
 
@@ -26,7 +25,45 @@ class Node:
     succ: tuple[str, ...]
     children: tuple[str, ...]  # circles of the nested flow (flow circles only)
     inner_terminal: str | None  # terminal of the nested flow (flow circles only)
-    visible: dict[str, str]  # uri -> id of each ancestor `${uri...}` may read, innermost first
+    # uri -> id of each ancestor `${uri...}` may read, innermost scope first
+    visible: Mapping[str, str] = field(compare=False)
+
+
+@dataclass(frozen=True)
+class _Scope:
+    """One flow of the tree: its circles' positions, arrows and topological ranks."""
+    prefix: str
+    position: dict[str, int]
+    preds: list[list[int]]
+    rank: list[int]
+
+
+class Visible(Mapping[str, str]):
+    """The circles one circle may read, found when asked (a dict of every ancestor of
+    every circle would take memory quadratic in the size of the flow)."""
+
+    def __init__(self, plan: Plan, nid: str):
+        self._plan, self._nid = plan, nid
+
+    def __getitem__(self, uri: str) -> str:
+        found = self._plan.visible_id(self._nid, uri)
+        if found is None:
+            raise KeyError(uri)
+        return found
+
+    def __iter__(self) -> Iterator[str]:
+        plan, seen, cur = self._plan, set(), self._nid
+        while cur is not None:
+            scope = plan.scope_of(cur)
+            for i in plan.upstream(scope, scope.position[plan.nodes[cur].circle.uri]):
+                uri = plan.nodes_of(scope)[i]
+                if uri not in seen:
+                    seen.add(uri)
+                    yield uri
+            cur = plan.nodes[cur].parent
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
 
 
 class Plan:
@@ -36,34 +73,81 @@ class Plan:
         self.nodes: dict[str, Node] = {}
         self.order: list[str] = []  # deps before dependents, flow circles before children
         self.terminal = flow.terminal
-        self._add(flow, None, {})
+        self._scopes: dict[str, _Scope] = {}  # prefix -> scope
+        self._uris: dict[str, list[str]] = {}  # prefix -> uris in template order
+        self._seen: dict[tuple[str, str], str | None] = {}
+        self._add(flow, None)
 
-    def _add(self, flow: Flow, parent: str | None, outer: dict[str, str]) -> list[str]:
+    def _add(self, flow: Flow, parent: str | None) -> list[str]:
         prefix = f"{parent}." if parent else ""
-        graph = nx.DiGraph()
-        position = {c.uri: i for i, c in enumerate(flow.circles)}
-        graph.add_nodes_from(position)
-        graph.add_edges_from((d, c.uri) for c in flow.circles for g in c.deps for d in g)
+        circles = flow.circles
+        position = {c.uri: i for i, c in enumerate(circles)}
+        preds = [list(dict.fromkeys(position[d] for g in c.deps for d in g)) for c in circles]
+        succs: list[list[int]] = [[] for _ in circles]
+        for v, ps in enumerate(preds):
+            for p in ps:
+                succs[p].append(v)
+        rank = [0] * len(circles)
+        self._scopes[prefix] = _Scope(prefix, position, preds, rank)
+        self._uris[prefix] = [c.uri for c in circles]
         ids = []
-        for uri in nx.lexicographical_topological_sort(graph, key=position.__getitem__):
-            circle = flow.circle(uri)
-            nid = prefix + uri
+        for k, v in enumerate(_lexicographic(preds, succs)):
+            rank[v] = k
+            circle = circles[v]
+            nid = prefix + circle.uri
             ids.append(nid)
             self.order.append(nid)
-            visible = {**outer, **{a: prefix + a for a in nx.ancestors(graph, uri)}}
             children: list[str] = []
             if circle.flow is not None:
-                children = self._add(circle.flow, nid, visible)
+                children = self._add(circle.flow, nid)
             self.nodes[nid] = Node(
                 id=nid, circle=circle, parent=parent,
                 deps=tuple(tuple(prefix + d for d in g) for g in circle.deps),
                 weak=tuple(prefix + w for w in circle.weak),
-                succ=tuple(prefix + s for s in graph.successors(uri)),
+                succ=tuple(prefix + circles[s].uri for s in succs[v]),
                 children=tuple(children),
                 inner_terminal=f"{nid}.{circle.flow.terminal}" if circle.flow else None,
-                visible=visible,
+                visible=Visible(self, nid),
             )
         return ids
+
+    def scope_of(self, nid: str) -> _Scope:
+        return self._scopes[self.siblings_scope(nid)]
+
+    def nodes_of(self, scope: _Scope) -> list[str]:
+        return self._uris[scope.prefix]
+
+    def visible_id(self, nid: str, uri: str) -> str | None:
+        """The id `${uri...}` names as seen from `nid`: an ancestor in its own flow, else
+        one of the flow circle around it, and so on up (as the analysis checks)."""
+        key = (nid, uri)
+        if key not in self._seen:
+            found, cur = None, nid
+            while cur is not None and found is None:
+                scope = self.scope_of(cur)
+                t = scope.position.get(uri)
+                v = scope.position[self.nodes[cur].circle.uri]
+                if t is not None and t != v and scope.rank[t] < scope.rank[v] \
+                        and t in self.upstream(scope, v, scope.rank[t]):
+                    found = scope.prefix + uri
+                cur = self.nodes[cur].parent
+            if len(self._seen) > 100_000:
+                self._seen.clear()
+            self._seen[key] = found
+            return found
+        return self._seen[key]
+
+    @staticmethod
+    def upstream(scope: _Scope, v: int, floor: int = -1) -> set[int]:
+        """Circles with a path to v (v excluded), ranked above `floor` only."""
+        seen: set[int] = set()
+        todo = [v]
+        while todo:
+            for p in scope.preds[todo.pop()]:
+                if p not in seen and scope.rank[p] >= floor:
+                    seen.add(p)
+                    todo.append(p)
+        return seen
 
     def siblings_scope(self, nid: str) -> str:
         parent = self.nodes[nid].parent
@@ -111,3 +195,20 @@ class Plan:
             if node.parent:
                 todo.append((node.parent, False))
         return seen
+
+
+def _lexicographic(preds: list[list[int]], succs: list[list[int]]) -> list[int]:
+    """Topological order, the lowest template position first among the ready circles
+    (networkx's lexicographical_topological_sort keyed by position)."""
+    missing = [len(ps) for ps in preds]
+    ready = [v for v, m in enumerate(missing) if m == 0]
+    heapq.heapify(ready)
+    order = []
+    while ready:
+        v = heapq.heappop(ready)
+        order.append(v)
+        for s in succs[v]:
+            missing[s] -= 1
+            if not missing[s]:
+                heapq.heappush(ready, s)
+    return order
