@@ -20,6 +20,11 @@ class Unreadable(Exception):
     pass
 
 
+class TooLarge(Unreadable):
+    """JSON that parses in principle, but is beyond what the reader takes: the analysis's
+    `too_large`, reported as an invalid template."""
+
+
 def read_template(path: Path) -> Any:
     try:
         text = path.read_text(encoding="utf-8")
@@ -30,6 +35,11 @@ def read_template(path: Path) -> Any:
     except json.JSONDecodeError as exc:
         raise Unreadable(f"{path} is not JSON: {exc.msg} at line {exc.lineno}"
                          f" column {exc.colno}") from exc
+    except RecursionError as exc:
+        raise TooLarge(f"{path} is nested too deeply (objects and lists) to be read") from exc
+    except ValueError as exc:  # an integer of more digits than Python converts
+        raise TooLarge(f"{path} holds a number too large to be read (more than"
+                       f" {sys.get_int_max_str_digits()} digits)") from exc
 
 
 def known_templates(dirs: tuple[Path, ...] = DEFAULT_TEMPLATE_DIRS) -> dict[str, Any]:
@@ -60,6 +70,11 @@ def validate(files: list[str], as_json: bool) -> int:
             registry[body["name"]] = body
     code = EXIT_OK
     for name, body in bodies:
+        if isinstance(body, TooLarge):
+            code = EXIT_INVALID if code == EXIT_OK else code
+            results.append({"file": name, "valid": False, "errors": [
+                {"code": "too_large", "path": "", "message": str(body)}], "analysis": None})
+            continue
         if isinstance(body, Unreadable):
             code = EXIT_UNREADABLE
             results.append({"file": name, "valid": False, "errors": [
