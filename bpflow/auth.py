@@ -1,22 +1,26 @@
 """Signed tokens (JWT, HS256) for the REST API and the web app's session, and the one
-limit on failed sign-ins.
+limit on failed sign-ins (per account and client, with a growing back-off).
 
-The token names the user and the roles the users table gave at sign-in; issuer,
-audience and expiry are always checked. The key is derived from the server secret.
+The token names the user (id and name) and the roles the users table gave at sign-in;
+issuer, audience and expiry are always checked. The key is derived from the server
+secret. A token is only a claim: who the caller is now (their roles, whether the account
+is still enabled) is the users table's (`current`, `TokenCache` with `accounts`).
 """
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections import defaultdict, deque
+from collections.abc import Callable
 from typing import Any
 
 import jwt
 
 from bpflow.access import Caller
 from bpflow.errors import Unauthorized
-from bpflow.security import derive, load_secret
+from bpflow.security import derive, load_secret, normal_username
 
 ISSUER = "bpflow"
 AUDIENCE = "bpflow-api"
@@ -53,28 +57,42 @@ def verify_token(token: str | None, secret: bytes | None = None) -> Caller:
 class TokenCache:
     """Tokens verified recently, so a client sending the same token with every request
     pays for the signature check once: a hit still checks the expiry. Only tokens that
-    verified are kept, keyed by their full text (a changed byte is another token)."""
+    verified are kept, keyed by their full text (a changed byte is another token).
 
-    def __init__(self, secret: bytes, size: int = 10_000):
-        self.secret, self.size = secret, size
+    With `accounts` (the store's `account`: a user id to the caller the users table
+    has now, None for an unknown or disabled account) every verification, hit or not,
+    also asks the users table (through its short cache): the caller's roles are the
+    table's, and a disabled or unknown account's token is Unauthorized."""
+
+    def __init__(self, secret: bytes, accounts: Callable[[int], Caller | None] | None = None,
+                 size: int = 10_000):
+        self.secret, self.accounts, self.size = secret, accounts, size
         self.known: dict[str, tuple[Caller, float]] = {}
 
     def verify(self, token: str | None) -> Caller:
         hit = self.known.get(token) if token else None
         if hit is not None and hit[1] > time.time():
-            return hit[0]
-        caller = verify_token(token, self.secret)
-        claims = jwt.decode(token, options={"verify_signature": False})
-        if len(self.known) >= self.size:
-            self.known.clear()
-        self.known[token] = (caller, float(claims["exp"]))
-        return caller
+            caller = hit[0]
+        else:
+            caller = verify_token(token, self.secret)
+            claims = jwt.decode(token, options={"verify_signature": False})
+            if len(self.known) >= self.size:
+                self.known.clear()
+            self.known[token] = (caller, float(claims["exp"]))
+        return caller if self.accounts is None else current(caller, self.accounts(caller.id))
+
+
+def current(caller: Caller, account: Caller | None) -> Caller:
+    """The caller as the users table has it now (`account`, looked up by the token's user
+    id): Unauthorized when the account is gone, disabled, or is not the token's user."""
+    if account is None or account.username != caller.username:
+        raise Unauthorized("this account is disabled or no longer exists")
+    return account
 
 
 class FailureLimiter:
-    """At most `limit` failures per `window` seconds per key (a username), in this
-    process; while over the limit even a right password is refused, so guessing gains
-    nothing. Guest messages are limited in the database instead, across processes."""
+    """A plain sliding window: at most `limit` failures per `window` seconds per key, in
+    this process. (Sign-ins are limited by `SignInLimit`, per account and client.)"""
 
     MAX_KEYS = 10_000
 
@@ -115,15 +133,94 @@ class FailureLimiter:
             self.failures.clear()
 
 
+class SignInLimit:
+    """Failed sign-ins, counted per account *and* client (the client's address), with a
+    growing back-off: after `limit` failures the pair waits `first_wait` seconds, and
+    each failure after a wait doubles it (up to `longest_wait`). While waiting even a
+    right password is refused, so guessing gains nothing; someone failing from one
+    client never locks out the owner signing in from another. A client is also held back
+    after `client_limit` failures over all accounts (password spraying). A pair's count is
+    forgotten after a success, or `forget_after` seconds without a failure past its wait.
+    Per process; guest messages are limited in the database instead, across processes."""
+
+    MAX_KEYS = 10_000
+    ANY_ACCOUNT = None  # the key of a client's failures over all accounts
+
+    def __init__(self, limit: int = 10, first_wait: float = 30.0,
+                 longest_wait: float = 3600.0, forget_after: float = 900.0,
+                 client_limit: int = 100, clock: Callable[[], float] = time.monotonic):
+        self.limit, self.first_wait, self.longest_wait = limit, first_wait, longest_wait
+        self.forget_after, self.client_limit, self.clock = forget_after, client_limit, clock
+        self.failures: dict[tuple[str | None, str | None], tuple[int, float]] = {}
+        self.lock = threading.Lock()
+
+    @staticmethod
+    def _keys(username: str, client: str | None) -> list[tuple[str | None, str | None]]:
+        pair = (normal_username(username), client)
+        return [pair] if client is None else [pair, (SignInLimit.ANY_ACCOUNT, client)]
+
+    def _wait(self, key: tuple[str | None, str | None], now: float) -> float:
+        """Seconds `key` must still wait (0: it may try); forgets a quiet key."""
+        entry = self.failures.get(key)
+        if entry is None:
+            return 0.0
+        count, last = entry
+        over = count - (self.limit if key[0] is not self.ANY_ACCOUNT else self.client_limit)
+        wait = 0.0 if over < 0 else min(self.longest_wait, self.first_wait * 2.0 ** min(over, 30))
+        if now - last >= wait + self.forget_after:
+            del self.failures[key]
+            return 0.0
+        return max(0.0, last + wait - now)
+
+    def blocked(self, username: str, client: str | None = None) -> int:
+        """0 when a sign-in may be tried, else the seconds to wait."""
+        now = self.clock()
+        with self.lock:
+            wait = max(self._wait(key, now) for key in self._keys(username, client))
+        return math.ceil(wait) if wait > 0 else 0
+
+    def hit(self, username: str, client: str | None = None) -> None:
+        now = self.clock()
+        with self.lock:
+            if len(self.failures) >= self.MAX_KEYS:
+                self._prune(now)
+            for key in self._keys(username, client):
+                self._wait(key, now)  # a quiet key is forgotten first
+                count = self.failures.get(key, (0, now))[0]
+                self.failures[key] = (count + 1, now)
+
+    def succeeded(self, username: str, client: str | None = None) -> None:
+        with self.lock:
+            self.failures.pop((normal_username(username), client), None)
+
+    def _prune(self, now: float) -> None:
+        for key in list(self.failures):
+            self._wait(key, now)  # forgets the quiet ones
+        if len(self.failures) >= self.MAX_KEYS:  # still full: the oldest half goes
+            by_age = sorted(self.failures, key=lambda k: self.failures[k][1])
+            for key in by_age[:len(by_age) // 2]:
+                del self.failures[key]
+
+    def clear(self) -> None:
+        with self.lock:
+            self.failures.clear()
+
+
 # Every sign-in (the API's token endpoint, the web app's form, an `auth` circle) counts
-# against this one limit per username.
-SIGN_IN_FAILURES = FailureLimiter(10, 300.0)
+# against this one limit, per account and client.
+SIGN_IN_FAILURES = SignInLimit()
 
 
-def sign_in_allowed(username: str) -> int:
-    """0 when a sign-in may be tried for `username`, else the seconds to wait."""
-    return SIGN_IN_FAILURES.blocked(username)
+def sign_in_allowed(username: str, client: str | None = None) -> int:
+    """0 when a sign-in may be tried for `username` from `client` (its address; None
+    when unknown, which is a client of its own), else the seconds to wait."""
+    return SIGN_IN_FAILURES.blocked(username, client)
 
 
-def sign_in_failed(username: str) -> None:
-    SIGN_IN_FAILURES.hit(username)
+def sign_in_failed(username: str, client: str | None = None) -> None:
+    SIGN_IN_FAILURES.hit(username, client)
+
+
+def sign_in_succeeded(username: str, client: str | None = None) -> None:
+    """A right password: the pair's count starts again."""
+    SIGN_IN_FAILURES.succeeded(username, client)

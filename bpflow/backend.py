@@ -13,6 +13,7 @@ import threading
 import time
 from pathlib import Path
 
+from bpflow.security import SecretError, load_secret
 from bpflow.store import Store
 from bpflow.store.migrate import upgrade
 from bpflow.worker import start_in_thread
@@ -21,6 +22,7 @@ log = logging.getLogger("bpflow")
 TEMPLATES = Path(__file__).resolve().parents[1] / "upload" / "workflow"
 _store: Store | None = None
 _lock = threading.Lock()
+EXIT_SECRET = 2  # the exit code of a server refusing to start for its secret (as the CLI)
 
 
 def get_store() -> Store:
@@ -29,6 +31,17 @@ def get_store() -> Store:
         if _store is None:
             _store = Store()
         return _store
+
+
+def check_secret() -> None:
+    """A server refuses to start with a secret that is too short or not private, or
+    when none can be made: it says why on stderr and exits (no traceback)."""
+    try:
+        load_secret()
+    except SecretError as exc:
+        print(f"bpflow: the server cannot start: {exc}", file=sys.stderr, flush=True)
+        logging.shutdown()
+        os._exit(EXIT_SECRET)  # from inside the server's start-up: no exception may escape
 
 
 def prepare(store: Store | None = None) -> Store:
@@ -64,8 +77,10 @@ def settle_memory() -> None:
 
 @contextlib.asynccontextmanager
 async def lifespan():
-    """Reflex lifespan task: prepare the database, then run the in-process worker."""
+    """Reflex lifespan task: check the secret, prepare the database, then run the
+    in-process worker."""
     import asyncio
+    check_secret()
     store = await asyncio.to_thread(prepare)
     settle_memory()
     stop = None

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from bpflow.access import ROLES
+from bpflow.security import normal_username
 from engine.analysis import analyze
 
 EXIT_OK, EXIT_INVALID, EXIT_UNREADABLE = 0, 1, 2
@@ -167,9 +168,26 @@ def user_add(name: str, roles: list[str], password_stdin: bool, url: str | None)
         return EXIT_INVALID
     finally:
         store.close()
-    print(f"user {name} added with roles {', '.join(sorted(set(roles)))}")
+    print(f"user {normal_username(name)} added with roles {', '.join(sorted(set(roles)))}")
     if generated:
         print(f"password: {password}")
+    return EXIT_OK
+
+
+def user_disable(name: str, url: str | None) -> int:
+    """Disable an account (users are never deleted): no more sign-ins, its tokens are
+    refused within seconds."""
+    from bpflow.errors import NotFound
+    from bpflow.store import Store
+    store = Store(url)
+    try:
+        changed = store.disable_user(name)
+    except NotFound as exc:
+        print(f"bpflow: {exc}", file=sys.stderr)
+        return EXIT_INVALID
+    finally:
+        store.close()
+    print(f"user {normal_username(name)} " + ("disabled" if changed else "was disabled already"))
     return EXIT_OK
 
 
@@ -250,6 +268,9 @@ def build_parser() -> argparse.ArgumentParser:
     add.add_argument("--password-stdin", action="store_true",
                      help="read the password from stdin (otherwise one is generated)")
     add.add_argument("--url", help=url_help)
+    off = user_sub.add_parser("disable", help="disable a user (users are never deleted)")
+    off.add_argument("name", metavar="NAME")
+    off.add_argument("--url", help=url_help)
     demo = sub.add_parser("seed-demo", help="first run: add demo users (admin, alice,"
                           " approver) with generated passwords")
     demo.add_argument("--url", help=url_help)
@@ -266,17 +287,24 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "validate":
         return validate(args.files, args.json)
     from sqlalchemy.exc import SQLAlchemyError
+
+    from bpflow.security import SecretError
     try:
         if args.command == "db":
             return db_upgrade(args.url)
         if args.command == "import":
             return import_dir(args.dir, args.url)
+        if args.command == "user" and args.user_command == "disable":
+            return user_disable(args.name, args.url)
         if args.command == "user":
             return user_add(args.name, args.role or ["user"], args.password_stdin, args.url)
         if args.command == "seed-demo":
             return seed_demo(args.url)
         if args.command == "worker":
             return run_worker(args.url, args.once, args.poll, args.lease)
+    except SecretError as exc:
+        print(f"bpflow: {exc}", file=sys.stderr)
+        return EXIT_UNREADABLE
     except SQLAlchemyError as exc:
         print(f"bpflow: database error: {str(exc).splitlines()[0]}"
               " (did you run `bpflow db upgrade`?)", file=sys.stderr)

@@ -45,18 +45,20 @@ class Interactions:
         return out
 
     def submit(self, instance_id: str, cid: str, bookmark: str, data: dict[str, Any],
-               actor: str | None = None) -> Instance:
-        """A person submitted the form of a ready circle (or its confirmation)."""
+               actor: str | None = None, client: str | None = None) -> Instance:
+        """A person submitted the form of a ready circle (or its confirmation); `client`
+        (their address) counts an `auth` circle's failures against the sign-in limit."""
         if self.signs_in(self.store.peek(instance_id), cid):
-            return self._sign_in_step(instance_id, cid, bookmark, data, actor)
+            return self._sign_in_step(instance_id, cid, bookmark, data, actor, client)
         return self.store.apply(instance_id, self.step(cid, bookmark, data, actor))
 
     async def submit_async(self, instance_id: str, cid: str, bookmark: str,
-                           data: dict[str, Any], actor: str | None = None) -> Instance:
+                           data: dict[str, Any], actor: str | None = None,
+                           client: str | None = None) -> Instance:
         """`submit` for an event loop (the REST API)."""
         if self.signs_in(await self.store.peek_async(instance_id), cid):
             return await asyncio.to_thread(self._sign_in_step, instance_id, cid, bookmark,
-                                           data, actor)
+                                           data, actor, client)
         return await self.store.apply_async(instance_id, self.step(cid, bookmark, data, actor))
 
     @staticmethod
@@ -92,7 +94,7 @@ class Interactions:
         return op
 
     def _sign_in_step(self, instance_id: str, cid: str, bookmark: str, data: dict[str, Any],
-                      actor: str | None) -> Instance:
+                      actor: str | None, client: str | None = None) -> Instance:
         """The `auth` action checks the credentials at once (outside the store step: a
         password check is slow, and a failure is recorded)."""
         inst = self.store.get(instance_id)
@@ -100,23 +102,24 @@ class Interactions:
         self.store.engine.check_bookmark(inst, cid, bookmark)
         values, secrets = validate(box.form, data, self.defaults(inst, cid))
         result = self._authenticate(inst, cid, values.get("username", ""),
-                                    secrets.get("password", ""))
+                                    secrets.get("password", ""), client)
         return self.store.complete(instance_id, cid, bookmark, result, actor)
 
-    def _authenticate(self, inst: Instance, cid: str, username: str,
-                      password: str) -> dict[str, Any]:
+    def _authenticate(self, inst: Instance, cid: str, username: str, password: str,
+                      client: str | None = None) -> dict[str, Any]:
         """The auth action: the owner's credentials, a limited number of tries."""
-        wait = auth.sign_in_allowed(username)
+        wait = auth.sign_in_allowed(username, client)
         if wait:
             raise FormError({"password": f"too many failed attempts; try again in {wait}"
                                          " seconds"})
         user = self.store.authenticate(username, password)
         owner = inst.user.get("username")
         if user is None or (owner and user["username"] != owner):
-            auth.sign_in_failed(username)
+            auth.sign_in_failed(username, client)
             self.store.apply(inst.id, lambda e, i: e.record(
                 i, "auth_failed", cid, {"username": username}, actor=owner))
             raise FormError({"password": "wrong username or password"})
+        auth.sign_in_succeeded(username, client)
         return {"username": user["username"], "roles": user["roles"]}
 
     def confirm(self, instance_id: str, cid: str, bookmark: str, accept: bool,
@@ -133,18 +136,22 @@ class Interactions:
             return decide(engine, inst)
         return self.store.apply(instance_id, op)
 
-    def sign_in(self, username: str, password: str) -> Instance | None:
+    def sign_in(self, username: str, password: str,
+                client: str | None = None) -> Instance | None:
         """The outer flow: the user's running `signin` instance continues where it was
         (signing in again never restarts the business flow); the first sign-in starts one
         and completes its `auth` circle with the credentials. None for wrong credentials;
-        RateLimited while the username is over the sign-in limit (right password or not)."""
-        wait = auth.sign_in_allowed(username)
+        RateLimited while the username is over the sign-in limit from this `client` (the
+        person's address), right password or not."""
+        wait = auth.sign_in_allowed(username, client)
         if wait:
             raise RateLimited(f"too many failed sign-ins; try again in {wait} seconds", wait)
         user = self.store.authenticate(username, password)
         if user is None:
-            auth.sign_in_failed(username)
+            auth.sign_in_failed(username, client)
             return None
+        auth.sign_in_succeeded(username, client)
+        username = user["username"]  # as stored (normalised)
         existing = self.store.latest_instance(SIGNIN_TEMPLATE, user["id"],
                                               ("running", "failed", "suspended"))
         if existing is not None:
@@ -153,7 +160,7 @@ class Interactions:
                          actor=username), i)[1])
         inst = self.store.start(SIGNIN_TEMPLATE, {}, user)
         return self.submit(inst.id, "auth", self.store.engine.bookmark(inst, "auth"),
-                           {"username": username, "password": password}, username)
+                           {"username": username, "password": password}, username, client)
 
     def reenter(self, instance_id: str) -> Instance:
         """Re-entering a flow checks its decided approval mail (the seed's re-entry)."""

@@ -1,11 +1,14 @@
 """The mailbox: approval requests signed with HMAC-SHA256, in-site messages, guest notes.
 
-An approval mail carries a payload (instance, circle, attempt, requester, approver,
-subject, body, the data shown, quorum) and its signature; a decision is signed over the
-mail's signature, so altering either the mail or the decision row breaks a signature.
-Deciding re-checks the mail; when the flow re-enters (`settle`) every decided mail of the
-attempt is checked again before the quorum is counted, as the seed describes. Altered
-mail is refused and the refusal recorded in the instance's history.
+An approval mail carries a payload (instance, circle, attempt, requester = the sender
+shown, approver, approvers, quorum, subject, body, the data shown) and its signature; every
+column shown or used must match it. A decision is signed over the mail's signature, so
+altering either the mail or the decision row breaks a signature. Deciding re-checks the
+mail; when the flow re-enters (`settle`) every mail of the attempt is checked again and
+the quorum is counted with the approvers and quorum the mails were signed with (never
+the circle's unsigned state). A refused decision (altered mail, decided already, a
+request no longer open, an instance that cannot move) stores nothing and is recorded in
+the instance's history.
 """
 
 from __future__ import annotations
@@ -18,11 +21,12 @@ from typing import Any
 
 from bpflow import access
 from bpflow.access import Caller
-from bpflow.errors import Conflict, Forbidden, NotFound, Tampered
+from bpflow.errors import Conflict, NotFound, Tampered
 from bpflow.forms import FormError
 from bpflow.security import derive
 from bpflow.store import Store
 from engine.instance import WAITING
+from engine.moves import ACTIVE
 from engine.phase import Phase, approval, box_phase
 
 GUEST_LIMITS = {"name": 80, "subject": 200, "body": 5000}
@@ -56,7 +60,8 @@ class Mailbox:
         columns = {"instance": row.instance_id, "circle": row.circle, "epoch": row.epoch,
                    "subject": row.subject, "body": row.body, "kind": row.kind,
                    "recipient_id": row.recipient_id, "sender_id": row.sender_id}
-        if any(payload.get(k) != v for k, v in columns.items()):
+        if any(payload.get(k) != v for k, v in columns.items()) or \
+                row.sender_name != (payload.get("requester") or "bpflow"):
             return "the mail was altered after it was signed"
         if row.decision is not None:
             if row.decision not in ("approved", "rejected") or not row.decision_signature or \
@@ -104,49 +109,68 @@ class Mailbox:
     # ------------------------------------------------------------- deciding
     def decide(self, mail_id: int, user: Caller | dict[str, Any], decision: str,
                comment: str = "") -> dict[str, Any]:
+        """The addressee decides an approval (anyone else: NotFound, as for mail that
+        does not exist). Refused, storing nothing and recording why in the instance's
+        history: altered mail (Tampered), a decided mail, a request no longer open, an
+        instance that cannot move now (suspended, terminated, completed) (Conflict)."""
         if decision not in ("approved", "rejected"):
             raise ValueError("decision must be 'approved' or 'rejected'")
         caller = Caller.of(user)
         row = self.store.mail(mail_id)
-        if row is None or row.kind != "approval":
+        if row is None or row.kind != "approval" or not access.may_decide(caller,
+                                                                          row.recipient_id):
             raise NotFound(f"no approval mail {mail_id}")
-        if not access.may_decide(caller, row.recipient_id):
-            raise Forbidden("only the addressee may decide this approval")
         problem = self.check(row)
         if problem:
-            self._record(row, "approval_refused", {"mail": mail_id, "why": problem,
-                                                    "by": caller.username})
+            self._refuse(row, caller, decision, problem)
             raise Tampered(f"approval {mail_id} refused: {problem}")
-        if row.decision is not None:
-            raise Conflict(f"approval {mail_id} was already {row.decision}")
-        inst = self.store.get(row.instance_id)
-        run = inst.circles.get(row.circle)
-        if run is None or run.epoch != row.epoch or box_phase(
-                inst.template.plan.nodes[row.circle].circle.box, run) is not Phase.APPROVAL:
-            raise Conflict("this approval request is no longer open")
+        why = self._closed(row)
+        if why:
+            self._refuse(row, caller, decision, why)
+            raise Conflict(f"approval {mail_id} refused: {why}")
         self.store.record_decision(mail_id, decision, comment, self._decision_signature)
         self.settle(row.instance_id, row.circle)
         return self.describe(self.store.mail(mail_id))
 
+    def _closed(self, row) -> str | None:
+        """Why a decision on this (intact) approval mail cannot be taken now, or None."""
+        if row.decision is not None:
+            return f"it was already {row.decision}"
+        inst = self.store.get(row.instance_id)
+        if inst.status not in ACTIVE:
+            return f"the instance is {inst.status}"
+        run = inst.circles.get(row.circle)
+        if run is None or run.epoch != row.epoch or box_phase(
+                inst.template.plan.nodes[row.circle].circle.box, run) is not Phase.APPROVAL:
+            return "this approval request is no longer open"
+        return None
+
+    def _refuse(self, row, caller: Caller, decision: str, why: str) -> None:
+        self._record(row, "approval_refused", {"mail": row.id, "why": why,
+                                                "by": caller.username, "decision": decision})
+
     def settle(self, instance_id: str, circle: str) -> str | None:
-        """Count the verified decisions of the circle's current attempt against its quorum;
-        complete or fail the circle when the outcome is certain."""
+        """Count the verified decisions of the circle's current attempt against the quorum
+        its mails were signed with; complete or fail the circle when the outcome is
+        certain (and the instance can move)."""
         def op(engine, inst):
             run = inst.circles[circle]
-            info = approval(run) if run.state == WAITING else None
-            if info is None:
+            if inst.status not in ACTIVE or run.state != WAITING or approval(run) is None:
                 return None
-            rows = self.store.attempt_approvals(instance_id, circle, run.epoch)
-            decided = []
-            for row in rows:
+            intact = []
+            for row in self.store.attempt_approvals(instance_id, circle, run.epoch):
                 problem = self.check(row)
                 if problem:
                     engine.record(inst, "approval_refused", circle,
                                   {"mail": row.id, "why": problem})
-                elif row.decision:
-                    decided.append(row)
-            verdict = quorum_verdict(info["quorum"], len(info["approvers"]),
-                                     [r.decision for r in decided])
+                else:
+                    intact.append(row)
+            terms = signed_terms(intact)
+            if terms is None:
+                return None
+            quorum, approvers = terms
+            decided = [r for r in intact if r.decision and r.payload["approver"] in approvers]
+            verdict = quorum_verdict(quorum, len(approvers), [r.decision for r in decided])
             if verdict is None:
                 return None
             mark = engine.bookmark(inst, circle)
@@ -194,6 +218,18 @@ class Mailbox:
         if row is None or not access.may_read_mail(Caller.of(user), row.kind, row.recipient_id):
             raise NotFound(f"no mail {mail_id}")
         self.store.mark_mail_read(mail_id)
+
+
+def signed_terms(rows: list[Any]) -> tuple[Any, list[str]] | None:
+    """The quorum and the approvers the intact mails of one attempt were signed with;
+    None when there are none, or they disagree."""
+    terms = {canonical([r.payload.get("quorum"), r.payload.get("approvers")]) for r in rows}
+    if len(terms) != 1:
+        return None
+    quorum, approvers = json.loads(terms.pop())
+    if quorum is None or not isinstance(approvers, list) or not approvers:
+        return None
+    return quorum, approvers
 
 
 def quorum_verdict(quorum: Any, approvers: int, decisions: list[str]) -> str | None:

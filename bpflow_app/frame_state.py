@@ -66,6 +66,11 @@ class SignInState(SessionState):
         finally:
             self.busy = False
 
+    def _client(self) -> str | None:
+        """The browser's address, which the sign-in limit counts failures for (with the
+        account): Reflex's view of the websocket peer."""
+        return self.router.session.client_ip or None
+
     def _sign_in(self, form_data: dict[str, Any]):
         form = auth_form()
         try:
@@ -76,7 +81,7 @@ class SignInState(SessionState):
         username, password = values.get("username") or "", secrets.get("password", "")
         store = get_store()
         try:
-            outer = Interactions(store).sign_in(username, password)
+            outer = Interactions(store).sign_in(username, password, self._client())
         except RateLimited as exc:
             self.error = f"Too many failed attempts; try again in {exc.retry_after} s"
             return None

@@ -2,9 +2,12 @@
 a reload or a new tab keeps it), the user computed from it, and a guard for handlers.
 
 The token is the same JWT the REST API issues (`bpflow.auth`); nothing about the user
-is trusted from the browser except that signature. Handlers get the signed-in person as
-a `bpflow.access.Caller` and ask `bpflow.access` what they may do. Every page state
-derives from `SessionState`, which holds nothing else, so loading it costs nothing.
+is trusted from the browser except that signature, and even a signed token only names an
+account: the caller's roles, and whether the account is still enabled, come from the
+users table (the store's short cache of accounts), as for the REST API. Handlers get
+the signed-in person as a `bpflow.access.Caller` and ask `bpflow.access` what they may
+do. Every page state derives from `SessionState`, which holds nothing else, so loading it
+costs nothing.
 """
 
 from __future__ import annotations
@@ -16,7 +19,8 @@ from typing import Any
 import reflex as rx
 
 from bpflow.access import Caller, require_admin
-from bpflow.auth import verify_token
+from bpflow.auth import current, verify_token
+from bpflow.backend import get_store
 from bpflow.errors import Forbidden, Unauthorized
 
 
@@ -24,9 +28,16 @@ class NotAdmin(Unauthorized):
     """Signed in, but not an administrator."""
 
 
+def session_caller(token: str) -> Caller:
+    """The caller a session's token stands for now: a valid token of an enabled account,
+    with the roles the users table gives; Unauthorized otherwise."""
+    caller = verify_token(token)
+    return current(caller, get_store().account(caller.id))
+
+
 def token_caller(token: str) -> Caller | None:
     try:
-        return verify_token(token)
+        return session_caller(token)
     except Unauthorized:
         return None
 
@@ -59,9 +70,10 @@ class SessionState(rx.State):
         return bool(caller and caller.is_admin)
 
     def _caller(self) -> Caller:
-        """The signed-in caller of a handler, checked now (the token may have expired
-        since the computed vars last looked); Unauthorized otherwise."""
-        return verify_token(self.token)
+        """The signed-in caller of a handler, checked now (the token may have expired, or
+        the account been disabled, since the computed vars last looked); Unauthorized
+        otherwise."""
+        return session_caller(self.token)
 
     def _visitor(self) -> Caller | None:
         """The caller a page is loaded for, or None when nobody is signed in (or the token

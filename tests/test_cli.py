@@ -97,9 +97,9 @@ def test_a_file_named_twice_gives_two_results(capsys):
 
 
 def run_cli(*args: str, env_extra: dict | None = None, stdin: str | None = None,
-            cwd: Path | None = None):
+            cwd: Path | None = None, unset: tuple[str, ...] = ()):
     import os
-    env = {**os.environ, **(env_extra or {})}
+    env = {k: v for k, v in {**os.environ, **(env_extra or {})}.items() if k not in unset}
     return subprocess.run([sys.executable, "-m", "bpflow.cli", *args], capture_output=True,
                           text=True, input=stdin, env=env, cwd=cwd or ROOT, timeout=120)
 
@@ -153,5 +153,79 @@ def test_seed_demo_adds_users_once_with_private_passwords(tmp_path):
     store = Store(env["DATABASE_URL"], secret=b"x")
     try:
         assert store.authenticate(name, password)["roles"] == ["admin"]
+    finally:
+        store.close()
+
+
+# ------------------------------------------------- the secret (SPEC §13)
+def cli_env(tmp_path, **extra) -> dict:
+    env = {"DATABASE_URL": f"sqlite:///{tmp_path / 'cli.db'}",
+           "BPFLOW_HOME": str(tmp_path / "home"), **extra}
+    return env
+
+
+@pytest.mark.parametrize("command", [("import", "upload/workflow"), ("user", "add", "eve"),
+                                     ("worker", "--once"), ("seed-demo",)])
+def test_a_short_secret_stops_the_cli_with_a_message(tmp_path, command):
+    env = cli_env(tmp_path, BPFLOW_SECRET="abcd")
+    assert run_cli("db", "upgrade", env_extra=env).returncode == 0  # needs no secret
+    done = run_cli(*command, env_extra=env)
+    assert done.returncode == 2
+    assert done.stderr == "bpflow: BPFLOW_SECRET has 4 bytes; it needs at least 32 (unset" \
+        f" it to have one generated in {tmp_path / 'home' / 'secret'})\n"
+
+
+def test_a_secret_file_others_may_read_stops_the_cli(tmp_path):
+    env = cli_env(tmp_path)
+    assert run_cli("db", "upgrade", env_extra=env).returncode == 0
+    first = run_cli("user", "add", "eve", env_extra=env, unset=("BPFLOW_SECRET",))
+    assert first.returncode == 0, first.stderr
+    secret = tmp_path / "home" / "secret"
+    secret.chmod(0o644)
+    done = run_cli("user", "add", "ann", env_extra=env, unset=("BPFLOW_SECRET",))
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr == f"bpflow: the secret file {secret} is open to others (mode 0644);" \
+        f" chmod 600 {secret}\n"
+
+
+def test_an_unwritable_home_stops_the_cli_with_a_message(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    env = cli_env(tmp_path, BPFLOW_HOME=str(blocker / "home"))
+    assert run_cli("db", "upgrade", env_extra=env).returncode == 0
+    done = run_cli("user", "add", "eve", env_extra=env, unset=("BPFLOW_SECRET",))
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.startswith(f"bpflow: cannot create the secret file {blocker}/home/secret:")
+    assert "BPFLOW_HOME" in done.stderr
+
+
+# ----------------------------------------------------------------- users
+def test_look_alike_usernames_are_refused_by_user_add(tmp_path):
+    env = cli_env(tmp_path, BPFLOW_SECRET="cli-test-secret-of-32-bytes-or-more")
+    assert run_cli("db", "upgrade", env_extra=env).returncode == 0
+    for name in ("root\n", "ro\u200bot", " "):
+        done = run_cli("user", "add", name, env_extra=env)
+        assert done.returncode == 1 and done.stderr.startswith("bpflow: a username has"), name
+    fullwidth = run_cli("user", "add", "ｒｏｏｔ", env_extra=env)
+    assert fullwidth.returncode == 0 and fullwidth.stdout.startswith("user root added")
+
+
+def test_user_disable(tmp_path):
+    env = cli_env(tmp_path, BPFLOW_SECRET="cli-test-secret-of-32-bytes-or-more")
+    assert run_cli("db", "upgrade", env_extra=env).returncode == 0
+    assert run_cli("user", "add", "bob", "--password-stdin", env_extra=env,
+                   stdin="bob-password\n").returncode == 0
+    done = run_cli("user", "disable", "bob", env_extra=env)
+    assert (done.returncode, done.stdout) == (0, "user bob disabled\n")
+    again = run_cli("user", "disable", "bob", env_extra=env)
+    assert (again.returncode, again.stdout) == (0, "user bob was disabled already\n")
+    missing = run_cli("user", "disable", "nobody", env_extra=env)
+    assert (missing.returncode, missing.stderr) == (1, "bpflow: no user named nobody\n")
+    from bpflow.store import Store
+    store = Store(env["DATABASE_URL"], secret=b"x")
+    try:
+        assert store.authenticate("bob", "bob-password") is None
+        assert store.user("bob") is None
+        assert store.list_users()[0]["disabled_at"] is not None
     finally:
         store.close()

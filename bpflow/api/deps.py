@@ -1,6 +1,8 @@
 """What the API's routes depend on: the store (`StoreDep`) and the caller (`CallerDep`,
 from the bearer token). `caller_from` is the one reading of an `Authorization` header,
-for the routes' dependency and the short path alike.
+for the routes' dependency and the short path alike: the token's signature and expiry,
+then the users table (through the store's short cache of accounts), so the caller's
+roles are the table's now and a disabled or unknown account's token is refused (401).
 
 Dependencies are `async` so they run on the event loop, not on a thread each.
 """
@@ -23,17 +25,19 @@ def store_of(app: FastAPI) -> Store:
 
 
 def tokens(app: FastAPI) -> TokenCache:
-    """The app's cache of verified tokens (made on first use: the store may not exist
-    when the app is built)."""
+    """The app's cache of verified tokens, checked against the store's users (made on
+    first use: the store may not exist when the app is built)."""
     if app.state.tokens is None:
-        app.state.tokens = TokenCache(store_of(app).secret)
+        store = store_of(app)
+        app.state.tokens = TokenCache(store.secret, store.account)
     return app.state.tokens
 
 
 def caller_from(app: FastAPI, authorization: str | None) -> Caller:
     """The caller an `Authorization` header value stands for (a bearer token, verified
-    once, then served from the app's cache while it is valid); Unauthorized otherwise.
-    Read as FastAPI's `HTTPBearer` reads it."""
+    once, then served from the app's cache while it is valid; its account as the users
+    table has it, looked up again every few seconds); Unauthorized otherwise. Read as
+    FastAPI's `HTTPBearer` reads it."""
     scheme, _, token = (authorization or "").partition(" ")
     token = token.strip()
     if not token or scheme.lower() != "bearer":

@@ -25,13 +25,18 @@ def _json(nullable: bool = True) -> Any:
 
 
 class UserRow(SQLModel, table=True):
+    """A user is disabled, never deleted; ids are never reused (SQLite: AUTOINCREMENT;
+    PostgreSQL: a sequence), so a token can never come to name someone else."""
+
     __tablename__ = "users"
+    __table_args__ = {"sqlite_autoincrement": True}
 
     id: int | None = Field(default=None, primary_key=True)
     username: str = Field(sa_column=Column(String(100), nullable=False, unique=True))
     password_hash: str = Field(sa_column=Column(String(255), nullable=False))
     roles: list[str] = _json(nullable=False)
     created_at: datetime = _time()
+    disabled_at: datetime | None = _time(nullable=True)
 
 
 class TemplateVersion(SQLModel, table=True):

@@ -1,27 +1,34 @@
-"""Users: added with hashed passwords and known roles, looked up, authenticated."""
+"""Users: added with hashed passwords, valid usernames (`bpflow.security.valid_username`)
+and known roles, looked up, authenticated, disabled (never deleted: ids are never reused,
+and a disabled account's tokens stop working)."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 from typing import Any
 
-from sqlalchemy import insert, select
+from sqlalchemy import insert, select, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
-from bpflow.access import valid_roles
+from bpflow.access import Caller, valid_roles
 from bpflow.errors import NotFound
-from bpflow.security import check_password, hash_password
+from bpflow.security import check_password, hash_password, normal_username, valid_username
 from bpflow.store.tables import users_t
+
+ACCOUNT_TTL = 2.0  # seconds this process reuses a users-table lookup of a token's account
 
 
 class Users:
     """The store's users (part of `Store`)."""
 
+    account_ttl = ACCOUNT_TTL
+    _accounts: dict[int, tuple[Caller | None, float]] | None = None
+
     def add_user(self, username: str, password: str, roles: Iterable[str] = ("user",)) -> int:
         roles = valid_roles(roles)
-        if not username or len(username) > 100:
-            raise ValueError("a username has 1 to 100 characters")
+        username = valid_username(username)
         try:
             with self.db.begin() as conn:
                 return conn.execute(insert(users_t).values(
@@ -30,37 +37,86 @@ class Users:
         except IntegrityError as exc:
             raise ValueError(f"user '{username}' already exists") from exc
 
+    def disable_user(self, username: str) -> bool:
+        """Disable an account (what deleting a user means): it can no longer sign in, and
+        its tokens are refused within `account_ttl` seconds (at once in this process).
+        False when it was disabled already; NotFound when there is no such user."""
+        name = normal_username(username)
+        with self.db.begin() as conn:
+            row = conn.execute(select(users_t.c.id, users_t.c.disabled_at)
+                               .where(users_t.c.username == name)).first()
+            if row is None:
+                raise NotFound(f"no user named {name}")
+            if row.disabled_at is not None:
+                return False
+            conn.execute(update(users_t).where(users_t.c.id == row.id)
+                         .values(disabled_at=self.clock()))
+        if self._accounts is not None:
+            self._accounts.pop(row.id, None)
+        return True
+
+    def account(self, uid: int) -> Caller | None:
+        """The caller a token's user id stands for now (roles from the users table), or
+        None when the account does not exist or is disabled; each lookup is reused for
+        `account_ttl` seconds."""
+        cache = self._accounts
+        if cache is None:
+            cache = self._accounts = {}
+        hit = cache.get(uid)
+        now = time.monotonic()
+        if hit is not None and hit[1] > now:
+            return hit[0]
+        with self.reader() as conn:
+            row = conn.execute(select(users_t.c.id, users_t.c.username, users_t.c.roles,
+                                      users_t.c.disabled_at)
+                               .where(users_t.c.id == uid)).first()
+        found = (Caller(row.id, row.username, tuple(row.roles))
+                 if row is not None and row.disabled_at is None else None)
+        if len(cache) >= 10_000:
+            cache.clear()
+        cache[uid] = (found, now + self.account_ttl)
+        return found
+
     def has_users(self) -> bool:
         with self.reader() as conn:
             return conn.execute(select(users_t.c.id).limit(1)).first() is not None
 
     def user(self, username: str) -> dict[str, Any] | None:
+        """An active user's record (None for an unknown or disabled one)."""
         with self.reader() as conn:
-            row = conn.execute(select(users_t).where(users_t.c.username == username)).first()
-        return {"id": row.id, "username": row.username, "roles": list(row.roles)} if row else None
+            row = conn.execute(select(users_t).where(
+                users_t.c.username == normal_username(username))).first()
+        if row is None or row.disabled_at is not None:
+            return None
+        return {"id": row.id, "username": row.username, "roles": list(row.roles)}
 
     def authenticate(self, username: str, password: str) -> dict[str, Any] | None:
+        """The user record for these credentials; None for wrong ones or a disabled
+        account (which costs the same password check)."""
         with self.reader() as conn:
-            row = conn.execute(select(users_t).where(users_t.c.username == username)).first()
+            row = conn.execute(select(users_t).where(
+                users_t.c.username == normal_username(username))).first()
         if row is None:
             check_password(password, hash_password("timing"))  # same cost either way
             return None
-        if not check_password(password, row.password_hash):
+        if not check_password(password, row.password_hash) or row.disabled_at is not None:
             return None
         return {"id": row.id, "username": row.username, "roles": list(row.roles)}
 
     def list_users(self) -> list[dict[str, Any]]:
         """Every user with their roles, by name (never a password hash)."""
-        q = select(users_t.c.id, users_t.c.username, users_t.c.roles,
-                   users_t.c.created_at).order_by(users_t.c.username)
+        q = select(users_t.c.id, users_t.c.username, users_t.c.roles, users_t.c.created_at,
+                   users_t.c.disabled_at).order_by(users_t.c.username)
         with self.reader() as conn:
             return [{"id": r.id, "username": r.username, "roles": list(r.roles),
-                     "created_at": r.created_at} for r in conn.execute(q)]
+                     "created_at": r.created_at, "disabled_at": r.disabled_at}
+                    for r in conn.execute(q)]
 
     def user_ids(self, conn: Connection, names: list[str]) -> dict[str, int]:
-        """The ids of these usernames (on an open connection); NotFound names the missing."""
-        found = dict(conn.execute(select(users_t.c.username, users_t.c.id)
-                                  .where(users_t.c.username.in_(names))).all())
+        """The ids of these active usernames (on an open connection); NotFound names the
+        missing."""
+        found = dict(conn.execute(select(users_t.c.username, users_t.c.id).where(
+            users_t.c.username.in_(names), users_t.c.disabled_at.is_(None))).all())
         missing = [n for n in names if n not in found]
         if missing:
             raise NotFound(f"no user named {', '.join(missing)}")

@@ -1,5 +1,7 @@
-"""Users (`/users`, admins): who can sign in, and a form to add someone. Self-service
-registration is off unless `BPFLOW_REGISTRATION=open` (see `pages/register.py`)."""
+"""Users (`/users`, admins): who can sign in, a form to add someone, and disabling an
+account (users are never deleted; a disabled account's sessions end within seconds).
+Self-service registration is off unless `BPFLOW_REGISTRATION=open` (see
+`pages/register.py`)."""
 
 from __future__ import annotations
 
@@ -8,8 +10,10 @@ from typing import Any
 
 import reflex as rx
 
-from bpflow.access import ROLES, USER
+from bpflow.access import ROLES, USER, Caller
 from bpflow.backend import get_store
+from bpflow.errors import BpflowError
+from bpflow.security import normal_username, username_problem
 from bpflow_app.boxview import clock_text
 from bpflow_app.components.ui import empty_state, page_header
 from bpflow_app.session import SessionState
@@ -22,12 +26,14 @@ class UserLine:
     username: str
     roles: str
     created: str
+    disabled: str  # when it was disabled, "" while enabled
 
 
 def user_problems(username: str, password: str) -> dict[str, str]:
     problems = {}
-    if not username.strip() or len(username) > 100:
-        problems["username"] = "A username has 1 to 100 characters"
+    problem = username_problem(normal_username(username))
+    if problem:
+        problems["username"] = problem[0].upper() + problem[1:]
     if len(password) < MIN_PASSWORD:
         problems["password"] = f"A password has at least {MIN_PASSWORD} characters"
     return problems
@@ -39,7 +45,8 @@ class UsersState(SessionState):
     busy: bool = False
 
     def _fetch(self) -> None:
-        self.users = [UserLine(u["username"], ", ".join(u["roles"]), clock_text(u["created_at"]))
+        self.users = [UserLine(u["username"], ", ".join(u["roles"]), clock_text(u["created_at"]),
+                               clock_text(u["disabled_at"]))
                       for u in get_store().list_users()]
 
     @rx.event
@@ -77,6 +84,22 @@ class UsersState(SessionState):
                 rx.set_value("new-password", "")]
 
 
+    @rx.event
+    def disable(self, username: str):
+        return self._guarded(lambda caller: self._disable(caller, username), admin=True)
+
+    def _disable(self, caller: Caller, username: str):
+        if username == caller.username:
+            return rx.toast.error("You cannot disable your own account")
+        try:
+            changed = get_store().disable_user(username)
+        except BpflowError as exc:
+            return rx.toast.error(str(exc))
+        self._fetch()
+        return rx.toast.success(f"Disabled {username}" if changed
+                                else f"{username} was disabled already")
+
+
 def _error(name: str) -> rx.Component:
     return rx.cond(UsersState.errors.contains(name),
                    rx.text(UsersState.errors[name], color_scheme="red", size="1", role="alert"))
@@ -101,15 +124,20 @@ def _form() -> rx.Component:
 
 
 def _row(u: rx.Var[UserLine]) -> rx.Component:
+    status = rx.cond(u.disabled != "", rx.text("disabled " + u.disabled, size="1"),
+                     rx.button("Disable", size="1", variant="soft", color_scheme="red",
+                               on_click=UsersState.disable(u.username),
+                               aria_label="Disable " + u.username))
     return rx.table.row(rx.table.cell(u.username), rx.table.cell(u.roles),
-                        rx.table.cell(rx.text(u.created, size="1")))
+                        rx.table.cell(rx.text(u.created, size="1")), rx.table.cell(status))
 
 
 def users_page() -> rx.Component:
     table = rx.box(rx.table.root(
         rx.table.header(rx.table.row(rx.table.column_header_cell("User"),
                                      rx.table.column_header_cell("Roles"),
-                                     rx.table.column_header_cell("Since"))),
+                                     rx.table.column_header_cell("Since"),
+                                     rx.table.column_header_cell("Account"))),
         rx.table.body(rx.foreach(UsersState.users, _row)), width="100%", variant="surface"),
         overflow_x="auto", width="100%")
     body = rx.grid(table, _form(), spacing="4", width="100%", align_items="start",

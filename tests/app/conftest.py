@@ -17,7 +17,7 @@ from bpflow.store import Store
 from bpflow.store.migrate import upgrade
 from bpflow.worker import Worker
 
-SECRET = "app-state-test-secret"
+SECRET = "app-state-test-secret-of-32-bytes-or-more"  # SPEC §13: at least 32 bytes
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ from tests.app.helpers import run
 
 @pytest.fixture(autouse=True)
 def fresh_limiter(monkeypatch):
-    monkeypatch.setattr(auth, "SIGN_IN_FAILURES", auth.FailureLimiter(3, 60.0))
+    monkeypatch.setattr(auth, "SIGN_IN_FAILURES", auth.SignInLimit(limit=3))
 
 
 def test_sign_in_form_is_the_auth_circles_form(make_state):

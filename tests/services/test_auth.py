@@ -17,7 +17,7 @@ from bpflow import auth
 from bpflow.access import Caller
 from bpflow.api import create_app
 from bpflow.auth import SIGN_IN_FAILURES, FailureLimiter, TokenCache, issue_token, verify_token
-from bpflow.errors import Unauthorized
+from bpflow.errors import RateLimited, Unauthorized
 from bpflow.forms import FormError
 from bpflow.security import derive
 from tests.conftest import SECRET, run_async
@@ -275,3 +275,98 @@ def test_api_and_auth_circle_failures_add_up(store, units):
     assert SIGN_IN_FAILURES.blocked("alice") == 0  # one short of the limit
     failed_auth_circle(store, units, inst.id, "alice")
     assert token_status(store, "alice", "pw-alice") == 429
+
+
+# -------------------------------- per account and client, growing back-off
+class Clock:
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_failures_from_one_client_never_lock_out_another():
+    limit = auth.SignInLimit(limit=10)
+    for _ in range(10):
+        limit.hit("alice", "10.0.0.66")  # someone guessing alice's password
+    assert limit.blocked("alice", "10.0.0.66") > 0
+    assert limit.blocked("alice", "10.0.0.1") == 0  # alice, from her own machine
+    assert limit.blocked("bob", "10.0.0.66") == 0
+
+
+def test_the_wait_grows_with_each_failure_after_the_limit():
+    clock = Clock()
+    limit = auth.SignInLimit(limit=3, first_wait=30.0, longest_wait=100.0, clock=clock)
+    for _ in range(2):
+        limit.hit("alice", "c")
+    assert limit.blocked("alice", "c") == 0
+    waits = []
+    for _ in range(4):
+        limit.hit("alice", "c")
+        waits.append(limit.blocked("alice", "c"))
+        clock.now += waits[-1]  # the next try comes when it is allowed, and fails
+        assert limit.blocked("alice", "c") == 0
+    assert waits == [30, 60, 100, 100]  # doubling, up to the longest wait
+
+
+def test_a_quiet_pair_and_a_success_start_counting_again():
+    clock = Clock()
+    limit = auth.SignInLimit(limit=2, first_wait=30.0, forget_after=60.0, clock=clock)
+    limit.hit("alice", "c")
+    limit.hit("alice", "c")
+    clock.now += 30 + 60
+    assert limit.blocked("alice", "c") == 0 and limit.failures == {}
+    limit.hit("alice", "c")
+    limit.succeeded("alice", "c")
+    limit.hit("alice", "c")
+    assert limit.blocked("alice", "c") == 0  # one failure since the success
+
+
+def test_one_client_failing_over_many_accounts_is_held_back():
+    limit = auth.SignInLimit(limit=10, client_limit=5)
+    for name in ("a", "b", "c", "d", "e"):
+        limit.hit(name, "10.0.0.66")
+    assert limit.blocked("f", "10.0.0.66") > 0  # password spraying
+    assert limit.blocked("f", "10.0.0.1") == 0
+
+
+def test_look_alike_usernames_count_as_the_account():
+    limit = auth.SignInLimit(limit=2)
+    limit.hit("alice", "c")
+    limit.hit("ａｌｉｃｅ", "c")
+    assert limit.blocked("alice", "c") > 0
+
+
+def test_the_limit_keeps_to_its_size():
+    limit = auth.SignInLimit(limit=10)
+    limit.MAX_KEYS = 50
+    for i in range(200):
+        limit.hit(f"u{i}", f"10.0.{i}.1")
+    assert len(limit.failures) <= 2 * limit.MAX_KEYS
+
+
+def test_an_attacker_cannot_lock_the_owner_out_of_the_outer_flow(store, units):
+    store.import_dir(ROOT / "upload" / "workflow")
+    users(store, "alice")
+    for _ in range(SIGN_IN_FAILURES.limit):
+        assert units.sign_in("alice", "guess", client="10.0.0.66") is None
+    with pytest.raises(RateLimited):
+        units.sign_in("alice", "pw-alice", client="10.0.0.66")
+    assert units.sign_in("alice", "pw-alice", client="10.0.0.1") is not None
+
+
+def test_auth_circle_failures_count_per_client(store, units):
+    store.import_dir(ROOT / "upload" / "workflow")
+    alice = users(store, "alice")["alice"]
+    inst = store.start("signin", {}, alice)
+    for _ in range(SIGN_IN_FAILURES.limit):
+        with pytest.raises(FormError, match="wrong username or password"):
+            units.submit(inst.id, "auth", mark(store, inst.id, "auth"),
+                         {"username": "alice", "password": "guess"}, client="10.0.0.66")
+    with pytest.raises(FormError, match="too many failed attempts"):
+        units.submit(inst.id, "auth", mark(store, inst.id, "auth"),
+                     {"username": "alice", "password": "pw-alice"}, client="10.0.0.66")
+    done = units.submit(inst.id, "auth", mark(store, inst.id, "auth"),
+                        {"username": "alice", "password": "pw-alice"}, client="10.0.0.1")
+    assert done.circles["auth"].state == "success"

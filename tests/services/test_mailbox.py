@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from sqlalchemy import text
+from sqlalchemy import select, text, update
 
-from bpflow.errors import Forbidden, NotFound, RateLimited, Tampered
+from bpflow.errors import NotFound, RateLimited, Tampered
 from bpflow.forms import FormError
 from bpflow.mailbox import Mailbox, quorum_verdict
 from bpflow.store import Conflict
@@ -46,11 +46,12 @@ def test_approval_quorum(store, units, quorum, decisions, outcome):
         assert "rejected" in run.reason
 
 
-def test_only_the_addressee_decides(store, units):
+def test_only_the_addressee_decides_and_others_are_told_it_does_not_exist(store, units):
     iid, people = start_approval(store, units, ["ann"], "all")
     mail = mail_of(store, people, "ann")
-    with pytest.raises(Forbidden):
+    with pytest.raises(NotFound, match=f"no approval mail {mail['id']}"):  # SPEC §13: 404
         Mailbox(store).decide(mail["id"], people["cid"], "approved")
+    assert mail_of(store, people, "ann")["decision"] is None
 
 
 def test_tampered_payload_is_refused_and_recorded(store, units):
@@ -268,3 +269,81 @@ def test_marking_unknown_mail_read_is_not_found(store):
     people = users(store, "root:admin")
     with pytest.raises(NotFound):
         Mailbox(store).mark_read(987654, people["root"])
+
+
+# ------------------------------------- refused decisions store nothing (SPEC §13)
+def refusals(store, iid):
+    return [e["data"] for e in store.history(iid) if e["kind"] == "approval_refused"]
+
+
+def test_a_decision_while_the_instance_is_suspended_is_refused_and_recorded(store, units):
+    iid, people = start_approval(store, units, ["ann", "cid"], "any")
+    mb = Mailbox(store)
+    mail = mail_of(store, people, "ann")
+    store.suspend(iid)
+    with pytest.raises(Conflict, match="the instance is suspended"):
+        mb.decide(mail["id"], people["ann"], "approved", "fine")
+    assert mail_of(store, people, "ann")["decision"] is None  # nothing stored
+    assert refusals(store, iid) == [{"mail": mail["id"], "why": "the instance is suspended",
+                                     "by": "ann", "decision": "approved"}]
+    store.resume(iid)
+    mb.decide(mail["id"], people["ann"], "approved", "fine")  # decided once it can move
+    assert store.get(iid).circles["approve"].state == "success"
+
+
+def test_a_decision_on_an_aborted_instance_is_refused_and_recorded(store, units):
+    iid, people = start_approval(store, units, ["ann"], "all")
+    mail = mail_of(store, people, "ann")
+    store.abort(iid, "stop")
+    with pytest.raises(Conflict, match="the instance is terminated"):
+        Mailbox(store).decide(mail["id"], people["ann"], "rejected")
+    assert mail_of(store, people, "ann")["decision"] is None
+    assert [r["why"] for r in refusals(store, iid)] == ["the instance is terminated"]
+    assert store.get(iid).status == "terminated"
+
+
+def test_a_decision_on_a_closed_request_is_recorded(store, units):
+    iid, people = start_approval(store, units, ["ann", "cid"], "all")
+    mb = Mailbox(store)
+    mb.decide(mail_of(store, people, "cid")["id"], people["cid"], "rejected")
+    with pytest.raises(Conflict, match="no longer open"):
+        mb.decide(mail_of(store, people, "ann")["id"], people["ann"], "approved")
+    assert [r["why"] for r in refusals(store, iid)] == ["this approval request is no longer open"]
+
+
+def test_an_edited_sender_name_breaks_the_signature(store, units):
+    iid, people = start_approval(store, units, ["ann"], "all")
+    mail = mail_of(store, people, "ann")
+    assert mail["sender"] == "bob" and mail["signature_ok"]
+    with store.db.begin() as conn:
+        conn.execute(text("UPDATE mailbox SET sender_name = 'ceo' WHERE id = :i"),
+                     {"i": mail["id"]})
+    shown = mail_of(store, people, "ann")
+    assert shown["sender"] == "ceo" and shown["signature_ok"] is False
+    with pytest.raises(Tampered, match="altered"):
+        Mailbox(store).decide(mail["id"], people["ann"], "approved")
+
+
+@pytest.mark.parametrize("edit", [{"quorum": "any"}, {"approvers": ["ann"]}, {"quorum": 1}])
+def test_the_quorum_counted_is_the_signed_one_not_the_circle_state(db_url, store, units,
+                                                                   edit):
+    from bpflow.store import Store
+    from bpflow.store.tables import circles_t
+    from tests.conftest import SECRET
+    iid, people = start_approval(store, units, ["ann", "cid"], "all")
+    where = (circles_t.c.instance_id == iid, circles_t.c.circle == "approve")
+    with store.db.begin() as conn:  # someone loosens the unsigned circle state
+        pending = conn.execute(select(circles_t.c.pending).where(*where)).scalar()
+        pending["approval"].update(edit)
+        conn.execute(update(circles_t).where(*where).values(pending=pending))
+    fresh = Store(db_url, secret=SECRET)  # reads the edited state, no cached copy
+    try:
+        assert fresh.get(iid).circles["approve"].pending["approval"]["quorum"] == \
+            edit.get("quorum", "all")
+        mb = Mailbox(fresh)
+        mb.decide(mail_of(fresh, people, "ann")["id"], people["ann"], "approved")
+        assert fresh.get(iid).circles["approve"].state == "waiting"  # cid must approve too
+        mb.decide(mail_of(fresh, people, "cid")["id"], people["cid"], "approved")
+        assert fresh.get(iid).circles["approve"].state == "success"
+    finally:
+        fresh.close()

@@ -36,8 +36,14 @@ def test_worker_runs_http_and_records_the_outcome(store, server):
     assert worker.run_once() == 0  # nothing left due
 
 
+# The worker processes' own secret: at least 32 bytes (SPEC §13), unlike the short one the
+# test stores are given. Nothing these tests check is signed across processes (a worker
+# makes and uses its own bookmarks).
+WORKER_SECRET = "worker-process-test-secret-0123456789"
+
+
 def run_worker_process(db_url: str, *args: str) -> subprocess.Popen:
-    env = {**os.environ, "DATABASE_URL": db_url, "BPFLOW_SECRET": SECRET.decode()}
+    env = {**os.environ, "DATABASE_URL": db_url, "BPFLOW_SECRET": WORKER_SECRET}
     return subprocess.Popen([sys.executable, "-m", "bpflow.cli", "worker", *args], cwd=ROOT,
                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             start_new_session=True)

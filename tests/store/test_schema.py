@@ -63,3 +63,69 @@ def test_an_inbox_page_and_its_counts_are_read_from_indexes(tmp_path, role):
         assert "ix_mailbox_counts" in plans[1] and "SCAN mailbox" not in plans[1], plans[1]
     finally:
         store.close()
+
+
+def test_user_ids_are_never_reused(store):
+    """A token names a user id: an id that came back would hand a deleted user's token
+    (and their rights over instances) to the next user created."""
+    from sqlalchemy import text
+    store.add_user("ann", "ann-password-1")
+    gone = store.add_user("bob", "bob-password-1")
+    with store.db.begin() as conn:  # deleted by hand, the highest id
+        conn.execute(text("DELETE FROM users WHERE id = :i"), {"i": gone})
+    assert store.add_user("cid", "cid-password-1") > gone
+
+
+def test_users_can_be_disabled_and_listed_as_such(store):
+    from bpflow.errors import NotFound
+    store.add_user("ann", "ann-password-1")
+    assert store.disable_user("ann") is True
+    assert [(u["username"], u["disabled_at"] is not None) for u in store.list_users()] == \
+        [("ann", True)]
+    assert store.user("ann") is None and store.authenticate("ann", "ann-password-1") is None
+    with pytest.raises(NotFound):
+        store.disable_user("nobody")
+
+
+def test_the_sqlite_users_rebuild_keeps_every_row_and_reference(tmp_path):
+    """Migration 0005 rebuilds `users` with AUTOINCREMENT on a database in use: the rows,
+    the instances and mail that reference them, and the foreign keys all stay."""
+    import sqlite3
+
+    from alembic import command
+
+    from bpflow.store.migrate import alembic_config, upgrade
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    command.upgrade(alembic_config(url), "0004")
+    db = sqlite3.connect(tmp_path / "old.db", isolation_level=None)
+    db.execute("PRAGMA foreign_keys=ON")
+    at = "2026-01-01 00:00:00"
+    for uid, name in ((1, "ann"), (2, "bob"), (3, "cid"), (4, "eve")):
+        db.execute("INSERT INTO users VALUES (?, ?, 'x', '[\"user\"]', ?)", (uid, name, at))
+    db.execute("INSERT INTO templates VALUES (1, 't', 1, '{}', 'd', ?)", (at,))
+    db.execute("INSERT INTO instances (id, template_id, template, version, nested_versions,"
+               " user_id, user, status, inputs, variables, seq, lock_version, created_at,"
+               " updated_at) VALUES ('i1', 1, 't', 1, '{}', 3, '{}', 'running', '{}', '{}',"
+               " 0, 0, ?, ?)", (at, at))
+    db.execute("INSERT INTO mailbox (kind, sender_id, sender_name, recipient_id, subject,"
+               " body, created_at) VALUES ('message', 3, 'cid', 2, 's', 'b', ?)", (at,))
+    db.close()
+    upgrade(url)
+    upgrade(url)  # idempotent
+    db = sqlite3.connect(tmp_path / "old.db", isolation_level=None)
+    try:
+        db.execute("PRAGMA foreign_keys=ON")
+        sql = db.execute("SELECT sql FROM sqlite_master WHERE name = 'users'").fetchone()[0]
+        assert "AUTOINCREMENT" in sql and "disabled_at" in sql
+        assert db.execute("PRAGMA foreign_key_check").fetchall() == []
+        assert db.execute("SELECT id, username FROM users").fetchall() == \
+            [(1, "ann"), (2, "bob"), (3, "cid"), (4, "eve")]
+        assert db.execute("SELECT version_num FROM alembic_version").fetchall() == [("0005",)]
+        with pytest.raises(sqlite3.IntegrityError):  # the references still hold
+            db.execute("DELETE FROM users WHERE id = 3")
+        db.execute("DELETE FROM users WHERE id = 4")  # the highest id, deleted by hand
+        db.execute("INSERT INTO users (username, password_hash, roles, created_at)"
+                   " VALUES ('dan', 'x', '[]', ?)", (at,))
+        assert db.execute("SELECT id FROM users WHERE username = 'dan'").fetchone() == (5,)
+    finally:
+        db.close()
