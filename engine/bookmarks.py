@@ -3,6 +3,10 @@
 A bookmark names the circle's current `epoch`, which moves on at every new
 attempt (retry or reset). Completing a circle ends its epoch's waiting state, so
 each bookmark can be used exactly once; the key is the caller's secret.
+
+A bookmark is ASCII: `<epoch>.<signature>`, the epoch in the digits 0-9 (at most 12, no
+leading zero), the signature in URL-safe base64. Anything else, Unicode digits such as
+`²` or `①` included, is refused as malformed before it is read.
 """
 
 from __future__ import annotations
@@ -10,8 +14,11 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import re
 
 from engine.errors import BookmarkError
+
+_SHAPE = re.compile(r"(0|[1-9][0-9]{0,11})\.([A-Za-z0-9_-]{1,64})")
 
 
 def _sign(key: bytes, instance_id: str, circle: str, epoch: int) -> str:
@@ -29,10 +36,10 @@ def verify(key: bytes, instance_id: str, circle: str, epoch: int, token: object)
     if not isinstance(token, str) or "." not in token:
         raise BookmarkError("bookmark is missing or malformed", instance=instance_id,
                             circle=circle)
-    head, _, sig = token.partition(".")
-    if not head.isdigit() or len(head) > 12:
+    shape = _SHAPE.fullmatch(token)
+    if shape is None:
         raise BookmarkError("bookmark is malformed", instance=instance_id, circle=circle)
-    claimed = int(head)
+    claimed, sig = int(shape[1]), shape[2]
     if not hmac.compare_digest(sig, _sign(key, instance_id, circle, claimed)):
         raise BookmarkError("bookmark is not valid for this circle", instance=instance_id,
                             circle=circle)

@@ -6,11 +6,15 @@ templates, history, stats, the mailbox and the guest endpoint, under `/api` with
 - `errors`: the one error map (exception → status, headers, detail).
 - `deps`: the store and the caller (from the bearer token) the routes depend on.
 - `routes/`: one router per resource (auth, templates, instances, mailbox, guest, health).
-- `hot`: the app class and the short path for start and complete.
+- `hot`: the app class (which guards every request: security headers, the body-size limit,
+  one strict parse of a JSON body held to `bpflow.limits`) and the short path for start
+  and complete.
+- `docs`: the Swagger UI at `/api/docs`, with its assets served here (works offline).
 
 Errors are `{"detail": ...}`: 401 no valid token, 403 role or addressee violation, 404
 what does not exist or is not the caller's to see, 409 state conflicts (a used or stale
-bookmark, a closed approval), 422 bad input, 429 too many attempts.
+bookmark, a closed approval), 413 a body over the size limit, 422 bad input, 429 too many
+attempts.
 """
 
 from __future__ import annotations
@@ -20,7 +24,9 @@ from collections.abc import Callable
 
 from fastapi import FastAPI
 
+from bpflow import limits
 from bpflow.api import errors
+from bpflow.api.docs import add_docs
 from bpflow.api.hot import Api, HotPaths
 from bpflow.api.routes import ROUTERS, instances
 from bpflow.store import Store
@@ -36,19 +42,22 @@ async def _lifespan(_app: FastAPI):  # served on its own (mounted in Reflex: the
 
 
 def create_app(store_factory: Callable[[], Store] | None = None) -> Api:
-    """The API app; `store_factory` gives the Store (the process-wide one by default)."""
+    """The API app; `store_factory` gives the Store (the process-wide one by default).
+    Request bodies may have `limits.max_body()` bytes (`BPFLOW_MAX_BODY`)."""
     if store_factory is None:
         from bpflow.backend import get_store
         store_factory = get_store
     app = Api(title="bpflow", version="1.0", openapi_url="/api/openapi.json",
-              docs_url="/api/docs", redoc_url=None, lifespan=_lifespan,
+              docs_url=None, redoc_url=None, lifespan=_lifespan,
               # no OpenTelemetry here; its per-request check alone costs ~0.1 ms
               telemetry={"tracing": False, "metrics": False, "logs": False},
               description="Start, resume (with a bookmark) and abort business flows.")
     app.state.store_factory = store_factory
     app.state.tokens = None  # deps.tokens: made on first use
-    for router in ROUTERS:
-        app.include_router(router)
+    app.max_body = limits.max_body()
+    for router in ROUTERS:  # any request may be refused by the guard (Api.__call__)
+        app.include_router(router, responses=errors.responses(413, 422))
+    add_docs(app)
     errors.register(app)
     app.hot = HotPaths(app, instances.router, [instances.start, instances.complete])
     return app

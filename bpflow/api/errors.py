@@ -6,7 +6,8 @@ The short path (`bpflow.api.hot`) answers the errors of its steps with `answer` 
 
 401 no valid token, 403 role or addressee violation, 404 what does not exist or is not
 the caller's to see, 409 state conflicts (a used or stale bookmark, a closed approval),
-422 bad input, 429 too many attempts.
+413 a body over the size limit (answered before routing, `hot.Api`), 422 bad input, 429 too
+many attempts.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from bpflow.api.schemas import ErrorOut
 from bpflow.errors import Conflict, Forbidden, NotFound, RateLimited, Tampered, Unauthorized
 from bpflow.forms import FormError
+from bpflow.limits import LimitError
 from engine.errors import DefinitionError, TransitionError
 from engine.runtime import InputError
 
@@ -49,12 +51,13 @@ ERRORS: dict[type[Exception], Answer] = {
     FormError: Answer(422, detail=_errors),
     DefinitionError: Answer(422, detail=_errors),
     InputError: Answer(422),
+    LimitError: Answer(422),
     RateLimited: Answer(429, headers=lambda e: {"Retry-After": str(e.retry_after)}),
 }
 
 STATUS_TEXT = {401: "no valid token", 403: "not allowed for this user", 404: "not found",
-               409: "conflicts with the current state", 422: "invalid input",
-               429: "too many requests"}
+               409: "conflicts with the current state", 413: "request body too large",
+               422: "invalid input", 429: "too many requests"}
 
 
 def answer(exc: Exception) -> JSONResponse | None:

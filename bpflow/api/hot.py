@@ -1,36 +1,80 @@
-"""The short path: `Api`, the FastAPI app that first offers each request to `HotPaths`,
-which answers the paper's two requests (POST /api/instances, POST .../complete) without
-the framework's per-request machinery (middleware layers, dependency solving, matching
-against every route): on this hardware that was about 40 % of the time the server held
-the GIL for them.
+"""`Api`, the FastAPI app, which guards every request under `/api` before routing, and
+`HotPaths`, the short path it first offers the paper's two requests to.
 
-It is the same route, only reached sooner: the route's own path pattern, the body model
-its endpoint declares, the routes' reading of the bearer token (`deps.caller_from`), the
-endpoint function itself and the one error map (`errors.answer`).
+The guard (`Api.__call__`, SPEC §13): every answer carries the security headers
+(`SECURITY_HEADERS`: no content sniffing, no framing); a body over `max_body` bytes is
+answered 413 (announced by Content-Length, or counted while it is read); a JSON body is
+parsed once, strictly (`bpflow.limits.parse`), and one that breaks a limit is answered 422
+`{"detail": "..."}`; the body is then replayed to the framework. Paths outside `/api`
+(the Reflex backend mounted inside this app) pass untouched.
+
+The short path (`HotPaths`) answers POST /api/instances and POST .../complete without the
+framework's per-request machinery (middleware layers, dependency solving, matching
+against every route): on this hardware that was about 40 % of the time the server held
+the GIL for them. It is the same route, only reached sooner: the route's own path
+pattern, the body model its endpoint declares (validating the value the guard parsed),
+the routes' reading of the bearer token (`deps.caller_from`), the endpoint function
+itself and the one error map (`errors.answer`).
 """
 
 from __future__ import annotations
 
+import email.message
 import inspect
 from collections.abc import Callable
 from typing import Any
 
 from fastapi import FastAPI
+from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute, APIRouter
 
+from bpflow import limits
 from bpflow.api.deps import caller_from, store_of
 from bpflow.api.errors import answer
 from bpflow.errors import Unauthorized
 
+SECURITY_HEADERS = ((b"x-content-type-options", b"nosniff"), (b"x-frame-options", b"DENY"),
+                    (b"content-security-policy", b"frame-ancestors 'none'"))
+NO_JSON = object()  # no body, a body that is not JSON, or one not sent as JSON
+
 
 class Api(FastAPI):
-    """The API app, with the paper's two requests (start, complete) on a short path."""
+    """The API app: the guard of every `/api` request, then the short path for the
+    paper's two requests (start, complete), then the framework."""
 
     hot: HotPaths | None = None
+    max_body: int = limits.MAX_BODY
 
     async def __call__(self, scope, receive, send) -> None:
-        if self.hot is None or not await self.hot(scope, receive, send):
+        path = scope.get("path", "")
+        if scope["type"] != "http" or not (path.startswith("/api/") or path == "/api"):
             await super().__call__(scope, receive, send)
+            return
+        send = _secured(send)
+        value = NO_JSON
+        length, media = _body_headers(scope)
+        if length != 0:  # a body, or perhaps one (chunked; HTTP/2 needs no Content-Length)
+            if length is not None and length > self.max_body:
+                await _refuse(scope, receive, send, 413, self._too_large())
+                return
+            body = await _read_body(receive, self.max_body)
+            if body is None:
+                await _refuse(scope, receive, send, 413, self._too_large())
+                return
+            if body and _is_json(media):
+                try:
+                    value = limits.parse(body)
+                except limits.NotJson:
+                    pass  # the framework's answer (422 json_invalid)
+                except limits.LimitError as exc:
+                    await _refuse(scope, receive, send, 422, str(exc))
+                    return
+            receive = _replay(body, receive)
+        if self.hot is None or not await self.hot(scope, receive, send, value):
+            await super().__call__(scope, receive, send)
+
+    def _too_large(self) -> str:
+        return f"the request body is larger than {self.max_body} bytes"
 
 
 class HotPaths:
@@ -39,12 +83,9 @@ class HotPaths:
 
     Only requests whose outcome the framework would not change take it: a JSON body that
     validates against the endpoint's model, and a valid bearer token. Anything else (no
-    or bad token, invalid or oversized body, another content type) is handed to the
-    framework with the body replayed, so each such error keeps the exact answer the
-    routes and the OpenAPI description give. Errors of the step itself are answered by
-    the app's error map."""
-
-    MAX_BODY = 1 << 20
+    or bad token, an invalid body, another content type) is left to the framework, so
+    each such error keeps the exact answer the routes and the OpenAPI description give.
+    Errors of the step itself are answered by the app's error map."""
 
     def __init__(self, app: FastAPI, router: APIRouter, endpoints: list[Callable[..., Any]]):
         self.app = app
@@ -55,26 +96,21 @@ class HotPaths:
             raise ValueError("every short-path endpoint needs a POST route in the router")
         self.served = 0  # requests answered here rather than by the framework
 
-    async def __call__(self, scope, receive, send) -> bool:
-        """True when the request was answered here."""
-        if scope["type"] != "http" or scope["method"] != "POST":
+    async def __call__(self, scope, receive, send, parsed: Any) -> bool:
+        """True when the request was answered here; `parsed` is its body as the guard
+        parsed it (`NO_JSON` if it has none that is JSON), and `receive` replays it."""
+        if parsed is NO_JSON or scope["method"] != "POST":
             return False
         found = next(((m, route, model) for route, model in self.routes
                       if (m := route.path_regex.match(scope["path"])) is not None), None)
         if found is None:
             return False
         match, route, model = found
-        body, whole = await _read_body(receive, self.MAX_BODY)
-        caller = None
-        if whole and _is_json(scope):
-            try:
-                data = model.model_validate_json(body)
-                caller = caller_from(self.app, _header(scope, b"authorization"))
-            except (ValueError, Unauthorized):
-                caller = None
-        if caller is None:  # the framework answers (a 401, a 422, ...)
-            await FastAPI.__call__(self.app, scope, _replay(body, whole, receive), send)
-            return True
+        try:
+            data = model.model_validate(parsed)
+            caller = caller_from(self.app, _header(scope, b"authorization"))
+        except (ValueError, Unauthorized):
+            return False  # the framework answers (a 401, a 422, ...)
         self.served += 1
         params = {name: route.param_convertors[name].convert(value)
                   for name, value in match.groupdict().items()}
@@ -101,34 +137,72 @@ def _header(scope, name: bytes) -> str | None:
     return None
 
 
-async def _read_body(receive, limit: int) -> tuple[bytes, bool]:
-    """The request body (at most about `limit` bytes) and whether that is all of it."""
+def _body_headers(scope) -> tuple[int | None, str | None]:
+    """The request's Content-Length (None if absent or unreadable) and Content-Type."""
+    length, media = None, None
+    for key, value in scope["headers"]:
+        if key == b"content-length":
+            length = int(value) if value.isdigit() else None
+        elif key == b"content-type":
+            media = value.decode("latin-1")
+    return length, media
+
+
+async def _read_body(receive, limit: int) -> bytes | None:
+    """The whole request body, or None once it is over `limit` bytes (counted as it
+    arrives, whatever Content-Length said)."""
     chunks, size = [], 0
     while True:
         message = await receive()
         if message["type"] != "http.request":
-            return b"".join(chunks), False
-        chunks.append(message.get("body", b""))
-        size += len(chunks[-1])
-        if not message.get("more_body", False):
-            return b"".join(chunks), True
+            return b"".join(chunks)  # the client left; the framework will notice
+        chunk = message.get("body", b"")
+        size += len(chunk)
         if size > limit:
-            return b"".join(chunks), False
+            return None
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
-def _replay(body: bytes, whole: bool, receive):
-    """A `receive` giving what was read first, then the rest from `receive`."""
+def _replay(body: bytes, receive):
+    """A `receive` giving the whole body first, then what `receive` gives (a
+    disconnect)."""
     sent = False
 
     async def again():
         nonlocal sent
         if not sent:
             sent = True
-            return {"type": "http.request", "body": body, "more_body": not whole}
+            return {"type": "http.request", "body": body, "more_body": False}
         return await receive()
     return again
 
 
-def _is_json(scope) -> bool:
-    media = (_header(scope, b"content-type") or "").split(";", 1)[0].strip().lower()
-    return media == "application/json" or media.endswith("+json")
+def _secured(send):
+    """`send` with the security headers added to the start of the answer."""
+    async def secured(message):
+        if message["type"] == "http.response.start":
+            message = {**message, "headers": [*message.get("headers", ()),
+                                              *SECURITY_HEADERS]}
+        await send(message)
+    return secured
+
+
+async def _refuse(scope, receive, send, status: int, detail: str) -> None:
+    await JSONResponse({"detail": detail}, status_code=status)(scope, receive, send)
+
+
+def _is_json(media: str | None) -> bool:
+    """Whether the framework reads a body of this Content-Type as JSON (as FastAPI
+    decides it: application/json or application/*+json)."""
+    if media is None:
+        return False
+    if media.split(";", 1)[0].strip().lower() == "application/json":
+        return True
+    message = email.message.Message()
+    message["content-type"] = media
+    if message.get_content_maintype() != "application":
+        return False
+    subtype = message.get_content_subtype()
+    return subtype == "json" or subtype.endswith("+json")

@@ -11,10 +11,11 @@ other answers are made with their models' constructors.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import AfterValidator, BaseModel, Field
 
+from bpflow import limits
 from bpflow.access import Caller, may_drive
 from engine.instance import Instance
 from engine.model import Template
@@ -23,6 +24,12 @@ from engine.runtime import Engine
 
 Json = Any
 MAX_INT = 2**31 - 1  # what every database stores in an INTEGER column
+_SMALL = f"at most {limits.MAX_VALUE_BYTES // 1024} KiB as JSON"
+
+
+def _small(what: str) -> AfterValidator:
+    """A field's value kept within `limits.MAX_VALUE_BYTES` as JSON (SPEC §13)."""
+    return AfterValidator(lambda value: limits.small(value, what))
 
 
 class ErrorOut(BaseModel):
@@ -92,7 +99,8 @@ def stats_payload(stats: Mapping[str, Any]) -> StatsOut:
 class StartIn(BaseModel):
     template: str = Field(min_length=1, max_length=100)
     version: int | None = Field(default=None, ge=1, le=MAX_INT)
-    inputs: dict[str, Json] = Field(default_factory=dict)
+    inputs: Annotated[dict[str, Json], _small("inputs")] = Field(default_factory=dict,
+                                                                 description=_SMALL)
 
 
 class CircleOut(BaseModel):
@@ -163,7 +171,7 @@ class EventOut(BaseModel):
 
 class CompleteIn(BaseModel):
     bookmark: str = Field(min_length=1, max_length=200)
-    result: Json = None
+    result: Annotated[Json, _small("result")] = Field(default=None, description=_SMALL)
 
 
 class FailIn(BaseModel):

@@ -14,6 +14,7 @@ import uvicorn
 
 from bpflow.api import create_app
 from bpflow.store import Store
+from tests.api.helpers import hostile_store
 from tests.conftest import SECRET
 
 PEOPLE = {"admin": ["admin"], "alice": ["user"], "bob": ["user"], "ann": ["approver"]}
@@ -60,3 +61,13 @@ def api(db_url) -> Iterator[Api]:
     server.should_exit = True
     thread.join(timeout=10)
     store.close()
+
+
+@pytest.fixture(scope="module")
+def sqlite_store(tmp_path_factory) -> Iterator[Store]:
+    """A store on SQLite with admin, alice and ann and the templates of `helpers`, one
+    for the tests of a module (what the API does before it reaches the database is not
+    the database's)."""
+    s = hostile_store(tmp_path_factory.mktemp("api"))
+    yield s
+    s.close()

@@ -237,7 +237,7 @@ def test_approval_through_the_mailbox(api):
             "Expense claim of 80")
         with api.client("bob") as other:
             assert other.post(f"/api/mailbox/{mail[0]['id']}/decision",
-                              json={"decision": "approved"}).status_code == 403
+                              json={"decision": "approved"}).status_code == 404
         ok = c.post(f"/api/mailbox/{mail[0]['id']}/decision",
                     json={"decision": "approved", "comment": "fine"})
         assert ok.status_code == 200 and ok.json()["decision"] == "approved"

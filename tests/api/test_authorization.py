@@ -35,7 +35,7 @@ MATRIX = {
     "POST /api/instances/{iid}/abort": (401, 200, 404, 404, 200),
     "POST /api/instances/{approval}/circles/ok/complete": (401, 403, 404, 404, 200),
     "GET /api/mailbox": (401, 200, 200, 200, 200),
-    "POST /api/mailbox/{mail}/decision": (401, 403, 403, 200, 403),
+    "POST /api/mailbox/{mail}/decision": (401, 404, 404, 200, 404),
     "POST /api/guest/messages": (201, 201, 201, 201, 201),
 }
 BODIES = {

@@ -1,6 +1,7 @@
 """The caller's mailbox: GET /api/mailbox (their mail, newest first; admins also see
 guest messages) and POST /api/mailbox/{mail_id}/decision (the addressee decides an
-approval)."""
+approval; for anyone else the mail is not found, 404, as SPEC §13 asks: no existence
+leak)."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ def mailbox(store: StoreDep, caller: CallerDep,
 
 
 @router.post("/{mail_id}/decision", response_model=MailOut,
-             responses=responses(401, 403, 404, 409, 422))
+             responses=responses(401, 404, 409, 422))
 def decide(mail_id: Annotated[int, Path(ge=1, le=MAX_INT)], body: DecisionIn,
            store: StoreDep, caller: CallerDep) -> dict[str, Any]:
     return Mailbox(store).decide(mail_id, caller, body.decision, body.comment)

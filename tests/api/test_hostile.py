@@ -1,0 +1,190 @@
+"""Hostile and careless bodies (SPEC §13): each gets a clear 4xx with `{"detail": ...}`,
+never a 500, on the short path and off it, and changes nothing; every answer carries the
+security headers."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from bpflow.api import create_app
+from tests.api.helpers import Client, secured
+
+
+@pytest.fixture(scope="module", params=["short path", "framework"])
+def client(sqlite_store, request):
+    app = create_app(lambda: sqlite_store)
+    if request.param == "framework":
+        app.hot = None
+    return Client(sqlite_store, app)
+
+
+# name: (method, path, raw JSON body, who, status, in the detail). In paths and bodies
+# {iid} is a fresh instance of `simple`, {mark} its circle a's bookmark, {hand} and
+# {hmark} an instance of `hand` and its bookmark (driven by the admin).
+SURROGATE = "\\ud800"
+HOSTILE = {
+    # lone surrogates, everywhere text is taken
+    "guest name": ("POST", "/api/guest/messages",
+                   f'{{"name": "{SURROGATE}", "subject": "s", "body": "b"}}', None, 422,
+                   "which is not text (at /name)"),
+    "guest body, low half": ("POST", "/api/guest/messages",
+                             '{"name": "n", "subject": "s", "body": "x\\udc00"}', None, 422,
+                             "lone surrogate"),
+    "sign-in name": ("POST", "/api/auth/token",
+                     f'{{"username": "{SURROGATE}", "password": "pw"}}', None, 422,
+                     "lone surrogate"),
+    "start template": ("POST", "/api/instances", f'{{"template": "{SURROGATE}"}}', "alice",
+                       422, "lone surrogate"),
+    "start inputs": ("POST", "/api/instances",
+                     f'{{"template": "simple", "inputs": {{"n": "{SURROGATE}"}}}}',
+                     "alice", 422, "(at /inputs/n)"),
+    "start inputs key": ("POST", "/api/instances",
+                         f'{{"template": "needs", "inputs": {{"{SURROGATE}": 1}}}}', "alice",
+                         422, "(at /inputs/\\ud800)"),
+    "complete result": ("POST", "/api/instances/{hand}/circles/h/complete",
+                        f'{{"bookmark": "{{hmark}}", "result": {{"n": "{SURROGATE}"}}}}',
+                        "admin", 422, "(at /result/n)"),
+    "complete bookmark": ("POST", "/api/instances/{iid}/circles/a/complete",
+                          f'{{"bookmark": "{SURROGATE}", "result": {{"n": 1}}}}', "alice",
+                          422, "lone surrogate"),
+    "fail reason": ("POST", "/api/instances/{iid}/circles/a/fail",
+                    f'{{"bookmark": "{{mark}}", "reason": "{SURROGATE}"}}', "alice", 422,
+                    "lone surrogate"),
+    "abort reason": ("POST", "/api/instances/{iid}/abort", f'{{"reason": "{SURROGATE}"}}',
+                     "alice", 422, "lone surrogate"),
+    "reset uri": ("POST", "/api/instances/{iid}/reset", f'{{"uri": "{SURROGATE}"}}', "alice",
+                  422, "lone surrogate"),
+    "template title": ("POST", "/api/templates",
+                       f'{{"name": "t", "title": "{SURROGATE}", "circles": [{{"uri": "a"}}]}}',
+                       "admin", 422, "(at /title)"),
+    "decision comment": ("POST", "/api/mailbox/1/decision",
+                         f'{{"decision": "approved", "comment": "{SURROGATE}"}}', "ann", 422,
+                         "lone surrogate"),
+    "raw surrogate bytes": ("POST", "/api/guest/messages",
+                            b'{"name": "\xed\xa0\x80", "subject": "s", "body": "b"}', None, 422,
+                            "lone surrogate"),
+    "not UTF-8": ("POST", "/api/guest/messages", b'{"name": "\xff", "subject": "s", "body": "b"}',
+                  None, 422, "cannot be read"),
+    # integers outside 64 bits, numbers that are not finite
+    "inputs, 2^64": ("POST", "/api/instances",
+                     f'{{"template": "needs", "inputs": {{"amount": {2 ** 64}}}}}', "alice", 422,
+                     "2^63-1) (at /inputs/amount)"),
+    "inputs, 2^63": ("POST", "/api/instances",
+                     f'{{"template": "needs", "inputs": {{"amount": {2 ** 63}}}}}', "alice", 422,
+                     "outside 64 bits"),
+    "inputs, -2^63-1": ("POST", "/api/instances",
+                        f'{{"template": "needs", "inputs": {{"amount": {-2 ** 63 - 1}}}}}',
+                        "alice", 422, "outside 64 bits"),
+    "inputs, 5000 digits": ("POST", "/api/instances",
+                            '{"template": "needs", "inputs": {"amount": ' + "7" * 5000 + "}}",
+                            "alice", 422, "outside 64 bits"),
+    "inputs, NaN": ("POST", "/api/instances", '{"template": "needs", "inputs": {"amount": NaN}}',
+                    "alice", 422, "not finite"),
+    "inputs, -Infinity": ("POST", "/api/instances",
+                          '{"template": "needs", "inputs": {"amount": -Infinity}}', "alice", 422,
+                          "not finite"),
+    "inputs, 1e400": ("POST", "/api/instances",
+                      '{"template": "needs", "inputs": {"amount": 1e400}}', "alice", 422,
+                      "not finite"),
+    "form value, 2^64": ("POST", "/api/instances/{iid}/circles/a/complete",
+                         f'{{"bookmark": "{{mark}}", "result": {{"n": {2 ** 64}}}}}', "alice",
+                         422, "2^63-1) (at /result/n)"),
+    "form value, 30 digits as text": ("POST", "/api/instances/{iid}/circles/a/complete",
+                                      '{"bookmark": "{mark}", "result": {"n": "' + "9" * 30
+                                      + '"}}', "alice", 422, "n must be between"),
+    "form value, 1e300 as text": ("POST", "/api/instances/{iid}/circles/a/complete",
+                                  '{"bookmark": "{mark}", "result": {"n": "1e300"}}', "alice",
+                                  422, "n must be between"),
+    "template, 2^64": ("POST", "/api/templates",
+                       f'{{"name": "t", "circles": [{{"uri": "a", "retry": [{2 ** 64}]}}]}}',
+                       "admin", 422, "2^63-1) (at /circles/0/retry/0)"),
+    # sizes and depth
+    "inputs over 64 KiB": ("POST", "/api/instances",
+                           json.dumps({"template": "simple", "inputs": {"x": ["y" * 1000] * 70}}),
+                           "alice", 422, "inputs is"),
+    "a result over 64 KiB": ("POST", "/api/instances/{hand}/circles/h/complete",
+                             json.dumps({"bookmark": "{hmark}", "result": ["y" * 1000] * 70}),
+                             "admin", 422, "result is"),
+    "a text over 64 K characters": ("POST", "/api/guest/messages",
+                                    json.dumps({"name": "n", "subject": "s",
+                                                "body": "y" * 70000}), None, 422,
+                                    "longer than 65536 characters (at /body)"),
+    "nested 300 deep": ("POST", "/api/instances",
+                        '{"template": "simple", "inputs": {"x": ' + "[" * 300 + "]" * 300 + "}}",
+                        "alice", 422, "nested more than 200 deep"),
+    "nested 100,000 deep": ("POST", "/api/instances", "[" * 100_000 + "]" * 100_000, "alice",
+                            422, "nested more than 200 deep"),
+    # bookmarks of Unicode digits or letters: a refusal, not a crash
+    "bookmark ²": ("POST", "/api/instances/{iid}/circles/a/complete",
+                   '{"bookmark": "\u00b2.abc", "result": {"n": 1}}', "alice", 409,
+                   "bookmark is malformed"),
+    "bookmark ①": ("POST", "/api/instances/{iid}/circles/a/complete",
+                   '{"bookmark": "\u2460.abc", "result": {"n": 1}}', "alice", 409,
+                   "bookmark is malformed"),
+    "bookmark é": ("POST", "/api/instances/{iid}/circles/a/fail",
+                   '{"bookmark": "0.\u00e9t\u00e9", "reason": "r"}', "alice", 409,
+                   "bookmark is malformed"),
+}
+
+
+@pytest.mark.parametrize("name", HOSTILE)
+def test_hostile_bodies_get_a_clear_4xx_and_change_nothing(client, name):
+    method, path, body, who, status, detail = HOSTILE[name]
+    store = client.store
+    inst = store.start("simple", {}, store.user("alice"))
+    hand = store.start("hand", {}, store.user("admin"))
+    fill = {"{iid}": inst.id, "{mark}": store.engine.bookmark(inst, "a"), "{hand}": hand.id,
+            "{hmark}": store.engine.bookmark(hand, "h")}
+    for key, value in fill.items():
+        path = path.replace(key, value)
+        body = body.replace(key, value) if isinstance(body, str) else body
+    events = len(store.history(inst.id)), len(store.history(hand.id))
+    count = store.list_instances(None, None, None, 1, 0)[1]
+    r = client(method, path, body, who)
+    assert r.status_code == status, r.text
+    said = r.json()["detail"]
+    assert detail in (said if isinstance(said, str) else json.dumps(said, ensure_ascii=False))
+    assert secured(r)
+    assert (len(store.history(inst.id)), len(store.history(hand.id))) == events
+    assert store.list_instances(None, None, None, 1, 0)[1] == count
+
+
+@pytest.mark.parametrize("amount", [2 ** 63 - 1, -2 ** 63, 1.5e308, -0.0])
+def test_numbers_at_the_edges_are_taken(client, amount):
+    r = client("POST", "/api/instances", json.dumps({"template": "needs",
+                                                     "inputs": {"amount": amount}}))
+    assert r.status_code == 201, r.text
+    assert r.json()["circles"]["x"]["state"] == "success"
+
+
+def test_a_pair_of_surrogates_is_text(client):
+    r = client("POST", "/api/guest/messages",
+               '{"name": "\\ud83d\\ude00", "subject": "s", "body": "b"}', None)
+    assert r.status_code == 201, r.text
+    mail = client("GET", "/api/mailbox", who="admin", headers={}).json()
+    assert [m["sender"] for m in mail if m["kind"] == "guest"][0] == "\U0001f600"
+
+
+def test_every_answer_carries_the_security_headers(client):
+    store = client.store
+    inst = store.start("simple", {}, store.user("alice"))
+    answers = {
+        "health": client("GET", "/api/health", who=None),
+        "401": client("GET", "/api/instances", who=None),
+        "404": client("GET", "/api/instances/nope"),
+        "422 (framework)": client("POST", "/api/instances", "{not json"),
+        "422 (guard)": client("POST", "/api/instances", '{"template": NaN}'),
+        "start": client("POST", "/api/instances", '{"template": "simple"}'),
+        "complete": client("POST", f"/api/instances/{inst.id}/circles/a/complete",
+                           json.dumps({"bookmark": store.engine.bookmark(inst, "a"),
+                                       "result": {"n": 1}})),
+        "409 (short path)": client("POST", f"/api/instances/{inst.id}/circles/a/complete",
+                                   '{"bookmark": "0.x"}'),
+        "unknown path": client("GET", "/api/nothing-here"),
+        "openapi": client("GET", "/api/openapi.json", who=None),
+        "docs": client("GET", "/api/docs", who=None),
+    }
+    assert [k for k, r in answers.items() if not secured(r)] == []
+    assert answers["start"].status_code == 201 and answers["complete"].status_code == 200
