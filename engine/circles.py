@@ -9,6 +9,7 @@ flow's circles are left to the nested flow.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -16,9 +17,10 @@ from engine import boxes
 from engine.errors import ExpressionError
 from engine.expressions import compile_expression
 from engine.model import Invalid, normalize_retry, normalize_timeout
-from engine.placeholders import escape_pointer, malformed, references
+from engine.placeholders import OPENING, PATH, escape_pointer, references
 
 BUILTIN_ROOTS = ("workflow", "user", "instance")
+WHOLE_PATH = re.compile(PATH + r"\Z")
 Add = Callable[[str, str, str], None]  # (code, path, message)
 # A question about a reference: (root uri, (where, circle uri, path)).
 Question = tuple[str, tuple[str, str, tuple[str, ...]]]
@@ -30,10 +32,11 @@ def check_circle(c: dict[str, Any], ptr: str, add: Add,
     uri = c["uri"]
     for key, normalize, code in (("retry", normalize_retry, "invalid_retry"),
                                  ("timeout", normalize_timeout, "invalid_timeout")):
-        try:
-            normalize(c.get(key))
-        except Invalid as exc:
-            add(code, f"{ptr}/{key}", f"circle '{uri}': {exc}")
+        if key in c:
+            try:
+                normalize(c[key])
+            except Invalid as exc:
+                add(code, f"{ptr}/{key}", f"circle '{uri}': {exc}")
     refs: list[tuple[str, tuple[str, ...]]] = []
     when = c.get("when")
     if isinstance(when, str):
@@ -50,9 +53,11 @@ def check_circle(c: dict[str, Any], ptr: str, add: Add,
                 refs += _expression_refs(expr, f"{ptr}/box/action/outputs/{escape_pointer(name)}",
                                          add, uri)
         for where, text in _placeholder_texts(box, f"{ptr}/box", outputs is not None):
-            for bad in malformed(text):
-                add("invalid_expression", where, f"circle '{uri}': malformed placeholder '{bad}'")
-            refs += [(where, path) for path in references(text)]
+            bad, paths = _scan(text)
+            for opening in bad:
+                add("invalid_expression", where,
+                    f"circle '{uri}': malformed placeholder '{opening}'")
+            refs += [(where, path) for path in paths]
         form = box.get("form")
         if isinstance(form, list):
             fields = {f.get("name") if isinstance(f.get("name"), str) else None
@@ -89,6 +94,19 @@ def _placeholder_texts(box: dict[str, Any], pointer: str,
                     yield _pointer(pointer, (link, str(k))), v
             elif isinstance(v, (dict, list)):
                 stack.append((v, (link, str(k))))
+
+
+def _scan(text: str) -> tuple[list[str], list[tuple[str, ...]]]:
+    """The malformed placeholder openings of `text` and its references, in one pass when
+    there is nothing malformed (then every opening is a placeholder)."""
+    bad, paths = [], []
+    for m in OPENING.finditer(text):
+        inner, close = m.groups()
+        if close and WHOLE_PATH.match(inner):
+            paths.append(tuple(inner.split(".")))
+        else:
+            bad.append(m.group(0))
+    return (bad, references(text)) if bad else ([], paths)
 
 
 def _pointer(base: str, link: Any) -> str:

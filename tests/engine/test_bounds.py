@@ -9,10 +9,14 @@ import time
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from engine import shape
 from engine.analysis import analyze, load_template
+from engine.circles import _scan
 from engine.limits import Limits
+from engine.placeholders import malformed, references
 from engine.runtime import Engine
 from tests.engine.helpers import FORM, KEY, Clock, circle
 
@@ -237,3 +241,9 @@ def test_references_are_still_checked_around_a_cycle():
                           circle("c", "b"), circle("d", "c", box={"confirm": "${a.x}"})))
     assert codes(report) == [("unknown_variable", "/circles/0/box/confirm"),
                              ("cycle", "/circles/0/deps")]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="${}.a b0_-x", max_size=30))
+def test_one_pass_scan_finds_what_the_placeholder_functions_find(text):
+    assert _scan(text) == (malformed(text), references(text))
