@@ -72,7 +72,10 @@ def literal(tok: Token) -> Any:
     """The value of a literal token: a string (escapes decoded), a number, true, false
     or null."""
     if tok.type == "STRING":
-        return _ESCAPE_RE.sub(_unescape, tok[1:-1])
+        text = _ESCAPE_RE.sub(_unescape, tok[1:-1])
+        if not text.isascii():  # '\ud83d\ude00' is one emoji: join such pairs
+            text = text.encode("utf-16", "surrogatepass").decode("utf-16", "surrogatepass")
+        return text
     if tok.type in _LITERALS:
         return _LITERALS[tok.type]
     return int(tok) if tok.type == "INT" else float(tok)

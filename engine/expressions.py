@@ -3,12 +3,14 @@
 Template authors write these, so they must never reach `eval`: a lark LALR grammar
 (`expression_parser`) parses the text once and the tree is compiled here into small Python
 closures, which makes evaluation both safe and fast. Every failure surfaces as
-`ExpressionError`.
+`ExpressionError`; what keeps an evaluation short and its values small (RE2 regexes, the
+step and time budget, the size and range of values) is in `expression_limits`.
 """
 
 from __future__ import annotations
 
 import functools
+import math
 import re
 from collections.abc import Callable
 from datetime import datetime
@@ -17,6 +19,19 @@ from typing import Any
 from lark import Token, Tree
 
 from engine.errors import BpflowError, ExpressionError
+from engine.expression_limits import (
+    INT_MAX,
+    INT_MIN,
+    ExpressionLimitError,
+    LimitExceeded,
+    Run,
+    check_result,
+    check_value,
+    compile_regex,
+    regex_cached,
+    regex_steps,
+    weight,
+)
 from engine.expression_parser import literal, parse, where
 from engine.placeholders import as_text
 
@@ -26,12 +41,13 @@ MAX_LENGTH = 2000
 MAX_DEPTH = 50  # parentheses, calls and unary operators nested inside each other
 
 Resolver = Callable[[tuple[str, ...]], Any]
-Node = Callable[[Resolver, datetime], Any]
+Node = Callable[[Run], Any]
 BinaryOp = Callable[[Any, Any], Any]
 
 _KINDS = {type(None): "null", bool: "bool", int: "int", float: "float", str: "string",
           list: "list", tuple: "list", dict: "object"}
 _RUNTIME_ERRORS = (TypeError, ValueError, ArithmeticError, AttributeError)
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class _Fail(Exception):
@@ -80,22 +96,33 @@ def _equal(a: Any, b: Any) -> bool:
     return isinstance(a, bool) == isinstance(b, bool) and bool(a == b)
 
 
-def _regex(pattern: Any) -> re.Pattern[str]:
+def _regex(pattern: Any, cached: bool = True) -> Any:
+    """An RE2 pattern: cached when it comes from a variable, kept by the expression when
+    it is a literal."""
     if not isinstance(pattern, str):
         raise TypeError(f"a regex pattern must be a string, got {_kind(pattern)}")
-    try:
-        return re.compile(pattern)
-    except (re.error, RecursionError, OverflowError) as exc:
-        raise ValueError(f"invalid regular expression {pattern!r}: {exc}") from None
+    return regex_cached(pattern) if cached else compile_regex(pattern)
 
 
-def _matcher(negate: bool, fixed: re.Pattern[str] | None) -> BinaryOp:
+def _match(left: Node, right: Node, fixed: Any, negate: bool, at: str) -> Node:
     """`a ~ p` searches p in `a` as text (as placeholders render it: null is empty,
-    booleans are true/false); a literal pattern is compiled only once."""
-    def op(a: Any, pattern: Any) -> bool:
-        regex = fixed if fixed is not None else _regex(pattern)
-        return (regex.search(as_text(a)) is None) is negate
-    return op
+    booleans are true/false) with RE2, in time linear in the text, after paying for the
+    text times the pattern's size (`regex_steps`). A literal pattern is compiled once, with
+    the expression."""
+    def node(run: Run) -> bool:
+        a, pattern = left(run), right(run)
+        try:
+            regex = fixed if fixed is not None else _regex(pattern)
+            text = as_text(a)
+        except _RUNTIME_ERRORS as exc:
+            raise _Fail(f"{exc} ({at})") from None
+        run.charge(1 + weight(pattern) + regex_steps(regex, text), at)
+        try:
+            return (regex.search(text) is None) is negate
+        except UnicodeError:
+            raise _Fail(f"the text has a lone surrogate, which no pattern can match "
+                        f"({at})") from None
+    return node
 
 
 _BINARY: dict[str, BinaryOp] = {
@@ -111,12 +138,12 @@ _BINARY: dict[str, BinaryOp] = {
     "<": _same_kind("<", lambda a, b: a < b),
     "<=": _same_kind("<=", lambda a, b: a <= b),
 }
-Function = tuple[int, int | None, Callable[[list[Any], datetime], Any]]
+Function = tuple[int, int | None, Callable[[list[Any], Run], Any]]
 
 
 def _unary(fn: Callable[[Any], Any], check: Callable[[Any], bool] | None = None,
            what: str = "") -> Function:
-    def call(args: list[Any], now: datetime) -> Any:
+    def call(args: list[Any], run: Run) -> Any:
         if check is not None and not check(args[0]):
             raise TypeError(f"needs {what}, got {_kind(args[0])}")
         return fn(args[0])
@@ -125,7 +152,7 @@ def _unary(fn: Callable[[Any], Any], check: Callable[[Any], bool] | None = None,
 
 def _extreme(pick: Callable[[list[Any]], Any]) -> Function:
     """min/max take several values or one list, all numbers or all strings."""
-    def call(args: list[Any], now: datetime) -> Any:
+    def call(args: list[Any], run: Run) -> Any:
         items = list(args[0]) if len(args) == 1 and isinstance(args[0], list | tuple) else args
         if not items:
             raise ValueError("needs at least one value")
@@ -136,7 +163,7 @@ def _extreme(pick: Callable[[list[Any]], Any]) -> Function:
 
 
 def _clock(fn: Callable[[datetime], Any]) -> Function:
-    return (0, 0, lambda args, now: fn(now))
+    return (0, 0, lambda args, run: fn(run.now))
 
 
 _FUNCTIONS: dict[str, Function] = {
@@ -145,7 +172,7 @@ _FUNCTIONS: dict[str, Function] = {
     "day": _clock(lambda n: n.day),
     "weekday": _clock(lambda n: n.isoweekday()),
     "week": _clock(lambda n: n.isoweekday()),
-    "time": _clock(lambda n: n.hour * 10000 + n.minute * 100 + n.second),
+    "time": _clock(lambda n: f"{n.hour:02d}{n.minute:02d}{n.second:02d}"),  # Busybee's
     "date": _clock(lambda n: n.year * 10000 + n.month * 100 + n.day),
     "datetime": _clock(lambda n: f"{n.year:04d}-{n.month:02d}-{n.day:02d} "
                                  f"{n.hour:02d}:{n.minute:02d}:{n.second:02d}"),
@@ -176,11 +203,14 @@ class Expression:
         return f"Expression({self.source!r})"
 
     def evaluate(self, resolve: Resolver, now: datetime) -> Any:
-        """Evaluate with `resolve` for `${...}` and `now` for the time functions."""
+        """Evaluate with `resolve` for `${...}` and `now` for the time functions, within
+        the limits of `expression_limits`."""
         try:
-            return self._fn(resolve, now)
+            return check_result(self._fn(Run(resolve, now)))
         except _Fail as exc:
             raise ExpressionError(str(exc), self.source) from exc.__cause__
+        except LimitExceeded as exc:
+            raise ExpressionLimitError(str(exc), self.source) from None
         except BpflowError:
             raise
         except Exception as exc:  # safety net: callers must only ever see ExpressionError
@@ -188,9 +218,12 @@ class Expression:
 
 
 def _variable(path: tuple[str, ...], text: str) -> Node:
-    def node(resolve: Resolver, now: datetime) -> Any:
+    def node(run: Run) -> Any:
+        run.steps += 1
+        if run.steps >= run.checkpoint:
+            run.check(text)
         try:
-            return resolve(path)
+            return run.resolve(path)
         except BpflowError:
             raise
         except Exception as exc:
@@ -200,44 +233,53 @@ def _variable(path: tuple[str, ...], text: str) -> Node:
 
 def _logic(parts: tuple[Node, ...], is_or: bool) -> Node:
     """Short-circuit `and`/`or` over truthiness; the result is always a bool."""
-    def node(resolve: Resolver, now: datetime) -> bool:
+    def node(run: Run) -> bool:
         for part in parts:
-            if bool(part(resolve, now)) is is_or:
+            if bool(part(run)) is is_or:
                 return is_or
         return not is_or
     return node
 
 
 def _negate(inner: Node, at: str) -> Node:
-    def node(resolve: Resolver, now: datetime) -> Any:
-        value = inner(resolve, now)
+    def node(run: Run) -> Any:
+        value = inner(run)
+        run.charge(1, at)
         if not _is_num(value):
             raise _Fail(f"unary '-' needs a number, got {_kind(value)} ({at})")
-        return -value
+        return check_value(-value, at)
     return node
 
 
 def _chain(first: Node, steps: tuple[tuple[BinaryOp, Node, str], ...]) -> Node:
-    """A flat left-to-right loop, so `1+1+...+1` never recurses once per operator."""
-    def node(resolve: Resolver, now: datetime) -> Any:
-        acc = first(resolve, now)
+    """A flat left-to-right loop, so `1+1+...+1` never recurses once per operator. Each
+    operation pays one step plus its operands' weight, and its result is checked."""
+    def node(run: Run) -> Any:
+        acc = first(run)
         for op, right, at in steps:
-            value = right(resolve, now)
+            value = right(run)
+            run.steps += 1 + weight(acc) + weight(value)
+            if run.steps >= run.checkpoint:
+                run.check(at)
             try:
                 acc = op(acc, value)
             except _RUNTIME_ERRORS as exc:
                 raise _Fail(f"{exc} ({at})") from None
+            acc = check_value(acc, at)
         return acc
     return node
 
 
 def _call(name: str, at: str, fn: Callable[..., Any], args: tuple[Node, ...]) -> Node:
-    def node(resolve: Resolver, now: datetime) -> Any:
-        values = [arg(resolve, now) for arg in args]
+    def node(run: Run) -> Any:
+        values = [arg(run) for arg in args]
+        run.charge(1 + sum(map(weight, values)), at)
         try:
-            return fn(values, now)
+            result = fn(values, run)
         except _RUNTIME_ERRORS as exc:
             raise _Fail(f"{name}() at {at}: {exc}") from None
+        run.charge(weight(result), at)
+        return check_value(result, f"{name}() at {at}")
     return node
 
 
@@ -253,7 +295,7 @@ class _Compiler:
         return where(self.source, tok.line, tok.column)
 
     def const(self, value: Any) -> Node:
-        def node(resolve: Resolver, now: datetime) -> Any:
+        def node(run: Run) -> Any:
             return value
         self.consts[node] = value
         return node
@@ -273,27 +315,26 @@ class _Compiler:
             return _logic(tuple(self.compile(k, depth) for k in kids), kind == "or_test")
         if kind == "not_":
             inner = self.compile(kids[0], depth)
-            return lambda resolve, now: not inner(resolve, now)
+            return lambda run: not inner(run)
         if kind == "neg":
             return _negate(self.compile(kids[1], depth), self.at(kids[0]))
         if kind == "call":
             return self.call(kids[0], [self.compile(k, depth) for k in kids[1:] if k is not None])
         first, steps = self.compile(kids[0], depth), []
+        if len(kids) == 3 and kids[1] in ("~", "!~"):  # comparisons never chain
+            return self.match(first, kids[1], self.compile(kids[2], depth))
         for op, right_tree in zip(kids[1::2], kids[2::2], strict=True):
-            right = self.compile(right_tree, depth)
-            steps.append((self.binary(op, right), right, self.at(op)))
+            steps.append((_BINARY[op], self.compile(right_tree, depth), self.at(op)))
         return _chain(first, tuple(steps))
 
-    def binary(self, op: Token, right: Node) -> BinaryOp:
-        if op not in ("~", "!~"):
-            return _BINARY[op]
+    def match(self, left: Node, op: Token, right: Node) -> Node:
         fixed = None
         if right in self.consts:  # a literal pattern is checked now, not at run time
             try:
-                fixed = _regex(self.consts[right])
+                fixed = _regex(self.consts[right], cached=False)
             except (TypeError, ValueError) as exc:
                 raise ExpressionError(f"{exc} ({self.at(op)})", self.source) from None
-        return _matcher(op == "!~", fixed)
+        return _match(left, right, fixed, op == "!~", self.at(op))
 
     def call(self, name: Token, args: list[Node]) -> Node:
         if name not in _FUNCTIONS:
@@ -312,7 +353,17 @@ class _Compiler:
             path = tuple(tok[2:-1].split("."))
             self.refs.setdefault(path, None)
             return _variable(path, str(tok))
-        return self.const(literal(tok))
+        value = literal(tok)
+        if isinstance(value, int) and not INT_MIN <= value <= INT_MAX:
+            raise ExpressionError(f"integer {tok} at {self.at(tok)} is out of range: numbers "
+                                  "must fit in 64 bits (-2**63 to 2**63 - 1)", self.source)
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ExpressionError(f"number {tok} at {self.at(tok)} is too large to be a "
+                                  "finite float", self.source)
+        if isinstance(value, str) and not value.isascii() and _LONE_SURROGATE.search(value):
+            raise ExpressionError(f"string at {self.at(tok)} has a lone surrogate (a "
+                                  "\\ud800-\\udfff escape without its pair)", self.source)
+        return self.const(value)
 
 
 @functools.lru_cache(maxsize=1024)
