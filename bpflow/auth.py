@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections import defaultdict, deque
 from collections.abc import Callable
 from typing import Any
 
@@ -88,49 +87,6 @@ def current(caller: Caller, account: Caller | None) -> Caller:
     if account is None or account.username != caller.username:
         raise Unauthorized("this account is disabled or no longer exists")
     return account
-
-
-class FailureLimiter:
-    """A plain sliding window: at most `limit` failures per `window` seconds per key, in
-    this process. (Sign-ins are limited by `SignInLimit`, per account and client.)"""
-
-    MAX_KEYS = 10_000
-
-    def __init__(self, limit: int, window: float):
-        self.limit, self.window = limit, window
-        self.failures: dict[str, deque[float]] = defaultdict(deque)
-        self.lock = threading.Lock()
-
-    def _recent(self, key: str, now: float) -> deque[float]:
-        q = self.failures[key]
-        while q and q[0] <= now - self.window:
-            q.popleft()
-        return q
-
-    def blocked(self, key: str) -> int:
-        """0 when an attempt is allowed, else the seconds to wait."""
-        now = time.monotonic()
-        with self.lock:
-            if key not in self.failures:
-                return 0
-            q = self._recent(key, now)
-            if not q:
-                del self.failures[key]
-                return 0
-            return int(q[0] + self.window - now) + 1 if len(q) >= self.limit else 0
-
-    def hit(self, key: str) -> None:
-        now = time.monotonic()
-        with self.lock:
-            if len(self.failures) >= self.MAX_KEYS:  # forget keys with no recent failure
-                for k in [k for k, q in self.failures.items() if not q or
-                          q[-1] <= now - self.window]:
-                    del self.failures[k]
-            self._recent(key, now).append(now)
-
-    def clear(self) -> None:
-        with self.lock:
-            self.failures.clear()
 
 
 class SignInLimit:

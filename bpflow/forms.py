@@ -11,6 +11,7 @@ import re
 from datetime import date
 from typing import Any
 
+from bpflow.limits import INT_MAX, INT_MIN
 from engine.errors import BpflowError
 from engine.model import Field
 
@@ -43,7 +44,9 @@ def _number(value: Any, integer: bool) -> int | float:
     if integer:
         if isinstance(value, float) and not value.is_integer():
             raise ValueError
-        return int(value)
+        value = int(value)
+    if isinstance(value, int) and not INT_MIN <= value <= INT_MAX:
+        raise OverflowError  # no database column or JSON answer holds it
     return value
 
 
@@ -53,6 +56,8 @@ def convert(field: Field, value: Any) -> Any:
     if kind in ("number", "integer"):
         try:
             return _number(value, kind == "integer")
+        except OverflowError:
+            raise ValueError(f"must be between {INT_MIN} and {INT_MAX}") from None
         except (ValueError, TypeError):
             raise ValueError("must be a whole number" if kind == "integer"
                              else "must be a number") from None

@@ -36,7 +36,8 @@ __all__ = ["Api", "create_app"]
 
 @contextlib.asynccontextmanager
 async def _lifespan(_app: FastAPI):  # served on its own (mounted in Reflex: the backend's)
-    from bpflow.backend import settle_memory
+    from bpflow.backend import check_secret, settle_memory
+    check_secret()
     settle_memory()
     yield
 

@@ -57,8 +57,19 @@ async def _store(request: Request) -> Store:
     return store_of(request.app)
 
 
+def client_of(scope: dict) -> str:
+    """The client's address (what sign-in failures are counted by, with the account)."""
+    client = scope.get("client")
+    return client[0] if client else "unknown"
+
+
+async def _client(request: Request) -> str:
+    return client_of(request.scope)
+
+
 bearer = BearerCaller(scheme_name="HTTPBearer", auto_error=False,
                       description="a token from POST /api/auth/token")
 
 StoreDep = Annotated[Store, Depends(_store)]
 CallerDep = Annotated[Caller, Depends(bearer)]
+ClientDep = Annotated[str, Depends(_client)]

@@ -29,7 +29,7 @@ from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute, APIRouter
 
 from bpflow import limits
-from bpflow.api.deps import caller_from, store_of
+from bpflow.api.deps import caller_from, client_of, store_of
 from bpflow.api.errors import answer
 from bpflow.errors import Unauthorized
 
@@ -95,6 +95,8 @@ class HotPaths:
         if len(self.routes) != len(endpoints):
             raise ValueError("every short-path endpoint needs a POST route in the router")
         self.served = 0  # requests answered here rather than by the framework
+        self.wants_client = {route.path: "client" in inspect.signature(route.endpoint).parameters
+                             for route, _ in self.routes}
 
     async def __call__(self, scope, receive, send, parsed: Any) -> bool:
         """True when the request was answered here; `parsed` is its body as the guard
@@ -115,8 +117,9 @@ class HotPaths:
         params = {name: route.param_convertors[name].convert(value)
                   for name, value in match.groupdict().items()}
         try:
+            extra = {"client": client_of(scope)} if self.wants_client[route.path] else {}
             response = await route.endpoint(body=data, store=store_of(self.app),
-                                            caller=caller, **params)
+                                            caller=caller, **extra, **params)
         except Exception as exc:
             response = answer(exc)
             if response is None:

@@ -17,9 +17,8 @@ from typing import Annotated, Any, Literal
 import orjson
 from fastapi import APIRouter, Query, Response
 
-from bpflow import forms, limits
 from bpflow.access import Caller, acting, drivable, instance_scope
-from bpflow.api.deps import CallerDep, StoreDep
+from bpflow.api.deps import CallerDep, ClientDep, StoreDep
 from bpflow.api.errors import responses
 from bpflow.api.schemas import (
     MAX_INT,
@@ -35,11 +34,9 @@ from bpflow.api.schemas import (
     summary_payload,
 )
 from bpflow.errors import NotFound
-from bpflow.forms import FormError
 from bpflow.interactions import Interactions
 from bpflow.store import Store
 from engine.instance import Instance
-from engine.model import Field
 from engine.runtime import InputError
 
 router = APIRouter(prefix="/api/instances", tags=["instances"])
@@ -81,17 +78,16 @@ def history(instance_id: str, store: StoreDep, caller: CallerDep) -> list[dict[s
 @router.post("/{instance_id}/circles/{uri}/complete", response_model=InstanceOut,
              responses=responses(401, 403, 404, 409, 422))
 async def complete(instance_id: str, uri: str, body: CompleteIn, store: StoreDep,
-                   caller: CallerDep) -> Response:
+                   caller: CallerDep, client: ClientDep) -> Response:
     inst = await _acted_on(store, instance_id, caller)
     drivable(caller, inst, uri)
     box = inst.template.plan.nodes[uri].circle.box
     if box.form or box.confirm is not None:  # the form layer checks what is sent
         data = body.result if isinstance(body.result, dict) else {}
-        _numbers_fit(box.form, data)
         if box.confirm is not None and body.result is not False:
             data = {"accept": True, **data}
         inst = await Interactions(store).submit_async(instance_id, uri, body.bookmark, data,
-                                                      caller.username)
+                                                      caller.username, client)
         return _json(instance_payload(store.engine, inst, caller))
     return await _step(store, instance_id, caller, lambda e, i: e.complete(
         i, uri, body.bookmark, body.result, caller.username))
@@ -175,23 +171,6 @@ def _json(data: Any, status: int = 200) -> Response:
     """`data` as JSON, without the framework's response-model check (see schemas)."""
     return Response(orjson.dumps(data, option=orjson.OPT_NON_STR_KEYS), status_code=status,
                     media_type="application/json")
-
-
-def _numbers_fit(fields: tuple[Field, ...], data: dict[str, Any]) -> None:
-    """FormError for a number field whose value the form layer would turn into an
-    integer outside 64 bits (`"1e300"`, 30 digits), which no answer could hold."""
-    errors = {}
-    for field in fields:
-        if field.type in ("number", "integer") and field.name in data:
-            try:
-                value = forms.convert(field, data[field.name])
-            except ValueError:
-                continue  # the form layer says what is wrong with it
-            if isinstance(value, int) and not limits.INT_MIN <= value <= limits.INT_MAX:
-                errors[field.name] = (f"{field.label or field.name} must be between "
-                                      f"{limits.INT_MIN} and {limits.INT_MAX}")
-    if errors:
-        raise FormError(errors)
 
 
 def _levels(scope: str, levels: int | None) -> int | None:
