@@ -15,7 +15,7 @@ import reflex as rx
 
 from bpflow.access import Caller
 from bpflow.backend import get_store
-from bpflow.errors import Forbidden, Tampered
+from bpflow.errors import Tampered
 from bpflow.mailbox import Mailbox
 from bpflow_app.boxview import clock_text
 from bpflow_app.frame_state import FrameState
@@ -140,8 +140,6 @@ class InboxState(SessionState):
             self.comment = ""
         except Tampered as exc:
             toast = rx.toast.error(f"Refused: {exc}")
-        except Forbidden:
-            toast = rx.toast.error("Only the addressee may decide this approval")
         except BpflowError as exc:
             toast = rx.toast.warning(str(exc))
         self._fetch(caller)
