@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bpflow.forms import FormError, validate
+from bpflow.forms import FormError, convert, validate
 from engine.model import Field
 
 FIELDS = (
@@ -52,3 +52,21 @@ def test_form_data_must_be_an_object():
     with pytest.raises(FormError) as exc:
         validate(FIELDS, ["not", "a", "dict"])
     assert "_form" in exc.value.errors
+
+
+@pytest.mark.parametrize("value", [2**63, -(2**63) - 1, "1e300", "9" * 30])
+def test_numbers_outside_64_bits_are_refused_by_the_form_layer(value):
+    """No database column or JSON answer holds them (SPEC §13): a field error, not a 500."""
+    for kind in ("integer", "number"):
+        field = Field("n", kind, "N", True)
+        if kind == "number" and value == "1e300":
+            assert convert(field, value) == 1e300  # a finite float is a number
+            continue
+        with pytest.raises(ValueError, match="must be between"):
+            convert(field, value)
+
+
+def test_the_64_bit_edges_are_taken():
+    field = Field("n", "integer", "N", True)
+    assert convert(field, 2**63 - 1) == 2**63 - 1
+    assert convert(field, str(-(2**63))) == -(2**63)
