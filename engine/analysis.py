@@ -16,6 +16,7 @@ name is analysed once per analysis, however often it is nested.
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,7 +25,15 @@ from engine.circles import BUILTIN_ROOTS, Question, check_circle, unknown
 from engine.errors import DefinitionError
 from engine.graph import Ancestry, FlowGraph
 from engine.layout import layout
-from engine.limits import DEFAULT_LIMITS, Deadline, Limits, TooLarge, measure
+from engine.limits import (
+    DEFAULT_LIMITS,
+    PAUSE_FROM,
+    Deadline,
+    Limits,
+    TooLarge,
+    collector_paused,
+    measure,
+)
 from engine.model import Flow, Template, build_flow, linear_deps
 
 TemplateResolver = Callable[[str], "dict[str, Any] | None"]
@@ -79,8 +88,11 @@ def analyze(body: Any, resolve: TemplateResolver | None = None,
             _stack: tuple[str, ...] = (), *, limits: Limits = DEFAULT_LIMITS) -> Report:
     """Check `body`; on success the report carries the analysis and the Template."""
     shared = _Shared(resolve or (lambda _name: None), limits, Deadline(limits.seconds))
+    circles = body.get("circles") if isinstance(body, dict) else None
+    large = isinstance(circles, list) and len(circles) >= PAUSE_FROM
     try:
-        return _analyze(body, shared, _stack)
+        with collector_paused() if large else nullcontext():
+            return _analyze(body, shared, _stack)
     except TooLarge as exc:
         report = Report()
         report.add("too_large", exc.path, str(exc))

@@ -9,12 +9,17 @@ they go and the analysis turns the exception into a `too_large` error.
 
 from __future__ import annotations
 
+import gc
 import math
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 INT_MIN, INT_MAX = -(2**63), 2**64 - 1  # integers a template may hold (64 bits)
+PAUSE_FROM = 2_000  # circles from which the garbage collector waits (`collector_paused`)
 
 
 @dataclass(frozen=True)
@@ -140,3 +145,32 @@ def _flows(body: Any, limits: Limits) -> tuple[int, list[tuple[str, str, str]]]:
 
 def _escape(token: str) -> str:
     return token.replace("~", "~0").replace("/", "~1")
+
+
+_pause = threading.Lock()
+_pausing = 0
+_was_enabled = False
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """The cyclic garbage collector waits while a large template is analysed.
+
+    Profiled at 100,000 circles, its full passes (each over the whole heap: the body and
+    everything the analysis keeps) were about a third of the time and the only part that
+    grew faster than the template. The analysis makes no reference cycles that need
+    collecting, and it is bounded by its deadline; nested and concurrent analyses share
+    one pause, and the collector is switched back on only if it was on before."""
+    global _pausing, _was_enabled
+    with _pause:
+        if not _pausing:
+            _was_enabled = gc.isenabled()
+            gc.disable()
+        _pausing += 1
+    try:
+        yield
+    finally:
+        with _pause:
+            _pausing -= 1
+            if not _pausing and _was_enabled:
+                gc.enable()

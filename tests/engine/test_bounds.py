@@ -3,6 +3,7 @@ runs in linear time, and rejects what would only fail at run time."""
 
 from __future__ import annotations
 
+import gc
 import json
 import math
 import time
@@ -247,3 +248,24 @@ def test_references_are_still_checked_around_a_cycle():
 @given(st.text(alphabet="${}.a b0_-x", max_size=30))
 def test_one_pass_scan_finds_what_the_placeholder_functions_find(text):
     assert _scan(text) == (malformed(text), references(text))
+
+
+def test_the_collector_is_paused_only_while_a_large_template_is_analysed():
+    template = _big(2_500)
+    seen: list[bool] = []
+    report = analyze(template, limits=Limits())
+    assert report.valid and gc.isenabled()
+    body_with_probe = _big(2_500)
+
+    def resolve(name: str) -> dict[str, Any] | None:
+        seen.append(gc.isenabled())
+        return {"name": name, "circles": [circle("x")]}
+    body_with_probe["circles"][0]["box"] = {"action": {"type": "flow", "template": "inner"}}
+    analyze(body_with_probe, resolve)
+    assert seen == [False] and gc.isenabled()
+    gc.disable()
+    try:
+        analyze(template)
+        assert not gc.isenabled()  # left as it was found
+    finally:
+        gc.enable()
