@@ -87,7 +87,7 @@ class _Checked:
 def analyze(body: Any, resolve: TemplateResolver | None = None,
             _stack: tuple[str, ...] = (), *, limits: Limits = DEFAULT_LIMITS) -> Report:
     """Check `body`; on success the report carries the analysis and the Template."""
-    shared = _Shared(resolve or (lambda _name: None), limits, Deadline(limits.seconds))
+    shared = _Shared(resolve or (lambda _name: None), limits, Deadline(limits.seconds, limits.stop))
     circles = body.get("circles") if isinstance(body, dict) else None
     large = isinstance(circles, list) and len(circles) >= PAUSE_FROM
     try:

@@ -13,7 +13,7 @@ import gc
 import math
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -30,6 +30,7 @@ class Limits:
     values: int = 5_000_000  # JSON values: objects, lists, strings, numbers, ...
     text: int = 64 * 2**20  # characters in all strings and keys together
     seconds: float = 30.0  # the whole analysis, nested templates included
+    stop: Callable[[], bool] | None = None  # asked as the deadline: True ends the work
 
 
 DEFAULT_LIMITS = Limits()
@@ -44,11 +45,16 @@ class TooLarge(Exception):
 
 
 class Deadline:
-    def __init__(self, seconds: float):
-        self.seconds = seconds
+    """The analysis's time limit, and whoever asked for it no longer waiting (`stop`: a
+    server whose client went away)."""
+
+    def __init__(self, seconds: float, stop: Callable[[], bool] | None = None):
+        self.seconds, self.stop = seconds, stop
         self.end = time.monotonic() + seconds
 
     def check(self) -> None:
+        if self.stop is not None and self.stop():
+            raise TooLarge("", "the analysis was stopped: nobody waits for it any more")
         if time.monotonic() > self.end:
             raise TooLarge("", f"the analysis took longer than its limit of {self.seconds:g}"
                                " seconds; split the template into smaller nested templates")

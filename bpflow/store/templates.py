@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +22,7 @@ from bpflow.store import statements as sql
 from bpflow.store.tables import instances_t, pinned_t, templates_t
 from engine.analysis import analyze
 from engine.errors import DefinitionError
+from engine.limits import DEFAULT_LIMITS
 from engine.model import Template
 
 TEMPLATE_ID = sql.for_sqlite(sql.template_id)
@@ -34,9 +37,12 @@ def digest(body: dict[str, Any]) -> str:
 class Templates:
     """The store's template versions (part of `Store`)."""
 
-    def put_template(self, body: Any) -> tuple[int, bool]:
-        """Store `body` as a new version unless identical to the latest: (version, created)."""
-        report = analyze(body, self.latest_body)
+    def put_template(self, body: Any, stop: Callable[[], bool] | None = None
+                     ) -> tuple[int, bool]:
+        """Store `body` as a new version unless identical to the latest: (version,
+        created). `stop` ends the analysis early when it answers True (a client gone)."""
+        limits = DEFAULT_LIMITS if stop is None else replace(DEFAULT_LIMITS, stop=stop)
+        report = analyze(body, self.latest_body, limits=limits)
         if not report.valid:
             raise DefinitionError(report.errors)
         name, fingerprint = body["name"], digest(body)

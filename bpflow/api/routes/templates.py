@@ -5,9 +5,11 @@ caller's instances of it counted, everyone's for admins)."""
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Response
+from fastapi import APIRouter, Query, Request, Response
 
 from bpflow.access import instance_scope, require_admin
 from bpflow.api.deps import CallerDep, StoreDep
@@ -25,8 +27,10 @@ from bpflow.api.schemas import (
     uploaded_payload,
 )
 from bpflow.errors import NotFound
+from bpflow.store import Store
 
 router = APIRouter(prefix="/api/templates", tags=["templates"])
+DISCONNECT_POLL_S = 0.2  # how often an upload under analysis looks for its client
 
 
 @router.get("", response_model=list[TemplateSummary], responses=responses(401))
@@ -38,14 +42,27 @@ def templates(store: StoreDep, caller: CallerDep) -> list[TemplateSummary]:
              responses={**responses(401, 403, 422),
                         200: {"model": TemplateUploaded,
                               "description": "identical to the latest"}})
-def upload(body: dict[str, Json], store: StoreDep, caller: CallerDep,
-           response: Response) -> TemplateUploaded:
+async def upload(body: dict[str, Json], store: StoreDep, caller: CallerDep,
+                 response: Response, request: Request) -> TemplateUploaded:
     require_admin(caller)
-    version, created = store.put_template(body)
+    version, created = await _analysed(store, body, request)
     if not created:
         response.status_code = 200
-    _, template = store.template(body["name"], version)
+    _, template = await asyncio.to_thread(store.template, body["name"], version)
     return uploaded_payload(body["name"], version, template)
+
+
+async def _analysed(store: Store, body: dict[str, Json], request: Request
+                    ) -> tuple[int, bool]:
+    """`put_template` on a thread (a large analysis takes seconds, never on the event
+    loop); when the client goes away meanwhile, the analysis is stopped."""
+    gone = threading.Event()
+    work = asyncio.ensure_future(asyncio.to_thread(store.put_template, body, gone.is_set))
+    while not work.done():
+        await asyncio.wait({work}, timeout=DISCONNECT_POLL_S)
+        if not work.done() and await request.is_disconnected():
+            gone.set()
+    return work.result()
 
 
 @router.get("/{name}", response_model=TemplateOut, responses=responses(401, 404))
