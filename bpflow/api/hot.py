@@ -39,18 +39,22 @@ NO_JSON = object()  # no body, a body that is not JSON, or one not sent as JSON
 
 
 class Api(FastAPI):
-    """The API app: the guard of every `/api` request, then the short path for the
-    paper's two requests (start, complete), then the framework."""
+    """The API app (and, mounted in Reflex, the frame of the whole backend): security
+    headers on every HTTP answer; the guard of every `/api` request, then the short path
+    for the paper's two requests (start, complete), then the framework."""
 
     hot: HotPaths | None = None
     max_body: int = limits.MAX_BODY
 
     async def __call__(self, scope, receive, send) -> None:
-        path = scope.get("path", "")
-        if scope["type"] != "http" or not (path.startswith("/api/") or path == "/api"):
+        if scope["type"] != "http":
             await super().__call__(scope, receive, send)
             return
-        send = _secured(send)
+        send = _secured(send)  # every HTTP answer: the API's and the app's pages alike
+        path = scope.get("path", "")
+        if not (path.startswith("/api/") or path == "/api"):
+            await super().__call__(scope, receive, send)
+            return
         value = NO_JSON
         length, media = _body_headers(scope)
         if length != 0:  # a body, or perhaps one (chunked; HTTP/2 needs no Content-Length)

@@ -183,6 +183,7 @@ def test_every_answer_carries_the_security_headers(client):
         "409 (short path)": client("POST", f"/api/instances/{inst.id}/circles/a/complete",
                                    '{"bookmark": "0.x"}'),
         "unknown path": client("GET", "/api/nothing-here"),
+        "a page outside /api": client("GET", "/nothing-here", who=None),
         "openapi": client("GET", "/api/openapi.json", who=None),
         "docs": client("GET", "/api/docs", who=None),
     }
