@@ -20,7 +20,7 @@ from bpflow.mailbox import Mailbox
 from bpflow.store import Store
 from engine.errors import TransitionError, VariableError
 from engine.instance import Instance
-from engine.phase import approval
+from engine.phase import action_started, approval
 from engine.runtime import Engine
 
 SIGNIN_TEMPLATE = "signin"
@@ -85,6 +85,11 @@ class Interactions:
                     engine.fail(inst, cid, bookmark,
                                 f"declined{': ' + reason if reason else ''}", actor)
                 return inst
+            if box.action_type is not None and action_started(inst.circles[cid]):
+                # decided here, on the stored state: two submissions of the same form
+                # never both reach its action
+                raise TransitionError(f"the form of circle '{cid}' was already sent; its"
+                                      " action runs", instance=inst.id, circle=cid)
             values, _ = validate(box.form, data, self.defaults(inst, cid))
             if box.action_type is None:
                 engine.complete(inst, cid, bookmark, values, actor)

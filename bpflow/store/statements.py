@@ -97,6 +97,8 @@ def sql_time(t: datetime | None) -> str | None:
     """A UTC time as SQLAlchemy stores it in SQLite ("YYYY-MM-DD HH:MM:SS.ffffff")."""
     if t is None:
         return None
+    if t.tzinfo is None:  # as UTCDateTime refuses it on the SQLAlchemy path
+        raise ValueError("naive datetime given to the database; use UTC-aware ones")
     if t.tzinfo is not UTC:
         t = t.astimezone(UTC)
     return t.replace(tzinfo=None).isoformat(" ", "microseconds")

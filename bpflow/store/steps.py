@@ -42,10 +42,12 @@ class Steps:
     async def start_async(self, name: str, inputs: dict[str, Any] | None = None,
                           user: dict[str, Any] | None = None,
                           version: int | None = None) -> Instance:
-        """`start` for an event loop: the commit is awaited, not blocked on (and a
-        template whose first steps may evaluate expressions starts on a thread)."""
+        """`start` for an event loop: the commit is awaited, not blocked on. A template
+        not analysed yet in this process, or whose first steps may evaluate expressions,
+        starts on a thread."""
         row = self._template_row(name, version)
-        if row is not None and self.evaluates(self._build(row, None)[0]):
+        built = self._built(row) if row is not None else None
+        if row is not None and (built is None or self.evaluates(built)):
             loaded, new = await asyncio.to_thread(self._new_instance, name, inputs, user,
                                                   version)
         else:

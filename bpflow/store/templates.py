@@ -119,6 +119,12 @@ class Templates:
         template, _ = self._build(row, None)
         return row.version, template
 
+    def _built(self, row) -> Template | None:
+        """The Template of a version row at the latest nested versions, if it was built
+        already (None: building it means an analysis)."""
+        key = (row.id, tuple(sorted(self._latest_pins(row.body).items())))
+        return self._templates.get(key)
+
     def _build(self, row, pinned: dict[str, int] | None) -> tuple[Template, dict[str, int]]:
         """The Template of a version row with nested templates at `pinned` versions; with
         None, at their latest versions, which are returned so an instance can pin them."""

@@ -131,3 +131,18 @@ def test_signing_in_again_counts_against_the_one_sign_in_limit(store, units):
     with pytest.raises(RateLimited) as refused:
         units.sign_in("bob", "pw-bob")
     assert refused.value.retry_after > 0
+
+
+def test_a_form_that_feeds_an_action_is_sent_once(store, units):
+    """Two submissions with the same bookmark: the first stages the form for the action;
+    the second, decided on the stored state, is refused (it would replace what the
+    action may already be running with)."""
+    store.put_template({"name": "ask", "circles": [
+        {"uri": "q", "box": {"form": [{"name": "n", "type": "integer"}],
+                             "action": {"type": "http", "url": "http://127.0.0.1:9/x"}}}]})
+    iid = store.start("ask").id
+    bookmark = mark(store, iid, "q")
+    units.submit(iid, "q", bookmark, {"n": 1})
+    with pytest.raises(TransitionError, match="already sent"):
+        units.submit(iid, "q", bookmark, {"n": 2})
+    assert store.get(iid).circles["q"].pending == {"form": {"n": 1}}

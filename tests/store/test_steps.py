@@ -56,3 +56,33 @@ def test_a_refusal_off_the_loop_is_the_same_refusal(store):
         with pytest.raises(TransitionError):
             await store.apply_async(inst.id, lambda e, i: e.complete(i, "a", stale, {"v": 5}))
     run_async(main())
+
+
+def test_a_template_not_analysed_yet_is_analysed_off_the_event_loop(store, db_url):
+    """The first start of a template in a process analyses it: never on the loop."""
+    from bpflow.store import Store
+    store.put_template(PLAIN)
+    fresh = Store(db_url, secret=store.secret)  # a process that has not built it yet
+    seen = []
+    build = fresh._build
+
+    def spy(row, pinned):
+        seen.append(threading.get_ident())
+        return build(row, pinned)
+    fresh._build = spy
+    try:
+        async def main():
+            await fresh.start_async("plain", {}, {"id": None, "username": "ann"})
+            return threading.get_ident()
+        loop_thread = run_async(main())
+    finally:
+        fresh.close()
+    assert seen and loop_thread not in seen
+
+
+def test_a_naive_time_is_refused_by_the_sqlite_writer_as_by_sqlalchemy():
+    from datetime import datetime
+
+    from bpflow.store.statements import sql_time
+    with pytest.raises(ValueError, match="naive"):
+        sql_time(datetime(2026, 1, 1))
