@@ -100,6 +100,7 @@ class SignInLimit:
     Per process; guest messages are limited in the database instead, across processes."""
 
     MAX_KEYS = 10_000
+    TRYING_S = 30.0  # an attempt under way counts this long at most
     ANY_ACCOUNT = None  # the key of a client's failures over all accounts
 
     def __init__(self, limit: int = 10, first_wait: float = 30.0,
@@ -108,6 +109,7 @@ class SignInLimit:
         self.limit, self.first_wait, self.longest_wait = limit, first_wait, longest_wait
         self.forget_after, self.client_limit, self.clock = forget_after, client_limit, clock
         self.failures: dict[tuple[str | None, str | None], tuple[int, float]] = {}
+        self.trying: dict[tuple[str | None, str | None], list[float]] = {}  # see `reserve`
         self.lock = threading.Lock()
 
     @staticmethod
@@ -135,9 +137,42 @@ class SignInLimit:
             wait = max(self._wait(key, now) for key in self._keys(username, client))
         return math.ceil(wait) if wait > 0 else 0
 
+    def reserve(self, username: str, client: str | None = None) -> int:
+        """`blocked`, counting the attempts under way (checked, not yet failed or
+        succeeded) as failures, and if it may be tried, one more attempt under way: N
+        guesses sent at once when one failure is left are not all tried. An attempt that
+        never ends (a crash between check and count) stops counting after `TRYING_S`."""
+        now = self.clock()
+        with self.lock:
+            pair = self._keys(username, client)[0]
+            trying = [t for t in self.trying.get(pair, ()) if now - t < self.TRYING_S]
+            count, last = self.failures.get(pair, (0, now))
+            if trying and count + len(trying) >= self.limit:
+                over = count + len(trying) - self.limit
+                wait = min(self.longest_wait, self.first_wait * 2.0 ** min(over, 30))
+                self.trying[pair] = trying
+                return max(1, math.ceil(last + wait - now))
+            wait = max(self._wait(key, now) for key in self._keys(username, client))
+            if wait > 0:
+                return math.ceil(wait)
+            self.trying[pair] = [*trying, now]
+            if len(self.trying) > self.MAX_KEYS:
+                self.trying = {k: v for k, v in self.trying.items()
+                               if v and now - v[-1] < self.TRYING_S}
+            return 0
+
+    def _done_trying(self, username: str, client: str | None) -> None:
+        pair = (normal_username(username), client)
+        trying = self.trying.get(pair)
+        if trying:
+            trying.pop(0)
+            if not trying:
+                del self.trying[pair]
+
     def hit(self, username: str, client: str | None = None) -> None:
         now = self.clock()
         with self.lock:
+            self._done_trying(username, client)
             if len(self.failures) >= self.MAX_KEYS:
                 self._prune(now)
             for key in self._keys(username, client):
@@ -147,6 +182,7 @@ class SignInLimit:
 
     def succeeded(self, username: str, client: str | None = None) -> None:
         with self.lock:
+            self._done_trying(username, client)
             self.failures.pop((normal_username(username), client), None)
 
     def _prune(self, now: float) -> None:
@@ -160,6 +196,7 @@ class SignInLimit:
     def clear(self) -> None:
         with self.lock:
             self.failures.clear()
+            self.trying.clear()
 
 
 # Every sign-in (the API's token endpoint, the web app's form, an `auth` circle) counts
@@ -170,7 +207,7 @@ SIGN_IN_FAILURES = SignInLimit()
 def sign_in_allowed(username: str, client: str | None = None) -> int:
     """0 when a sign-in may be tried for `username` from `client` (its address; None
     when unknown, which is a client of its own), else the seconds to wait."""
-    return SIGN_IN_FAILURES.blocked(username, client)
+    return SIGN_IN_FAILURES.reserve(username, client)
 
 
 def sign_in_failed(username: str, client: str | None = None) -> None:

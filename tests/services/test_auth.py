@@ -328,3 +328,37 @@ def test_auth_circle_failures_count_per_client(store, units):
     done = units.submit(inst.id, "auth", mark(store, inst.id, "auth"),
                         {"username": "alice", "password": "pw-alice"}, client="10.0.0.1")
     assert done.circles["auth"].state == "success"
+
+
+def test_guesses_sent_at_once_are_not_all_tried():
+    """At the last failure before the wait, twenty guesses sent together: one is tried,
+    the others wait (each check counts the attempts still under way)."""
+    import threading as _threading
+    limit = auth.SignInLimit(limit=10)
+    for _ in range(9):
+        limit.hit("bob", "10.0.0.9")
+    start = _threading.Barrier(20)
+    allowed = []
+
+    def guess():
+        start.wait()
+        allowed.append(limit.reserve("bob", "10.0.0.9") == 0)
+    threads = [_threading.Thread(target=guess) for _ in range(20)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert allowed.count(True) == 1
+    limit.hit("bob", "10.0.0.9")  # the one tried failed: now the pair waits
+    assert limit.reserve("bob", "10.0.0.9") > 0
+    assert limit.reserve("bob", "10.0.0.7") == 0  # the owner elsewhere is not held
+
+
+def test_an_attempt_under_way_ends_with_its_outcome():
+    limit = auth.SignInLimit(limit=2)
+    assert limit.reserve("ann", "c") == 0
+    limit.succeeded("ann", "c")
+    assert limit.trying == {}
+    assert limit.reserve("ann", "c") == 0
+    assert limit.reserve("ann", "c") == 0  # two under way: the limit
+    assert limit.reserve("ann", "c") > 0
