@@ -110,13 +110,17 @@ class Instances:
         return out
 
     # ------------------------------------------------------------------ rows
-    def _new_instance(self, name: str, inputs: dict[str, Any] | None,
-                      user: dict[str, Any] | None, version: int | None
-                      ) -> tuple[Loaded, NewInstance]:
-        """A new instance (started by the engine) and the rows that store it."""
+    def _version_row(self, name: str, version: int | None):
+        """The template version an instance starts from; NotFound when there is none."""
         row = self._template_row(name, version)
         if row is None:
             raise NotFound(f"no template '{name}'" + (f" version {version}" if version else ""))
+        return row
+
+    def _new_instance(self, row, inputs: dict[str, Any] | None,
+                      user: dict[str, Any] | None) -> tuple[Loaded, NewInstance]:
+        """A new instance of version `row` (started by the engine) and its rows."""
+        name = row.name
         template, nested = self._build(row, None)
         user = user or {}
         inst = self.engine.start(template, inputs, user, version=row.version,

@@ -35,7 +35,7 @@ class Steps:
 
     def start(self, name: str, inputs: dict[str, Any] | None = None,
               user: dict[str, Any] | None = None, version: int | None = None) -> Instance:
-        loaded, new = self._new_instance(name, inputs, user, version)
+        loaded, new = self._new_instance(self._version_row(name, version), inputs, user)
         self.writer.insert(new)
         return self._begun(loaded, new)
 
@@ -45,13 +45,12 @@ class Steps:
         """`start` for an event loop: the commit is awaited, not blocked on. A template
         not analysed yet in this process, or whose first steps may evaluate expressions,
         starts on a thread."""
-        row = self._template_row(name, version)
-        built = self._built(row) if row is not None else None
-        if row is not None and (built is None or self.evaluates(built)):
-            loaded, new = await asyncio.to_thread(self._new_instance, name, inputs, user,
-                                                  version)
+        row = self._version_row(name, version)  # read once: the start's only lookup
+        built = self._built(row)
+        if built is None or self.evaluates(built):
+            loaded, new = await asyncio.to_thread(self._new_instance, row, inputs, user)
         else:
-            loaded, new = self._new_instance(name, inputs, user, version)
+            loaded, new = self._new_instance(row, inputs, user)
         await self.writer.insert_async(new)
         return self._begun(loaded, new)
 
