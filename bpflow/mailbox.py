@@ -129,7 +129,7 @@ class Mailbox:
             self._refuse(row, caller, decision, why)
             raise Conflict(f"approval {mail_id} refused: {why}")
         self.store.record_decision(mail_id, decision, comment, self._decision_signature)
-        self.settle(row.instance_id, row.circle)
+        self.settle(row.instance_id, row.circle, by=caller.username)
         return self.describe(self.store.mail(mail_id))
 
     def _closed(self, row) -> str | None:
@@ -149,10 +149,11 @@ class Mailbox:
         self._record(row, "approval_refused", {"mail": row.id, "why": why,
                                                 "by": caller.username, "decision": decision})
 
-    def settle(self, instance_id: str, circle: str) -> str | None:
+    def settle(self, instance_id: str, circle: str, by: str | None = None) -> str | None:
         """Count the verified decisions of the circle's current attempt against the quorum
         its mails were signed with; complete or fail the circle when the outcome is
-        certain (and the instance can move)."""
+        certain (and the instance can move). The history names who decided: `by`, the
+        approver whose decision is being taken, or else the newest decision's approver."""
         def op(engine, inst):
             run = inst.circles[circle]
             if inst.status not in ACTIVE or run.state != WAITING or approval(run) is None:
@@ -174,16 +175,18 @@ class Mailbox:
             if verdict is None:
                 return None
             mark = engine.bookmark(inst, circle)
+            newest = max(decided, key=lambda r: (r.updated_at, r.id), default=None)
+            actor = by or (newest.payload["approver"] if newest else "approval")
             decisions = [{"approver": r.payload["approver"], "decision": r.decision,
                           "comment": r.comment} for r in decided]
             if verdict == "approved":
                 engine.complete(inst, circle, mark, {"approved": True, "decisions": decisions},
-                                actor="approval")
+                                actor=actor)
             else:
                 why = "; ".join(f"{d['approver']} rejected" + (f": {d['comment']}"
                                                                if d["comment"] else "")
                                 for d in decisions if d["decision"] == "rejected")
-                engine.fail(inst, circle, mark, f"not approved ({why})", actor="approval")
+                engine.fail(inst, circle, mark, f"not approved ({why})", actor=actor)
             return verdict
         return self.store.apply(instance_id, op)
 

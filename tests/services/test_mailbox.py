@@ -40,10 +40,27 @@ def test_approval_quorum(store, units, quorum, decisions, outcome):
         mb.decide(mail_of(store, people, name)["id"], people[name], decision, f"by {name}")
     run = store.get(iid).circles["approve"]
     assert run.state == outcome
+    settled = [e["actor"] for e in store.history(iid) if e["circle"] == "approve"
+               and e["kind"] in ("circle_succeeded", "circle_failed")]
+    assert settled == [list(decisions)[-1]]  # who decided, not "approval"
     if outcome == "success":
         assert run.result["approved"] is True and store.get(iid).status == "completed"
     else:
         assert "rejected" in run.reason
+
+
+def test_an_approval_settled_on_reentry_names_the_last_approver(store, units):
+    """Decisions counted later (the flow re-entered) name the approver whose decision was
+    the last, not "approval"."""
+    iid, people = start_approval(store, units, ["ann", "cid"], "all")
+    mb = Mailbox(store)
+    for name in ("ann", "cid"):
+        store.record_decision(mail_of(store, people, name)["id"], "approved", "",
+                              mb._decision_signature)
+    assert units.reenter(iid).circles["approve"].state == "success"
+    done = [e for e in store.history(iid) if e["kind"] == "circle_succeeded"
+            and e["circle"] == "approve"]
+    assert [e["actor"] for e in done] == ["cid"]
 
 
 def test_only_the_addressee_decides_and_others_are_told_it_does_not_exist(store, units):
