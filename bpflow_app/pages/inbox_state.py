@@ -41,8 +41,15 @@ class MailView:
     circle: str = ""
     signature_ok: bool = True
     problem: str = ""
+    notice: str = ""  # what the page says of a mail that cannot be trusted
     payload: str = ""
     open: bool = False  # an approval still waiting for this user's decision
+
+
+def tamper_notice(problem: str) -> str:
+    """What the inbox says of a mail whose signature does not hold: the mailbox's reason
+    ("the mail does not match its signature"), said once, and that it cannot be decided."""
+    return f"{problem[:1].upper()}{problem[1:]}. It cannot be approved." if problem else ""
 
 
 def mail_view(m: dict[str, Any], opened: bool = False) -> MailView:
@@ -54,6 +61,7 @@ def mail_view(m: dict[str, Any], opened: bool = False) -> MailView:
         created=clock_text(m["created_at"]), read=m["read"], decision=m["decision"] or "",
         comment=m["comment"] or "", instance=m["instance"] or "", circle=m["circle"] or "",
         signature_ok=m["signature_ok"], problem=m["problem"] or "",
+        notice=tamper_notice(m["problem"] or ""),
         payload=json.dumps(payload, indent=1, ensure_ascii=False, sort_keys=True)
         if payload else "",
         open=m["kind"] == "approval" and m["decision"] is None and m["signature_ok"])

@@ -55,9 +55,23 @@ def test_a_tampered_mail_is_flagged_and_cannot_be_approved(make_state, web_store
     mail = inbox.mails[0]
     assert not mail.signature_ok and not mail.open
     assert mail.problem == "the mail was altered after it was signed"
+    assert mail.notice == "The mail was altered after it was signed. It cannot be approved."
     run(inbox.decide(mail.id, "approved"))
     assert inbox.mails[0].decision == ""
     assert web_store.get(claim).circles["approve"].state == "waiting"
+
+
+def test_a_forged_signature_is_said_once(make_state, web_store, claim):
+    """The page used to prefix the mailbox's reason with its own words for it: "does not
+    match its signature: the mail does not match its signature"."""
+    with web_store.db.begin() as conn:
+        conn.execute(update(mail_t).where(mail_t.c.instance_id == claim)
+                     .values(signature="0" * 64))
+    inbox = make_state(InboxState, user="bob")
+    inbox.load()
+    notice = inbox.mails[0].notice
+    assert notice == "The mail does not match its signature. It cannot be approved."
+    assert notice.lower().count("signature") == 1
 
 
 def test_someone_else_cannot_decide(make_state, web_store, claim):
