@@ -16,7 +16,9 @@ from bpflow.interactions import Interactions
 from engine.errors import BpflowError
 from engine.instance import WAITING, Instance
 from engine.model import Field
+from engine.moves import ACTIVE
 from engine.phase import action_extra, approval, staged_form
+from engine.readiness import READY
 from engine.runtime import SCHEDULED
 
 HTML_TYPES = {"string": "text", "text": "text", "number": "number", "integer": "number",
@@ -103,6 +105,8 @@ def box_views(interactions: Interactions, inst: Instance, statuses: dict[str, st
         status = statuses.get(cid)
         if cid in ready:
             box = _ready_box(interactions, inst, cid, errors.get(cid, {}))
+        elif status == READY and _timer(inst, cid):
+            box = _action_box(interactions, inst, cid)  # waits for its time, not a person
         elif status == SCHEDULED:
             box = _retry_box(inst, cid)
         else:
@@ -110,6 +114,13 @@ def box_views(interactions: Interactions, inst: Instance, statuses: dict[str, st
         if box is not None:
             out.append(box)
     return out
+
+
+def _timer(inst: Instance, cid: str) -> bool:
+    """A ready timer circle of a running instance: it waits for the clock (so the engine
+    does not count it as ready for a person), and the page says when it fires."""
+    return (inst.status in ACTIVE and inst.circles[cid].due_at is not None
+            and inst.template.plan.nodes[cid].circle.box.action_type == "timer")
 
 
 def _base(inst: Instance, cid: str, kind: str) -> BoxView:

@@ -57,3 +57,20 @@ def test_approval_box_names_approvers_and_quorum(web_store, work):
     assert box.tone == "approval" and box.approvers == ["bob", "root"]
     assert box.quorum == "1 of 2 approvals needed"
     assert box.status_lines == ["Subject: For alice"]
+
+
+def test_a_waiting_timer_says_when_it_fires(web_store):
+    """A ready timer waits for the clock, not for a person (the engine does not count it
+    as ready); its box still says when it fires instead of "Nothing to do"."""
+    web_store.put_template({"name": "later", "circles": [
+        {"uri": "wait", "box": {"action": {"type": "timer", "delay": 3600}}},
+        {"uri": "end", "deps": [["wait"]]}]})
+    inst = web_store.start("later", {}, web_store.user("alice"))
+    run = inst.circles["wait"]
+    assert run.due_at is not None and web_store.engine.ready(inst) == []
+    [box] = _boxes(web_store, inst.id)
+    assert (box.cid, box.kind, box.tone, box.status_title) == ("wait", "status", "timer",
+                                                               "Timer")
+    assert box.status_lines == [f"Fires at {run.due_at.strftime('%Y-%m-%d %H:%M:%S UTC')}"]
+    web_store.apply(inst.id, lambda e, i: e.suspend(i))
+    assert _boxes(web_store, inst.id) == []  # a suspended flow's timer does not run
