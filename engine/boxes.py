@@ -14,9 +14,10 @@ from typing import Any
 
 from croniter import croniter
 
-from engine.model import ACTION_TYPES, FIELD_TYPES, MAX_WAIT, is_wait, show
+from engine.model import ACTION_TYPES, FIELD_TYPES, MAX_WAIT, ROLE_NAME, is_wait, show
 
-FIELD_KEYS = {"name", "type", "label", "required", "options", "default", "placeholder", "help"}
+FIELD_KEYS = {"name", "type", "label", "required", "options", "default", "placeholder", "help",
+              "role"}
 HTTP_METHODS = {"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"}
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 CRON_YEARS = 5  # a cron must match a time within this many years
@@ -82,6 +83,10 @@ def _check_form(form: list[Any]) -> Problems:
                 problems.append((f"{at}/options", "a select field needs a non-empty options list"))
         elif "options" in f:
             problems.append((f"{at}/options", "only select fields take options"))
+        if "role" in f and ftype != "user":
+            problems.append((f"{at}/role", "only user fields take a role"))
+        elif "role" in f and not (isinstance(f["role"], str) and ROLE_NAME.match(f["role"])):
+            problems.append((f"{at}/role", f"{show(f['role'])} is not a role name"))
         if "required" in f and not isinstance(f["required"], bool):
             problems.append((f"{at}/required", "required must be true or false"))
         if "label" in f and not isinstance(f["label"], str):

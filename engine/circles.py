@@ -16,7 +16,13 @@ from typing import Any
 from engine import boxes
 from engine.errors import ExpressionError
 from engine.expressions import compile_expression
-from engine.model import Invalid, normalize_retry, normalize_timeout
+from engine.model import (
+    Invalid,
+    normalize_assign,
+    normalize_due,
+    normalize_retry,
+    normalize_timeout,
+)
 from engine.placeholders import OPENING, PATH, escape_pointer, references
 
 BUILTIN_ROOTS = ("workflow", "user", "instance")
@@ -31,13 +37,15 @@ def check_circle(c: dict[str, Any], ptr: str, add: Add,
     """The circle's own checks; returns the references to circles, to be answered."""
     uri = c["uri"]
     for key, normalize, code in (("retry", normalize_retry, "invalid_retry"),
-                                 ("timeout", normalize_timeout, "invalid_timeout")):
+                                 ("timeout", normalize_timeout, "invalid_timeout"),
+                                 ("due", normalize_due, "invalid_timeout"),
+                                 ("assign", normalize_assign, "invalid_box")):
         if key in c:
             try:
                 normalize(c[key])
             except Invalid as exc:
                 add(code, f"{ptr}/{key}", f"circle '{uri}': {exc}")
-    refs: list[tuple[str, tuple[str, ...]]] = []
+    refs: list[tuple[str, tuple[str, ...]]] = _people_refs(c, ptr, add)
     when = c.get("when")
     if isinstance(when, str):
         refs += _expression_refs(when, f"{ptr}/when", add, uri)
@@ -75,6 +83,35 @@ def check_circle(c: dict[str, Any], ptr: str, add: Add,
         elif path[0] not in BUILTIN_ROOTS:
             questions.append((path[0], (where, uri, path)))
     return questions
+
+
+def _people_refs(c: dict[str, Any], ptr: str, add: Add) -> list[tuple[str, tuple[str, ...]]]:
+    """The placeholders of `assign` users and of an escalation's `to` users; `assign` or
+    `due` on a circle no person acts on is an `invalid_box`."""
+    uri, refs = c["uri"], []
+    box = c.get("box") if isinstance(c.get("box"), dict) else {}
+    action = box.get("action") if isinstance(box.get("action"), dict) else {}
+    person = bool(box.get("form") or "confirm" in box) and action.get("type") != "auth"
+    for key in ("assign", "due"):
+        if key in c and not person:
+            add("invalid_box", f"{ptr}/{key}", f"circle '{uri}': {key} applies to a circle a"
+                " person acts on (a form or a confirmation); an approval names its approvers"
+                " in 'to'")
+    timeout = c.get("timeout") if isinstance(c.get("timeout"), dict) else {}
+    if timeout.get("policy") == "escalate" and not person:
+        add("invalid_timeout", f"{ptr}/timeout/policy", f"circle '{uri}': only a circle a"
+            " person acts on can escalate")
+    for base, spec in ((f"{ptr}/assign", c.get("assign")), (f"{ptr}/timeout/to",
+                                                            timeout.get("to"))):
+        users = spec.get("users") if isinstance(spec, dict) else None
+        for i, text in enumerate(users if isinstance(users, list) else []):
+            if isinstance(text, str) and "${" in text:
+                bad, paths = _scan(text)
+                for opening in bad:
+                    add("invalid_expression", f"{base}/users/{i}",
+                        f"circle '{uri}': malformed placeholder '{opening}'")
+                refs += [(f"{base}/users/{i}", path) for path in paths]
+    return refs
 
 
 def _placeholder_texts(box: dict[str, Any], pointer: str,

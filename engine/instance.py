@@ -41,6 +41,9 @@ class CircleRun:
     due_at: datetime | None = None  # when a ready timer fires
     epoch: int = 0  # moves on at every new attempt; bookmarks are bound to it
     pending: dict[str, Any] | None = None  # the action layer's progress in this attempt
+    # a person's task (SPEC §10), set when the circle becomes ready: {"users", "roles",
+    # "assignee", "due_at", "escalated"}; replaced, never changed in place
+    task: dict[str, Any] | None = None
 
     @property
     def pristine(self) -> bool:
@@ -55,7 +58,7 @@ class CircleRun:
         return {"state": self.state, "result": self.result, "reason": self.reason,
                 "attempts": self.attempts, "next_attempt_at": iso(self.next_attempt_at),
                 "ready_at": iso(self.ready_at), "due_at": iso(self.due_at), "epoch": self.epoch,
-                "pending": self.pending}
+                "pending": self.pending, "task": self.task}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CircleRun:

@@ -8,15 +8,19 @@ needs to look a template up again.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
 FIELD_TYPES = ("string", "text", "number", "integer", "boolean", "date", "email", "select",
-               "password")
+               "password", "user")
 ACTION_TYPES = ("http", "approval", "mail", "timer", "flow", "auth", "compute")
 TIMEOUT_POLICIES = {"retry": "retry", "fail": "fail", "terminate": "terminate",
+                    "escalate": "escalate",
                     "RETRY": "retry", "TIME_OUT_WF": "terminate", "FAIL": "fail"}
+ROLE_NAME = re.compile(r"[a-z][a-z0-9_-]{0,39}\Z")  # a role: `finance`, `approver`, ...
+MAX_CANDIDATES = 100  # entries in one `assign` list
 RETRY_LOGIC = {"fixed": "fixed", "FIXED": "fixed", "exponential": "exponential",
                "EXPONENTIAL_BACKOFF": "exponential", "exponential_backoff": "exponential"}
 MAX_RETRIES = 100
@@ -90,9 +94,45 @@ def normalize_retry(spec: Any) -> tuple[float, ...]:
 
 
 @dataclass(frozen=True)
+class Assign:
+    """Who may act on a circle (SPEC §10): usernames (or `${...}` placeholders resolving to
+    usernames) and role names."""
+
+    users: tuple[str, ...] = ()
+    roles: tuple[str, ...] = ()
+
+
+def normalize_assign(spec: Any, what: str = "assign") -> Assign:
+    """`{"users": [...], "roles": [...]}` (at least one entry)."""
+    if not isinstance(spec, dict):
+        raise Invalid(f"{what} must be an object {{users, roles}}")
+    unknown = set(spec) - {"users", "roles"}
+    if unknown:
+        raise Invalid(f"unknown {what} keys: {', '.join(sorted(map(str, unknown)))}"
+                      " (expected users, roles)")
+    lists = {}
+    for key in ("users", "roles"):
+        value = spec.get(key, [])
+        if not isinstance(value, list) or not all(isinstance(v, str) and v.strip()
+                                                  for v in value):
+            raise Invalid(f"{what} {key} must be a list of non-empty strings")
+        if len(value) > MAX_CANDIDATES:
+            raise Invalid(f"{what} {key}: at most {MAX_CANDIDATES} entries, got {len(value)}")
+        lists[key] = tuple(dict.fromkeys(value))
+    bad = [r for r in lists["roles"] if not ROLE_NAME.match(r)]
+    if bad:
+        raise Invalid(f"{what} roles: {show(bad[0])} is not a role name (lower-case letters,"
+                      " digits, '_' and '-', starting with a letter, at most 40)")
+    if not lists["users"] and not lists["roles"]:
+        raise Invalid(f"{what} names nobody: give users, roles or both")
+    return Assign(lists["users"], lists["roles"])
+
+
+@dataclass(frozen=True)
 class Timeout:
     seconds: float
-    policy: str  # retry | fail | terminate
+    policy: str  # retry | fail | terminate | escalate
+    to: Assign | None = None  # escalate: the new candidates
 
 
 def normalize_timeout(spec: Any) -> Timeout | None:
@@ -100,16 +140,34 @@ def normalize_timeout(spec: Any) -> Timeout | None:
         return None
     if not isinstance(spec, dict):
         raise Invalid("timeout must be an object {seconds, policy}")
-    unknown = set(spec) - {"seconds", "policy"}
+    unknown = set(spec) - {"seconds", "policy", "to"}
     if unknown:
-        raise Invalid(f"unknown timeout keys: {', '.join(sorted(unknown))}")
+        raise Invalid(f"unknown timeout keys: {', '.join(sorted(map(str, unknown)))}")
     seconds = _wait(spec.get("seconds"), "timeout seconds")
     if seconds <= 0:
         raise Invalid("timeout seconds must be greater than 0")
     policy = spec.get("policy", "fail")
     if not isinstance(policy, str) or policy not in TIMEOUT_POLICIES:
-        raise Invalid(f"timeout policy must be retry, fail or terminate, got {show(policy)}")
-    return Timeout(seconds, TIMEOUT_POLICIES[policy])
+        raise Invalid("timeout policy must be retry, fail, terminate or escalate, got"
+                      f" {show(policy)}")
+    policy = TIMEOUT_POLICIES[policy]
+    if policy == "escalate":
+        if "to" not in spec:
+            raise Invalid("an escalate timeout needs 'to': {users, roles}")
+        return Timeout(seconds, policy, normalize_assign(spec["to"], "timeout to"))
+    if "to" in spec:
+        raise Invalid("only an escalate timeout takes 'to'")
+    return Timeout(seconds, policy)
+
+
+def normalize_due(spec: Any) -> float | None:
+    """`due`: seconds after the circle became ready."""
+    if spec is None:
+        return None
+    seconds = _wait(spec, "due")
+    if seconds <= 0:
+        raise Invalid("due must be greater than 0 seconds")
+    return seconds
 
 
 @dataclass(frozen=True)
@@ -120,6 +178,7 @@ class Field:
     required: bool = False
     options: tuple[Any, ...] = ()
     default: Any = None
+    role: str | None = None  # a `user` field: pick among users having this role
 
 
 @dataclass(frozen=True)
@@ -148,6 +207,15 @@ class Circle:
     retry: tuple[float, ...] = ()
     timeout: Timeout | None = None
     flow: Flow | None = None  # set when the action is a nested flow
+    assign: Assign | None = None  # who may act on its box (absent: the starter)
+    due: float | None = None  # seconds after it became ready: the task's due time
+
+    @property
+    def is_task(self) -> bool:
+        """Whether its box waits for a person (a form or a confirmation; signing in
+        aside): the circles that are tasks (SPEC §10)."""
+        box = self.box
+        return bool(box.form or box.confirm is not None) and box.action_type != "auth"
 
 
 @dataclass(frozen=True)
@@ -196,7 +264,7 @@ def build_flow(circles: list[dict[str, Any]], kind: str, terminal: str,
         form = tuple(
             Field(name=f["name"], type=f.get("type", "string"), label=f.get("label", f["name"]),
                   required=bool(f.get("required", False)), options=tuple(f.get("options", ())),
-                  default=f.get("default"))
+                  default=f.get("default"), role=f.get("role"))
             for f in box.get("form", ())
         )
         built.append(Circle(
@@ -206,5 +274,7 @@ def build_flow(circles: list[dict[str, Any]], kind: str, terminal: str,
             box=Box(form=form, confirm=box.get("confirm"), action=box.get("action")),
             retry=normalize_retry(raw.get("retry")), timeout=normalize_timeout(raw.get("timeout")),
             flow=nested.get(raw["uri"]),
+            assign=normalize_assign(raw["assign"]) if "assign" in raw else None,
+            due=normalize_due(raw.get("due")),
         ))
     return Flow(circles=tuple(built), terminal=terminal, name=name)

@@ -73,6 +73,7 @@ def move_circle(inst: Instance, clock: Clock, cid: str, move: str, actor: str | 
         if move == "retry":  # a new attempt: new bookmark, the staged form stays
             run.epoch += 1
             run.ready_at = run.due_at = None
+            run.task = None  # the next attempt's candidates are resolved when it is ready
             form = staged_form(run)
             run.pending = None if form is None else {"form": form}
         for key, value in changes.items():

@@ -17,7 +17,7 @@ from typing import Any
 
 from croniter import croniter
 
-from engine import bookmarks, readiness
+from engine import bookmarks, readiness, tasks
 from engine.errors import BookmarkError, ExpressionError, TransitionError, VariableError
 from engine.expressions import compile_expression
 from engine.inputs import INPUT_TYPES, InputError, check_inputs
@@ -93,12 +93,18 @@ class Engine:
         statuses = self.statuses(inst)
         out = {}
         for cid, run in inst.circles.items():
+            task = run.task if cid in ready else None
+            # a retry's next attempt, or when a ready timer fires
+            at = run.next_attempt_at or (run.due_at if run.state == WAITING else None)
             out[cid] = {"state": run.state, "ready": cid in ready,
                         "blocked": statuses.get(cid) == BLOCKED, "result": run.result,
                         "reason": run.reason, "attempts": run.attempts,
-                        "next_attempt_at": run.next_attempt_at.isoformat()
-                        if run.next_attempt_at else None,
-                        "bookmark": self.bookmark(inst, cid) if cid in ready else None}
+                        "next_attempt_at": at.isoformat() if at else None,
+                        "bookmark": self.bookmark(inst, cid) if cid in ready else None,
+                        "assignee": task["assignee"] if task else None,
+                        "candidates": {"users": task["users"], "roles": task["roles"]}
+                        if task else None,
+                        "due_at": task["due_at"] if task else None}
         return out
 
     def variables(self, inst: Instance) -> dict[str, Any]:
@@ -152,7 +158,7 @@ class Engine:
             elif st == READY and run.ready_at is not None:
                 if run.due_at is not None:
                     times.append(run.due_at)
-                if circle.timeout is not None:
+                if circle.timeout is not None and not (run.task or {}).get("escalated"):
                     times.append(run.ready_at + timedelta(seconds=circle.timeout.seconds))
         return min(times, default=None)
 
@@ -240,6 +246,25 @@ class Engine:
                         data={"origin": cid, "scope": scope, "levels": levels})
         if inst.status in (COMPLETED, FAILED):
             set_status(inst, self.clock, RUNNING, None, actor)
+        self._settle(inst, actor)
+        return changed
+
+    # ------------------------------------------------------- people (SPEC §10)
+    def claim(self, inst: Instance, cid: str, username: str, actor: str | None = None) -> bool:
+        """`username` takes the task of a ready circle; False when someone else holds it."""
+        return tasks.claim(self, inst, cid, username, actor)
+
+    def unclaim(self, inst: Instance, cid: str, actor: str | None = None) -> None:
+        tasks.unclaim(self, inst, cid, actor)
+
+    def delegate(self, inst: Instance, cid: str, to: str, actor: str | None = None) -> None:
+        tasks.delegate(self, inst, cid, to, actor)
+
+    def send_back(self, inst: Instance, cid: str, kind: str, actor: str | None = None,
+                  comment: str | None = None) -> list[str]:
+        """Withdraw (`kind` "withdrawn") or return ("returned") the work waiting at `cid`
+        to the circles before it."""
+        changed = tasks.send_back(self, inst, cid, kind, actor, comment)
         self._settle(inst, actor)
         return changed
 
@@ -338,6 +363,8 @@ class Engine:
         timeout = circle.timeout
         if timeout is not None and now >= run.ready_at + timedelta(seconds=timeout.seconds):
             why = f"timed out after {timeout.seconds:g} s"
+            if timeout.policy == "escalate":
+                return tasks.escalate(self, inst, node, actor)
             if timeout.policy == "terminate":
                 move_instance(inst, self.clock, "abort", actor,
                               reason=f"circle '{node.id}' {why}")
@@ -350,11 +377,15 @@ class Engine:
         """A circle becomes ready: check `when`, run what needs nobody, start timers."""
         run, circle, now = inst.circles[node.id], node.circle, self.clock()
         run.ready_at, run.next_attempt_at = now, None
-        emit(inst, self.clock, "circle_ready", actor, node.id, data={"attempt": run.attempts + 1})
+        data = {"attempt": run.attempts + 1}
+        emit(inst, self.clock, "circle_ready", actor, node.id, data=data)
         try:
             if circle.when is not None and not self._evaluate(inst, node.id, circle.when):
                 skip_circle(inst, self.clock, node.id, actor, f"condition is false: {circle.when}")
                 return True
+            if circle.is_task:  # whose it is goes into the event (still being written)
+                run.task = tasks.task_for(self, inst, node, now)
+                data["task"] = {k: run.task[k] for k in ("users", "roles", "assignee")}
             action = circle.box.action or {}
             kind = action.get("type")
             if circle.box.empty:

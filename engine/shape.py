@@ -28,8 +28,11 @@ IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 KINDS = ("dag", "linear")
 INPUT_TYPES = ("string", "text", "number", "integer", "boolean", "date", "email", "object",
                "array", "any")
-TOP_KEYS = {"name", "title", "description", "kind", "inputs", "circles"}
-CIRCLE_KEYS = {"uri", "description", "deps", "weak", "when", "box", "retry", "timeout"}
+ROLE = re.compile(r"[a-z][a-z0-9_-]{0,39}\Z")  # a role name, as `starters` lists them
+MAX_STARTERS = 100
+TOP_KEYS = {"name", "title", "description", "kind", "inputs", "starters", "circles"}
+CIRCLE_KEYS = {"uri", "description", "deps", "weak", "when", "box", "retry", "timeout", "assign",
+               "due"}
 BOX_KEYS = {"form", "confirm", "action"}
 
 
@@ -89,6 +92,10 @@ def _strings(value: Any) -> bool:
     return type(value) is list and all(type(v) is str for v in value)
 
 
+def _roles(value: Any) -> bool:
+    return _strings(value) and len(value) <= MAX_STARTERS and all(ROLE.match(r) for r in value)
+
+
 def conforms(body: Any) -> bool:
     """True when `body` satisfies the template schema (never raises)."""
     if type(body) is not dict or "name" not in body or "circles" not in body:
@@ -103,6 +110,8 @@ def conforms(body: Any) -> bool:
     if "description" in body and not _string(body["description"]):
         return False
     if "kind" in body and body["kind"] not in KINDS:
+        return False
+    if "starters" in body and not _roles(body["starters"]):
         return False
     inputs = body.get("inputs", {})
     if type(inputs) is not dict or not all(
@@ -137,6 +146,10 @@ def _circles(circles: Any) -> bool:
             if "retry" in c and type(c["retry"]) not in (list, dict):
                 return False
             if "timeout" in c and type(c["timeout"]) is not dict:
+                return False
+            if "assign" in c and type(c["assign"]) is not dict:
+                return False
+            if "due" in c and type(c["due"]) not in (int, float):
                 return False
             if "box" in c and not _box(c["box"], todo):
                 return False

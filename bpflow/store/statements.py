@@ -24,10 +24,13 @@ from sqlalchemy.sql import Executable
 from bpflow.store.connection import UTCDateTime
 from bpflow.store.tables import circles_t, events_t, instances_t, pinned_t, templates_t
 from engine.instance import CircleRun, Event
+from engine.tasks import audience, people
 
 # ------------------------------------------------------------------ row layouts
-CIRCLE_COLUMNS = ("state", "result", "reason", "attempts", "next_attempt_at", "ready_at",
-                  "due_at", "epoch", "pending")
+RUN_COLUMNS = ("state", "result", "reason", "attempts", "next_attempt_at", "ready_at", "due_at",
+               "epoch", "pending", "task")  # a CircleRun's fields
+# ... and what a query needs of its task (`engine.tasks`), derived from them
+CIRCLE_COLUMNS = RUN_COLUMNS + ("audience", "people")
 EVENT_COLUMNS = ("instance_id", "seq", "at", "kind", "actor", "circle", "before", "after",
                  "data")
 INSTANCE_COLUMNS = ("id", "template_id", "template", "version", "nested_versions", "user_id",
@@ -37,12 +40,19 @@ STEP_COLUMNS = ("id", "lock", "status", "reason", "seq", "variables", "due_at", 
                 "updated_at")  # what a step changes of the instance row (`cas`)
 
 Snapshot = tuple[Any, ...]  # a circle's stored columns, in CIRCLE_COLUMNS order
-snapshot: Callable[[CircleRun], Snapshot] = attrgetter(*CIRCLE_COLUMNS)
+_fields: Callable[[CircleRun], Snapshot] = attrgetter(*RUN_COLUMNS)
+
+
+def snapshot(run: CircleRun) -> Snapshot:
+    fields = _fields(run)
+    if run.task is None:  # most circles: nobody's task
+        return (*fields, None, None)
+    return (*fields, audience(run), people(run))
 
 
 def circle_run(row: Any) -> CircleRun:
     """The CircleRun of a stored circle row."""
-    return CircleRun(**{k: getattr(row, k) for k in CIRCLE_COLUMNS})
+    return CircleRun(**{k: getattr(row, k) for k in RUN_COLUMNS})
 
 
 def circle_row(instance_id: str, cid: str, values: Snapshot) -> dict[str, Any]:

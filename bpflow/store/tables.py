@@ -10,7 +10,17 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, Column, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy import (
+    JSON,
+    Column,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+    text,
+)
 from sqlmodel import Field, SQLModel
 
 from bpflow.store.connection import UTCDateTime
@@ -91,6 +101,15 @@ class InstanceTemplate(SQLModel, table=True):
 
 class CircleStateRow(SQLModel, table=True):
     __tablename__ = "circle_states"
+    __table_args__ = (
+        # open tasks only, in the order a task list shows them
+        Index("ix_circle_states_open_tasks", "ready_at", "instance_id",
+              sqlite_where=text("audience IS NOT NULL"),
+              postgresql_where=text("audience IS NOT NULL")),
+        Index("ix_circle_states_people", "instance_id",
+              sqlite_where=text("people IS NOT NULL"),
+              postgresql_where=text("people IS NOT NULL")),
+    )
 
     instance_id: str = Field(sa_column=Column(
         String(32), ForeignKey("instances.id", ondelete="CASCADE"), primary_key=True))
@@ -104,6 +123,9 @@ class CircleStateRow(SQLModel, table=True):
     due_at: datetime | None = _time(nullable=True)
     epoch: int = Field(sa_column=Column(Integer, nullable=False))
     pending: Any = _json()
+    task: Any = _json()  # a person's task (engine.tasks), with the two columns it searches by
+    audience: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    people: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
 
 
 class EventRow(SQLModel, table=True):
@@ -166,3 +188,17 @@ pinned_t = InstanceTemplate.__table__
 circles_t = CircleStateRow.__table__
 events_t = EventRow.__table__
 mail_t = MailRow.__table__
+
+
+class TemplateRetirement(SQLModel, table=True):
+    """A retired template (every version of the name): no new starts; restoring deletes
+    the row (SPEC §10)."""
+
+    __tablename__ = "template_retirements"
+
+    name: str = Field(sa_column=Column(String(100), primary_key=True))
+    retired_at: datetime = _time()
+    retired_by: str | None = Field(default=None, sa_column=Column(String(100), nullable=True))
+
+
+retired_t = TemplateRetirement.__table__

@@ -150,6 +150,8 @@ def _from_schema(node: dict[str, Any], depth: int) -> st.SearchStrategy[Any]:
                 lambda s: node.get("minLength", 0) <= len(s) <= node.get("maxLength", 10**6))
         return st.sampled_from(["flow", "http", "timer", "compute", "", "${a.x}", "a"]) | \
             st.text(max_size=node.get("maxLength", 12))
+    if kind == "number":
+        return st.integers(-5, 10**6) | st.floats(allow_nan=False, allow_infinity=False)
     if kind == "array":
         return st.lists(from_schema(node.get("items", {}), depth),
                         min_size=node.get("minItems", 0), max_size=node.get("maxItems", 3))

@@ -289,14 +289,15 @@ def test_skipped_flow_circle_skips_its_circles(engine):
     assert states(inst)["sub.x"] == "skipped" and inst.status == "completed"
 
 
-def test_outer_flow_auth_then_business_flow(engine):
+def test_outer_flow_auth_then_the_session_starting_no_business_flow(engine):
     from bpflow.cli import known_templates
     known = known_templates()
     tpl = load_template(known["signin"], known.get)
     inst = engine.start(tpl, user={"username": "bob"})
     assert engine.ready(inst) == ["auth"]
     finish(engine, inst, "auth", {"username": "bob", "roles": ["user"]})
-    assert engine.ready(inst) == ["main.claim"]
+    assert engine.ready(inst) == [] and set(inst.circles) == {"auth", "main"}
+    assert states(inst)["main"] == "success" and inst.status == "completed"
 
 
 # --------------------------------------------------------- history and data
@@ -331,7 +332,8 @@ def test_view_shows_bookmarks_of_ready_circles_only(engine):
     assert view["a"]["ready"] and view["a"]["bookmark"]
     assert view["b"]["bookmark"] is None and not view["b"]["ready"]
     assert set(view["a"]) == {"state", "ready", "blocked", "result", "reason", "attempts",
-                              "next_attempt_at", "bookmark"}
+                              "next_attempt_at", "bookmark", "assignee", "candidates",
+                              "due_at"}
 
 
 def test_engine_needs_a_key():

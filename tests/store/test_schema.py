@@ -120,7 +120,8 @@ def test_the_sqlite_users_rebuild_keeps_every_row_and_reference(tmp_path):
         assert db.execute("PRAGMA foreign_key_check").fetchall() == []
         assert db.execute("SELECT id, username FROM users").fetchall() == \
             [(1, "ann"), (2, "bob"), (3, "cid"), (4, "eve")]
-        assert db.execute("SELECT version_num FROM alembic_version").fetchall() == [("0005",)]
+        head = db.execute("SELECT version_num FROM alembic_version").fetchall()
+        assert head and head[0][0] >= "0005"
         with pytest.raises(sqlite3.IntegrityError):  # the references still hold
             db.execute("DELETE FROM users WHERE id = 3")
         db.execute("DELETE FROM users WHERE id = 4")  # the highest id, deleted by hand

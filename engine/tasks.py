@@ -1,0 +1,193 @@
+"""People's work on a circle (SPEC §10): candidates, claims, delegation, escalation, and
+sending work back (withdraw, return).
+
+A circle whose box waits for a person (`Circle.is_task`) gets a task when it becomes
+ready: its candidates (`assign`'s users, with `${...}` resolved, and roles; without
+`assign`, the starter, who then holds it), its assignee and its due time, kept on the
+circle's run as `CircleRun.task`. The task is replaced on every change, never changed in
+place, so a store comparing the run before and after sees it. Who may claim, delegate
+or withdraw is `bpflow.access`'s question; the moves are here, each one a history event
+naming its actor.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from engine.errors import TransitionError, VariableError
+from engine.instance import SUCCESS, WAITING, CircleRun, Instance, iso
+from engine.model import Assign
+from engine.moves import Clock, emit, move_circle, reset_reach
+from engine.phase import Phase, box_phase
+from engine.plan import Node
+
+if TYPE_CHECKING:
+    from engine.runtime import Engine
+
+MAX_RESOLVED = 1000  # usernames one `assign` may resolve to
+
+
+def audience(run: CircleRun) -> str | None:
+    """Who the task waits for now, as text a query can search: " a:NAME " once someone
+    holds it, else " u:NAME ... r:ROLE ... "; None unless the circle waits for a person
+    (not ready, finished, or its form sent to its action)."""
+    task = run.task
+    if task is None or run.state != WAITING or run.pending is not None:
+        return None
+    if task["assignee"]:
+        return f" a:{task['assignee']} "
+    return " " + " ".join([f"u:{u}" for u in task["users"]] +
+                          [f"r:{r}" for r in task["roles"]]) + " "
+
+
+def people(run: CircleRun) -> str | None:
+    """Everyone the circle's task names, done or not (" u:NAME ... a:NAME "): how a
+    person finds the flows they take part in."""
+    task = run.task
+    if task is None:
+        return None
+    named = [f"u:{u}" for u in task["users"]]
+    if task["assignee"]:
+        named.append(f"a:{task['assignee']}")
+    return " " + " ".join(named) + " " if named else None
+
+
+def task_for(engine: Engine, inst: Instance, node: Node, now: datetime) -> dict[str, Any]:
+    """The task of a circle becoming ready (raises VariableError when a placeholder of
+    `assign` does not resolve to usernames)."""
+    circle = node.circle
+    if circle.assign is None:
+        starter = inst.user.get("username")
+        users, roles = ([starter] if starter else []), []
+    else:
+        users, roles = resolve(engine, inst, node.id, circle.assign), list(circle.assign.roles)
+    due = iso(now + timedelta(seconds=circle.due)) if circle.due is not None else None
+    return {"users": users, "roles": roles, "assignee": sole(users, roles), "due_at": due,
+            "escalated": False}
+
+
+def sole(users: list[str], roles: list[str]) -> str | None:
+    """A task naming one person and no role is theirs from the start."""
+    return users[0] if len(users) == 1 and not roles else None
+
+
+def resolve(engine: Engine, inst: Instance, cid: str, assign: Assign) -> list[str]:
+    """`assign.users` with each `${...}` rendered: a username or a list of them."""
+    out: list[str] = []
+    for entry in assign.users:
+        value = engine.render(inst, cid, entry) if "${" in entry else entry
+        names = value if isinstance(value, list) else [value]
+        for name in names:
+            if not isinstance(name, str) or not name.strip():
+                raise VariableError(entry, f"circle '{cid}': {entry} must name a user (a"
+                                           f" username or a list of them), got {name!r:.60}")
+            out.append(name.strip())
+    if len(out) > MAX_RESOLVED:
+        raise VariableError(assign.users[0], f"circle '{cid}': assign resolves to more than"
+                                             f" {MAX_RESOLVED} users")
+    return list(dict.fromkeys(out))
+
+
+def open_task(engine: Engine, inst: Instance, cid: str) -> dict[str, Any]:
+    """The task of a ready circle that still waits for its person (TransitionError
+    otherwise: 409)."""
+    node = inst.template.plan.nodes.get(cid)
+    if node is None:
+        raise TransitionError(f"instance has no circle '{cid}'", instance=inst.id, circle=cid)
+    run = inst.circles[cid]
+    if run.task is None or cid not in engine.ready(inst) or \
+            box_phase(node.circle.box, run) is not Phase.INPUT:
+        raise TransitionError(f"circle '{cid}' is not waiting for a person", instance=inst.id,
+                              circle=cid, state=run.state)
+    return run.task
+
+
+def claim(engine: Engine, inst: Instance, cid: str, username: str, actor: str | None) -> bool:
+    """`username` holds the task (nothing changes when they already do). False when
+    someone else holds it."""
+    task = open_task(engine, inst, cid)
+    if task["assignee"] == username:
+        return True
+    if task["assignee"] is not None:
+        return False
+    _change(engine.clock, inst, cid, "task_claimed", actor, {"assignee": username})
+    return True
+
+
+def unclaim(engine: Engine, inst: Instance, cid: str, actor: str | None) -> None:
+    """Give the task back to its candidates."""
+    task = open_task(engine, inst, cid)
+    if task["assignee"] is None:
+        raise TransitionError(f"nobody holds the task of circle '{cid}'", instance=inst.id,
+                              circle=cid)
+    _change(engine.clock, inst, cid, "task_unclaimed", actor, {"assignee": None},
+            {"from": task["assignee"]})
+
+
+def delegate(engine: Engine, inst: Instance, cid: str, to: str, actor: str | None) -> None:
+    """Hand the task to `to`."""
+    task = open_task(engine, inst, cid)
+    _change(engine.clock, inst, cid, "task_delegated", actor, {"assignee": to},
+            {"from": task["assignee"], "to": to})
+
+
+def escalate(engine: Engine, inst: Instance, node: Node, actor: str | None) -> bool:
+    """The escalate timeout passed: the escalation's people replace the candidates (once).
+    False when there is nothing (left) to escalate."""
+    run, timeout = inst.circles[node.id], node.circle.timeout
+    if run.task is None or run.task.get("escalated") or timeout is None or timeout.to is None:
+        return False
+    try:
+        users = resolve(engine, inst, node.id, timeout.to)
+    except VariableError as exc:
+        users, why = [], str(exc)
+    else:
+        why = None
+    roles = list(timeout.to.roles)
+    before = {"users": run.task["users"], "roles": run.task["roles"],
+              "assignee": run.task["assignee"]}
+    _change(engine.clock, inst, node.id, "task_escalated", actor,
+            {"users": users, "roles": roles, "assignee": sole(users, roles), "escalated": True},
+            {"from": before, "to": {"users": users, "roles": roles},
+             "after_seconds": timeout.seconds, **({"problem": why} if why else {})})
+    return True
+
+
+def send_back(engine: Engine, inst: Instance, cid: str, kind: str, actor: str | None,
+              comment: str | None = None) -> list[str]:
+    """Withdraw (the starter) or return (an approver) the work waiting at `cid`: the circles
+    right before it are reset, so it goes back to their people, and `cid` with them (a new
+    attempt: its mail and bookmarks no longer count). Returns the circles reset."""
+    node = inst.template.plan.nodes.get(cid)
+    if node is None:
+        raise TransitionError(f"instance has no circle '{cid}'", instance=inst.id, circle=cid)
+    run = inst.circles[cid]
+    phase = box_phase(node.circle.box, run)
+    wanted = (Phase.APPROVAL,) if kind == "returned" else (Phase.APPROVAL, Phase.INPUT)
+    if cid not in engine.ready(inst) or phase not in wanted or (
+            phase is Phase.INPUT and run.task is None):
+        what = "a pending approval" if kind == "returned" else "a pending approval or task"
+        raise TransitionError(f"circle '{cid}' is not {what}", instance=inst.id, circle=cid,
+                              state=run.state)
+    before = [m for group in node.deps for m in group if inst.circles[m].state == SUCCESS]
+    if not before:
+        raise TransitionError(f"nothing comes before circle '{cid}' to send it back to",
+                              instance=inst.id, circle=cid, state=run.state)
+    reach: set[str] = set()
+    for m in before:
+        reach.update(reset_reach(inst, m, "self"))
+    changed = [n for n in inst.template.plan.order if n in reach]
+    emit(inst, engine.clock, f"circle_{kind}", actor, cid,
+         data={"epoch": run.epoch, "back_to": before, "reset": changed,
+               **({"comment": comment} if comment else {})})
+    for nid in changed:
+        move_circle(inst, engine.clock, nid, "reset", actor, data={"origin": cid, "scope": kind})
+    return changed
+
+
+def _change(clock: Clock, inst: Instance, cid: str, kind: str, actor: str | None,
+            changes: dict[str, Any], data: dict[str, Any] | None = None) -> None:
+    run = inst.circles[cid]
+    run.task = {**run.task, **changes}  # a new dict: the stored copy still holds the old
+    emit(inst, clock, kind, actor, cid, data=data if data is not None else changes)
