@@ -17,6 +17,7 @@ from pydantic import AfterValidator, BaseModel, Field
 
 from bpflow import limits
 from bpflow.access import Caller, may_drive
+from bpflow.mailbox import GUEST_LIMITS
 from engine.instance import Instance
 from engine.model import Template
 from engine.phase import public_pending
@@ -213,10 +214,18 @@ class DecisionIn(BaseModel):
     comment: str = Field(default="", max_length=2000)
 
 
+def _guest_text(field: str) -> Any:
+    """A guest field, held to the mailbox's limit there (`GUEST_LIMITS`): one over it is
+    refused with 422 naming the field and the limit, never shortened."""
+    most = GUEST_LIMITS[field]
+    return Field(description=f"at most {most:,} characters; a longer one is refused (422)",
+                 json_schema_extra={"maxLength": most})
+
+
 class GuestIn(BaseModel):
-    name: str = Field(max_length=200)
-    subject: str = Field(max_length=400)
-    body: str = Field(max_length=10000)
+    name: str = _guest_text("name")
+    subject: str = _guest_text("subject")
+    body: str = _guest_text("body")
 
 
 class GuestOut(BaseModel):
