@@ -24,6 +24,10 @@ from engine.phase import action_started, approval
 from engine.runtime import Engine
 
 SIGNIN_TEMPLATE = "signin"
+# The outer flows a sign-in continues: its `main` circle is the signed-in session, a marker
+# that succeeds with `auth`, so the user's outer flow is usually completed. Only a
+# terminated one is over (the next sign-in starts another).
+OUTER_STATUSES = ("running", "failed", "suspended", "completed")
 
 
 class Interactions:
@@ -143,11 +147,12 @@ class Interactions:
 
     def sign_in(self, username: str, password: str,
                 client: str | None = None) -> Instance | None:
-        """The outer flow: the user's running `signin` instance continues where it was
-        (signing in again never restarts the business flow); the first sign-in starts one
-        and completes its `auth` circle with the credentials. None for wrong credentials;
-        RateLimited while the username is over the sign-in limit from this `client` (the
-        person's address), right password or not."""
+        """The outer flow: the user's `signin` instance continues where it was (signing
+        in again restarts nothing); the first sign-in starts one and completes its `auth`
+        circle with the credentials, after which its `main` circle is the session itself:
+        no business flow starts (people start those from My flows). None for wrong
+        credentials; RateLimited while the username is over the sign-in limit from this
+        `client` (the person's address), right password or not."""
         wait = auth.sign_in_allowed(username, client)
         if wait:
             raise RateLimited(f"too many failed sign-ins; try again in {wait} seconds", wait)
@@ -157,8 +162,7 @@ class Interactions:
             return None
         auth.sign_in_succeeded(username, client)
         username = user["username"]  # as stored (normalised)
-        existing = self.store.latest_instance(SIGNIN_TEMPLATE, user["id"],
-                                              ("running", "failed", "suspended"))
+        existing = self.store.latest_instance(SIGNIN_TEMPLATE, user["id"], OUTER_STATUSES)
         if existing is not None:
             return self.store.apply(existing, lambda e, i: (
                 e.record(i, "signed_in_again", data={"username": username},

@@ -1,12 +1,12 @@
 """State of the frame around every signed-in page: the outer circle. Every signed-in
 page sits inside the user's outer flow, a linear `signin` instance of two circles. `auth`
 is the sign-in form (the auth circle's own fields) and its auth action (`SignInState`);
-`main` is the business flow, which is what the pages show, inside the frame
-(`FrameState`: unread mail, the outer flow, the pages' loads). `components/frame.py`
-draws it.
+`main` is the signed-in session, inside which the pages show the user's business flows
+(`FrameState`: unread mail, the outer flow, the pages' loads). Signing in starts no
+business flow: people start those from My flows. `components/frame.py` draws it.
 
-Signing in continues the user's running outer flow rather than starting one, and the
-token lives in localStorage, so neither a reload nor a second sign-in restarts anything.
+Signing in continues the user's outer flow rather than starting one, and the token lives
+in localStorage, so neither a reload nor a second sign-in restarts anything.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from bpflow.access import Caller
 from bpflow.backend import get_store
 from bpflow.errors import RateLimited
 from bpflow.forms import FormError, validate
-from bpflow.interactions import SIGNIN_TEMPLATE, Interactions
+from bpflow.interactions import OUTER_STATUSES, SIGNIN_TEMPLATE, Interactions
 from bpflow_app.boxview import FieldView, field_view
 from bpflow_app.session import SessionState
 from engine.errors import BpflowError
@@ -143,7 +143,7 @@ class FrameState(SessionState):
         """The state of the `main` circle of the caller's own outer flow."""
         store = get_store()
         outer = self.outer or store.latest_instance(SIGNIN_TEMPLATE, caller.id,
-                                                    ("running", "failed", "suspended"))
+                                                    OUTER_STATUSES)
         try:
             inst = store.get(outer) if outer else None
         except BpflowError:

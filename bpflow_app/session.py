@@ -46,7 +46,8 @@ class SessionState(rx.State):
     """The signed-in user of this browser (shared by its tabs)."""
 
     token: str = rx.LocalStorage("", name="bpflow_token", sync=True)
-    # The user's outer flow (`signin`: auth → main), continued at every sign-in.
+    # The user's outer flow (`signin`: auth → main, the session), continued at every
+    # sign-in.
     outer: str = rx.LocalStorage("", name="bpflow_outer", sync=True)
 
     @rx.var

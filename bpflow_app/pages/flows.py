@@ -22,6 +22,7 @@ from engine.errors import BpflowError
 from engine.model import FIELD_TYPES, Field, Template
 
 PAGE_SIZE = 10
+OUTER_MOST = 1000  # outer flows of one user looked at (one per sign-in series)
 STEP_WORDS = {"circle_succeeded": "succeeded", "circle_failed": "failed",
               "circle_skipped": "skipped", "circle_reset": "reset",
               "circle_retry_scheduled": "failed, retry scheduled",
@@ -74,13 +75,40 @@ def startables(errors: dict[str, dict[str, str]] | None = None) -> list[Startabl
     out = []
     for name in sorted(store.template_versions()):
         if name == SIGNIN_TEMPLATE:
-            continue  # started by signing in
+            continue  # the outer flow (the session), which signing in starts
         version, t = store.template(name)
         mine = errors.get(name, {})
         out.append(Startable(name, t.title or name, t.description, version,
                              [field_view(f"start-{name}", f, None, mine.get(f.name, ""))
                               for f in input_fields(t)]))
     return out
+
+
+def _listed_before(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Whether the store lists row `a` before row `b` (newest first, then by id)."""
+    return a["created_at"] > b["created_at"] or (a["created_at"] == b["created_at"]
+                                                 and a["id"] < b["id"])
+
+
+def business_instances(store: Any, user_id: int, offset: int,
+                       limit: int) -> tuple[list[dict[str, Any]], int]:
+    """A page of the user's instances, newest first, and their total, without the user's
+    outer flows (`signin`: the session, which the frame shows, never a flow anyone
+    started). A sign-in continues the same outer flow, so they are few: the page is read
+    with room for them, and each row's place counts the outer flows listed before it."""
+    outer, skipped = store.list_instances(user_id, SIGNIN_TEMPLATE, limit=OUTER_MOST)
+    if not skipped:
+        return store.list_instances(user_id, limit=limit, offset=offset)
+    rows, total = store.list_instances(user_id, limit=limit + skipped, offset=offset)
+    outer_ids = {r["id"] for r in outer}
+    before = sum(_listed_before(o, rows[0]) for o in outer) if rows else 0
+    page = []
+    for place, row in enumerate(rows, start=offset):
+        if row["id"] in outer_ids:
+            before += 1
+        elif offset <= place - before < offset + limit:
+            page.append(row)
+    return page, total - skipped
 
 
 def instance_lines(rows: list[dict[str, Any]],
@@ -113,8 +141,8 @@ class FlowsState(SessionState):
             return None
         self.startables = startables()
         store = get_store()
-        rows, self.total = store.list_instances(caller.id, limit=PAGE_SIZE,
-                                                offset=self.page * PAGE_SIZE)
+        rows, self.total = business_instances(store, caller.id, self.page * PAGE_SIZE,
+                                              PAGE_SIZE)
         self.instances = instance_lines(rows, store.last_steps([r["id"] for r in rows]))
         self.loading = False
         return None

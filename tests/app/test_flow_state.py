@@ -171,8 +171,9 @@ def test_confirmation_accept_and_decline(make_state, web_store):
 
 
 def test_nested_flow_opens_and_closes(make_state, web_store, token):
-    from bpflow.interactions import Interactions
-    outer = Interactions(web_store).sign_in("alice", "alice-password")
+    web_store.put_template({"name": "trip", "kind": "linear", "circles": [
+        {"uri": "main", "box": {"action": {"type": "flow", "template": "reimbursement"}}}]})
+    outer = web_store.start("trip", {}, web_store.user("alice"))
     state = make_state(FlowState, user="alice", path=f"/flow/{outer.id}")
     state.load()
     assert [f.id for f in state.frames] == ["main"]

@@ -79,7 +79,21 @@ def test_frame_counts_unread_mail_and_finds_the_outer_flow(make_state, web_store
     frame.load()
     assert frame.unread == 1
     assert frame.outer == sign.outer
-    assert frame.main_state == "waiting"
+    assert frame.main_state == "success"  # signed in: the session circle
+
+
+@pytest.mark.parametrize("name", ["alice", "bob", "root"])  # a user, an approver, an admin
+def test_signing_in_starts_no_flow_and_my_flows_lists_none(make_state, web_store, name):
+    from bpflow_app.pages.flows import FlowsState
+
+    for _ in range(2):
+        run(make_state(SignInState).sign_in({"username": name,
+                                             "password": f"{name}-password"}))
+    rows, total = web_store.list_instances()
+    assert total == 1 and rows[0]["template"] == "signin"  # the outer flow, nothing else
+    flows = make_state(FlowsState, user=name)
+    flows.load()
+    assert flows.total == 0 and flows.instances == []  # the outer flow is not a flow of theirs
 
 
 def test_an_expired_token_signs_out(make_state):

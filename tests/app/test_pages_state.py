@@ -45,6 +45,27 @@ def test_my_flows_pages_and_shows_the_last_step(make_state, web_store):
     assert len(state.instances) == 2 and state.page == 1
 
 
+def test_my_flows_leaves_the_outer_flows_out_of_every_page(make_state, web_store):
+    """The outer flows (the session, `signin`) are not flows anyone started: wherever they
+    fall among the user's instances, each page holds ten others, none twice."""
+    alice = web_store.user("alice")
+    started = []
+    for i in range(23):
+        if i in (0, 9, 10, 17):  # outer flows before, between and across the pages
+            outer = web_store.start("signin", {}, alice)
+            web_store.apply(outer.id, lambda e, inst: e.abort(inst, "closed"))
+        started.append(web_store.start("reimbursement", {}, alice).id)
+    state = make_state(FlowsState, user="alice")
+    state.load()
+    seen = []
+    for page in range(3):
+        assert state.total == 23 and state.pages == 3 and state.page == page
+        seen += [i.id for i in state.instances]
+        assert {i.template for i in state.instances} == {"reimbursement"}
+        state.turn(1)
+    assert seen == started[::-1]  # newest first, each once
+
+
 def test_guest_errors_name_the_fields_and_rate_limit_says_when(make_state):
     state = make_state(GuestState)
     run(state.send({"name": "", "subject": "Hi", "body": ""}))

@@ -64,16 +64,38 @@ def test_outer_flow_survives_signing_in_again_and_keeps_passwords_out(store, uni
     assert units.sign_in("bob", "wrong") is None
     inst = units.sign_in("bob", "pw-bob")
     assert inst.circles["auth"].result == {"username": "bob", "roles": ["user"]}
-    assert store.engine.ready(inst) == ["main.claim"]
-    units.submit(inst.id, "main.claim", mark(store, inst.id, "main.claim"),
-                 {"amount": 30, "reason": "taxi", "manager": "ann"})
+    assert inst.circles["main"].state == "success"  # the session itself, a marker
     again = units.sign_in("bob", "pw-bob")
-    assert again.id == inst.id  # the same business flow, where it was
-    assert again.circles["main.claim"].result["amount"] == 30
-    assert again.circles["main.approve"].state == "waiting"
+    assert again.id == inst.id  # the same outer flow, where it was
     assert "signed_in_again" in [e["kind"] for e in store.history(inst.id)]
     dump = json.dumps(store.history(inst.id)) + json.dumps(again.to_dict())
     assert "pw-bob" not in dump
+
+
+@pytest.mark.parametrize("who", ["bob", "ann:approver", "root:admin"])
+def test_signing_in_starts_no_business_flow(store, units, who):
+    """Signing in (a user's, an approver's, an admin's) starts the outer flow only, and
+    signing in again starts nothing more: business flows are started on purpose."""
+    store.import_dir(ROOT / "upload" / "workflow")
+    person = users(store, who)[who.split(":")[0]]
+    for _ in range(3):
+        outer = units.sign_in(person["username"], f"pw-{person['username']}")
+        assert set(outer.circles) == {"auth", "main"} and store.engine.ready(outer) == []
+    rows, total = store.list_instances(person["id"])
+    assert total == 1 and [r["template"] for r in rows] == ["signin"]
+    assert store.list_instances()[1] == 1  # nobody's flow was started either
+
+
+def test_signing_in_continues_the_completed_outer_flow_not_a_terminated_one(store, units):
+    """The outer flow completes with the sign-in (its `main` is the session), and later
+    sign-ins continue it; only a terminated one is over."""
+    store.import_dir(ROOT / "upload" / "workflow")
+    bob = users(store, "bob")["bob"]
+    dropped = store.start("signin", {}, bob)
+    store.apply(dropped.id, lambda e, i: e.abort(i, "closed by an admin"))
+    first = units.sign_in("bob", "pw-bob")
+    assert first.id != dropped.id and first.status == "completed"
+    assert units.sign_in("bob", "pw-bob").id == first.id
 
 
 def test_auth_form_with_bad_credentials_keeps_the_circle_ready(store, units):

@@ -206,11 +206,13 @@ def test_nested_templates_are_pinned_at_start(store, tmp_path):
     import json
     from pathlib import Path
     src = Path(__file__).resolve().parents[2] / "upload" / "workflow"
-    for name in ("reimbursement.json", "signin.json"):
-        (tmp_path / name).write_text((src / name).read_text())
+    (tmp_path / "reimbursement.json").write_text((src / "reimbursement.json").read_text())
+    (tmp_path / "trip.json").write_text(json.dumps({"name": "trip", "kind": "linear", "circles": [
+        {"uri": "book"}, {"uri": "main", "box": {"action": {"type": "flow",
+                                                            "template": "reimbursement"}}}]}))
     imported = store.import_dir(tmp_path)
-    assert {(n, v) for n, v, _ in imported} == {("reimbursement", 1), ("signin", 1)}
-    inst = store.start("signin")
+    assert {(n, v) for n, v, _ in imported} == {("reimbursement", 1), ("trip", 1)}
+    inst = store.start("trip")
     body = json.loads((src / "reimbursement.json").read_text())
     body["circles"][0]["uri"] = "claim2"
     body["circles"][1]["deps"] = [["claim2"]]
@@ -224,7 +226,7 @@ def test_nested_templates_are_pinned_at_start(store, tmp_path):
     fresh = Store(str(store.db.url.render_as_string(hide_password=False)), secret=SECRET)
     try:
         assert "main.claim" in fresh.get(inst.id).circles  # still version 1 inside
-        assert "main.claim2" in fresh.start("signin").circles  # new starts use version 2
+        assert "main.claim2" in fresh.start("trip").circles  # new starts use version 2
     finally:
         fresh.close()
 
