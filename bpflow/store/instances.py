@@ -118,13 +118,15 @@ class Instances:
         return row
 
     def _new_instance(self, row, inputs: dict[str, Any] | None,
-                      user: dict[str, Any] | None) -> tuple[Loaded, NewInstance]:
-        """A new instance of version `row` (started by the engine) and its rows."""
+                      user: dict[str, Any] | None,
+                      instance_id: str | None = None) -> tuple[Loaded, NewInstance]:
+        """A new instance of version `row` (started by the engine, with `instance_id` or a
+        new one) and its rows."""
         name = row.name
         template, nested = self._build(row, None)
         user = user or {}
-        inst = self.engine.start(template, inputs, user, version=row.version,
-                                 actor=user.get("username"))
+        inst = self.engine.start(template, inputs, user, instance_id=instance_id,
+                                 version=row.version, actor=user.get("username"))
         events = inst.drain_events()
         circles = {cid: sql.snapshot(run) for cid, run in inst.circles.items()}
         values = {"id": inst.id, "template_id": row.id, "template": name,

@@ -13,11 +13,17 @@ the database); `apply` serves it on the calling thread, `apply_async` on an even
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import hmac
+import sqlite3
 from collections.abc import Awaitable, Callable, Generator
 from concurrent.futures import Future
 from typing import Any, TypeVar
 
-from bpflow.errors import NotFound
+from sqlalchemy.exc import IntegrityError
+
+from bpflow.errors import Conflict, NotFound
+from bpflow.security import derive
 from bpflow.store.instances import Loaded
 from bpflow.store.writing import Lost, save_rows
 from engine.errors import BpflowError
@@ -30,29 +36,84 @@ Op = Callable[[Engine, Instance], T]
 Attempts = Generator[tuple[Callable[..., Any], Callable[..., Awaitable[Any]], tuple], Any, T]
 
 
+class AlreadyStarted(Conflict):
+    """An idempotent start whose instance exists already (`instance`, as stored)."""
+
+    def __init__(self, instance: Instance):
+        self.instance = instance
+        super().__init__(f"instance '{instance.id}' was started with this key already")
+
+
 class Steps:
     """Starting instances and applying steps to them (part of `Store`)."""
 
     def start(self, name: str, inputs: dict[str, Any] | None = None,
-              user: dict[str, Any] | None = None, version: int | None = None) -> Instance:
-        loaded, new = self._new_instance(self._version_row(name, version), inputs, user)
-        self.writer.insert(new)
+              user: dict[str, Any] | None = None, version: int | None = None,
+              instance_id: str | None = None,
+              admit: Callable[[dict[str, Any]], None] | None = None) -> Instance:
+        """A new instance of the template version (latest unless named), started.
+
+        `admit` is given the version's body first and raises to refuse the start (who may
+        start it: `bpflow.access.startable`); a retired template is refused (Conflict).
+        With `instance_id` (`keyed_id`: an idempotent start), an instance of that id that
+        exists already is answered with `AlreadyStarted`, however close together the two
+        starts came."""
+        row = self._startable_row(name, version, admit)
+        loaded, new = self._new_instance(row, inputs, user, instance_id)
+        try:
+            self.writer.insert(new)
+        except (sqlite3.IntegrityError, IntegrityError) as exc:
+            self._taken(instance_id, exc)
         return self._begun(loaded, new)
 
     async def start_async(self, name: str, inputs: dict[str, Any] | None = None,
                           user: dict[str, Any] | None = None,
-                          version: int | None = None) -> Instance:
+                          version: int | None = None, instance_id: str | None = None,
+                          admit: Callable[[dict[str, Any]], None] | None = None
+                          ) -> Instance:
         """`start` for an event loop: the commit is awaited, not blocked on. A template
         not analysed yet in this process, or whose first steps may evaluate expressions,
         starts on a thread."""
-        row = self._version_row(name, version)  # read once: the start's only lookup
+        row = self._startable_row(name, version, admit)  # read once: the only lookup
         built = self._built(row)
         if built is None or self.evaluates(built):
-            loaded, new = await asyncio.to_thread(self._new_instance, row, inputs, user)
+            loaded, new = await asyncio.to_thread(self._new_instance, row, inputs, user,
+                                                  instance_id)
         else:
-            loaded, new = self._new_instance(row, inputs, user)
-        await self.writer.insert_async(new)
+            loaded, new = self._new_instance(row, inputs, user, instance_id)
+        try:
+            await self.writer.insert_async(new)
+        except (sqlite3.IntegrityError, IntegrityError) as exc:
+            await asyncio.to_thread(self._taken, instance_id, exc)
         return self._begun(loaded, new)
+
+    def keyed_id(self, user_id: int | None, key: str) -> str:
+        """The id an idempotent start of this user with this key gives its instance
+        (SPEC §10 `Idempotency-Key`): the same for the same user and key, unguessable
+        without the server's secret, and never another user's."""
+        secret = derive(self.secret, "idempotency")
+        return hmac.new(secret, f"{user_id}:{key}".encode(), hashlib.sha256).hexdigest()[:32]
+
+    def _startable_row(self, name: str, version: int | None,
+                       admit: Callable[[dict[str, Any]], None] | None):
+        row = self._version_row(name, version)
+        if self.is_retired(name):
+            raise Conflict(f"template '{name}' is retired: it cannot be started (running"
+                           " instances go on)")
+        if admit is not None:
+            admit(row.body)
+        return row
+
+    def _taken(self, instance_id: str | None, exc: Exception) -> None:
+        """After an insert refused by the database: `AlreadyStarted` when the id was
+        taken, else the refusal itself."""
+        if instance_id is None:
+            raise exc
+        try:
+            first = self._load(instance_id).inst
+        except NotFound:
+            raise exc from None
+        raise AlreadyStarted(first)
 
     def _begun(self, loaded, new) -> Instance:
         self._keep(loaded)

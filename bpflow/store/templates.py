@@ -1,5 +1,6 @@
 """Template versions: upload (analysed first; identical to the latest is no new version),
-lookup, the versions instances lock, and the Template objects built from them.
+lookup, the versions instances lock, the Template objects built from them, and retirement
+(a retired template is started no more; its running instances go on).
 
 A version never changes once stored, so its row is read once per process and each
 (version, pinned nested versions) is analysed once.
@@ -9,17 +10,18 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import insert, select
+from sqlalchemy import delete, insert, select
 from sqlalchemy.exc import IntegrityError
 
 from bpflow.errors import Conflict, NotFound
 from bpflow.store import statements as sql
-from bpflow.store.tables import instances_t, pinned_t, templates_t
+from bpflow.store.tables import instances_t, pinned_t, retired_t, templates_t
 from engine.analysis import analyze
 from engine.errors import DefinitionError
 from engine.limits import DEFAULT_LIMITS
@@ -27,6 +29,7 @@ from engine.model import Template
 
 TEMPLATE_ID = sql.for_sqlite(sql.template_id)
 TEMPLATE_VERSION_ID = sql.for_sqlite(sql.template_version_id)
+RETIRED_TTL = 2.0  # seconds a start reuses this process's reading of the retired names
 
 
 def digest(body: dict[str, Any]) -> str:
@@ -36,6 +39,9 @@ def digest(body: dict[str, Any]) -> str:
 
 class Templates:
     """The store's template versions (part of `Store`)."""
+
+    retired_ttl = RETIRED_TTL
+    _retired: tuple[frozenset[str], float] | None = None
 
     def put_template(self, body: Any, stop: Callable[[], bool] | None = None
                      ) -> tuple[int, bool]:
@@ -101,6 +107,67 @@ class Templates:
             out.setdefault(name, []).append(version)
         return out
 
+    # ------------------------------------------------------------- retirement
+    def retire_template(self, name: str, by: str | None = None) -> bool:
+        """Retire `name` (every version): no new starts, running instances go on. False
+        when it was retired already; NotFound for an unknown name."""
+        self._known(name)
+        try:
+            with self.db.begin() as conn:
+                conn.execute(insert(retired_t).values(name=name, retired_at=self.clock(),
+                                                      retired_by=by))
+        except IntegrityError:  # retired already (perhaps at the same moment)
+            return False
+        finally:
+            self._retired = None
+        return True
+
+    def restore_template(self, name: str) -> bool:
+        """Let `name` be started again. False when it was not retired; NotFound for an
+        unknown name."""
+        self._known(name)
+        with self.db.begin() as conn:
+            gone = conn.execute(delete(retired_t).where(retired_t.c.name == name)).rowcount
+        self._retired = None
+        return bool(gone)
+
+    def retired_templates(self) -> frozenset[str]:
+        """The names of the retired templates, as stored now."""
+        with self.reader() as conn:
+            names = frozenset(conn.execute(select(retired_t.c.name)).scalars())
+        self._retired = (names, time.monotonic() + self.retired_ttl)
+        return names
+
+    def is_retired(self, name: str) -> bool:
+        """Whether `name` is retired; this process's reading is reused for `retired_ttl`
+        seconds (a retirement in this process counts at once, one in another process
+        within that time)."""
+        hit = self._retired
+        if hit is None or hit[1] <= time.monotonic():
+            return name in self.retired_templates()
+        return name in hit[0]
+
+    def startable_templates(self, may: Callable[[dict[str, Any]], bool] | None = None
+                            ) -> list[tuple[str, int, Template]]:
+        """(name, latest version, Template) of every template that can be started, by
+        name: retired ones are left out, and so are those whose latest body `may` refuses
+        (who may start what is `bpflow.access.may_start`)."""
+        retired = self.retired_templates()
+        out = []
+        for name in sorted(self.template_versions()):
+            if name in retired:
+                continue
+            row = self._template_row(name)
+            if row is None or (may is not None and not may(row.body)):
+                continue
+            version, template = self.template(name, row.version)
+            out.append((name, version, template))
+        return out
+
+    def _known(self, name: str) -> None:
+        if self._template_row(name) is None:
+            raise NotFound(f"no template '{name}'")
+
     def locked_versions(self, name: str) -> set[int]:
         """Versions of `name` that instances use, as their own or nested (and so can never
         change)."""
@@ -165,10 +232,12 @@ class Templates:
             hit = self._nested_cache[key] = (body, frozenset(nested_names(body)))
         return hit[1]
 
-    def import_dir(self, folder) -> list[tuple[str, int, bool]]:
+    def import_dir(self, folder, only_new: bool = False) -> list[tuple[str, int, bool]]:
         """Load every `*.json` of `folder` as template versions. All files are checked
         first (nested ones resolved among them), so nothing is stored unless all are good;
-        problems name their file."""
+        problems name their file. With `only_new` (the app's start-up import), a template
+        whose name is known already is left as it is (what an admin uploaded stays the
+        latest version): only unknown names are added."""
         bodies: dict[str, tuple[Path, dict[str, Any]]] = {}
         for path in sorted(Path(folder).glob("*.json")):
             try:
@@ -181,6 +250,13 @@ class Templates:
                 raise ValueError(f"{path}: template '{body['name']}' is also defined in"
                                  f" {bodies[body['name']][0]}")
             bodies[body["name"]] = (path, body)
+        kept: list[tuple[str, int, bool]] = []
+        if only_new:
+            for name in list(bodies):
+                row = self._template_row(name)
+                if row is not None:
+                    del bodies[name]
+                    kept.append((name, row.version, False))
 
         def resolve(name: str) -> dict[str, Any] | None:
             return bodies[name][1] if name in bodies else self.latest_body(name)
@@ -190,7 +266,7 @@ class Templates:
             if not report.valid:
                 raise DefinitionError([{**e, "message": f"{path.name}: {e['message']}"}
                                        for e in report.errors])
-        done: list[tuple[str, int, bool]] = []
+        done = kept
         pending = {name: body for name, (_, body) in bodies.items()}
         while pending:  # nested templates first, so each upload resolves its names
             ready = [n for n, b in pending.items() if not nested_names(b) & set(pending)]

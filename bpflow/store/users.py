@@ -1,12 +1,13 @@
 """Users: added with hashed passwords, valid usernames (`bpflow.security.valid_username`)
-and known roles, looked up, authenticated, disabled (never deleted: ids are never reused,
-and a disabled account's tokens stop working)."""
+and valid role names (built in or custom: `bpflow.access.valid_roles`), looked up,
+authenticated, given other roles, disabled (never deleted: ids are never reused, and a
+disabled account's tokens stop working)."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, overload
 
 from sqlalchemy import insert, select, update
 from sqlalchemy.engine import Connection
@@ -54,6 +55,21 @@ class Users:
         if self._accounts is not None:
             self._accounts.pop(row.id, None)
         return True
+
+    def set_roles(self, username: str, roles: Iterable[str]) -> list[str]:
+        """Give a user these roles (instead of theirs): the roles as stored. ValueError for
+        invalid ones; NotFound when there is no such user. Their tokens carry the new
+        roles within `account_ttl` seconds (at once in this process)."""
+        roles = valid_roles(roles)
+        name = normal_username(username)
+        with self.db.begin() as conn:
+            uid = conn.execute(select(users_t.c.id).where(users_t.c.username == name)).scalar()
+            if uid is None:
+                raise NotFound(f"no user named {name}")
+            conn.execute(update(users_t).where(users_t.c.id == uid).values(roles=roles))
+        if self._accounts is not None:
+            self._accounts.pop(uid, None)
+        return roles
 
     def account(self, uid: int) -> Caller | None:
         """The caller a token's user id stands for now (roles from the users table), or
@@ -103,14 +119,31 @@ class Users:
             return None
         return {"id": row.id, "username": row.username, "roles": list(row.roles)}
 
-    def list_users(self) -> list[dict[str, Any]]:
-        """Every user with their roles, by name (never a password hash)."""
+    @overload
+    def list_users(self, role: None = None) -> list[dict[str, Any]]: ...
+
+    @overload
+    def list_users(self, role: str) -> list[str]: ...
+
+    def list_users(self, role: str | None = None) -> list[dict[str, Any]] | list[str]:
+        """Every user with their roles, by name (never a password hash); with `role`, the
+        usernames of the enabled users having that role (`usernames`)."""
+        if role is not None:
+            return self.usernames(role)
         q = select(users_t.c.id, users_t.c.username, users_t.c.roles, users_t.c.created_at,
                    users_t.c.disabled_at).order_by(users_t.c.username)
         with self.reader() as conn:
             return [{"id": r.id, "username": r.username, "roles": list(r.roles),
                      "created_at": r.created_at, "disabled_at": r.disabled_at}
                     for r in conn.execute(q)]
+
+    def usernames(self, role: str | None = None) -> list[str]:
+        """The enabled users' usernames, sorted, only those having `role` when one is named
+        (a picker of people: a form's `user` field)."""
+        q = (select(users_t.c.username, users_t.c.roles)
+             .where(users_t.c.disabled_at.is_(None)).order_by(users_t.c.username))
+        with self.reader() as conn:
+            return [r.username for r in conn.execute(q) if role is None or role in r.roles]
 
     def user_ids(self, conn: Connection, names: list[str]) -> dict[str, int]:
         """The ids of these active usernames (on an open connection); NotFound names the

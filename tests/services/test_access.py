@@ -11,7 +11,7 @@ import pytest
 from bpflow import access
 from bpflow.access import Caller, Sight
 from bpflow.errors import Forbidden, NotFound
-from engine.analysis import load_template
+from engine.analysis import analyze, load_template
 from engine.instance import Instance
 from engine.runtime import Engine
 from tests.services.helpers import start_approval, users
@@ -276,9 +276,15 @@ def test_valid_roles_are_sorted_and_unique():
     assert access.valid_roles(iter(["user"])) == ["user"]
 
 
-@pytest.mark.parametrize("roles", [["root"], ["user", "superuser"], ["Admin"], [""]])
-def test_valid_roles_rejects_unknown_roles(roles):
-    with pytest.raises(ValueError, match="roles must be among user, approver, admin"):
+def test_valid_roles_take_custom_role_names():
+    assert access.valid_roles(["finance", "user", "team-2_b"]) == ["finance", "team-2_b", "user"]
+    assert access.valid_roles(["a" * 40]) == ["a" * 40]
+
+
+@pytest.mark.parametrize("roles", [["Admin"], [""], ["user", "2fa"], ["fin ance"], ["a" * 41],
+                                   ["finance\n"], ["_x"], [None], [3]])
+def test_valid_roles_rejects_what_is_no_role_name(roles):
+    with pytest.raises(ValueError, match="not a role name"):
         access.valid_roles(roles)
 
 
@@ -287,8 +293,40 @@ def test_valid_roles_rejects_no_roles():
         access.valid_roles([])
 
 
-def test_the_store_refuses_a_user_with_unknown_or_no_roles(store):
-    for roles in (["root"], []):
-        with pytest.raises(ValueError, match="roles must be among"):
+def test_the_store_refuses_a_user_with_invalid_or_no_roles(store):
+    for roles in (["Root"], [], ["user", "no way"]):
+        with pytest.raises(ValueError, match="role"):
             store.add_user("mallory", "pw", roles)
     assert store.user("mallory") is None
+
+
+# ----------------------------------------------------------------- starters
+@pytest.mark.parametrize("starters, roles, allowed", [
+    (None, ("user",), True), (["finance"], ("user",), False), (["finance"], ("finance",), True),
+    (["finance", "approver"], ("approver", "user"), True), ([], ("user",), False),
+    (["finance"], ("admin",), True), ([], ("admin",), True),
+])
+def test_may_start_follows_the_starters_and_admins_always_may(starters, roles, allowed):
+    body = {"name": "t", "circles": [{"uri": "a"}]}
+    if starters is not None:
+        body["starters"] = starters
+    caller = access.Caller(1, "u", roles)
+    assert access.may_start(caller, body) is allowed
+    template = analyze(body).template
+    assert access.may_start(caller, template) is allowed
+    if allowed:
+        access.startable(caller, body)
+    else:
+        with pytest.raises(Forbidden, match="may start 't'"):
+            access.startable(caller, template)
+
+
+def test_an_admin_keeps_their_own_account():
+    root = access.Caller(1, "root", ("admin",))
+    with pytest.raises(Forbidden):
+        access.own_account_kept(root, "root", disable=True)
+    with pytest.raises(Forbidden):
+        access.own_account_kept(root, "root", ["user"])
+    access.own_account_kept(root, "root", ["admin", "finance"])
+    access.own_account_kept(root, "bob", ["user"])
+    access.own_account_kept(root, "bob", disable=True)
