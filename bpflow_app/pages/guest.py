@@ -14,12 +14,28 @@ from bpflow.mailbox import GUEST_LIMITS, Mailbox
 from bpflow_app.components.frame import public_frame
 
 LABELS = {"name": "Your name", "subject": "Subject", "body": "Message"}
+# One toast for the form's outcome: "Message sent" replaces a "Please check the form".
+TOAST = "guest-form"
+# The message's length as it is typed (characters, as the server counts them), in the
+# counter under it: nothing is cut, a message over the limit is refused when sent.
+COUNT = rx.Var(
+    "((e) => { const out = document.getElementById('guest-body-count'); if (!out) return;"
+    " const n = [...e.target.value].length; out.dataset.over = String(n > "
+    f"{GUEST_LIMITS['body']}); out.textContent = n.toLocaleString('en') + ' of "
+    f"{GUEST_LIMITS['body']:,} characters'; }})")
 
 
-def friendly(errors: dict[str, str]) -> dict[str, str]:
-    """The mailbox's messages, naming the fields as the form labels them."""
-    return {k: LABELS[k] + m[len(k):] if k in LABELS and m.startswith(k) else m
-            for k, m in errors.items()}
+def friendly(errors: dict[str, str], data: dict[str, str] | None = None) -> dict[str, str]:
+    """The mailbox's messages, naming the fields as the form labels them, and how long a
+    field over its limit is."""
+    out = {}
+    for k, m in errors.items():
+        text = LABELS[k] + m[len(k):] if k in LABELS and m.startswith(k) else m
+        size = len((data or {}).get(k, ""))
+        if k in GUEST_LIMITS and size > GUEST_LIMITS[k]:
+            text += f" (yours has {size:,}); nothing was sent"
+        out[k] = text
+    return out
 
 
 class GuestState(rx.State):
@@ -44,24 +60,28 @@ class GuestState(rx.State):
             Mailbox(get_store()).guest_message(data["name"], data["subject"], data["body"],
                                                client)
         except FormError as exc:
-            self.errors = friendly(exc.errors)
-            return rx.toast.error("Please check the form")
+            self.errors = friendly(exc.errors, data)
+            return rx.toast.error("Please check the form", id=TOAST)
         except RateLimited as exc:
             self.limited = (f"You have sent several messages in a short time. Please try "
                             f"again in {exc.retry_after} seconds.")
             return None
         self.sent = True
-        return rx.toast.success("Message sent")
+        return rx.toast.success("Message sent", id=TOAST)
 
     @rx.event
     def again(self):
         self.sent = False
 
 
-def _field(name: str, label: str, control: rx.Component) -> rx.Component:
+def _field(name: str, label: str, control: rx.Component, *notes: rx.Component
+           ) -> rx.Component:
+    """A field of the form. No `maxlength`: a browser would cut a longer text without a
+    word; the limit is said instead, and the server refuses what is over it."""
     return rx.vstack(
         rx.el.label(rx.text(label, " *", size="2", weight="medium"), html_for=f"guest-{name}"),
         control,
+        *notes,
         rx.cond(GuestState.errors.contains(name),
                 rx.text(GuestState.errors[name], color_scheme="red", size="1", role="alert")),
         spacing="1", width="100%",
@@ -69,16 +89,18 @@ def _field(name: str, label: str, control: rx.Component) -> rx.Component:
 
 
 def _form() -> rx.Component:
+    most = f"{GUEST_LIMITS['body']:,}"
     return rx.form(
         rx.vstack(
-            _field("name", "Your name", rx.input(name="name", id="guest-name", width="100%",
-                                                  max_length=GUEST_LIMITS["name"])),
+            _field("name", "Your name", rx.input(name="name", id="guest-name", width="100%")),
             _field("subject", "Subject", rx.input(name="subject", id="guest-subject",
-                                                  width="100%",
-                                                  max_length=GUEST_LIMITS["subject"])),
-            _field("body", "Message", rx.text_area(name="body", id="guest-body", rows="6",
-                                                   width="100%",
-                                                   max_length=GUEST_LIMITS["body"])),
+                                                  width="100%")),
+            _field("body", "Message", rx.text_area(
+                name="body", id="guest-body", rows="6", width="100%",
+                custom_attrs={"onInput": COUNT, "aria-describedby": "guest-body-count"}),
+                rx.text(f"0 of {most} characters", id="guest-body-count", size="1",
+                        color_scheme="gray", style={"&[data-over='true']": {
+                            "color": "var(--red-11)", "fontWeight": "600"}})),
             rx.cond(GuestState.limited != "",
                     rx.callout(GuestState.limited, icon="timer", color_scheme="amber",
                                role="alert", width="100%", id="rate-limited")),

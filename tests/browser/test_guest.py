@@ -16,9 +16,12 @@ def test_5_guest_message_with_markup_is_shown_as_text(page, new_page, sign_in,
     page.get_by_label("Subject").fill("Markup <u>test</u>")
     page.get_by_role("button", name="Send message").click()
     expect(page.get_by_text("Message is required")).to_be_visible()
+    expect(page.get_by_text("Please check the form")).to_be_visible()
     page.get_by_role("textbox", name="Message").fill(BODY)
     page.get_by_role("button", name="Send message").click()
     expect(page.locator("#guest-sent")).to_be_visible()
+    expect(page.get_by_text("Message sent", exact=True)).to_be_visible()
+    expect(page.get_by_text("Please check the form")).to_have_count(0)  # replaced
     screenshot(page, "journey5_guest_sent")
 
     admin = new_page()
@@ -34,6 +37,22 @@ def test_5_guest_message_with_markup_is_shown_as_text(page, new_page, sign_in,
     assert admin.evaluate("window.__pwned") is None
     assert dialogs == []
     screenshot(admin, "journey5_admin_reads_text")
+
+
+def test_a_message_over_5000_characters_is_refused_not_cut(page, screenshot) -> None:
+    page.goto("/guest")
+    page.get_by_label("Your name").fill("Eve")
+    page.get_by_label("Subject").fill("A long one")
+    body = page.get_by_role("textbox", name="Message")
+    expect(page.locator("#guest-body-count")).to_have_text("0 of 5,000 characters")
+    body.fill("y" * 5100)
+    assert len(body.input_value()) == 5100  # nothing cut while typing or pasting
+    expect(page.locator("#guest-body-count")).to_have_text("5,100 of 5,000 characters")
+    page.get_by_role("button", name="Send message").click()
+    expect(page.get_by_text("Message must be at most 5000 characters (yours has 5,100);"
+                            " nothing was sent")).to_be_visible()
+    expect(page.locator("#guest-sent")).to_have_count(0)
+    screenshot(page, "guest_message_too_long")
 
 
 def test_guest_is_told_when_to_try_again(page, screenshot) -> None:
