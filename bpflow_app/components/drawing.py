@@ -97,6 +97,16 @@ def _frame(f: rx.Var[Frame], selected: rx.Var[str], on_select) -> rx.Component:
     )
 
 
+# Chromium hides an idle scrollbar on touch screens; a styled one stays in sight, so a
+# drawing cut at the edge shows that it scrolls.
+VISIBLE_SCROLLBAR = {
+    "paddingBottom": "4px",
+    "&::-webkit-scrollbar": {"height": "10px"},
+    "&::-webkit-scrollbar-track": {"background": rx.color("gray", 3), "borderRadius": "5px"},
+    "&::-webkit-scrollbar-thumb": {"background": rx.color("gray", 8), "borderRadius": "5px"},
+}
+
+
 def flow_drawing(d: rx.Var[Drawing], selected: rx.Var[str] | str = "",
                  preview: rx.Var[list[str]] | None = None, on_select=None,
                  canvas: rx.Var[Canvas] | None = None) -> rx.Component:
@@ -105,7 +115,7 @@ def flow_drawing(d: rx.Var[Drawing], selected: rx.Var[str] | str = "",
     that a step re-sends only what changed), `canvas` its size (default: `d`'s)."""
     preview = preview if preview is not None else rx.Var.create([]).to(list[str])
     c = canvas if canvas is not None else d
-    return rx.box(
+    scroller = rx.box(
         svg(
             svg.defs(*[_marker(m, color) for m, color in MARKERS.values()]),
             rx.foreach(d.frames, lambda f: _frame(f, selected, on_select)),
@@ -118,9 +128,19 @@ def flow_drawing(d: rx.Var[Drawing], selected: rx.Var[str] | str = "",
             style={"maxWidth": c.width.to_string() + "px", "minWidth": c.min_width.to_string()
                    + "px", "display": "block", "margin": "0 auto"},
         ),
-        overflow_x="auto", width="100%", id="flow-drawing",
+        overflow_x="auto", width="100%", id="flow-drawing", style=VISIBLE_SCROLLBAR,
         custom_attrs={"onKeyDown": KEY_TO_CLICK},
     )
+    # The hint shows only while the drawing is wider than its box: its height is
+    # (drawing's narrowest width - the box's width) clamped to 0..3em, measured in
+    # container units of the wrapper (so it follows the box, not the screen).
+    hint = rx.text(
+        "Wider than the screen: scroll sideways to see the whole flow →", size="1",
+        color_scheme="gray", id="drawing-scroll-hint", aria_hidden="true",
+        style={"overflow": "hidden", "margin": "0", "maxHeight": "clamp(0px, calc((" +
+               c.min_width.to_string() + " * 1px - 100cqw) * 100), 3em)"},
+    )
+    return rx.box(scroller, hint, width="100%", style={"containerType": "inline-size"})
 
 
 def legend(intervention: rx.Var[bool]) -> rx.Component:

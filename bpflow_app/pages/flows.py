@@ -199,11 +199,19 @@ def _startable(t: rx.Var[Startable]) -> rx.Component:
     )
 
 
+# On a phone the table keeps three columns (flow, status, Open) and the last step goes
+# under the flow's name, so the Open link stays on the screen.
+WIDE = ["none", "table-cell"]
+
+
 def _instance_row(i: rx.Var[InstanceLine]) -> rx.Component:
     return rx.table.row(
-        rx.table.cell(rx.link(i.template, href=routes.flow(i.id), weight="medium")),
+        rx.table.cell(rx.link(i.template, href=routes.flow(i.id), weight="medium"),
+                      rx.text(i.last_step, size="1", color_scheme="gray",
+                              display=["block", "none"]),
+                      overflow_wrap="anywhere"),
         rx.table.cell(state_badge(i.status)),
-        rx.table.cell(rx.text(i.last_step, size="2")),
+        rx.table.cell(rx.text(i.last_step, size="2"), display=WIDE),
         rx.table.cell(rx.text(i.updated, size="1", color_scheme="gray"),
                       display=["none", "none", "table-cell"]),
         rx.table.cell(rx.link("Open", href=routes.flow(i.id), aria_label="Open " + i.id)),
@@ -215,7 +223,7 @@ def _instances() -> rx.Component:
     table = rx.table.root(
         rx.table.header(rx.table.row(
             rx.table.column_header_cell("Flow"), rx.table.column_header_cell("Status"),
-            rx.table.column_header_cell("Last step"),
+            rx.table.column_header_cell("Last step", display=WIDE),
             rx.table.column_header_cell("Updated", display=["none", "none", "table-cell"]),
             rx.table.column_header_cell(""))),
         rx.table.body(rx.foreach(FlowsState.instances, _instance_row)),

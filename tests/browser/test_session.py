@@ -50,12 +50,31 @@ def test_6_reload_keeps_session_and_flow_position(page, sign_in, screenshot) -> 
     expect(page.locator("#outer-steps a")).to_have_attribute("href", outer)
 
 
-def test_outer_flow_shows_the_nested_business_flow(page, sign_in, screenshot) -> None:
-    sign_in(page, "alice")
+def test_signing_in_starts_nothing_and_the_outer_flow_is_the_session(page, sign_in,
+                                                                     screenshot) -> None:
+    """Sign-in is the outer flow's first circle; its second, `main`, is the session
+    itself: no claim is started, and My flows does not list the outer flow."""
+    sign_in(page, "bob")  # an approver's sign-in
+    expect(page.get_by_role("heading", name="Your flows")).to_be_visible()
+    expect(page.locator(".instance-row", has_text="signin")).to_have_count(0)
+    expect(page.locator(".instance-row", has_text="reimbursement")).to_have_count(0)
     page.locator("#outer-steps a").click()
     page.wait_for_url("**/flow/**")
     expect(page.locator('.flow-node[data-circle="auth"]')).to_have_attribute(
         "data-state", "success")
+    expect(page.locator('.flow-node[data-circle="main"]')).to_have_attribute(
+        "data-state", "success")
+    expect(page.locator(".flow-node")).to_have_count(2)  # no business flow inside
+    expect(page.locator(".circle-box")).to_have_count(0)
+    screenshot(page, "outer_flow_is_the_session")
+
+
+def test_a_nested_flow_opens_and_closes(page, sign_in, app_store) -> None:
+    app_store.put_template({"name": "trip", "kind": "linear", "circles": [
+        {"uri": "main", "box": {"action": {"type": "flow", "template": "reimbursement"}}}]})
+    sign_in(page, "alice")
+    page.get_by_role("button", name="Start trip").click()
+    page.wait_for_url("**/flow/**")
     expect(page.locator('.flow-frame[data-circle="main"]')).to_be_visible()
     expect(page.locator('.flow-node[data-circle="main.claim"]')).to_have_attribute(
         "data-state", "ready")
@@ -63,19 +82,40 @@ def test_outer_flow_shows_the_nested_business_flow(page, sign_in, screenshot) ->
     page.get_by_role("button", name="Open or close nested flow").click()
     expect(page.locator('.flow-node[data-circle="main.claim"]')).to_have_count(0)
     expect(page.locator('.flow-node[data-circle="main"]')).to_be_visible()
-    screenshot(page, "outer_flow_collapsed")
 
 
 def test_pages_fit_a_phone(new_page, sign_in, screenshot) -> None:
+    """At 390 px the page never scrolls sideways: My flows keeps its Open links on the
+    screen, and a drawing wider than the screen scrolls in its own box, which says so."""
     phone = new_page(390, 844)
     sign_in(phone, "alice")
     assert phone.evaluate("document.documentElement.scrollWidth") <= 391
-    screenshot(phone, "phone_my_flows")
     phone.get_by_role("button", name="Start reimbursement").click()
     phone.wait_for_url("**/flow/**")
     expect(phone.locator('.circle-box[data-circle="claim"]')).to_be_visible()
     assert phone.evaluate("document.documentElement.scrollWidth") <= 391  # the drawing scrolls
+    drawing = phone.locator("#flow-drawing")  # (headless Chromium hides every scrollbar)
+    sizes = drawing.evaluate("(d) => [d.scrollWidth, d.clientWidth]")
+    assert sizes[0] > sizes[1], sizes  # wider than its box, which scrolls
+    expect(phone.locator("#drawing-scroll-hint")).to_be_visible()
+    expect(phone.locator("#drawing-scroll-hint")).to_contain_text("scroll sideways")
     screenshot(phone, "phone_flow")
+
+    phone.goto("/flows")
+    rows = phone.locator(".instance-row")
+    expect(rows.first).to_be_visible()
+    for link in phone.get_by_role("link", name="Open ").all():
+        box = link.bounding_box()
+        assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390, box
+    assert phone.evaluate("document.documentElement.scrollWidth") <= 391
+    screenshot(phone, "phone_my_flows")
+
+    wide = new_page(1280, 800)  # where the drawing fits, nothing is said
+    sign_in(wide, "alice")
+    wide.get_by_role("link", name="Open ").first.click()
+    wide.wait_for_url("**/flow/**")
+    expect(wide.locator("#flow-drawing")).to_be_visible()
+    expect(wide.locator("#drawing-scroll-hint")).to_be_hidden()
 
 
 FIRST_VIEW = """(name) => { window.__firstView = new Promise((resolve) => {
