@@ -13,8 +13,9 @@ framework's per-request machinery (middleware layers, dependency solving, matchi
 against every route): on this hardware that was about 40 % of the time the server held
 the GIL for them. It is the same route, only reached sooner: the route's own path
 pattern, the body model its endpoint declares (validating the value the guard parsed),
-the routes' reading of the bearer token (`deps.caller_from`), the endpoint function
-itself and the one error map (`errors.answer`).
+the routes' reading of the bearer token (`deps.caller_from`), the endpoint's header
+(`Idempotency-Key`, checked as its model checks it: `schemas.valid_idempotency_key`), the
+endpoint function itself and the one error map (`errors.answer`).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from fastapi.routing import APIRoute, APIRouter
 from bpflow import limits
 from bpflow.api.deps import caller_from, client_of, store_of
 from bpflow.api.errors import answer
+from bpflow.api.schemas import valid_idempotency_key
 from bpflow.errors import Unauthorized
 
 SECURITY_HEADERS = ((b"x-content-type-options", b"nosniff"), (b"x-frame-options", b"DENY"),
@@ -101,6 +103,9 @@ class HotPaths:
         self.served = 0  # requests answered here rather than by the framework
         self.wants_client = {route.path: "client" in inspect.signature(route.endpoint).parameters
                              for route, _ in self.routes}
+        self.wants_key = {route.path: "idempotency_key" in
+                          inspect.signature(route.endpoint).parameters
+                          for route, _ in self.routes}
 
     async def __call__(self, scope, receive, send, parsed: Any) -> bool:
         """True when the request was answered here; `parsed` is its body as the guard
@@ -112,6 +117,11 @@ class HotPaths:
         if found is None:
             return False
         match, route, model = found
+        extra: dict[str, Any] = {}
+        if self.wants_key[route.path]:
+            key = extra["idempotency_key"] = _header(scope, b"idempotency-key")
+            if key is not None and not valid_idempotency_key(key):
+                return False  # the framework answers its 422
         try:
             data = model.model_validate(parsed)
             caller = caller_from(self.app, _header(scope, b"authorization"))
@@ -121,7 +131,8 @@ class HotPaths:
         params = {name: route.param_convertors[name].convert(value)
                   for name, value in match.groupdict().items()}
         try:
-            extra = {"client": client_of(scope)} if self.wants_client[route.path] else {}
+            if self.wants_client[route.path]:
+                extra["client"] = client_of(scope)
             response = await route.endpoint(body=data, store=store_of(self.app),
                                             caller=caller, **extra, **params)
         except Exception as exc:

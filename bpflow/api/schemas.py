@@ -10,9 +10,11 @@ other answers are made with their models' constructors.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Collection, Mapping
 from typing import Annotated, Any, Literal
 
+from fastapi import Header
 from pydantic import AfterValidator, BaseModel, Field
 
 from bpflow import limits
@@ -54,12 +56,25 @@ class TemplateSummary(BaseModel):
     name: str
     latest_version: int
     versions: list[int]
+    retired: bool = Field(description="retired: no new starts (running instances go on)")
 
 
-def template_summaries(versions: Mapping[str, list[int]]) -> list[TemplateSummary]:
-    """Every template with its versions (`Store.template_versions()`), oldest first."""
-    return [TemplateSummary(name=name, latest_version=numbers[-1], versions=numbers)
+def template_summaries(versions: Mapping[str, list[int]],
+                       retired: Collection[str] = ()) -> list[TemplateSummary]:
+    """Every template with its versions (`Store.template_versions()`), oldest first, and
+    whether it is retired (`Store.retired_templates()`)."""
+    return [TemplateSummary(name=name, latest_version=numbers[-1], versions=numbers,
+                            retired=name in retired)
             for name, numbers in versions.items()]
+
+
+class TemplateRetired(BaseModel):
+    name: str
+    retired: bool
+
+
+def retired_payload(name: str, retired: bool) -> TemplateRetired:
+    return TemplateRetired(name=name, retired=retired)
 
 
 class TemplateUploaded(BaseModel):
@@ -102,6 +117,19 @@ class StartIn(BaseModel):
     version: int | None = Field(default=None, ge=1, le=MAX_INT)
     inputs: Annotated[dict[str, Json], _small("inputs")] = Field(default_factory=dict,
                                                                  description=_SMALL)
+
+
+_PRINTABLE = r"[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?"  # no space at either end (HTTP)
+IDEMPOTENCY_KEY = Header(
+    alias="Idempotency-Key", min_length=1, max_length=200, pattern=f"^{_PRINTABLE}$",
+    description="1 to 200 printable ASCII characters: the same key from the same user"
+                " answers the instance it started first (200) instead of starting another")
+_KEY = re.compile(_PRINTABLE)
+
+
+def valid_idempotency_key(value: str) -> bool:
+    """What `IDEMPOTENCY_KEY` accepts (for the short path, which reads headers itself)."""
+    return len(value) <= 200 and _KEY.fullmatch(value) is not None
 
 
 class CircleOut(BaseModel):

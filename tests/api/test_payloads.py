@@ -106,6 +106,8 @@ def test_every_answer_has_exactly_its_models_keys(store, short_path):
     call("alice", "GET", "/api/templates")
     call("alice", "GET", "/api/templates/simple")
     call("alice", "GET", "/api/templates/simple/stats")
+    assert call("admin", "POST", "/api/templates/feeds/retire")["retired"] is True
+    assert call("admin", "POST", "/api/templates/feeds/restore")["retired"] is False
 
     inst = call("alice", "POST", "/api/instances", {"template": "simple"}, expect=201)
     base = f"/api/instances/{inst['id']}"

@@ -17,10 +17,11 @@ from typing import Annotated, Any, Literal
 import orjson
 from fastapi import APIRouter, Query, Response
 
-from bpflow.access import Caller, acting, drivable, instance_scope
+from bpflow.access import Caller, acting, drivable, instance_scope, startable
 from bpflow.api.deps import CallerDep, ClientDep, StoreDep
 from bpflow.api.errors import responses
 from bpflow.api.schemas import (
+    IDEMPOTENCY_KEY,
     MAX_INT,
     AbortIn,
     CompleteIn,
@@ -33,9 +34,10 @@ from bpflow.api.schemas import (
     instance_payload,
     summary_payload,
 )
-from bpflow.errors import NotFound
+from bpflow.errors import Conflict, NotFound
 from bpflow.interactions import Interactions
 from bpflow.store import Store
+from bpflow.store.steps import AlreadyStarted
 from engine.instance import Instance
 from engine.runtime import InputError
 
@@ -43,10 +45,34 @@ router = APIRouter(prefix="/api/instances", tags=["instances"])
 
 
 @router.post("", response_model=InstanceOut, status_code=201,
-             responses=responses(401, 404, 422))
-async def start(body: StartIn, store: StoreDep, caller: CallerDep) -> Response:
-    inst = await store.start_async(body.template, body.inputs, caller.as_user(), body.version)
+             responses={**responses(401, 403, 404, 409, 422),
+                        200: {"model": InstanceOut, "description": "started with this"
+                              " Idempotency-Key already: the first instance"}})
+async def start(body: StartIn, store: StoreDep, caller: CallerDep,
+                idempotency_key: Annotated[str | None, IDEMPOTENCY_KEY] = None) -> Response:
+    """Start an instance: 403 for who is not among the template's `starters`, 409 for a
+    retired template. With an `Idempotency-Key`, the same key from the same user answers
+    the instance it started first (200), also for requests sent at the same moment."""
+    iid = None if idempotency_key is None else store.keyed_id(caller.id, idempotency_key)
+    if iid is not None:
+        try:
+            return _first_start(store, await store.peek_async(iid), caller)
+        except NotFound:
+            pass  # not started yet
+    try:
+        inst = await store.start_async(body.template, body.inputs, caller.as_user(),
+                                       body.version, instance_id=iid,
+                                       admit=lambda t: startable(caller, t))
+    except AlreadyStarted as exc:  # the same key, at the same moment
+        return _first_start(store, exc.instance, caller)
     return _json(instance_payload(store.engine, inst, caller), 201)
+
+
+def _first_start(store: Store, inst: Instance, caller: Caller) -> Response:
+    """The instance an earlier start with the caller's key made (200)."""
+    if inst.user.get("id") != caller.id:
+        raise Conflict("this Idempotency-Key names another instance")
+    return _json(instance_payload(store.engine, inst, caller))
 
 
 @router.get("", response_model=list[InstanceSummary], responses=responses(401, 422))

@@ -1,7 +1,8 @@
-"""Templates: GET /api/templates (every name with its versions), POST /api/templates
-(an admin uploads one: 201 for a new version, 200 if identical to the latest),
-GET /api/templates/{name} (a version with its analysis) and GET .../stats (the
-caller's instances of it counted, everyone's for admins)."""
+"""Templates: GET /api/templates (every name with its versions and whether it is
+retired), POST /api/templates (an admin uploads one: 201 for a new version, 200 if
+identical to the latest), GET /api/templates/{name} (a version with its analysis),
+GET .../stats (the caller's instances of it counted, everyone's for admins) and, for
+admins, POST .../retire and .../restore (a retired template is started no more)."""
 
 from __future__ import annotations
 
@@ -19,8 +20,10 @@ from bpflow.api.schemas import (
     Json,
     StatsOut,
     TemplateOut,
+    TemplateRetired,
     TemplateSummary,
     TemplateUploaded,
+    retired_payload,
     stats_payload,
     template_payload,
     template_summaries,
@@ -35,7 +38,7 @@ DISCONNECT_POLL_S = 0.2  # how often an upload under analysis looks for its clie
 
 @router.get("", response_model=list[TemplateSummary], responses=responses(401))
 def templates(store: StoreDep, caller: CallerDep) -> list[TemplateSummary]:
-    return template_summaries(store.template_versions())
+    return template_summaries(store.template_versions(), store.retired_templates())
 
 
 @router.post("", response_model=TemplateUploaded, status_code=201,
@@ -77,3 +80,21 @@ def stats(name: str, store: StoreDep, caller: CallerDep) -> StatsOut:
     if name not in store.template_versions():
         raise NotFound(f"no template '{name}'")
     return stats_payload(store.stats(name, instance_scope(caller)))
+
+
+@router.post("/{name}/retire", response_model=TemplateRetired,
+             responses=responses(401, 403, 404))
+def retire(name: str, store: StoreDep, caller: CallerDep) -> TemplateRetired:
+    """No new starts of any version of `name`; its running instances go on."""
+    require_admin(caller)
+    store.retire_template(name, caller.username)
+    return retired_payload(name, True)
+
+
+@router.post("/{name}/restore", response_model=TemplateRetired,
+             responses=responses(401, 403, 404))
+def restore(name: str, store: StoreDep, caller: CallerDep) -> TemplateRetired:
+    """`name` can be started again."""
+    require_admin(caller)
+    store.restore_template(name)
+    return retired_payload(name, False)
