@@ -59,11 +59,12 @@ chromium:
 			|| { $$sudo apt-get update && $$sudo apt-get install -y chromium; }; \
 	fi
 
-# The database is created or migrated and the example templates imported on every start
-# (both are no-ops when nothing changed); the first start also adds demo users.
+# The database is created or migrated and the example templates whose names are unknown added
+# on every start (both no-ops when nothing changed; what an admin uploaded stays); the first
+# start also adds demo users.
 db: install
 	$(VENV)/bin/bpflow db upgrade
-	$(VENV)/bin/bpflow import upload/workflow
+	$(VENV)/bin/bpflow import --new-only upload/workflow
 	$(VENV)/bin/bpflow seed-demo
 
 run: install bun db

@@ -45,7 +45,9 @@ def check_secret() -> None:
 
 
 def prepare(store: Store | None = None) -> Store:
-    """Migrate the schema and import upload/workflow/ (both no-ops when up to date)."""
+    """Migrate the schema and add the templates of upload/workflow/ whose names are
+    unknown (both no-ops when up to date): a restart never replaces what an admin
+    uploaded with the shipped file (SPEC §6)."""
     for attempt in range(5):  # several backend processes may start at once
         try:
             upgrade(os.environ.get("DATABASE_URL"))
@@ -57,7 +59,7 @@ def prepare(store: Store | None = None) -> Store:
             time.sleep(1 + attempt)
     store = store or get_store()
     if TEMPLATES.is_dir():
-        for name, version, created in store.import_dir(TEMPLATES):
+        for name, version, created in store.import_dir(TEMPLATES, only_new=True):
             if created:
                 log.info("imported template %s version %s", name, version)
     return store

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bpflow.access import ROLES
+from bpflow.access import ROLES, USER
 from bpflow.security import normal_username
 from engine.analysis import analyze
 
@@ -127,7 +127,7 @@ def db_upgrade(url: str | None) -> int:
     return EXIT_OK
 
 
-def import_dir(folder: str, url: str | None) -> int:
+def import_dir(folder: str, url: str | None, only_new: bool = False) -> int:
     from bpflow.store import Store
     from engine.errors import DefinitionError
     if not Path(folder).is_dir():
@@ -135,7 +135,7 @@ def import_dir(folder: str, url: str | None) -> int:
         return EXIT_UNREADABLE
     store = Store(url)
     try:
-        for name, version, created in store.import_dir(folder):
+        for name, version, created in store.import_dir(folder, only_new):
             print(f"{name}: version {version}" + (" (new)" if created else " (unchanged)"))
     except DefinitionError as exc:
         print(f"bpflow: a template is invalid: {exc}", file=sys.stderr)
@@ -146,6 +146,13 @@ def import_dir(folder: str, url: str | None) -> int:
     finally:
         store.close()
     return EXIT_OK
+
+
+def role_names(given: list[str] | None) -> list[str]:
+    """The roles of `--role` options, each one or several comma-separated (`user` when
+    none is given); their names are checked by the store."""
+    names = [r.strip() for option in given or () for r in option.split(",")]
+    return [r for r in names if r] or ([USER] if not given else [])
 
 
 def user_add(name: str, roles: list[str], password_stdin: bool, url: str | None) -> int:
@@ -258,13 +265,17 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--url", help=url_help)
     imp = sub.add_parser("import", help="load the *.json templates of DIR as versions")
     imp.add_argument("dir", metavar="DIR")
+    imp.add_argument("--new-only", action="store_true",
+                     help="add only templates whose name is unknown (as the app does at"
+                          " start-up), leaving known ones as they are")
     imp.add_argument("--url", help=url_help)
     user = sub.add_parser("user", help="users")
     user_sub = user.add_subparsers(dest="user_command", required=True)
     add = user_sub.add_parser("add", help="add a user")
     add.add_argument("name", metavar="NAME")
-    add.add_argument("--role", action="append", choices=list(ROLES),
-                     help="a role (repeatable; default: user)")
+    add.add_argument("--role", action="append", metavar="ROLE",
+                     help=f"a role: {', '.join(ROLES)} or a custom one such as finance"
+                          " (repeatable or comma-separated; default: user)")
     add.add_argument("--password-stdin", action="store_true",
                      help="read the password from stdin (otherwise one is generated)")
     add.add_argument("--url", help=url_help)
@@ -293,11 +304,11 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "db":
             return db_upgrade(args.url)
         if args.command == "import":
-            return import_dir(args.dir, args.url)
+            return import_dir(args.dir, args.url, args.new_only)
         if args.command == "user" and args.user_command == "disable":
             return user_disable(args.name, args.url)
         if args.command == "user":
-            return user_add(args.name, args.role or ["user"], args.password_stdin, args.url)
+            return user_add(args.name, role_names(args.role), args.password_stdin, args.url)
         if args.command == "seed-demo":
             return seed_demo(args.url)
         if args.command == "worker":

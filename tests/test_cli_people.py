@@ -1,0 +1,80 @@
+"""`bpflow user add --role` with custom roles, `bpflow import` (versions) beside the app's
+start-up import (only unknown templates: SPEC §6), on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from bpflow import backend
+from bpflow.cli import main, role_names
+from bpflow.store import Store
+from tests.conftest import SECRET
+
+BODY = {"name": "simple", "circles": [{"uri": "a"}]}
+
+
+@pytest.fixture
+def url(db_url, monkeypatch, tmp_path):
+    monkeypatch.setenv("BPFLOW_SECRET", SECRET.decode() + "-of-32-bytes-or-more")
+    monkeypatch.setenv("BPFLOW_HOME", str(tmp_path / "home"))
+    return db_url
+
+
+def test_role_options_are_repeatable_and_comma_separated():
+    assert role_names(None) == ["user"]
+    assert role_names(["finance"]) == ["finance"]
+    assert role_names(["finance,user", " approver "]) == ["finance", "user", "approver"]
+    assert role_names([""]) == []  # the store refuses it
+
+
+def test_user_add_takes_custom_roles(url, capsys):
+    assert main(["user", "add", "fay", "--role", "finance", "--role", "user,approver",
+                 "--url", url]) == 0
+    assert "added with roles approver, finance, user" in capsys.readouterr().out
+    assert main(["user", "add", "gus", "--role", "Finance", "--url", url]) == 1
+    assert "not a role name: 'Finance'" in capsys.readouterr().err
+    assert main(["user", "add", "hal", "--role", "", "--url", url]) == 1
+    assert "at least one role" in capsys.readouterr().err
+    store = Store(url, secret=b"x")
+    try:
+        assert store.user("fay")["roles"] == ["approver", "finance", "user"]
+        assert store.user("gus") is None and store.user("hal") is None
+        assert store.list_users(role="finance") == ["fay"]
+    finally:
+        store.close()
+
+
+def test_import_loads_versions_and_new_only_leaves_known_templates(url, tmp_path, capsys):
+    folder = tmp_path / "workflow"
+    folder.mkdir()
+    (folder / "simple.json").write_text(json.dumps(BODY))
+    assert main(["import", str(folder), "--url", url]) == 0
+    (folder / "simple.json").write_text(json.dumps({**BODY, "title": "changed"}))
+    assert main(["import", "--new-only", str(folder), "--url", url]) == 0
+    assert "simple: version 1 (unchanged)" in capsys.readouterr().out.splitlines()[-1]
+    assert main(["import", str(folder), "--url", url]) == 0
+    assert "simple: version 2 (new)" in capsys.readouterr().out
+
+
+def test_a_restart_keeps_what_an_admin_uploaded(url, tmp_path, monkeypatch):
+    """The app's start-up (`backend.prepare`) adds the shipped templates whose names are
+    unknown, and never a shipped file as a new version over an admin's upload."""
+    folder = tmp_path / "workflow"
+    folder.mkdir()
+    (folder / "simple.json").write_text(json.dumps(BODY))
+    monkeypatch.setattr(backend, "TEMPLATES", folder)
+    monkeypatch.setenv("DATABASE_URL", url)
+    store = Store(url, secret=SECRET)
+    try:
+        backend.prepare(store)
+        assert store.template_versions() == {"simple": [1]}
+        store.put_template({**BODY, "title": "uploaded by an admin"})
+        (folder / "other.json").write_text(json.dumps({**BODY, "name": "other"}))
+        backend.prepare(store)  # a restart
+        assert store.template_versions() == {"other": [1], "simple": [1, 2]}
+        assert store.latest_body("simple")["title"] == "uploaded by an admin"
+        assert store.start("simple").version == 2
+    finally:
+        store.close()
