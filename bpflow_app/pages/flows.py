@@ -4,15 +4,18 @@ and the user's instances, newest first, a page at a time."""
 from __future__ import annotations
 
 import json
+import secrets
 from dataclasses import dataclass, field
 from typing import Any
 
 import reflex as rx
 
+from bpflow.access import Caller, may_start, startable
 from bpflow.backend import get_store
 from bpflow.errors import Unauthorized
 from bpflow.forms import FormError, validate
 from bpflow.interactions import SIGNIN_TEMPLATE
+from bpflow.store.steps import AlreadyStarted
 from bpflow_app import routes
 from bpflow_app.boxview import FieldView, clock_text, field_view
 from bpflow_app.components.fields import fields
@@ -70,13 +73,14 @@ def parse_inputs(template: Template, form_data: dict[str, Any]) -> dict[str, Any
     return values
 
 
-def startables(errors: dict[str, dict[str, str]] | None = None) -> list[Startable]:
+def startables(caller: Caller, errors: dict[str, dict[str, str]] | None = None
+               ) -> list[Startable]:
+    """The templates `caller` may start (not retired, `starters` allowing them)."""
     store, errors = get_store(), errors or {}
     out = []
-    for name in sorted(store.template_versions()):
+    for name, version, t in store.startable_templates(lambda body: may_start(caller, body)):
         if name == SIGNIN_TEMPLATE:
             continue  # the outer flow (the session), which signing in starts
-        version, t = store.template(name)
         mine = errors.get(name, {})
         out.append(Startable(name, t.title or name, t.description, version,
                              [field_view(f"start-{name}", f, None, mine.get(f.name, ""))
@@ -129,6 +133,7 @@ class FlowsState(SessionState):
     page: int = 0
     loading: bool = True
     starting: str = ""
+    _start_key: str = ""  # the Idempotency-Key of this page's starts (a double click)
 
     @rx.var
     def pages(self) -> int:
@@ -139,7 +144,8 @@ class FlowsState(SessionState):
         caller = self._visitor()
         if caller is None:
             return None
-        self.startables = startables()
+        self.startables = startables(caller)
+        self._start_key = secrets.token_urlsafe(12)  # kept until the page is loaded again
         store = get_store()
         rows, self.total = business_instances(store, caller.id, self.page * PAGE_SIZE,
                                               PAGE_SIZE)
@@ -167,15 +173,27 @@ class FlowsState(SessionState):
             caller = self._caller()
             _, template = get_store().template(name)
             inputs = parse_inputs(template, form_data)
-            inst = get_store().start(name, inputs, caller.as_user())
+            inst = self._start_once(caller, name, inputs)
         except Unauthorized as exc:
             return expired(self, exc)
         except FormError as exc:
-            self.startables = startables({name: exc.errors})
+            self.startables = startables(caller, {name: exc.errors})
             return rx.toast.error("Please check the inputs")
         except BpflowError as exc:
             return rx.toast.error(f"Could not start {name}: {exc}")
         return [rx.redirect(routes.flow(inst.id)), rx.toast.success(f"Started {name}")]
+
+    def _start_once(self, caller: Caller, name: str, inputs: dict[str, Any]):
+        """Start `name` under this page's key: a second click (queued behind the first)
+        gets the instance the first one started."""
+        self._start_key = self._start_key or secrets.token_urlsafe(12)
+        store = get_store()
+        try:
+            return store.start(name, inputs, caller.as_user(),
+                               instance_id=store.keyed_id(caller.id, f"{self._start_key}:{name}"),
+                               admit=lambda body: startable(caller, body))
+        except AlreadyStarted as exc:
+            return exc.instance
 
 
 def _startable(t: rx.Var[Startable]) -> rx.Component:

@@ -1,5 +1,5 @@
 """Templates (`/templates`, admins): versions, upload with the analysis errors by path,
-a drawing preview and per-circle statistics."""
+a drawing preview and per-circle statistics, retire and restore (after a confirmation)."""
 
 from __future__ import annotations
 
@@ -31,10 +31,24 @@ def _version(t: rx.Var[TemplateLine], v: rx.Var[VersionLine]) -> rx.Component:
     )
 
 
+def _retirement(t: rx.Var[TemplateLine]) -> rx.Component:
+    return rx.cond(
+        t.retired,
+        rx.button(rx.icon("archive-restore", size=12), "Restore", size="1", variant="soft",
+                  on_click=S.ask(t.name, False), aria_label="Restore " + t.name),
+        rx.button(rx.icon("archive", size=12), "Retire", size="1", variant="soft",
+                  color_scheme="red", on_click=S.ask(t.name, True),
+                  aria_label="Retire " + t.name),
+    )
+
+
 def _template(t: rx.Var[TemplateLine]) -> rx.Component:
     return rx.vstack(
         rx.hstack(rx.text(t.title, weight="medium"), rx.code(t.name, size="1"),
-                  spacing="2", align="center", wrap="wrap"),
+                  rx.cond(t.retired, rx.badge("retired", color_scheme="gray",
+                                              class_name="retired-badge")),
+                  rx.spacer(), _retirement(t),
+                  spacing="2", align="center", wrap="wrap", width="100%"),
         rx.flex(rx.foreach(t.versions, lambda v: _version(t, v)), spacing="1", wrap="wrap"),
         spacing="1", width="100%", padding_y="6px", class_name="template-line",
         custom_attrs={"data-template": t.name},
@@ -112,6 +126,29 @@ def _upload() -> rx.Component:
         spacing="3", width="100%"), width="100%")
 
 
+def _retire_dialog() -> rx.Component:
+    return rx.alert_dialog.root(
+        rx.alert_dialog.content(
+            rx.alert_dialog.title(rx.cond(S.asked_retire, "Retire ", "Restore "), S.asked,
+                                  "?"),
+            rx.alert_dialog.description(rx.cond(
+                S.asked_retire,
+                "Nobody can start it any more, and My flows no longer offers it. Flows "
+                "already running go on. You can restore it later.",
+                "It can be started again, by those its starters allow."), size="2"),
+            rx.flex(
+                rx.alert_dialog.cancel(rx.button("Cancel", variant="soft", color_scheme="gray",
+                                                 on_click=S.cancel)),
+                rx.button(rx.cond(S.asked_retire, "Retire", "Restore"), on_click=S.confirm,
+                          color_scheme=rx.cond(S.asked_retire, "red", "green"),
+                          id="confirm-retirement"),
+                spacing="3", justify="end", margin_top="12px",
+            ),
+        ),
+        open=S.asked != "",
+    )
+
+
 def templates_page() -> rx.Component:
     listing = rx.card(rx.vstack(
         rx.heading("Templates", size="4", as_="h2"),
@@ -127,7 +164,7 @@ def templates_page() -> rx.Component:
             grid_template_columns=["minmax(0,1fr)", "minmax(0,1fr)",
                                    "minmax(0,2fr) minmax(0,3fr)"],
         ),
-        _upload(), spacing="4", width="100%"))
+        _upload(), _retire_dialog(), spacing="4", width="100%"))
     return rx.vstack(
         page_header("Templates", "Versions, uploads, previews and what happened per circle."),
         rx.cond(SessionState.is_admin, body,

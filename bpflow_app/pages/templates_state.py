@@ -1,6 +1,7 @@
 """State of the templates page (admins): every template with its versions (locked ones
-marked), a drawing preview and per-circle statistics of the chosen version, and uploads
-(a file or pasted JSON) whose analysis errors are listed with their JSON pointers."""
+marked) and whether it is retired, a drawing preview and per-circle statistics of the
+chosen version, uploads (a file or pasted JSON) whose analysis errors are listed with their
+JSON pointers, and retiring or restoring a template after a confirmation."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Any
 
 import reflex as rx
 
+from bpflow.access import Caller
 from bpflow.backend import get_store
 from bpflow_app.drawing import Drawing, draw
 from bpflow_app.session import SessionState
@@ -31,6 +33,7 @@ class TemplateLine:
     title: str
     latest: int
     versions: list[VersionLine] = field(default_factory=list)
+    retired: bool = False
 
 
 @dataclass
@@ -51,12 +54,14 @@ class StatLine:
 
 def template_lines() -> list[TemplateLine]:
     store = get_store()
+    retired = store.retired_templates()
     out = []
     for name, versions in sorted(store.template_versions().items()):
         locked = store.locked_versions(name)
         _, t = store.template(name)
         out.append(TemplateLine(name, t.title or name, versions[-1],
-                                [VersionLine(v, v in locked) for v in reversed(versions)]))
+                                [VersionLine(v, v in locked) for v in reversed(versions)],
+                                name in retired))
     return out
 
 
@@ -81,6 +86,8 @@ class TemplatesState(SessionState):
     outcome: str = ""
     busy: bool = False
     loading: bool = True
+    asked: str = ""  # the template whose retirement (or restoring) waits for a confirmation
+    asked_retire: bool = True  # retire it (else restore it)
 
     def _as_admin(self, step: Callable[[], Any]) -> Any:
         return self._guarded(lambda _: step(), admin=True)
@@ -155,3 +162,31 @@ class TemplatesState(SessionState):
         self.name, self.version = name, version
         self._refresh()
         return rx.toast.success(self.outcome)
+
+    @rx.event
+    def ask(self, name: str, retire: bool):
+        """Open the confirmation of retiring (or restoring) `name`."""
+        self.asked, self.asked_retire = name, retire
+
+    @rx.event
+    def cancel(self):
+        self.asked = ""
+
+    @rx.event
+    def confirm(self):
+        name, retire = self.asked, self.asked_retire
+        self.asked = ""
+        return self._guarded(lambda caller: self._retire(caller, name, retire), admin=True)
+
+    def _retire(self, caller: Caller, name: str, retire: bool):
+        store = get_store()
+        try:
+            if retire:
+                store.retire_template(name, caller.username)
+            else:
+                store.restore_template(name)
+        except BpflowError as exc:
+            return rx.toast.error(str(exc))
+        self._refresh()
+        return rx.toast.success(f"Retired {name}: it can no longer be started" if retire
+                                else f"Restored {name}: it can be started again")

@@ -1,7 +1,8 @@
-"""Users (`/users`, admins): who can sign in, a form to add someone, and disabling an
-account (users are never deleted; a disabled account's sessions end within seconds).
-Self-service registration is off unless `BPFLOW_REGISTRATION=open` (see
-`pages/register.py`)."""
+"""Users (`/users`, admins): who can sign in, a form to add someone (with built-in or
+custom roles), changing a user's roles and disabling an account, each after a confirmation
+(users are never deleted; a disabled account's sessions end within seconds; an admin can
+neither disable themselves nor take away their own admin role). Self-service registration
+is off unless `BPFLOW_REGISTRATION=open` (see `pages/register.py`)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any
 
 import reflex as rx
 
-from bpflow.access import ROLES, USER, Caller
+from bpflow.access import ROLES, USER, Caller, own_account_kept, valid_roles
 from bpflow.backend import get_store
 from bpflow.errors import BpflowError
 from bpflow.security import normal_username, username_problem
@@ -29,6 +30,16 @@ class UserLine:
     disabled: str  # when it was disabled, "" while enabled
 
 
+def role_list(text: str) -> list[str]:
+    """Roles typed as text: separated by commas (or spaces)."""
+    return [r for r in text.replace(",", " ").split() if r]
+
+
+def sentence(exc: Exception) -> str:
+    text = str(exc)
+    return text[:1].upper() + text[1:]
+
+
 def user_problems(username: str, password: str) -> dict[str, str]:
     problems = {}
     problem = username_problem(normal_username(username))
@@ -43,6 +54,10 @@ class UsersState(SessionState):
     users: list[UserLine] = []
     errors: dict[str, str] = {}
     busy: bool = False
+    editing: str = ""  # whose roles the roles dialog changes
+    new_roles: str = ""  # what that dialog holds
+    roles_error: str = ""
+    disabling: str = ""  # whose disabling waits for a confirmation
 
     def _fetch(self) -> None:
         self.users = [UserLine(u["username"], ", ".join(u["roles"]), clock_text(u["created_at"]),
@@ -70,12 +85,19 @@ class UsersState(SessionState):
     def _add_user(self, form_data: dict[str, Any]):
         name = str(form_data.get("username") or "").strip()
         password = str(form_data.get("password") or "")
-        role = str(form_data.get("role") or USER)
+        roles = role_list(str(form_data.get("role") or USER))
         self.errors = user_problems(name, password)
+        if not roles:
+            self.errors["role"] = "A user needs at least one role"
         if self.errors:
             return rx.toast.error("Please check the form")
         try:
-            get_store().add_user(name, password, [role if role in ROLES else USER])
+            roles = valid_roles(roles)
+        except ValueError as exc:
+            self.errors = {"role": sentence(exc)}
+            return rx.toast.error("Please check the roles")
+        try:
+            get_store().add_user(name, password, roles)
         except ValueError as exc:
             self.errors = {"username": str(exc)}
             return rx.toast.error(str(exc))
@@ -85,16 +107,59 @@ class UsersState(SessionState):
 
 
     @rx.event
+    def ask_roles(self, username: str, roles: str):
+        """Open the roles dialog of `username` (holding their roles now)."""
+        self.editing, self.new_roles, self.roles_error = username, roles, ""
+
+    @rx.event
+    def set_new_roles(self, text: str):
+        self.new_roles = text
+
+    @rx.event
+    def cancel_roles(self):
+        self.editing, self.roles_error = "", ""
+
+    @rx.event
+    def save_roles(self):
+        username, roles = self.editing, role_list(self.new_roles)
+        return self._guarded(lambda caller: self._set_roles(caller, username, roles),
+                             admin=True)
+
+    def _set_roles(self, caller: Caller, username: str, roles: list[str]):
+        try:
+            own_account_kept(caller, username, roles)
+            stored = get_store().set_roles(username, roles)
+        except (ValueError, BpflowError) as exc:
+            self.roles_error = sentence(exc)
+            return rx.toast.error(self.roles_error)
+        self.editing, self.roles_error = "", ""
+        self._fetch()
+        return rx.toast.success(f"{username} now has the roles {', '.join(stored)}")
+
+    @rx.event
+    def ask_disable(self, username: str):
+        """Open the confirmation of disabling `username`."""
+        self.disabling = username
+
+    @rx.event
+    def cancel_disable(self):
+        self.disabling = ""
+
+    @rx.event
+    def confirm_disable(self):
+        username, self.disabling = self.disabling, ""
+        return self._guarded(lambda caller: self._disable(caller, username), admin=True)
+
+    @rx.event
     def disable(self, username: str):
         return self._guarded(lambda caller: self._disable(caller, username), admin=True)
 
     def _disable(self, caller: Caller, username: str):
-        if username == caller.username:
-            return rx.toast.error("You cannot disable your own account")
         try:
+            own_account_kept(caller, username, disable=True)
             changed = get_store().disable_user(username)
         except BpflowError as exc:
-            return rx.toast.error(str(exc))
+            return rx.toast.error(sentence(exc))
         self._fetch()
         return rx.toast.success(f"Disabled {username}" if changed
                                 else f"{username} was disabled already")
@@ -115,9 +180,12 @@ def _form() -> rx.Component:
         rx.input(name="password", id="new-password", type="password", width="100%",
                  auto_complete="new-password"),
         _error("password"),
-        rx.el.label(rx.text("Role", size="2"), html_for="new-role"),
-        rx.select.root(rx.select.trigger(id="new-role"), rx.select.content(
-            *[rx.select.item(r, value=r) for r in ROLES]), name="role", default_value=USER),
+        rx.el.label(rx.text("Roles", size="2"), html_for="new-role"),
+        rx.input(name="role", id="new-role", width="100%", default_value=USER,
+                 auto_complete="off"),
+        rx.text(f"Separated by commas: {', '.join(ROLES)} or your own, such as finance.",
+                size="1", color_scheme="gray"),
+        _error("role"),
         rx.button("Add user", type="submit", loading=UsersState.busy),
         spacing="2", width="100%", align="start"),
         on_submit=UsersState.add, reset_on_submit=False), width="100%")
@@ -125,11 +193,54 @@ def _form() -> rx.Component:
 
 def _row(u: rx.Var[UserLine]) -> rx.Component:
     status = rx.cond(u.disabled != "", rx.text("disabled " + u.disabled, size="1"),
-                     rx.button("Disable", size="1", variant="soft", color_scheme="red",
-                               on_click=UsersState.disable(u.username),
-                               aria_label="Disable " + u.username))
-    return rx.table.row(rx.table.cell(u.username), rx.table.cell(u.roles),
-                        rx.table.cell(rx.text(u.created, size="1")), rx.table.cell(status))
+                     rx.cond(u.username == UsersState.username, rx.text("you", size="1"),
+                             rx.button("Disable", size="1", variant="soft", color_scheme="red",
+                                       on_click=UsersState.ask_disable(u.username),
+                                       aria_label="Disable " + u.username)))
+    roles = rx.hstack(
+        rx.text(u.roles, size="2"),
+        rx.cond(u.disabled == "", rx.icon_button(
+            rx.icon("pencil", size=12), size="1", variant="ghost",
+            on_click=UsersState.ask_roles(u.username, u.roles),
+            aria_label="Change the roles of " + u.username)),
+        spacing="2", align="center")
+    return rx.table.row(rx.table.cell(u.username), rx.table.cell(roles),
+                        rx.table.cell(rx.text(u.created, size="1")), rx.table.cell(status),
+                        custom_attrs={"data-user": u.username})
+
+
+def _roles_dialog() -> rx.Component:
+    return rx.alert_dialog.root(rx.alert_dialog.content(
+        rx.alert_dialog.title("Roles of ", UsersState.editing),
+        rx.alert_dialog.description(
+            "Replace their roles with these, separated by commas: " + ", ".join(ROLES)
+            + " or your own, such as finance. They apply within seconds.", size="2"),
+        rx.input(value=UsersState.new_roles, on_change=UsersState.set_new_roles,
+                 id="edit-roles", width="100%", margin_top="12px",
+                 custom_attrs={"aria-label": "Roles"}),
+        rx.cond(UsersState.roles_error != "",
+                rx.text(UsersState.roles_error, color_scheme="red", size="1", role="alert")),
+        rx.flex(
+            rx.alert_dialog.cancel(rx.button("Cancel", variant="soft", color_scheme="gray",
+                                             on_click=UsersState.cancel_roles)),
+            rx.button("Save roles", on_click=UsersState.save_roles, id="confirm-roles"),
+            spacing="3", justify="end", margin_top="12px"),
+    ), open=UsersState.editing != "")
+
+
+def _disable_dialog() -> rx.Component:
+    return rx.alert_dialog.root(rx.alert_dialog.content(
+        rx.alert_dialog.title("Disable ", UsersState.disabling, "?"),
+        rx.alert_dialog.description(
+            "They can no longer sign in, and their open sessions end within seconds. Users "
+            "are never deleted: their flows and history stay.", size="2"),
+        rx.flex(
+            rx.alert_dialog.cancel(rx.button("Cancel", variant="soft", color_scheme="gray",
+                                             on_click=UsersState.cancel_disable)),
+            rx.button("Disable", color_scheme="red", on_click=UsersState.confirm_disable,
+                      id="confirm-disable"),
+            spacing="3", justify="end", margin_top="12px"),
+    ), open=UsersState.disabling != "")
 
 
 def users_page() -> rx.Component:
@@ -140,7 +251,8 @@ def users_page() -> rx.Component:
                                      rx.table.column_header_cell("Account"))),
         rx.table.body(rx.foreach(UsersState.users, _row)), width="100%", variant="surface"),
         overflow_x="auto", width="100%")
-    body = rx.grid(table, _form(), spacing="4", width="100%", align_items="start",
+    body = rx.grid(table, _form(), _roles_dialog(), _disable_dialog(), spacing="4",
+                   width="100%", align_items="start",
                    grid_template_columns=["minmax(0,1fr)", "minmax(0,1fr)",
                                           "minmax(0,3fr) minmax(0,2fr)"])
     return rx.vstack(
