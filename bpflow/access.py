@@ -88,22 +88,57 @@ def acting(caller: Caller, inst: Instance) -> Instance:
 
 
 def sight(caller: Caller, inst: Instance, asked: Callable[[], bool]) -> Sight:
-    """ACT for its user and admins, FOLLOW for whoever was asked about it (`asked` is
-    only called when it matters), else NONE."""
+    """ACT for its user and admins, FOLLOW for the people it asked (named by a task of
+    one of its circles, or sent mail about it: `asked` is only called when it matters),
+    else NONE."""
     if may_act(caller, inst):
         return Sight.ACT
-    return Sight.FOLLOW if asked() else Sight.NONE
+    return Sight.FOLLOW if named(caller, inst) or asked() else Sight.NONE
+
+
+def seeing(caller: Caller, inst: Instance, asked: Callable[[], bool]) -> Instance:
+    """The instance if the caller may see it; else the 'not found' of what does not exist."""
+    if sight(caller, inst, asked) is Sight.NONE:
+        raise NotFound(f"no instance '{inst.id}'")
+    return inst
+
+
+def named(caller: Caller, inst: Instance) -> bool:
+    """Whether a task of the instance (open or done) names the caller, as a candidate, by
+    one of their roles, or as its assignee."""
+    mine = set(caller.roles)
+    for run in inst.circles.values():
+        task = run.task
+        if task is not None and (caller.username in task["users"]
+                                 or task["assignee"] == caller.username
+                                 or not mine.isdisjoint(task["roles"])):
+            return True
+    return False
+
+
+def candidate(caller: Caller, task: Mapping[str, Any]) -> bool:
+    """Whether a task's candidates include the caller (by name or by role)."""
+    return caller.username in task["users"] or not set(caller.roles).isdisjoint(task["roles"])
 
 
 def may_drive(caller: Caller, inst: Instance, cid: str) -> bool:
-    """Whether the caller may complete or fail circle `cid` by hand (given they may act
-    on the instance): what waits for a person (a form, also one that feeds an action,
-    until it is sent) is theirs; what bpflow runs and what an approver decides is an
-    admin's intervention."""
-    box = inst.template.plan.nodes[cid].circle.box
-    if box.action_type not in AUTOMATIC or caller.is_admin:
+    """Whether the caller may complete or fail circle `cid` by hand. A person's task is
+    its assignee's, or while nobody holds it its candidates' (completing claims it); what
+    bpflow runs, and what an approver decides, is an admin's intervention; admins may
+    always intervene."""
+    if caller.is_admin:
         return True
-    return bool(box.form) and not action_started(inst.circles[cid])
+    box = inst.template.plan.nodes[cid].circle.box
+    run = inst.circles[cid]
+    task = run.task
+    if task is not None and not action_started(run):
+        holder = task["assignee"]
+        return holder == caller.username if holder else candidate(caller, task)
+    if not may_act(caller, inst):
+        return False
+    if box.action_type not in AUTOMATIC:
+        return True
+    return bool(box.form) and not action_started(run)
 
 
 def drivable(caller: Caller, inst: Instance, cid: str) -> None:
@@ -111,9 +146,46 @@ def drivable(caller: Caller, inst: Instance, cid: str) -> None:
     node = inst.template.plan.nodes.get(cid)
     if node is None:
         raise NotFound(f"instance has no circle '{cid}'")
-    if not may_drive(caller, inst, cid):
-        raise Forbidden(f"circle '{cid}' runs a {node.circle.box.action_type} action;"
-                        " only an admin may complete or fail it by hand")
+    if may_drive(caller, inst, cid):
+        return
+    task = inst.circles[cid].task
+    if task is not None and not action_started(inst.circles[cid]):
+        holder = task["assignee"]
+        raise Forbidden(f"circle '{cid}' is {holder}'s task" if holder else
+                        f"circle '{cid}' waits for {describe(task)}")
+    raise Forbidden(f"circle '{cid}' runs a {node.circle.box.action_type} action;"
+                    " only an admin may complete or fail it by hand")
+
+
+def describe(task: Mapping[str, Any]) -> str:
+    """Whom a task waits for, in words: "bob, carol or someone in finance"."""
+    who = list(task["users"]) + [f"someone in {r}" for r in task["roles"]]
+    if not who:
+        return "nobody"
+    return who[0] if len(who) == 1 else ", ".join(who[:-1]) + " or " + who[-1]
+
+
+def may_claim(caller: Caller, task: Mapping[str, Any]) -> bool:
+    """A candidate claims a task nobody holds (admins too)."""
+    return task["assignee"] is None and (caller.is_admin or candidate(caller, task))
+
+
+def may_unclaim(caller: Caller, task: Mapping[str, Any]) -> bool:
+    """Its assignee gives a task back (or an admin takes it from them)."""
+    return task["assignee"] is not None and (caller.is_admin
+                                             or task["assignee"] == caller.username)
+
+
+def may_delegate(caller: Caller, task: Mapping[str, Any], to: Caller) -> bool:
+    """The assignee hands the task to another candidate; an admin to anyone."""
+    if caller.is_admin:
+        return True
+    return task["assignee"] == caller.username and candidate(to, task)
+
+
+def may_withdraw(caller: Caller, inst: Instance) -> bool:
+    """The starter (or an admin) takes back a pending approval or task."""
+    return may_act(caller, inst)
 
 
 def instance_scope(caller: Caller) -> int | None:

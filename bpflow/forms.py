@@ -8,6 +8,7 @@ Password values are returned apart, so they never reach a result, the history or
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import date
 from typing import Any
 
@@ -91,11 +92,27 @@ def convert(field: Field, value: Any) -> Any:
     return value
 
 
+Accounts = Callable[[str], "tuple[str, tuple[str, ...]] | None"]  # name -> (as stored, roles)
+
+
+def _account(field: Field, name: str, accounts: Accounts | None) -> str:
+    found = accounts(name.strip()) if accounts is not None else None
+    if found is None:
+        raise ValueError(f"must name a user of bpflow; there is no '{name.strip()[:100]}'")
+    username, roles = found
+    if field.role is not None and field.role not in roles:
+        raise ValueError(f"must name someone in {field.role}; {username} is not")
+    return username
+
+
 def validate(fields: tuple[Field, ...], data: dict[str, Any],
-             defaults: dict[str, Any] | None = None) -> tuple[dict[str, Any], dict[str, str]]:
+             defaults: dict[str, Any] | None = None,
+             accounts: Accounts | None = None) -> tuple[dict[str, Any], dict[str, str]]:
     """(values, passwords) for `data`, or FormError with a message per bad field.
 
     A missing field takes its (already substituted) default; a missing checkbox is false.
+    A `user` field must name an enabled account (`accounts(name)` gives its username as
+    stored and its roles, or None), of the field's role when it names one.
     """
     if not isinstance(data, dict):
         raise FormError({"_form": "the form data must be an object of field values"})
@@ -118,6 +135,8 @@ def validate(fields: tuple[Field, ...], data: dict[str, Any],
             continue
         try:
             typed = convert(field, value)
+            if field.type == "user":
+                typed = _account(field, typed, accounts)
         except ValueError as exc:
             errors[field.name] = f"{label} {exc}"
             continue

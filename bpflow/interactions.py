@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from bpflow import auth
+from bpflow.access import Caller, drivable
 from bpflow.errors import RateLimited
 from bpflow.forms import FormError, validate
 from bpflow.mailbox import Mailbox
@@ -30,12 +31,26 @@ SIGNIN_TEMPLATE = "signin"
 OUTER_STATUSES = ("running", "failed", "suspended", "completed")
 
 
+def take(engine: Engine, inst: Instance, cid: str, caller: Caller) -> None:
+    """Whoever completes or fails a person's circle must be allowed to (`access.drivable`,
+    on the state the step sees); a candidate doing so takes a task nobody holds."""
+    drivable(caller, inst, cid)
+    task = inst.circles[cid].task
+    if task is not None and task["assignee"] is None:
+        engine.claim(inst, cid, caller.username, caller.username)
+
+
 class Interactions:
     """The person-facing side of the boxes, on top of the store."""
 
     def __init__(self, store: Store):
         self.store = store
         self.mailbox = Mailbox(store)
+
+    def accounts(self, name: str) -> tuple[str, tuple[str, ...]] | None:
+        """A `user` field's check: the enabled account of that name (as stored, roles)."""
+        user = self.store.user(name)
+        return None if user is None else (user["username"], tuple(user["roles"]))
 
     def defaults(self, inst: Instance, cid: str) -> dict[str, Any]:
         """The form's defaults with `${...}` substituted (a missing value is left out)."""
@@ -49,31 +64,36 @@ class Interactions:
         return out
 
     def submit(self, instance_id: str, cid: str, bookmark: str, data: dict[str, Any],
-               actor: str | None = None, client: str | None = None) -> Instance:
+               actor: str | None = None, client: str | None = None,
+               caller: Caller | None = None) -> Instance:
         """A person submitted the form of a ready circle (or its confirmation); `client`
-        (their address) counts an `auth` circle's failures against the sign-in limit."""
+        (their address) counts an `auth` circle's failures against the sign-in limit;
+        `caller`, when given, must be allowed to (checked on the state the step sees)."""
         if self.signs_in(self.store.peek(instance_id), cid):
             return self._sign_in_step(instance_id, cid, bookmark, data, actor, client)
-        return self.store.apply(instance_id, self.step(cid, bookmark, data, actor))
+        return self.store.apply(instance_id, self.step(cid, bookmark, data, actor, caller))
 
     async def submit_async(self, instance_id: str, cid: str, bookmark: str,
                            data: dict[str, Any], actor: str | None = None,
-                           client: str | None = None) -> Instance:
+                           client: str | None = None,
+                           caller: Caller | None = None) -> Instance:
         """`submit` for an event loop (the REST API)."""
         if self.signs_in(await self.store.peek_async(instance_id), cid):
             return await asyncio.to_thread(self._sign_in_step, instance_id, cid, bookmark,
                                            data, actor, client)
-        return await self.store.apply_async(instance_id, self.step(cid, bookmark, data, actor))
+        return await self.store.apply_async(instance_id,
+                                            self.step(cid, bookmark, data, actor, caller))
 
     @staticmethod
     def signs_in(inst: Instance, cid: str) -> bool:
         node = inst.template.plan.nodes.get(cid)
         return node is not None and node.circle.box.action_type == "auth"
 
-    def step(self, cid: str, bookmark: str, data: dict[str, Any],
-             actor: str | None) -> Callable[[Engine, Instance], Instance]:
+    def step(self, cid: str, bookmark: str, data: dict[str, Any], actor: str | None,
+             caller: Caller | None = None) -> Callable[[Engine, Instance], Instance]:
         """The store operation of a submission (not an `auth` one): decided on the
-        instance's current state, inside the step that stores it."""
+        instance's current state, inside the step that stores it. With `caller`, they
+        must be allowed to act on the circle; a candidate claims a task nobody holds."""
         def op(engine: Engine, inst: Instance) -> Instance:
             node = inst.template.plan.nodes.get(cid)
             if node is None:
@@ -81,6 +101,8 @@ class Interactions:
                                       circle=cid)
             box = node.circle.box
             engine.check_bookmark(inst, cid, bookmark)  # 409 before any 422
+            if caller is not None:
+                take(engine, inst, cid, caller)
             if box.confirm is not None:
                 if data.get("accept"):
                     engine.complete(inst, cid, bookmark, {"accepted": True}, actor)
@@ -94,7 +116,7 @@ class Interactions:
                 # never both reach its action
                 raise TransitionError(f"the form of circle '{cid}' was already sent; its"
                                       " action runs", instance=inst.id, circle=cid)
-            values, _ = validate(box.form, data, self.defaults(inst, cid))
+            values, _ = validate(box.form, data, self.defaults(inst, cid), self.accounts)
             if box.action_type is None:
                 engine.complete(inst, cid, bookmark, values, actor)
             else:  # the action runs on the worker with the typed values

@@ -29,6 +29,7 @@ from engine.instance import WAITING
 from engine.moves import ACTIVE
 from engine.phase import Phase, approval, box_phase
 
+DECISIONS = ("approved", "rejected", "returned")  # an approver's; "withdrawn" is the starter's
 GUEST_LIMITS = {"name": 80, "subject": 200, "body": 5000}
 GUEST_RATE = (5, timedelta(minutes=10))  # messages per client per window
 
@@ -64,7 +65,7 @@ class Mailbox:
                 row.sender_name != (payload.get("requester") or "bpflow"):
             return "the mail was altered after it was signed"
         if row.decision is not None:
-            if row.decision not in ("approved", "rejected") or not row.decision_signature or \
+            if row.decision not in DECISIONS + ("withdrawn",) or not row.decision_signature or \
                     not hmac.compare_digest(self._decision_signature(row),
                                             row.decision_signature):
                 return "the decision does not match its signature"
@@ -113,8 +114,8 @@ class Mailbox:
         does not exist). Refused, storing nothing and recording why in the instance's
         history: altered mail (Tampered), a decided mail, a request no longer open, an
         instance that cannot move now (suspended, terminated, completed) (Conflict)."""
-        if decision not in ("approved", "rejected"):
-            raise ValueError("decision must be 'approved' or 'rejected'")
+        if decision not in DECISIONS:
+            raise ValueError("decision must be 'approved', 'rejected' or 'returned'")
         caller = Caller.of(user)
         row = self.store.mail(mail_id)
         if row is None or row.kind != "approval" or not access.may_decide(caller,
@@ -128,9 +129,30 @@ class Mailbox:
         if why:
             self._refuse(row, caller, decision, why)
             raise Conflict(f"approval {mail_id} refused: {why}")
-        self.store.record_decision(mail_id, decision, comment, self._decision_signature)
-        self.settle(row.instance_id, row.circle, by=caller.username)
+        if decision == "returned":
+            self._send_back(row, caller, comment)
+        else:
+            self.store.record_decision(mail_id, decision, comment, self._decision_signature)
+            self.settle(row.instance_id, row.circle, by=caller.username)
         return self.describe(self.store.mail(mail_id))
+
+    def _send_back(self, row, caller: Caller, comment: str) -> None:
+        """The approver returns the request (paper 001's 回退): the circle that asked is
+        reset for its people to amend and send again; the attempt's other mails close."""
+        self.store.apply(row.instance_id, lambda e, i: e.send_back(
+            i, row.circle, "returned", caller.username, comment or None))
+        self.store.record_decision(row.id, "returned", comment, self._decision_signature)
+        self.close_attempt(row.instance_id, row.circle, row.epoch, "withdrawn")
+
+    def close_attempt(self, instance_id: str, circle: str, epoch: int, why: str) -> None:
+        """Close the undecided approval mails of one attempt (signed like a decision): the
+        request was withdrawn or sent back, so nobody is asked any more."""
+        for mail in self.store.attempt_approvals(instance_id, circle, epoch):
+            if mail.decision is None:
+                try:
+                    self.store.record_decision(mail.id, why, "", self._decision_signature)
+                except Conflict:
+                    pass  # decided meanwhile: that decision stands (and no longer counts)
 
     def _closed(self, row) -> str | None:
         """Why a decision on this (intact) approval mail cannot be taken now, or None."""

@@ -20,6 +20,7 @@ from pydantic import AfterValidator, BaseModel, Field
 from bpflow import limits
 from bpflow.access import Caller, may_drive
 from bpflow.mailbox import GUEST_LIMITS
+from engine import bookmarks
 from engine.instance import Instance
 from engine.model import Template
 from engine.phase import public_pending
@@ -132,6 +133,13 @@ def valid_idempotency_key(value: str) -> bool:
     return len(value) <= 200 and _KEY.fullmatch(value) is not None
 
 
+class Candidates(BaseModel):
+    """Who may act on a person's circle: usernames and roles (SPEC §10)."""
+
+    users: list[str]
+    roles: list[str]
+
+
 class CircleOut(BaseModel):
     state: Literal["waiting", "success", "failure", "skipped"]
     ready: bool
@@ -142,6 +150,9 @@ class CircleOut(BaseModel):
     next_attempt_at: str | None = None
     bookmark: str | None = None
     pending: dict[str, Json] | None = None
+    assignee: str | None = None
+    candidates: Candidates | None = None
+    due_at: str | None = None
 
 
 class InstanceSummary(BaseModel):
@@ -238,7 +249,7 @@ class MailOut(BaseModel):
 
 
 class DecisionIn(BaseModel):
-    decision: Literal["approved", "rejected"]
+    decision: Literal["approved", "rejected", "returned"]
     comment: str = Field(default="", max_length=2000)
 
 
@@ -258,3 +269,35 @@ class GuestIn(BaseModel):
 
 class GuestOut(BaseModel):
     id: int
+
+
+# ---------------------------------------------------------------- tasks (SPEC §10)
+class TaskOut(BaseModel):
+    instance: str
+    template: str
+    uri: str
+    description: str
+    assignee: str | None = None
+    candidates: Candidates
+    ready_at: str | None = None
+    due_at: str | None = None
+    bookmark: str
+
+
+class AssignIn(BaseModel):
+    to: str = Field(min_length=1, max_length=100)
+
+
+class WithdrawIn(BaseModel):
+    reason: str = Field(default="", max_length=2000)
+
+
+def task_payload(engine: Engine, row: Any, description: str) -> dict[str, Any]:
+    """A `TaskOut` of a row of `Store.tasks` (the caller may act on every one of them)."""
+    task = row.task
+    return {"instance": row.instance_id, "template": row.template, "uri": row.circle,
+            "description": description, "assignee": task["assignee"],
+            "candidates": {"users": task["users"], "roles": task["roles"]},
+            "ready_at": row.ready_at.isoformat() if row.ready_at else None,
+            "due_at": task.get("due_at"),
+            "bookmark": bookmarks.make(engine.key, row.instance_id, row.circle, row.epoch)}

@@ -8,13 +8,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from sqlalchemy import and_, case, func, select
+from sqlalchemy import and_, case, func, or_, select
 
 from bpflow.access import Caller
 from bpflow.store.mail import visible_mail
 from bpflow.store.tables import circles_t, events_t, instances_t, mail_t
 from engine.instance import Event
+from engine.moves import ACTIVE
 
+ACTIVE_STATUSES = sorted(ACTIVE)  # the statuses in which circles move
 STEP_EVENTS = ("circle_succeeded", "circle_failed", "circle_skipped", "circle_reset",
                "circle_retry_scheduled", "circle_pending", "circle_ready")
 
@@ -101,6 +103,48 @@ class Queries:
             row = conn.execute(q).first()
         return (row.seq, row.status) if row else None
 
+
+    def tasks(self, caller: Caller, assigned: str = "all", template: str | None = None,
+              limit: int = 50, offset: int = 0) -> tuple[list[Any], int]:
+        """The open tasks (SPEC §10) of running instances the caller may act on, oldest
+        first, and their number: `me` those they hold, `candidate` those nobody holds that
+        name them or one of their roles, `all` both. Rows: instance_id, circle, epoch,
+        task, ready_at, template, version."""
+        c, i = circles_t, instances_t
+        held = c.c.audience.contains(f" a:{caller.username} ", autoescape=True)
+        offered = or_(*(c.c.audience.contains(token, autoescape=True) for token in
+                        [f" u:{caller.username} "] + [f" r:{r} " for r in caller.roles]))
+        cond = [c.c.audience.is_not(None),  # the partial index of open tasks
+                {"me": held, "candidate": offered}.get(assigned, or_(held, offered)),
+                i.c.status.in_(ACTIVE_STATUSES)]
+        if template:
+            cond.append(i.c.template == template)
+        q = (select(c.c.instance_id, c.c.circle, c.c.epoch, c.c.task, c.c.ready_at,
+                    i.c.template, i.c.version)
+             .join(i, i.c.id == c.c.instance_id).where(*cond)
+             .order_by(c.c.ready_at, c.c.instance_id, c.c.circle).limit(limit).offset(offset))
+        with self.reader() as conn:
+            rows = list(conn.execute(q).all())
+            total = conn.execute(select(func.count()).select_from(
+                c.join(i, i.c.id == c.c.instance_id)).where(*cond)).scalar()
+        return rows, int(total)
+
+    def taking_part(self, caller: Caller, limit: int = 50) -> list[dict[str, Any]]:
+        """Instances others started that name the caller in a task (as a candidate by name
+        or as its assignee) or sent them approval mail, newest first."""
+        c, i = circles_t, instances_t
+        named = select(c.c.instance_id).where(c.c.people.is_not(None), or_(
+            c.c.people.contains(f" u:{caller.username} ", autoescape=True),
+            c.c.people.contains(f" a:{caller.username} ", autoescape=True)))
+        mailed = select(mail_t.c.instance_id).where(mail_t.c.recipient_id == caller.id,
+                                                    mail_t.c.instance_id.is_not(None))
+        cols = [i.c[k] for k in ("id", "template", "version", "status", "reason", "user",
+                                 "created_at", "updated_at")]
+        q = (select(*cols).where(or_(i.c.user_id.is_(None), i.c.user_id != caller.id),
+                                 or_(i.c.id.in_(named), i.c.id.in_(mailed)))
+             .order_by(i.c.created_at.desc(), i.c.id).limit(limit))
+        with self.reader() as conn:
+            return [dict(r) for r in conn.execute(q).mappings().all()]
 
     def mail_about(self, user_id: int | None, instance_id: str) -> bool:
         """Whether the user was sent mail about the instance (an approver may look at it)."""

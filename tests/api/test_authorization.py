@@ -33,7 +33,14 @@ MATRIX = {
     "POST /api/instances/{iid}/suspend": (401, 200, 404, 404, 200),
     "POST /api/instances/{iid}/resume": (401, 409, 404, 404, 409),
     "POST /api/instances/{iid}/abort": (401, 200, 404, 404, 200),
-    "POST /api/instances/{approval}/circles/ok/complete": (401, 403, 404, 404, 200),
+    # ann was asked about it: she may follow it, not complete it by hand
+    "POST /api/instances/{approval}/circles/ok/complete": (401, 403, 404, 403, 200),
+    "GET /api/instances/{approval}": (401, 200, 404, 200, 200),
+    "GET /api/tasks": (401, 200, 200, 200, 200),
+    "POST /api/instances/{iid}/circles/a/claim": (401, 200, 404, 404, 409),  # alice holds it
+    "POST /api/instances/{iid}/circles/a/unclaim": (401, 200, 404, 404, 200),
+    "POST /api/instances/{iid}/circles/a/assign": (401, 403, 404, 404, 200),
+    "POST /api/instances/{iid}/circles/a/withdraw": (401, 409, 404, 404, 409),  # the first
     "GET /api/mailbox": (401, 200, 200, 200, 200),
     "POST /api/mailbox/{mail}/decision": (401, 404, 404, 200, 404),
     "POST /api/guest/messages": (201, 201, 201, 201, 201),
@@ -43,6 +50,7 @@ BODIES = {
     "complete": {"bookmark": "{bookmark}", "result": {"n": 1}},
     "fail": {"bookmark": "{bookmark}", "reason": "no"}, "reset": {"uri": "a"},
     "abort": {"reason": "stop"}, "decision": {"decision": "approved"},
+    "assign": {"to": "bob"},
     "/api/guest/messages": {"name": "Guest", "subject": "hi", "body": "hello"},
 }
 

@@ -142,9 +142,21 @@ def test_every_answer_has_exactly_its_models_keys(store, short_path):
     call(None, "POST", "/api/guest/messages", {"name": "Eve", "subject": "s", "body": "b"},
          expect=201)
 
+    two = call("alice", "POST", "/api/instances", {"template": "simple"}, expect=201)
+    base = f"/api/instances/{two['id']}"
+    [task] = call("alice", "GET", "/api/tasks", assigned="me")
+    assert task["uri"] == "a" and task["assignee"] == "alice"
+    call("alice", "POST", f"{base}/circles/a/unclaim")
+    call("alice", "POST", f"{base}/circles/a/claim")
+    call("admin", "POST", f"{base}/circles/a/assign", {"to": "alice"})
+    two = call("alice", "POST", f"{base}/circles/a/complete",
+               {"bookmark": task["bookmark"], "result": {"n": 2}})
+    assert two["circles"]["b"]["candidates"] == {"users": ["alice"], "roles": []}
+    call("alice", "POST", f"{base}/circles/b/withdraw")
+
     assert call.checked == {(m, r.path) for r in ROUTES for m in r.methods}
     if short_path:
-        assert app.hot.served == 5  # both starts and all three completions
+        assert app.hot.served == 7  # the three starts and four completions
 
 
 def test_summary_payload_is_the_models_fields_in_iso_time(store):

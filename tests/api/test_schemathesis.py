@@ -119,6 +119,10 @@ def _linked(doc: dict) -> dict:
     for (path, method, status), links in follows.items():
         paths[path][method]["responses"][status]["links"] = copy.deepcopy(links)
     start = paths["/api/instances"]["post"]
+    # a repeated Idempotency-Key answers an instance of an earlier example: state that
+    # outlives an example makes the machine's steps differ between its runs
+    start["parameters"] = [p for p in start.get("parameters", [])
+                           if p.get("name") != "Idempotency-Key"]
     start["requestBody"]["content"]["application/json"]["schema"] = {  # always this flow
         "type": "object", "required": ["template"], "additionalProperties": False,
         "properties": {"template": {"const": "reimbursement"}}}
@@ -126,7 +130,8 @@ def _linked(doc: dict) -> dict:
 
 
 flows = schemathesis.openapi.from_dict(_linked(APP.openapi())).include(
-    path_regex=r"^/api/instances")  # every other operation is fuzzed on its own above
+    path_regex=r"^/api/instances").exclude(  # every other operation is fuzzed on its own
+    path_regex=r"/(claim|unclaim|assign|withdraw)$")  # (the people's: tests/api/test_tasks)
 flows.app = APP
 _Machine = flows.as_state_machine()
 

@@ -3,7 +3,7 @@ the app includes them (and the OpenAPI description lists them)."""
 
 from __future__ import annotations
 
-from bpflow.api.routes import auth, guest, health, instances, mailbox, templates
+from bpflow.api.routes import auth, guest, health, instances, mailbox, tasks, templates
 
-ROUTERS = (health.router, auth.router, templates.router, instances.router, mailbox.router,
-           guest.router)
+ROUTERS = (health.router, auth.router, templates.router, instances.router, tasks.router,
+           mailbox.router, guest.router)

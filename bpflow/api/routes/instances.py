@@ -11,13 +11,14 @@ by keyword: `body`, `store`, `caller` and the path's parameters.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 import orjson
 from fastapi import APIRouter, Query, Response
 
-from bpflow.access import Caller, acting, drivable, instance_scope, startable
+from bpflow.access import Caller, acting, drivable, instance_scope, may_act, seeing, startable
 from bpflow.api.deps import CallerDep, ClientDep, StoreDep
 from bpflow.api.errors import responses
 from bpflow.api.schemas import (
@@ -35,7 +36,7 @@ from bpflow.api.schemas import (
     summary_payload,
 )
 from bpflow.errors import Conflict, NotFound
-from bpflow.interactions import Interactions
+from bpflow.interactions import Interactions, take
 from bpflow.store import Store
 from bpflow.store.steps import AlreadyStarted
 from engine.instance import Instance
@@ -90,14 +91,14 @@ def instances(store: StoreDep, caller: CallerDep, response: Response,
 
 @router.get("/{instance_id}", response_model=InstanceOut, responses=responses(401, 404))
 def instance(instance_id: str, store: StoreDep, caller: CallerDep) -> Response:
-    inst = acting(caller, store.get(instance_id))
+    inst = _seeing(store, store.get(instance_id), caller)
     return _json(instance_payload(store.engine, inst, caller))
 
 
 @router.get("/{instance_id}/history", response_model=list[EventOut],
             responses=responses(401, 404))
 def history(instance_id: str, store: StoreDep, caller: CallerDep) -> list[dict[str, Any]]:
-    acting(caller, store.get(instance_id))
+    _seeing(store, store.get(instance_id), caller)
     return store.history(instance_id)
 
 
@@ -105,7 +106,9 @@ def history(instance_id: str, store: StoreDep, caller: CallerDep) -> list[dict[s
              responses=responses(401, 403, 404, 409, 422))
 async def complete(instance_id: str, uri: str, body: CompleteIn, store: StoreDep,
                    caller: CallerDep, client: ClientDep) -> Response:
-    inst = await _acted_on(store, instance_id, caller)
+    """The caller must be the circle's assignee, or a candidate while nobody holds it
+    (then completing claims it): checked in the step, on the instance as it is then."""
+    inst = await seen(store, instance_id, caller)
     drivable(caller, inst, uri)
     box = inst.template.plan.nodes[uri].circle.box
     if box.form or box.confirm is not None:  # the form layer checks what is sent
@@ -113,19 +116,21 @@ async def complete(instance_id: str, uri: str, body: CompleteIn, store: StoreDep
         if box.confirm is not None and body.result is not False:
             data = {"accept": True, **data}
         inst = await Interactions(store).submit_async(instance_id, uri, body.bookmark, data,
-                                                      caller.username, client)
+                                                      caller.username, client, caller)
         return _json(instance_payload(store.engine, inst, caller))
-    return await _step(store, instance_id, caller, lambda e, i: e.complete(
-        i, uri, body.bookmark, body.result, caller.username))
+    return await _step(store, instance_id, caller, lambda e, i: (
+        take(e, i, uri, caller), e.complete(i, uri, body.bookmark, body.result,
+                                            caller.username)))
 
 
 @router.post("/{instance_id}/circles/{uri}/fail", response_model=InstanceOut,
              responses=responses(401, 403, 404, 409, 422))
 async def fail(instance_id: str, uri: str, body: FailIn, store: StoreDep,
                caller: CallerDep) -> Response:
-    drivable(caller, await _acted_on(store, instance_id, caller), uri)
-    return await _step(store, instance_id, caller, lambda e, i: e.fail(
-        i, uri, body.bookmark, body.reason, caller.username))
+    drivable(caller, await seen(store, instance_id, caller), uri)
+    return await _step(store, instance_id, caller, lambda e, i: (
+        take(e, i, uri, caller), e.fail(i, uri, body.bookmark, body.reason,
+                                        caller.username)))
 
 
 @router.get("/{instance_id}/reset-preview", response_model=list[str],
@@ -176,6 +181,20 @@ async def resume(instance_id: str, store: StoreDep, caller: CallerDep) -> Respon
     await _acted_on(store, instance_id, caller)
     return await _step(store, instance_id, caller, lambda e, i: e.resume(
         i, caller.username))
+
+
+def _seeing(store: Store, inst: Instance, caller: Caller) -> Instance:
+    """The instance if the caller may see it (its starter, admins, the people it asked)."""
+    return seeing(caller, inst, lambda: store.mail_about(caller.id, inst.id))
+
+
+async def seen(store: Store, instance_id: str, caller: Caller) -> Instance:
+    """`_seeing` on a cached copy (who may see an instance is settled again, on its state
+    then, by the step that changes it)."""
+    inst = await store.peek_async(instance_id)
+    if may_act(caller, inst):
+        return inst
+    return await asyncio.to_thread(_seeing, store, store.get(instance_id), caller)
 
 
 async def _acted_on(store: Store, instance_id: str, caller: Caller) -> Instance:
