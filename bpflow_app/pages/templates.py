@@ -32,14 +32,14 @@ def _version(t: rx.Var[TemplateLine], v: rx.Var[VersionLine]) -> rx.Component:
 
 
 def _retirement(t: rx.Var[TemplateLine]) -> rx.Component:
-    return rx.cond(
+    return rx.cond(t.retirable | t.retired, rx.cond(
         t.retired,
         rx.button(rx.icon("archive-restore", size=12), "Restore", size="1", variant="soft",
                   on_click=S.ask(t.name, False), aria_label="Restore " + t.name),
         rx.button(rx.icon("archive", size=12), "Retire", size="1", variant="soft",
                   color_scheme="red", on_click=S.ask(t.name, True),
                   aria_label="Retire " + t.name),
-    )
+    ))
 
 
 def _template(t: rx.Var[TemplateLine]) -> rx.Component:

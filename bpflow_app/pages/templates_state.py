@@ -14,6 +14,7 @@ import reflex as rx
 
 from bpflow.access import Caller
 from bpflow.backend import get_store
+from bpflow.interactions import SIGNIN_TEMPLATE
 from bpflow_app.drawing import Drawing, draw
 from bpflow_app.session import SessionState
 from engine.errors import BpflowError, DefinitionError
@@ -34,6 +35,7 @@ class TemplateLine:
     latest: int
     versions: list[VersionLine] = field(default_factory=list)
     retired: bool = False
+    retirable: bool = True  # not the outer flow signing in starts
 
 
 @dataclass
@@ -61,7 +63,7 @@ def template_lines() -> list[TemplateLine]:
         _, t = store.template(name)
         out.append(TemplateLine(name, t.title or name, versions[-1],
                                 [VersionLine(v, v in locked) for v in reversed(versions)],
-                                name in retired))
+                                name in retired, name != SIGNIN_TEMPLATE))
     return out
 
 
@@ -180,6 +182,8 @@ class TemplatesState(SessionState):
 
     def _retire(self, caller: Caller, name: str, retire: bool):
         store = get_store()
+        if retire and name == SIGNIN_TEMPLATE:
+            return rx.toast.error("Signing in starts this flow: it cannot be retired")
         try:
             if retire:
                 store.retire_template(name, caller.username)

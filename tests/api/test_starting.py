@@ -83,6 +83,13 @@ def test_only_admins_retire_and_only_known_templates(client):
     assert listed(client)["simple"] is False
 
 
+def test_the_flow_signing_in_starts_cannot_be_retired(client):
+    client.store.put_template({"name": "signin", "circles": [{"uri": "auth"}]})
+    r = client("POST", "/api/templates/signin/retire", who="admin")
+    assert r.status_code == 409 and "signing in" in r.json()["detail"]
+    assert not client.store.is_retired("signin")
+
+
 # ------------------------------------------------------------------ starters
 def test_only_the_starters_roles_and_admins_start_a_template(client):
     r = start(client, "alice", "payout")

@@ -46,6 +46,16 @@ def test_an_admin_retires_a_template_after_a_confirmation(make_state, web_store)
     assert "order" in offered(make_state, "alice")
 
 
+def test_the_flow_signing_in_starts_is_not_offered_for_retirement(make_state, web_store):
+    state = make_state(TemplatesState, user="root")
+    state.load()
+    lines = {t.name: t for t in state.items}
+    assert not lines["signin"].retirable and lines["order"].retirable
+    state.ask("signin", True)
+    events = run(state.confirm())
+    assert not web_store.is_retired("signin") and "cannot be retired" in str(events)
+
+
 def test_only_admins_retire_templates(make_state, web_store):
     state = make_state(TemplatesState, user="alice")
     state.ask("order", True)

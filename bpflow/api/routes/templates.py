@@ -29,7 +29,8 @@ from bpflow.api.schemas import (
     template_summaries,
     uploaded_payload,
 )
-from bpflow.errors import NotFound
+from bpflow.errors import Conflict, NotFound
+from bpflow.interactions import SIGNIN_TEMPLATE
 from bpflow.store import Store
 
 router = APIRouter(prefix="/api/templates", tags=["templates"])
@@ -83,10 +84,13 @@ def stats(name: str, store: StoreDep, caller: CallerDep) -> StatsOut:
 
 
 @router.post("/{name}/retire", response_model=TemplateRetired,
-             responses=responses(401, 403, 404))
+             responses=responses(401, 403, 404, 409))
 def retire(name: str, store: StoreDep, caller: CallerDep) -> TemplateRetired:
-    """No new starts of any version of `name`; its running instances go on."""
+    """No new starts of any version of `name`; its running instances go on. The outer
+    flow that signing in starts cannot be retired (409)."""
     require_admin(caller)
+    if name == SIGNIN_TEMPLATE:
+        raise Conflict(f"'{name}' is the flow signing in starts: it cannot be retired")
     store.retire_template(name, caller.username)
     return retired_payload(name, True)
 
