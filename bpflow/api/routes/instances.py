@@ -57,7 +57,7 @@ async def start(body: StartIn, store: StoreDep, caller: CallerDep,
     iid = None if idempotency_key is None else store.keyed_id(caller.id, idempotency_key)
     if iid is not None:
         try:
-            return _first_start(store, await store.peek_async(iid), caller)
+            return _first_start(store, await asyncio.to_thread(store.get, iid), caller)
         except NotFound:
             pass  # not started yet
     try:
