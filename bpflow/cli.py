@@ -198,7 +198,8 @@ def user_disable(name: str, url: str | None) -> int:
     return EXIT_OK
 
 
-DEMO_USERS = {"admin": ["admin"], "alice": ["user"], "approver": ["approver"]}
+DEMO_USERS = {"admin": ["admin"], "alice": ["user"], "approver": ["approver"],
+              "finance": ["user", "finance"]}
 
 
 def seed_demo(url: str | None) -> int:

@@ -80,7 +80,7 @@ def test_templates_upload_versions_get_and_errors(api):
     assert second.json()["analysis"]["terminal"] == "end"
     with api.client("alice") as c:
         assert c.get("/api/templates").json() == [
-            {"name": "simple", "latest_version": 2, "versions": [1, 2]}]
+            {"name": "simple", "latest_version": 2, "versions": [1, 2], "retired": False}]
         one = c.get("/api/templates/simple", params={"version": 1}).json()
         assert one["version"] == 1 and one["body"] == FORM and one["locked"] is False
         assert c.get("/api/templates/nope").status_code == 404

@@ -31,6 +31,7 @@ _url = f"sqlite:///{_folder}/api.db"
 upgrade(_url)
 STORE = Store(_url, secret=b"schemathesis-secret-of-enough-length")
 STORE.add_user("admin", "pw-admin", ["admin"])
+STORE.add_user("ann", "pw-ann", ["approver"])  # the claims' manager (a user field)
 STORE.import_dir(ROOT / "upload" / "workflow")
 STORE.start("reimbursement", {}, STORE.user("admin"))
 TOKEN = issue_token(STORE.user("admin"), STORE.secret)
@@ -77,7 +78,7 @@ def test_openapi_describes_every_endpoint_and_error():
 INSTANCE = "/api/instances/{instance_id}"
 COMPLETE = INSTANCE + "/circles/{uri}/complete"
 FAIL = INSTANCE + "/circles/{uri}/fail"
-RESULTS = {"claim": {"amount": 80, "reason": "taxi", "manager": "admin"},  # what each takes
+RESULTS = {"claim": {"amount": 80, "reason": "taxi", "manager": "ann"},  # what each takes
            "approve": {"approved": True}, "review": True, "pay": {"reference": "p-1"}}
 
 

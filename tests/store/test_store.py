@@ -217,7 +217,7 @@ def test_nested_templates_are_pinned_at_start(store, tmp_path):
     body["circles"][0]["uri"] = "claim2"
     body["circles"][1]["deps"] = [["claim2"]]
     for c in body["circles"]:
-        for key in ("box", "weak"):
+        for key in ("box", "weak", "assign"):
             if key in c:
                 c[key] = json.loads(json.dumps(c[key]).replace("${claim.", "${claim2."))
         if c.get("weak") == ["claim"]:
