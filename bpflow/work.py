@@ -1,0 +1,165 @@
+"""People's work on one circle (SPEC §10): claim, unclaim, delegate and withdraw, each one
+durable step, for the REST API (`api/routes/tasks.py`) and the inbox's Tasks tab alike.
+
+Who may do each is `bpflow.access`'s answer, asked inside the step on the instance as it
+is then (two people claiming at once: one gets it, the other a Conflict). An instance the
+caller may not see is not found, as everywhere. Every function raises the errors of
+`bpflow.errors` (and the engine's TransitionError for a circle no longer waiting for a
+person) and returns the instance as the step left it; each has an `_async` twin for an
+event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+from bpflow import access
+from bpflow.access import Caller
+from bpflow.errors import Conflict, Forbidden, NotFound
+from bpflow.mailbox import Mailbox
+from bpflow.store import Store
+from engine.instance import Instance
+from engine.runtime import Engine
+from engine.tasks import open_task
+
+Op = Callable[[Engine, Instance], None]
+
+
+# --------------------------------------------------------------- the steps' rules
+def engine_task(engine: Engine, inst: Instance, uri: str) -> dict[str, Any]:
+    """The open task of circle `uri` (NotFound / 409 as the engine says)."""
+    if uri not in inst.circles:
+        raise NotFound(f"instance has no circle '{uri}'")
+    return open_task(engine, inst, uri)
+
+
+def claiming(caller: Caller, uri: str) -> Op:
+    def op(engine: Engine, inst: Instance) -> None:
+        task = engine_task(engine, inst, uri)
+        if task["assignee"] not in (None, caller.username):
+            raise Conflict(f"circle '{uri}' is held by {task['assignee']}")
+        if task["assignee"] is None and not access.may_claim(caller, task):
+            raise Forbidden(f"circle '{uri}' waits for {access.describe(task)}")
+        engine.claim(inst, uri, caller.username, caller.username)
+    return op
+
+
+def unclaiming(caller: Caller, uri: str) -> Op:
+    def op(engine: Engine, inst: Instance) -> None:
+        task = engine_task(engine, inst, uri)
+        if task["assignee"] is None:
+            raise Conflict(f"nobody holds circle '{uri}'")
+        if not access.may_unclaim(caller, task):
+            raise Forbidden(f"circle '{uri}' is {task['assignee']}'s task")
+        engine.unclaim(inst, uri, caller.username)
+    return op
+
+
+def delegating(caller: Caller, uri: str, target: Caller) -> Op:
+    def op(engine: Engine, inst: Instance) -> None:
+        task = engine_task(engine, inst, uri)
+        if not access.may_delegate(caller, task, target):
+            raise Forbidden("only the task's assignee may hand it on, to another candidate"
+                            " (an admin to anyone)" if task["assignee"] == caller.username
+                            or task["assignee"] is None else
+                            f"circle '{uri}' is {task['assignee']}'s task")
+        engine.delegate(inst, uri, target.username, caller.username)
+    return op
+
+
+def withdrawing(caller: Caller, uri: str, reason: str | None, epoch: list[int]) -> Op:
+    """The op of a withdrawal; `epoch` receives the attempt it closes."""
+    def op(engine: Engine, inst: Instance) -> None:
+        if uri not in inst.circles:
+            raise NotFound(f"instance has no circle '{uri}'")
+        if not access.may_withdraw(caller, inst):
+            raise Forbidden("only the flow's starter (or an admin) may withdraw its work")
+        epoch[:] = [inst.circles[uri].epoch]
+        engine.send_back(inst, uri, "withdrawn", caller.username, reason or None)
+    return op
+
+
+def target(store: Store, username: str) -> Caller:
+    """The user a task is handed to (NotFound for an unknown or disabled one)."""
+    to = store.user(username)
+    if to is None:
+        raise NotFound(f"no user '{username}'")
+    return Caller.of(to)
+
+
+# ------------------------------------------------------------ for a thread
+def claim(store: Store, caller: Caller, iid: str, uri: str) -> Instance:
+    return _step(store, caller, iid, claiming(caller, uri))
+
+
+def unclaim(store: Store, caller: Caller, iid: str, uri: str) -> Instance:
+    return _step(store, caller, iid, unclaiming(caller, uri))
+
+
+def delegate(store: Store, caller: Caller, iid: str, uri: str, to: str) -> Instance:
+    return _step(store, caller, iid, delegating(caller, uri, target(store, to)))
+
+
+def withdraw(store: Store, caller: Caller, iid: str, uri: str,
+             reason: str | None = None) -> Instance:
+    epoch: list[int] = []
+    inst = _step(store, caller, iid, withdrawing(caller, uri, reason, epoch))
+    Mailbox(store).close_attempt(iid, uri, epoch[0], "withdrawn")
+    return inst
+
+
+def visible(store: Store, caller: Caller, iid: str, inst: Instance | None = None) -> None:
+    """NotFound unless the caller may see the instance (a cached copy settles it for its
+    starter and admins; who else may see it is read from its state now)."""
+    if inst is None:
+        inst = store.peek(iid)
+    if not access.may_act(caller, inst):
+        access.seeing(caller, store.get(iid), lambda: store.mail_about(caller.id, iid))
+
+
+def _step(store: Store, caller: Caller, iid: str, op: Op) -> Instance:
+    visible(store, caller, iid)
+    return store.apply(iid, lambda e, i: (op(e, i), i)[1])
+
+
+# -------------------------------------------------------- for an event loop
+async def claim_async(store: Store, caller: Caller, iid: str, uri: str) -> Instance:
+    return await _step_async(store, caller, iid, claiming(caller, uri))
+
+
+async def unclaim_async(store: Store, caller: Caller, iid: str, uri: str) -> Instance:
+    return await _step_async(store, caller, iid, unclaiming(caller, uri))
+
+
+async def delegate_async(store: Store, caller: Caller, iid: str, uri: str,
+                         to: str) -> Instance:
+    return await _step_async(store, caller, iid, delegating(caller, uri, target(store, to)))
+
+
+async def withdraw_async(store: Store, caller: Caller, iid: str, uri: str,
+                         reason: str | None = None) -> Instance:
+    epoch: list[int] = []
+    inst = await _step_async(store, caller, iid, withdrawing(caller, uri, reason, epoch))
+    Mailbox(store).close_attempt(iid, uri, epoch[0], "withdrawn")
+    return inst
+
+
+async def _step_async(store: Store, caller: Caller, iid: str, op: Op) -> Instance:
+    inst = await store.peek_async(iid)
+    if not access.may_act(caller, inst):
+        await asyncio.to_thread(visible, store, caller, iid, inst)
+    return await store.apply_async(iid, lambda e, i: (op(e, i), i)[1])
+
+
+# ------------------------------------------------------------------ reading
+def circle_words(store: Store, template: str, version: int, circle: str) -> tuple[str, str]:
+    """(the template's title, the circle's description) of a task row, from its template
+    version (built once per process); empty when the version is gone."""
+    try:
+        _, built = store.template(template, version)
+    except NotFound:
+        return "", ""
+    node = built.plan.nodes.get(circle)
+    return built.title, node.circle.description if node else ""
