@@ -20,6 +20,7 @@ from bpflow.store import statements as sql
 from bpflow.store.tables import circles_t, instances_t, templates_t
 from bpflow.store.writing import NewInstance, Write
 from engine.instance import Event, Instance
+from engine.moves import ACTIVE
 
 
 @dataclass
@@ -29,6 +30,7 @@ class Loaded:
     inst: Instance
     lock_version: int
     circles: dict[str, sql.Snapshot]  # circle rows as last written, to write only changes
+    listed: bool = True  # whether its open tasks are in `task_audience` (it is active)
 
 
 class Instances:
@@ -106,7 +108,8 @@ class Instances:
                 created_at=row.created_at, updated_at=row.updated_at, version=row.version,
                 reason=row.reason, seq=row.seq)
             out[row.id] = Loaded(inst, row.lock_version,
-                                 {cid: sql.snapshot(run) for cid, run in inst.circles.items()})
+                                 {cid: sql.snapshot(run) for cid, run in inst.circles.items()},
+                                 row.status in ACTIVE)
         return out
 
     # ------------------------------------------------------------------ rows
@@ -139,21 +142,33 @@ class Instances:
             values, [sql.circle_row(inst.id, cid, d) for cid, d in circles.items()],
             sql.event_rows(inst.id, events),
             [{"instance_id": inst.id, "template_id": self._template_row(n, v).id}
-             for n, v in nested.items()])
-        return Loaded(inst, 1, circles), new
+             for n, v in nested.items()],
+            [a for cid, d in circles.items() for a in sql.audience_rows(inst.id, cid, d)]
+            if inst.status in ACTIVE else [])
+        return Loaded(inst, 1, circles, inst.status in ACTIVE), new
 
     def _step_write(self, loaded: Loaded, events: list[Event]) -> Write:
         """The rows of a step: the instance row's compare-and-set, the circles that
         changed, the new events."""
         inst = loaded.inst
         circles = {cid: sql.snapshot(run) for cid, run in inst.circles.items()}
-        changed = [sql.circle_row(inst.id, cid, d) for cid, d in circles.items()
-                   if loaded.circles.get(cid) != d]
+        # the open tasks of an active instance are listed (`task_audience`), of no other
+        changed, retold, audience = [], [], []
+        listed, was = inst.status in ACTIVE, loaded.listed
+        for cid, d in circles.items():
+            before = loaded.circles.get(cid)
+            if before != d:
+                changed.append(sql.circle_row(inst.id, cid, d))
+            old = before[sql.AUDIENCE] if before is not None and was else None
+            if old != (d[sql.AUDIENCE] if listed else None):
+                retold.append({"instance_id": inst.id, "circle": cid})
+                if listed:
+                    audience += sql.audience_rows(inst.id, cid, d)
         row = {"id": inst.id, "lock": loaded.lock_version, "status": inst.status,
                "reason": inst.reason, "seq": inst.seq, "variables": self.engine.variables(inst),
                "due_at": self.due_at(inst), "next_lock": loaded.lock_version + 1,
                "updated_at": inst.updated_at}
-        return Write(loaded, circles, row, changed, events)
+        return Write(loaded, circles, row, changed, events, retold, audience)
 
     def _written(self, writes: list[Write]) -> None:
         """Bring the loaded copies of committed writes up to what is stored, keep them,
@@ -161,6 +176,7 @@ class Instances:
         for w in writes:
             w.loaded.lock_version += 1
             w.loaded.circles = w.circles
+            w.loaded.listed = w.row["status"] in ACTIVE
             self._keep(w.loaded)
             self._notify(w.row["due_at"])
 

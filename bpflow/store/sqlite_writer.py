@@ -25,6 +25,8 @@ Waiter = asyncio.Future  # of an event loop, resolved on that loop
 CAS = sql.for_sqlite(sql.cas)
 CIRCLE_UPDATE = sql.for_sqlite(sql.circle_update)
 CIRCLE_INSERT = sql.for_sqlite(sql.circle_insert)
+AUDIENCE_INSERT = sql.for_sqlite(sql.audience_insert)
+AUDIENCE_DELETE = sql.for_sqlite(sql.audience_delete)
 EVENT_INSERT = sql.for_sqlite(sql.event_insert)
 INSTANCE_INSERT = sql.for_sqlite(sql.instance_insert)
 PINNED_INSERT = sql.for_sqlite(sql.pinned_insert)
@@ -77,6 +79,9 @@ class SqliteWriter:
             statements.append((PINNED_INSERT.sql, [PINNED_INSERT.bind(p) for p in new.pinned]))
         if new.events:
             statements.append((EVENT_INSERT.sql, [EVENT_INSERT.bind(e) for e in new.events]))
+        if new.audience:
+            statements.append((AUDIENCE_INSERT.sql,
+                               [AUDIENCE_INSERT.bind(a) for a in new.audience]))
 
         def job(conn: sqlite3.Connection) -> None:
             for text, rows in statements:
@@ -87,16 +92,21 @@ class SqliteWriter:
     def save_job(writes: list[Write]) -> Job:
         """Steps; the ids whose compare-and-set lost."""
         steps = [(w.row["id"], CAS.bind(w.row), [CIRCLE_UPDATE.bind(c) for c in w.changed],
-                  w.events) for w in writes]
+                  w.events, [AUDIENCE_DELETE.bind(c) for c in w.retold],
+                  [AUDIENCE_INSERT.bind(a) for a in w.audience]) for w in writes]
 
         def job(conn: sqlite3.Connection) -> set[str]:
             lost = set()
-            for iid, row, changed, events in steps:
+            for iid, row, changed, events, retold, audience in steps:
                 if conn.execute(CAS.sql, row).rowcount != 1:
                     lost.add(iid)
                     continue
                 if changed:
                     conn.executemany(CIRCLE_UPDATE.sql, changed)
+                if retold:
+                    conn.executemany(AUDIENCE_DELETE.sql, retold)
+                if audience:
+                    conn.executemany(AUDIENCE_INSERT.sql, audience)
                 if events:  # built here, inside the transaction, after the state rows
                     conn.executemany(EVENT_INSERT.sql, [EVENT_INSERT.bind(e) for e in
                                                         sql.event_rows(iid, events)])

@@ -17,12 +17,19 @@ from operator import attrgetter, itemgetter
 from typing import Any
 
 import orjson
-from sqlalchemy import JSON, bindparam, insert, select, update
+from sqlalchemy import JSON, bindparam, delete, insert, select, update
 from sqlalchemy.dialects import sqlite
 from sqlalchemy.sql import Executable
 
 from bpflow.store.connection import UTCDateTime
-from bpflow.store.tables import circles_t, events_t, instances_t, pinned_t, templates_t
+from bpflow.store.tables import (
+    audience_t,
+    circles_t,
+    events_t,
+    instances_t,
+    pinned_t,
+    templates_t,
+)
 from engine.instance import CircleRun, Event
 from engine.tasks import audience, people
 
@@ -60,6 +67,19 @@ def circle_row(instance_id: str, cid: str, values: Snapshot) -> dict[str, Any]:
             **dict(zip(CIRCLE_COLUMNS, values, strict=True))}
 
 
+AUDIENCE = CIRCLE_COLUMNS.index("audience")
+
+
+def audience_rows(instance_id: str, cid: str, values: Snapshot) -> list[dict[str, Any]]:
+    """The task-audience rows of a circle as stored (none unless it is an open task)."""
+    text = values[AUDIENCE]
+    if not text:
+        return []
+    ready_at = values[CIRCLE_COLUMNS.index("ready_at")]
+    return [{"instance_id": instance_id, "circle": cid, "who": who, "ready_at": ready_at}
+            for who in dict.fromkeys(text.split())]
+
+
 def event_rows(instance_id: str, events: list[Event]) -> list[dict[str, Any]]:
     return [{"instance_id": instance_id, "seq": e.seq, "at": e.at, "kind": e.kind,
              "actor": e.actor, "circle": e.circle, "before": e.before, "after": e.after,
@@ -89,6 +109,9 @@ circle_update = (update(circles_t)
                  .values(_binds(CIRCLE_COLUMNS)))
 circle_insert = insert(circles_t).values(_binds(CIRCLE_COLUMNS + ("instance_id", "circle")))
 event_insert = insert(events_t).values(_binds(EVENT_COLUMNS))
+audience_insert = insert(audience_t).values(_binds(("instance_id", "circle", "who", "ready_at")))
+audience_delete = delete(audience_t).where(audience_t.c.instance_id == b("b_instance_id"),
+                                           audience_t.c.circle == b("b_circle"))
 instance_insert = insert(instances_t).values(_binds(INSTANCE_COLUMNS))
 pinned_insert = insert(pinned_t).values(_binds(("instance_id", "template_id")))
 template_id = (select(templates_t.c.id).where(templates_t.c.name == b("b_name"))

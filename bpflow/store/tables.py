@@ -102,10 +102,6 @@ class InstanceTemplate(SQLModel, table=True):
 class CircleStateRow(SQLModel, table=True):
     __tablename__ = "circle_states"
     __table_args__ = (
-        # open tasks only, in the order a task list shows them
-        Index("ix_circle_states_open_tasks", "ready_at", "instance_id",
-              sqlite_where=text("audience IS NOT NULL"),
-              postgresql_where=text("audience IS NOT NULL")),
         Index("ix_circle_states_people", "instance_id",
               sqlite_where=text("people IS NOT NULL"),
               postgresql_where=text("people IS NOT NULL")),
@@ -126,6 +122,21 @@ class CircleStateRow(SQLModel, table=True):
     task: Any = _json()  # a person's task (engine.tasks), with the two columns it searches by
     audience: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
     people: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+
+
+class TaskAudienceRow(SQLModel, table=True):
+    """Who an open task waits for, one row per token (`engine.tasks.audience`: "a:NAME"
+    for its holder, else "u:NAME" and "r:ROLE" for its candidates), written with the
+    circle's row in the same step: what a task list is read by (its index)."""
+
+    __tablename__ = "task_audience"
+    __table_args__ = (Index("ix_task_audience_who", "who", "ready_at"),)
+
+    instance_id: str = Field(sa_column=Column(
+        String(32), ForeignKey("instances.id", ondelete="CASCADE"), primary_key=True))
+    circle: str = Field(sa_column=Column(String(400), primary_key=True))
+    who: str = Field(sa_column=Column(String(150), primary_key=True))
+    ready_at: datetime | None = _time(nullable=True)
 
 
 class EventRow(SQLModel, table=True):
@@ -188,6 +199,7 @@ pinned_t = InstanceTemplate.__table__
 circles_t = CircleStateRow.__table__
 events_t = EventRow.__table__
 mail_t = MailRow.__table__
+audience_t = TaskAudienceRow.__table__
 
 
 class TemplateRetirement(SQLModel, table=True):

@@ -9,7 +9,7 @@ the statements of `bpflow.store.statements`.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from sqlalchemy.engine import Connection, Engine
@@ -30,6 +30,7 @@ class NewInstance:
     circles: list[dict[str, Any]]
     events: list[dict[str, Any]]
     pinned: list[dict[str, Any]]
+    audience: list[dict[str, Any]] = field(default_factory=list)  # open tasks' audience
 
 
 @dataclass
@@ -41,6 +42,8 @@ class Write:
     row: dict[str, Any]  # the instance row's new values (STEP_COLUMNS)
     changed: list[dict[str, Any]]  # circle rows that changed
     events: list[Event]
+    retold: list[dict[str, Any]] = field(default_factory=list)  # circles whose audience
+    audience: list[dict[str, Any]] = field(default_factory=list)  # changed, and its rows
 
 
 class Writer(Protocol):
@@ -66,6 +69,8 @@ def insert_rows(conn: Connection, new: NewInstance) -> None:
         conn.execute(sql.pinned_insert, [sql.prefixed(p) for p in new.pinned])
     if new.events:
         conn.execute(sql.event_insert, [sql.prefixed(e) for e in new.events])
+    if new.audience:
+        conn.execute(sql.audience_insert, [sql.prefixed(a) for a in new.audience])
 
 
 def save_rows(conn: Connection, writes: list[Write]) -> set[str]:
@@ -77,6 +82,10 @@ def save_rows(conn: Connection, writes: list[Write]) -> set[str]:
             continue
         if w.changed:
             conn.execute(sql.circle_update, [sql.prefixed(c) for c in w.changed])
+        if w.retold:
+            conn.execute(sql.audience_delete, [sql.prefixed(c) for c in w.retold])
+        if w.audience:
+            conn.execute(sql.audience_insert, [sql.prefixed(a) for a in w.audience])
         if w.events:
             conn.execute(sql.event_insert, [sql.prefixed(e) for e in
                                             sql.event_rows(w.row["id"], w.events)])

@@ -235,3 +235,32 @@ def test_escalation_after_the_timeout(team):
     escalated = [e for e in events if e["kind"] == "task_escalated"]
     assert len(escalated) == 1 and escalated[0]["data"]["to"] == {"users": ["ann"],
                                                                   "roles": []}
+
+
+def test_tasks_of_a_suspended_or_finished_flow_are_not_offered(team):
+    iid = start_claim(team)["id"]
+    assert [t["uri"] for t in tasks(team, "fred")] == ["review"]
+    assert call(team, "alice", "POST", f"/api/instances/{iid}/suspend").status_code == 200
+    assert tasks(team, "fred") == []
+    assert call(team, "alice", "POST", f"/api/instances/{iid}/resume").status_code == 200
+    assert [t["uri"] for t in tasks(team, "fred")] == ["review"]
+    r = call(team, "fred", "GET", "/api/tasks", params={"template": "claim"})
+    assert r.headers["X-Total-Count"] == "1"
+    assert tasks(team, "fred", template="approve") == []
+    assert call(team, "alice", "POST", f"/api/instances/{iid}/abort",
+                {"reason": "wrong claim"}).status_code == 200
+    assert tasks(team, "fred") == []
+
+
+def test_a_task_naming_someone_twice_is_listed_once(team):
+    body = {"name": "twice", "circles": [
+        {"uri": "t", "assign": {"users": ["fred"], "roles": ["finance", "user"]},
+         "box": {"confirm": "ok?"}}, {"uri": "end", "deps": [["t"]]}]}
+    team.store.put_template(body)
+    firsts = [call(team, "alice", "POST", "/api/instances", {"template": "twice"}).json()["id"]
+              for _ in range(3)]
+    r = call(team, "fred", "GET", "/api/tasks", params={"limit": 2})
+    assert r.headers["X-Total-Count"] == "3"
+    assert [t["instance"] for t in r.json()] == firsts[:2]
+    r = call(team, "fred", "GET", "/api/tasks", params={"limit": 2, "offset": 2})
+    assert [t["instance"] for t in r.json()] == firsts[2:]

@@ -1,6 +1,6 @@
 """People's tasks (SPEC §10): a circle's task (candidates, assignee, due time) and the two
-columns a task list and "flows I take part in" search by, each with a partial index over
-the rows that have one.
+columns derived from it (whom it waits for, everyone it names), and `task_audience`, one
+row per person or role an open task waits for: what a task list is read by.
 
 Revision ID: 0007
 Revises: 0006
@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 from alembic import op
+
+from bpflow.store.connection import UTCDateTime
 
 revision = "0007"
 down_revision = "0006"
@@ -23,17 +25,25 @@ def upgrade() -> None:
         batch.add_column(sa.Column("task", sa.JSON(), nullable=True))
         batch.add_column(sa.Column("audience", sa.Text(), nullable=True))
         batch.add_column(sa.Column("people", sa.Text(), nullable=True))
-    op.create_index("ix_circle_states_open_tasks", "circle_states", ["ready_at", "instance_id"],
-                    sqlite_where=sa.text("audience IS NOT NULL"),
-                    postgresql_where=sa.text("audience IS NOT NULL"))
     op.create_index("ix_circle_states_people", "circle_states", ["instance_id"],
                     sqlite_where=sa.text("people IS NOT NULL"),
                     postgresql_where=sa.text("people IS NOT NULL"))
+    op.create_table(
+        "task_audience",
+        sa.Column("instance_id", sa.String(length=32), nullable=False),
+        sa.Column("circle", sa.String(length=400), nullable=False),
+        sa.Column("who", sa.String(length=150), nullable=False),
+        sa.Column("ready_at", UTCDateTime(timezone=True), nullable=True),
+        sa.ForeignKeyConstraint(["instance_id"], ["instances.id"], ondelete="CASCADE"),
+        sa.PrimaryKeyConstraint("instance_id", "circle", "who"),
+    )
+    op.create_index("ix_task_audience_who", "task_audience", ["who", "ready_at"])
 
 
 def downgrade() -> None:
+    op.drop_index("ix_task_audience_who", table_name="task_audience")
+    op.drop_table("task_audience")
     op.drop_index("ix_circle_states_people", table_name="circle_states")
-    op.drop_index("ix_circle_states_open_tasks", table_name="circle_states")
     with op.batch_alter_table("circle_states") as batch:
         batch.drop_column("people")
         batch.drop_column("audience")
