@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import json
 import logging
 import os
 import sys
@@ -13,6 +14,7 @@ import threading
 import time
 from pathlib import Path
 
+from bpflow.interactions import SIGNIN_TEMPLATE
 from bpflow.security import SecretError, load_secret
 from bpflow.store import Store
 from bpflow.store.migrate import upgrade
@@ -62,7 +64,19 @@ def prepare(store: Store | None = None) -> Store:
         for name, version, created in store.import_dir(TEMPLATES, only_new=True):
             if created:
                 log.info("imported template %s version %s", name, version)
+        _current_frame(store)
     return store
+
+
+def _current_frame(store: Store) -> None:
+    """The outer flow (`signin`) is the app's own frame, not a business template: it is
+    kept as shipped, so a database made by an older bpflow (whose `main` circle nested an
+    expense claim, started at every first sign-in) gets the frame that starts nothing."""
+    shipped = TEMPLATES / f"{SIGNIN_TEMPLATE}.json"
+    if shipped.is_file():
+        version, created = store.put_template(json.loads(shipped.read_text(encoding="utf-8")))
+        if created:
+            log.info("updated the outer flow %s to version %s", SIGNIN_TEMPLATE, version)
 
 
 def settle_memory() -> None:

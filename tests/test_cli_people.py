@@ -78,3 +78,26 @@ def test_a_restart_keeps_what_an_admin_uploaded(url, tmp_path, monkeypatch):
         assert store.start("simple").version == 2
     finally:
         store.close()
+
+
+def test_a_restart_brings_an_old_outer_flow_up_to_the_shipped_one(url, monkeypatch):
+    """A database made before sign-in stopped starting claims keeps its admin's templates,
+    but the app's own frame (`signin`) becomes the shipped one: signing in starts nothing."""
+    from pathlib import Path
+    shipped = Path(backend.__file__).resolve().parents[1] / "upload" / "workflow"
+    monkeypatch.setattr(backend, "TEMPLATES", shipped)
+    monkeypatch.setenv("DATABASE_URL", url)
+    store = Store(url, secret=SECRET)
+    try:
+        old = json.loads((shipped / "signin.json").read_text())
+        old["circles"][1]["box"] = {"action": {"type": "flow", "template": "reimbursement"}}
+        store.put_template(json.loads((shipped / "reimbursement.json").read_text()))
+        store.put_template(old)
+        backend.prepare(store)
+        body = store.latest_body("signin")
+        assert "box" not in body["circles"][1] or not body["circles"][1]["box"]
+        assert store.template_versions()["signin"] == [1, 2]
+        backend.prepare(store)  # and a further restart changes nothing
+        assert store.template_versions()["signin"] == [1, 2]
+    finally:
+        store.close()
