@@ -2,6 +2,11 @@
 confirmation, or the status of an action that runs elsewhere (an HTTP call, an approval
 waiting for its approvers, a timer), with every `${...}` already substituted.
 
+Each box says whom it waits for (a task's candidates or holder, with its due time; an
+approval's approvers) and, for the person looking, what they may do about it: fill it in
+only if they may drive it (`access.may_drive`; the others see whom it waits for, and no
+bookmark), claim or give back a task, or take the work back (its starter).
+
 Plain data (no Reflex) so it can be tested on its own; `components/boxes.py` renders it.
 """
 
@@ -12,14 +17,17 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from bpflow import access
+from bpflow.access import Caller
 from bpflow.interactions import Interactions
 from engine.errors import BpflowError
-from engine.instance import WAITING, Instance
+from engine.instance import SUCCESS, WAITING, Instance, parse_time
 from engine.model import Field
 from engine.moves import ACTIVE
-from engine.phase import action_extra, approval, staged_form
+from engine.phase import Phase, action_extra, approval, box_phase, staged_form
 from engine.readiness import READY
 from engine.runtime import SCHEDULED
+from engine.tasks import sole
 
 HTML_TYPES = {"string": "text", "text": "text", "number": "number", "integer": "number",
               "date": "date", "email": "email", "password": "password"}
@@ -45,7 +53,7 @@ class BoxView:
     cid: str
     title: str
     description: str
-    kind: str  # "form", "confirm" or "status"
+    kind: str  # "form", "confirm", "status", or "wait" (a person's box, not the viewer's)
     bookmark: str = ""
     fields: list[FieldView] = field(default_factory=list)
     submit_label: str = "Submit"
@@ -56,6 +64,12 @@ class BoxView:
     approvers: list[str] = field(default_factory=list)
     quorum: str = ""
     form_error: str = ""
+    waits: str = ""  # "Waits for someone in finance", "Held by fred", "Waits for you"
+    due: str = ""  # a task's due time
+    overdue: bool = False
+    claim: bool = False  # what the viewer may do: take the task,
+    unclaim: bool = False  # give it back to its candidates,
+    withdraw: bool = False  # take the work back (the flow's starter, an admin)
 
 
 def clock_text(at: datetime | str | None) -> str:
@@ -91,12 +105,15 @@ def field_view(cid: str, f: Field, default: Any, error: str = "") -> FieldView:
 
 
 def box_views(interactions: Interactions, inst: Instance, statuses: dict[str, str],
-              errors: dict[str, dict[str, str]] | None = None) -> list[BoxView]:
-    """A box for every circle that waits for a person or shows an action's progress."""
+              errors: dict[str, dict[str, str]] | None = None,
+              caller: Caller | None = None) -> list[BoxView]:
+    """A box for every circle that waits for a person or shows an action's progress, as
+    `caller` may see it (None: as someone who may drive every box)."""
     engine = interactions.store.engine
     nodes = inst.template.plan.nodes
     ready = set(engine.ready(inst))
     errors = errors or {}
+    now = engine.clock()
     out = []
     for cid in inst.template.plan.order:
         node, run = nodes[cid], inst.circles[cid]
@@ -104,7 +121,13 @@ def box_views(interactions: Interactions, inst: Instance, statuses: dict[str, st
             continue
         status = statuses.get(cid)
         if cid in ready:
-            box = _ready_box(interactions, inst, cid, errors.get(cid, {}))
+            if caller is None or access.may_drive(caller, inst, cid) or \
+                    box_phase(node.circle.box, run) is not Phase.INPUT:
+                box = _ready_box(interactions, inst, cid, errors.get(cid, {}))
+            else:
+                box = _base(inst, cid, "wait")  # someone else's to fill in
+            if box is not None:
+                _people(box, inst, cid, caller, now)
         elif status == READY and _timer(inst, cid):
             box = _action_box(interactions, inst, cid)  # waits for its time, not a person
         elif status == SCHEDULED:
@@ -114,6 +137,41 @@ def box_views(interactions: Interactions, inst: Instance, statuses: dict[str, st
         if box is not None:
             out.append(box)
     return out
+
+
+def _people(view: BoxView, inst: Instance, cid: str, caller: Caller | None,
+            now: datetime) -> None:
+    """Whom the ready circle waits for, and what the viewer may do about it."""
+    node, run = inst.template.plan.nodes[cid], inst.circles[cid]
+    phase, task = box_phase(node.circle.box, run), run.task
+    before = any(inst.circles[m].state == SUCCESS for group in node.deps for m in group)
+    starter = caller is not None and access.may_withdraw(caller, inst) and before
+    if phase is Phase.INPUT and task is not None:
+        holder = task["assignee"]
+        mine = caller is not None and holder == caller.username
+        if mine and sole(task["users"], task["roles"]) == holder:
+            view.waits = "Waits for you"
+        elif holder:
+            view.waits = f"Held by {'you' if mine else holder}"
+        else:
+            view.waits = f"Waits for {access.describe(task)}"
+        due = parse_time(task["due_at"])
+        if due is not None:
+            view.due, view.overdue = clock_text(due), due <= now
+        if caller is not None:
+            view.claim = access.may_claim(caller, task)
+            view.unclaim = access.may_unclaim(caller, task) and \
+                sole(task["users"], task["roles"]) != holder
+            theirs = mine or (holder is None and access.candidate(caller, task))
+            view.withdraw = starter and not theirs
+    elif phase is Phase.APPROVAL:
+        info = approval(run) or {}
+        names = [str(a) for a in info.get("approvers", [])]
+        if names:
+            word = " and " if info.get("quorum", "all") == "all" else " or "
+            view.waits = "Waits for " + (word.join([", ".join(names[:-1]), names[-1]])
+                                         if len(names) > 1 else names[0])
+        view.withdraw = starter
 
 
 def _timer(inst: Instance, cid: str) -> bool:

@@ -3,6 +3,8 @@ confirmation, or the status of an action that runs elsewhere."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import reflex as rx
 
 from bpflow_app.boxview import BoxView
@@ -72,17 +74,34 @@ def _status(b: rx.Var[BoxView]) -> rx.Component:
     )
 
 
-def box_card(b: rx.Var[BoxView], state) -> rx.Component:
+def _waits(b: rx.Var[BoxView]) -> rx.Component:
+    """Whom the box waits for, with its due time (overdue marked)."""
+    return rx.cond(b.waits != "", rx.hstack(
+        rx.icon("user-round", size=16, color=rx.color("gray", 10)),
+        rx.text(b.waits, size="2", weight="medium", class_name="waits-for"),
+        rx.cond(b.due != "", rx.text("due ", b.due, size="1", color_scheme="gray",
+                                     class_name="due-at")),
+        rx.cond(b.overdue, rx.badge("Overdue", color_scheme="red", variant="solid",
+                                    class_name="overdue")),
+        spacing="2", align="center", wrap="wrap"))
+
+
+def box_card(b: rx.Var[BoxView], state,
+             footer: Callable[[rx.Var[BoxView]], rx.Component] | None = None) -> rx.Component:
+    """A box; `footer(b)`, when given, adds the moves the viewer may make on it."""
     return rx.card(
         rx.vstack(
             rx.hstack(rx.heading(b.title, size="3", as_="h3"),
                       state_badge(rx.cond(b.tone == "retrying", "retrying", "ready"),
-                                  rx.cond(b.kind == "status", b.status_title, "waiting for you")),
+                                  rx.match(b.kind, ("status", b.status_title),
+                                           ("wait", "waiting"), "waiting for you")),
                       justify="between", width="100%", align="center", wrap="wrap"),
             rx.cond(b.description != "", rx.text(b.description, size="2",
                                                  color_scheme="gray")),
+            _waits(b),
             rx.match(b.kind, ("form", _form(b, state)), ("confirm", _confirm(b, state)),
-                     _status(b)),
+                     ("wait", rx.fragment()), _status(b)),
+            footer(b) if footer is not None else rx.fragment(),
             spacing="3", width="100%",
         ),
         width="100%", class_name="circle-box",

@@ -1,11 +1,14 @@
-"""The flow page (`/flow/[id]`): the drawing, the boxes waiting for the user beside it,
-the selected circle's details with the intervention menu, and the history."""
+"""The flow page (`/flow/[id]`): the drawing, the boxes of its open circles beside it
+(whom each waits for; claim, unclaim, take back), the starter's controls (abort, suspend,
+resume, each after a confirmation), the selected circle's details with the intervention
+menu, and the history."""
 
 from __future__ import annotations
 
 import reflex as rx
 
 from bpflow_app import routes
+from bpflow_app.boxview import BoxView
 from bpflow_app.components.boxes import box_card
 from bpflow_app.components.drawing import flow_drawing, info_rows, legend
 from bpflow_app.components.ui import empty_state, state_badge
@@ -30,6 +33,85 @@ def _banner() -> rx.Component:
                                   icon="octagon-x", color_scheme="gray", id="flow-banner",
                                   width="100%")),
         rx.fragment(),
+    )
+
+
+def _moves(b: rx.Var[BoxView]) -> rx.Component:
+    """What the viewer may do with a box besides filling it in."""
+    return rx.cond(b.claim | b.unclaim | b.withdraw, rx.flex(
+        rx.cond(b.claim, rx.button(rx.icon("hand", size=14), "Claim", size="2",
+                                   on_click=S.claim(b.cid), aria_label="Claim " + b.cid)),
+        rx.cond(b.unclaim, rx.button("Unclaim", size="2", variant="soft", color_scheme="gray",
+                                     on_click=S.unclaim(b.cid),
+                                     aria_label="Unclaim " + b.cid)),
+        rx.cond(b.withdraw, rx.button(rx.icon("undo-2", size=14), "Take it back", size="2",
+                                      variant="soft", color_scheme="amber",
+                                      on_click=S.ask_control("withdraw", b.cid),
+                                      aria_label="Take back " + b.cid)),
+        spacing="2", wrap="wrap", class_name="box-moves"))
+
+
+def _controls() -> rx.Component:
+    """The starter's (or an admin's) controls of the whole flow."""
+    status = S.head.status
+    return rx.cond(S.can_act, rx.flex(
+        rx.cond((status == "running") | (status == "failed"), rx.button(
+            rx.icon("circle-pause", size=14), "Suspend", variant="soft", size="2",
+            on_click=S.ask_control("suspend", ""), id="suspend-flow")),
+        rx.cond(status == "suspended", rx.button(
+            rx.icon("circle-play", size=14), "Resume", variant="soft", size="2",
+            on_click=S.ask_control("resume", ""), id="resume-flow")),
+        rx.cond((status == "running") | (status == "failed") | (status == "suspended"),
+                rx.button(rx.icon("octagon-x", size=14), "Abort", variant="soft", size="2",
+                          color_scheme="red", on_click=S.ask_control("abort", ""),
+                          id="abort-flow")),
+        spacing="2", wrap="wrap", id="flow-controls"))
+
+
+CONTROL_TEXT = {
+    "abort": ("Abort this flow?", "It stops for good: nothing in it runs any more and nobody"
+              " is asked any more. Say why; the reason is kept in its history.", "Abort"),
+    "suspend": ("Suspend this flow?", "Nothing in it moves until it is resumed; the steps"
+                " waiting for people wait.", "Suspend"),
+    "resume": ("Resume this flow?", "It goes on from where it was suspended.", "Resume"),
+    "withdraw": ("Take this step back?", "Whoever it waits for is no longer asked (an"
+                 " approval request is closed) and the step before it comes back to you to"
+                 " amend.", "Take it back"),
+}
+
+
+def _control_dialog() -> rx.Component:
+    def pick(i: int) -> rx.Var:
+        return rx.match(S.ask, *[(k, v[i]) for k, v in CONTROL_TEXT.items()], "")
+    return rx.alert_dialog.root(
+        rx.alert_dialog.content(
+            rx.alert_dialog.title(pick(0)),
+            rx.alert_dialog.description(
+                rx.cond(S.ask_circle != "", rx.text.strong(S.ask_circle, ": ")), pick(1),
+                size="2"),
+            rx.form(
+                rx.vstack(
+                    rx.cond(S.ask == "abort", rx.input(
+                        name="reason", placeholder="Why is it aborted?", width="100%",
+                        max_length=500, id="control-reason", aria_label="Reason")),
+                    rx.cond(S.ask == "withdraw", rx.input(
+                        name="reason", placeholder="Why (optional)", width="100%",
+                        max_length=500, id="control-reason", aria_label="Reason")),
+                    rx.cond(S.ask_error != "", rx.text(S.ask_error, color_scheme="red",
+                                                       size="2", role="alert")),
+                    rx.flex(
+                        rx.alert_dialog.cancel(rx.button(
+                            "Cancel", type="button", variant="soft", color_scheme="gray",
+                            on_click=S.cancel_control)),
+                        rx.button(pick(2), type="submit", loading=S.asking,
+                                  color_scheme=rx.cond(S.ask == "abort", "red", "indigo"),
+                                  id="confirm-control"),
+                        spacing="3", justify="end", width="100%"),
+                    spacing="3", width="100%", margin_top="12px"),
+                on_submit=S.confirm_control, reset_on_submit=False),
+        ),
+        open=S.ask_open,
+        on_open_change=lambda _: S.cancel_control,
     )
 
 
@@ -121,7 +203,7 @@ def _flow_tab() -> rx.Component:
     side = rx.vstack(
         rx.heading("Open steps", size="3", as_="h2"),
         rx.cond(S.boxes.length() > 0,
-                rx.vstack(rx.foreach(S.boxes, lambda b: box_card(b, S)), width="100%",
+                rx.vstack(rx.foreach(S.boxes, lambda b: box_card(b, S, _moves)), width="100%",
                           spacing="3", id="boxes"),
                 empty_state("coffee", "Nothing to do here right now",
                             "Boxes appear when a circle waits for you.")),
@@ -166,14 +248,15 @@ def _content() -> rx.Component:
                 rx.text(S.head.template, " v", S.head.version, " · started by ", S.head.owner,
                         " on ", S.head.created, size="2", color_scheme="gray"),
                 spacing="1"),
-            rx.box(state_badge(S.head.status), id="flow-status"),
+            rx.hstack(_controls(), rx.box(state_badge(S.head.status), id="flow-status"),
+                      spacing="3", align="center", wrap="wrap"),
             justify="between", align="center", width="100%", wrap="wrap", spacing="2",
         ),
         _banner(),
         rx.cond(~S.can_act, rx.callout(
-            "You were asked about this flow, so you can follow it here; only the person who "
-            "started it (or an administrator) can act on it.", icon="eye", color_scheme="gray",
-            width="100%", id="read-only")),
+            "You were asked about this flow, so you can follow it here and act on the steps "
+            "that wait for you; the person who started it (or an administrator) controls it.",
+            icon="eye", color_scheme="gray", width="100%", id="read-only")),
         rx.tabs.root(
             rx.tabs.list(rx.tabs.trigger("Flow", value="flow"),
                          rx.tabs.trigger("Circles", value="circles"),
@@ -188,6 +271,7 @@ def _content() -> rx.Component:
             value=S.tab, on_change=S.set_tab, width="100%",
         ),
         _reset_dialog(),
+        _control_dialog(),
         spacing="4", width="100%",
     )
 

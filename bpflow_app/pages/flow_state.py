@@ -1,5 +1,11 @@
-"""State of the flow page: one instance, its drawing, the boxes waiting for the user,
-the intervention (reset) with its preview, and the history.
+"""State of the flow page: one instance, its drawing, the boxes of its open circles (each
+saying whom it waits for; a form only for who may fill it in), the people's moves (claim,
+unclaim, withdraw) and the starter's controls (abort, suspend, resume), the intervention
+(reset) with its preview, and the history.
+
+Whoever the flow asked (`access.sight` FOLLOW) may open it read-only and act on the boxes
+that wait for them; its starter and admins (ACT) also control it. Every move is checked
+again inside its step, on the instance as it is then.
 
 The page follows the instance without a reload: after each action it re-reads it at
 once, and a background poll re-reads it when its event counter moved (another person
@@ -13,10 +19,10 @@ from typing import Any
 
 import reflex as rx
 
-from bpflow import access
-from bpflow.access import Sight
+from bpflow import access, work
+from bpflow.access import Caller, Sight
 from bpflow.backend import get_store
-from bpflow.errors import Unauthorized
+from bpflow.errors import Forbidden, Unauthorized
 from bpflow.forms import FormError
 from bpflow.interactions import Interactions
 from bpflow_app import flowview as fv
@@ -25,10 +31,43 @@ from bpflow_app.drawing import Canvas, Edge, Frame, Junction, Node
 from bpflow_app.session import SessionState, expired
 from engine.errors import BookmarkError, BpflowError
 from engine.instance import Instance
+from engine.runtime import Engine
 
 POLL_S = 1.0
 POLL_LIMIT = 3600  # polls per page visit (an hour), in case the tab was just left open
 SCOPES = {"self": "Retry this", "levels": "Reset levels", "all": "Reset all"}
+CONTROLS = ("abort", "suspend", "resume", "withdraw")  # each after a confirmation
+MAX_REASON = 500
+
+
+def work_step(caller: Caller, iid: str, what: str, cid: str = "",
+              reason: str = "") -> list[str]:
+    """One person's move on a flow, by the same rules as the REST API: claim or unclaim
+    circle `cid`'s task, withdraw the work waiting at `cid` (its approval mail closed)
+    (`bpflow.work`), or abort, suspend or resume the flow (its starter or an admin). Who
+    may is decided inside the step on the instance as it is then. Returns the circles a
+    withdrawal sent the work back to."""
+    store = get_store()
+    if what == "claim":
+        work.claim(store, caller, iid, cid)
+    elif what == "unclaim":
+        work.unclaim(store, caller, iid, cid)
+    elif what == "withdraw":
+        inst = work.withdraw(store, caller, iid, cid, reason or None)
+        return [m for group in inst.template.plan.nodes[cid].deps for m in group]
+    elif what in ("abort", "suspend", "resume"):
+        def op(engine: Engine, inst: Instance) -> Instance:
+            if not access.may_act(caller, inst):
+                raise Forbidden("only the flow's starter (or an admin) may do this")
+            if what == "abort":
+                engine.abort(inst, reason or "aborted", caller.username)
+            else:
+                getattr(engine, what)(inst, caller.username)
+            return inst
+        store.apply(iid, op)
+    else:
+        raise BpflowError(f"unknown move '{what}'")
+    return []
 
 
 def route_id(path: str) -> str:
@@ -51,7 +90,7 @@ class FlowState(SessionState):
     circle_rows: list[fv.CircleInfo] = []  # the Circles tab, filled while it is open
     history: list[fv.HistoryRow] = []
     missing: bool = False
-    can_act: bool = False  # the flow's user or an admin (an approver only looks)
+    can_act: bool = False  # the flow's user or an admin (the people it asked only look)
     loading: bool = True
     busy: str = ""  # the circle whose box is being sent
     selected: str = ""
@@ -61,6 +100,10 @@ class FlowState(SessionState):
     preview_scope: str = ""
     resetting: bool = False
     tab: str = "flow"
+    ask: str = ""  # the control waiting for its confirmation: abort, suspend, resume, withdraw
+    ask_circle: str = ""  # the circle a withdrawal takes back
+    ask_error: str = ""
+    asking: bool = False  # the confirmed control runs
     _seq: int = -1
     _opened: set[str] = set()
     _closed: set[str] = set()
@@ -71,6 +114,10 @@ class FlowState(SessionState):
     @rx.var
     def preview_open(self) -> bool:
         return bool(self.preview_scope)
+
+    @rx.var
+    def ask_open(self) -> bool:
+        return bool(self.ask)
 
     # ----------------------------------------------------------------- loading
     def _instance(self, act: bool = False) -> Instance | None:
@@ -95,7 +142,7 @@ class FlowState(SessionState):
         self._update(head=fv.header(inst), nodes=d.nodes, frames=d.frames, edges=d.edges,
                      junctions=d.junctions, canvas=Canvas(d.width, d.height, d.min_width),
                      boxes=box_views(Interactions(store), inst, store.engine.statuses(inst),
-                                     self._errors) if self.can_act else [],
+                                     self._errors, self._caller()),
                      chosen=self._find(self.selected))
         self._seq = inst.seq
         if self.tab == "circles":
@@ -130,6 +177,7 @@ class FlowState(SessionState):
             self.preview, self.preview_scope, self.intervention = [], "", False
             self._circles, self.circle_rows, self.boxes = [], [], []
             self.chosen, self.loading = fv.CircleInfo(), True
+            self.ask, self.ask_circle, self.ask_error = "", "", ""
         try:
             if self._instance(act=True) is not None:
                 Interactions(get_store()).reenter(self.iid)  # decided approvals count now
@@ -167,19 +215,21 @@ class FlowState(SessionState):
         cid = str(form_data.pop("__circle", ""))
         mark = str(form_data.pop("__bookmark", ""))
         return self._busy(cid, lambda i, caller: i.submit(self.iid, cid, mark, form_data,
-                                                          caller.username), "Sent")
+                                                          caller.username, caller=caller),
+                          "Sent")
 
     @rx.event
     def accept(self, cid: str, mark: str):
-        return self._busy(cid, lambda i, caller: i.confirm(self.iid, cid, mark, True, "",
-                                                           caller.username), "Accepted")
+        return self._busy(cid, lambda i, caller: i.submit(
+            self.iid, cid, mark, {"accept": True}, caller.username, caller=caller), "Accepted")
 
     @rx.event
     def decline(self, form_data: dict[str, Any]):
         cid, mark = str(form_data.get("__circle", "")), str(form_data.get("__bookmark", ""))
         reason = str(form_data.get("reason") or "")
-        return self._busy(cid, lambda i, caller: i.confirm(self.iid, cid, mark, False, reason,
-                                                           caller.username), "Declined")
+        return self._busy(cid, lambda i, caller: i.submit(
+            self.iid, cid, mark, {"accept": False, "reason": reason}, caller.username,
+            caller=caller), "Declined")
 
     def _busy(self, cid: str, step, done: str):
         """Show the box as busy (sent to the browser first), then run the step."""
@@ -191,10 +241,11 @@ class FlowState(SessionState):
             self.busy = ""
 
     def _act(self, cid: str, step, done: str):
-        """Run one step of a box for the signed-in caller, then show the new state."""
+        """Run one step of a box for the signed-in caller (who may fill it in is checked
+        inside the step), then show the new state."""
         try:
             caller = self._caller()
-            if self._instance(act=True) is None:
+            if self._instance() is None:
                 return rx.toast.error("This flow is not yours")
             step(Interactions(get_store()), caller)
             self._errors.pop(cid, None)
@@ -210,6 +261,69 @@ class FlowState(SessionState):
             result = rx.toast.error(str(exc))
         self._reload()
         return result
+
+    # ------------------------------------------------ people's moves and controls
+    @rx.event
+    def claim(self, cid: str):
+        return self._move("claim", cid, f"{cid} is yours now")
+
+    @rx.event
+    def unclaim(self, cid: str):
+        return self._move("unclaim", cid, f"{cid} went back to its candidates")
+
+    def _move(self, what: str, cid: str, done: str, reason: str = ""):
+        """Make one move for the signed-in caller; the new state, and a toast of the
+        outcome (or of why not)."""
+        try:
+            caller = self._caller()
+            if self._instance() is None:
+                return rx.toast.error("This flow is not yours")
+            back = work_step(caller, self.iid, what, cid, reason)
+        except Unauthorized as exc:
+            return expired(self, exc)
+        except (BpflowError, ValueError) as exc:
+            self._reload()
+            return rx.toast.error(str(exc))
+        self._reload()
+        if back:
+            done = f"{done}; it went back to {', '.join(back)}"
+        return rx.toast.success(done)
+
+    @rx.event
+    def ask_control(self, what: str, cid: str = ""):
+        """Open the confirmation of a control (abort, suspend, resume, withdraw)."""
+        if what in CONTROLS and self.can_act:
+            self.ask, self.ask_circle, self.ask_error = what, cid, ""
+
+    @rx.event
+    def cancel_control(self):
+        self.ask, self.ask_circle, self.ask_error = "", "", ""
+
+    @rx.event
+    def confirm_control(self, form_data: dict[str, Any]):
+        what, cid = self.ask, self.ask_circle
+        reason = str(form_data.get("reason") or "").strip()
+        if what not in CONTROLS:
+            return None
+        if what == "abort" and not reason:
+            self.ask_error = "Say why the flow is aborted"
+            return None
+        if len(reason) > MAX_REASON:
+            self.ask_error = f"A reason has at most {MAX_REASON} characters (this one has" \
+                             f" {len(reason)})"
+            return None
+        return self._control(what, cid, reason)
+
+    def _control(self, what: str, cid: str, reason: str):
+        self.asking = True
+        yield
+        done = {"abort": "Flow aborted", "suspend": "Flow suspended",
+                "resume": "Flow resumed", "withdraw": f"Took back {cid}"}[what]
+        try:
+            toast = self._move(what, cid, done, reason)
+        finally:
+            self.ask, self.ask_circle, self.ask_error, self.asking = "", "", "", False
+        yield toast
 
     # ------------------------------------------------------- drawing and panels
     @rx.event

@@ -3,7 +3,14 @@ data flowing up to the circle, the reset preview and confirmation, nested flows.
 
 from __future__ import annotations
 
-from bpflow_app.pages.flow_state import FlowState, route_id
+from datetime import timedelta
+
+import pytest
+
+from bpflow.access import Caller
+from bpflow.errors import Forbidden
+from bpflow.mailbox import Mailbox
+from bpflow_app.pages.flow_state import FlowState, route_id, work_step
 from tests.app.helpers import run
 
 CLAIM = {"amount": "12.5", "reason": "Taxi", "manager": "bob"}
@@ -61,7 +68,9 @@ def test_the_approver_may_look_but_not_act(make_state, web_store, work):
     work()  # bob gets the approval mail
     bob = make_state(FlowState, user="bob", path=f"/flow/{inst.id}")
     bob.load()
-    assert not bob.missing and not bob.can_act and bob.boxes == []
+    assert not bob.missing and not bob.can_act
+    [approve] = bob.boxes  # its status, whom it waits for, nothing to do
+    assert (approve.kind, approve.waits, approve.withdraw) == ("status", "Waits for bob", False)
     assert {n.id: n.state for n in bob.nodes}["approve"] == "ready"
     bob.select("claim")
     bob.ask_reset("self")
@@ -198,3 +207,159 @@ def test_circles_tab_lists_every_circle_once_opened(make_state, web_store):
     state.set_tab("circles")
     assert [c.id for c in state.circle_rows] == ["claim", "approve", "review", "pay", "done"]
     assert state.circle_rows[0].state == "ready"
+
+
+# ------------------------------------------------- people's work (SPEC §9, §10)
+def _box(state, cid):
+    return next(b for b in state.boxes if b.cid == cid)
+
+
+def _page(make_state, user, iid):
+    state = make_state(FlowState, user=user, path=f"/flow/{iid}")
+    state.load()
+    return state
+
+
+def _approved(make_state, web_store, work):
+    """Alice's claim, approved by bob: the review waits for someone in finance."""
+    for name in ("fred", "gina"):
+        web_store.add_user(name, f"{name}-password", ["finance"])
+    state, inst = _open(make_state, web_store)
+    _submit(state, "claim", CLAIM)
+    work()
+    [mail] = Mailbox(web_store).inbox(web_store.user("bob"), "approval")
+    Mailbox(web_store).decide(mail["id"], web_store.user("bob"), "approved")
+    state.load()
+    return state, inst
+
+
+def test_each_open_circle_says_whom_it_waits_for_and_only_its_people_fill_it_in(
+        make_state, web_store, work):
+    alice, inst = _approved(make_state, web_store, work)
+    review = _box(alice, "review")  # the starter: someone else's task, which she may take back
+    assert (review.kind, review.waits, review.bookmark) == (
+        "wait", "Waits for someone in finance", "")
+    assert review.due and not review.overdue and review.withdraw and not review.claim
+
+    fred = _page(make_state, "fred", inst.id)  # named by the task's role: may follow
+    assert not fred.missing and not fred.can_act
+    review = _box(fred, "review")
+    # a candidate may accept it at once (that claims it) or claim it first
+    assert (review.kind, review.claim, review.withdraw) == ("confirm", True, False)
+    run(fred.claim("review"))
+    review = _box(fred, "review")
+    assert (review.kind, review.waits, review.unclaim) == ("confirm", "Held by you", True)
+    assert review.bookmark
+    assert web_store.get(inst.id).circles["review"].task["assignee"] == "fred"
+
+    gina = _page(make_state, "gina", inst.id)  # the other finance user: fred holds it
+    review = _box(gina, "review")
+    assert (review.kind, review.waits, review.claim) == ("wait", "Held by fred", False)
+    events = run(gina.claim("review"))  # a stale page: refused with a message
+    assert "held by fred" in str(events[0])
+    bookmark = web_store.engine.bookmark(web_store.get(inst.id), "review")
+    run(gina.accept("review", bookmark))  # the bookmark alone does not let her in
+    assert web_store.get(inst.id).circles["review"].state == "waiting"
+    assert _box(_page(make_state, "alice", inst.id), "review").waits == "Held by fred"
+
+    run(fred.unclaim("review"))
+    assert _box(fred, "review").waits == "Waits for someone in finance"
+    run(gina.load())
+    run(gina.accept("review", _box(gina, "review").bookmark))  # a candidate: claims it
+    assert web_store.get(inst.id).circles["review"].state == "success"
+    assert web_store.get(inst.id).circles["review"].task["assignee"] == "gina"
+
+    bob = _page(make_state, "bob", inst.id)  # the manager records the payment
+    pay = _box(bob, "pay")
+    assert (pay.kind, pay.waits, pay.unclaim, pay.claim) == ("form", "Waits for you", False,
+                                                              False)
+    alice.load()
+    assert (_box(alice, "pay").kind, _box(alice, "pay").waits) == ("wait", "Held by bob")
+    _submit(bob, "pay", {"reference": "TX-1"})
+    alice.load()
+    assert alice.head.status == "completed" and alice.boxes == []
+
+
+def test_people_not_asked_do_not_see_the_flow(make_state, web_store, work):
+    _, inst = _approved(make_state, web_store, work)
+    assert _page(make_state, "carol", inst.id).missing
+
+
+def test_an_overdue_task_is_marked(make_state, web_store, work, monkeypatch):
+    _, inst = _approved(make_state, web_store, work)
+    later = web_store.engine.clock() + timedelta(days=3)
+    monkeypatch.setattr(web_store.engine, "clock", lambda: later)
+    review = _box(_page(make_state, "fred", inst.id), "review")
+    assert review.overdue and review.due
+
+
+def test_the_starter_withdraws_a_pending_approval_after_a_confirmation(make_state, web_store,
+                                                                       work):
+    state, inst = _open(make_state, web_store)
+    _submit(state, "claim", CLAIM)
+    work()
+    state.load()
+    approve = _box(state, "approve")
+    assert approve.withdraw and approve.waits == "Waits for bob"
+    state.ask_control("withdraw", "approve")
+    assert state.ask_open and state.ask_circle == "approve"
+    assert web_store.get(inst.id).circles["approve"].pending  # nothing yet
+    events = run(state.confirm_control({"reason": "wrong amount"}))
+    assert "Took back approve" in str(events[-1]) and not state.ask_open
+    assert web_store.get(inst.id).circles["claim"].state == "waiting"
+    assert [b.cid for b in state.boxes] == ["claim"]
+    [mail] = Mailbox(web_store).inbox(web_store.user("bob"), "approval")
+    assert mail["decision"] == "withdrawn"  # no longer pending for bob
+    assert web_store.mail_counts(Caller.of(web_store.user("bob")))["approval"]["pending"] == 0
+
+
+def test_withdrawing_what_is_no_longer_pending_says_why(make_state, web_store, work):
+    state, inst = _open(make_state, web_store)
+    _submit(state, "claim", CLAIM)
+    state.ask_control("withdraw", "claim")
+    events = run(state.confirm_control({}))
+    assert "not a pending approval or task" in str(events[-1])
+    assert not state.ask_open and web_store.get(inst.id).status == "running"
+
+
+def test_abort_asks_for_a_reason_then_ends_the_flow(make_state, web_store):
+    state, inst = _open(make_state, web_store)
+    state.ask_control("abort")
+    assert run(state.confirm_control({"reason": "  "})) == []
+    assert state.ask_error == "Say why the flow is aborted" and state.ask_open
+    assert web_store.get(inst.id).status == "running"
+    events = run(state.confirm_control({"reason": "Bought by mistake"}))
+    assert "Flow aborted" in str(events[-1])
+    assert (state.head.status, state.head.reason) == ("terminated", "Bought by mistake")
+    assert state.boxes == [] and not state.ask_open
+
+
+def test_suspend_and_resume_after_a_confirmation(make_state, web_store):
+    state, inst = _open(make_state, web_store)
+    state.ask_control("suspend")
+    state.cancel_control()
+    assert web_store.get(inst.id).status == "running"
+    state.ask_control("suspend")
+    run(state.confirm_control({}))
+    assert state.head.status == "suspended" and state.boxes == []
+    state.ask_control("resume")
+    run(state.confirm_control({}))
+    assert state.head.status == "running" and [b.cid for b in state.boxes] == ["claim"]
+
+
+def test_only_the_starter_or_an_admin_controls_the_flow(make_state, web_store, work):
+    state, inst = _open(make_state, web_store)
+    _submit(state, "claim", CLAIM)
+    work()
+    bob = _page(make_state, "bob", inst.id)
+    bob.ask_control("abort")
+    assert not bob.ask_open
+    with pytest.raises(Forbidden):
+        work_step(Caller.of(web_store.user("bob")), inst.id, "abort", reason="mine now")
+    with pytest.raises(Forbidden):
+        work_step(Caller.of(web_store.user("bob")), inst.id, "withdraw", "approve")
+    root = _page(make_state, "root", inst.id)
+    assert root.can_act and _box(root, "approve").withdraw
+    root.ask_control("suspend")
+    run(root.confirm_control({}))
+    assert web_store.get(inst.id).status == "suspended"
