@@ -1,5 +1,7 @@
-"""My flows: the templates the user may start (with a form for their declared inputs)
-and the user's instances, newest first, a page at a time."""
+"""My flows: the templates the user may start (with a form for their declared inputs),
+the user's instances, newest first, a page at a time, filtered by status, template and a
+text (template, id or last step), and the flows others started that the user takes part
+in (named in a task, or sent approval mail)."""
 
 from __future__ import annotations
 
@@ -26,6 +28,10 @@ from engine.model import FIELD_TYPES, Field, Template
 
 PAGE_SIZE = 10
 OUTER_MOST = 1000  # outer flows of one user looked at (one per sign-in series)
+SEARCH_MOST = 2000  # a text search looks at the user's newest flows, this many
+TAKING_PART = 50  # flows others started that the user takes part in, newest first
+ANY = "all"  # the filters' "no filter" choice
+STATUSES = [ANY, "running", "completed", "failed", "suspended", "terminated"]
 STEP_WORDS = {"circle_succeeded": "succeeded", "circle_failed": "failed",
               "circle_skipped": "skipped", "circle_reset": "reset",
               "circle_retry_scheduled": "failed, retry scheduled",
@@ -49,6 +55,7 @@ class InstanceLine:
     status: str
     last_step: str
     updated: str
+    starter: str = ""
 
 
 def input_fields(template: Template) -> tuple[Field, ...]:
@@ -94,16 +101,22 @@ def _listed_before(a: dict[str, Any], b: dict[str, Any]) -> bool:
                                                  and a["id"] < b["id"])
 
 
-def business_instances(store: Any, user_id: int, offset: int,
-                       limit: int) -> tuple[list[dict[str, Any]], int]:
-    """A page of the user's instances, newest first, and their total, without the user's
-    outer flows (`signin`: the session, which the frame shows, never a flow anyone
-    started). A sign-in continues the same outer flow, so they are few: the page is read
-    with room for them, and each row's place counts the outer flows listed before it."""
-    outer, skipped = store.list_instances(user_id, SIGNIN_TEMPLATE, limit=OUTER_MOST)
+def business_instances(store: Any, user_id: int, offset: int, limit: int,
+                       template: str | None = None,
+                       status: str | None = None) -> tuple[list[dict[str, Any]], int]:
+    """A page of the user's instances (of one template, in one status, if given), newest
+    first, and their total, without the user's outer flows (`signin`: the session, which
+    the frame shows, never a flow anyone started). A sign-in continues the same outer
+    flow, so they are few: the page is read with room for them, and each row's place
+    counts the outer flows listed before it."""
+    if template == SIGNIN_TEMPLATE:
+        return [], 0
+    if template:
+        return store.list_instances(user_id, template, status, limit, offset)
+    outer, skipped = store.list_instances(user_id, SIGNIN_TEMPLATE, status, OUTER_MOST)
     if not skipped:
-        return store.list_instances(user_id, limit=limit, offset=offset)
-    rows, total = store.list_instances(user_id, limit=limit + skipped, offset=offset)
+        return store.list_instances(user_id, None, status, limit, offset)
+    rows, total = store.list_instances(user_id, None, status, limit + skipped, offset)
     outer_ids = {r["id"] for r in outer}
     before = sum(_listed_before(o, rows[0]) for o in outer) if rows else 0
     page = []
@@ -121,9 +134,32 @@ def instance_lines(rows: list[dict[str, Any]],
     for r in rows:
         step = steps.get(r["id"])
         text = f"{step['circle']} {STEP_WORDS.get(step['kind'], step['kind'])}" if step else ""
+        starter = r.get("user") if isinstance(r.get("user"), dict) else {}
         out.append(InstanceLine(r["id"], r["template"], r["version"], r["status"], text,
-                                clock_text(r["updated_at"])))
+                                clock_text(r["updated_at"]), str(starter.get("username", ""))))
     return out
+
+
+def matches(line: InstanceLine, text: str) -> bool:
+    """Whether a flow's template, id or last step holds `text` (any case)."""
+    text = text.casefold()
+    return any(text in v.casefold() for v in (line.template, line.id, line.last_step))
+
+
+def found_instances(store: Any, user_id: int, text: str, offset: int, limit: int,
+                    template: str | None = None, status: str | None = None
+                    ) -> tuple[list[InstanceLine], int, bool]:
+    """A page of the user's flows whose template, id or last step holds `text`, their
+    total, and whether the search stopped at the newest `SEARCH_MOST`."""
+    rows, total = business_instances(store, user_id, 0, SEARCH_MOST, template, status)
+    lines = [line for line in instance_lines(rows, store.last_steps([r["id"] for r in rows]))
+             if matches(line, text)]
+    return lines[offset:offset + limit], len(lines), total > SEARCH_MOST
+
+
+def template_choices(store: Any) -> list[str]:
+    """The template filter's choices: every template but the outer flow, by name."""
+    return [ANY] + sorted(n for n in store.template_versions() if n != SIGNIN_TEMPLATE)
 
 
 class FlowsState(SessionState):
@@ -133,11 +169,21 @@ class FlowsState(SessionState):
     page: int = 0
     loading: bool = True
     starting: str = ""
+    status: str = ANY  # the filters
+    template: str = ANY
+    query: str = ""
+    templates: list[str] = [ANY]
+    cut: bool = False  # the text search looked at the newest SEARCH_MOST flows only
+    taking_part: list[InstanceLine] = []
     _start_key: str = ""  # the Idempotency-Key of this page's starts (a double click)
 
     @rx.var
     def pages(self) -> int:
         return max(1, -(-self.total // PAGE_SIZE))
+
+    @rx.var
+    def filtered(self) -> bool:
+        return self.status != ANY or self.template != ANY or bool(self.query.strip())
 
     @rx.event
     def load(self):
@@ -147,16 +193,57 @@ class FlowsState(SessionState):
         self.startables = startables(caller)
         self._start_key = secrets.token_urlsafe(12)  # kept until the page is loaded again
         store = get_store()
-        rows, self.total = business_instances(store, caller.id, self.page * PAGE_SIZE,
-                                              PAGE_SIZE)
-        self.instances = instance_lines(rows, store.last_steps([r["id"] for r in rows]))
+        self.templates = template_choices(store)
+        self._list(caller)
+        rows = store.taking_part(caller, TAKING_PART)
+        self.taking_part = instance_lines(rows, store.last_steps([r["id"] for r in rows]))
         self.loading = False
         return None
+
+    def _list(self, caller: Caller) -> None:
+        """The page of the user's flows that the filters let through."""
+        store = get_store()
+        template = None if self.template == ANY else self.template
+        status = None if self.status == ANY else self.status
+        text, offset = self.query.strip(), self.page * PAGE_SIZE
+        if text:
+            self.instances, self.total, self.cut = found_instances(
+                store, caller.id, text, offset, PAGE_SIZE, template, status)
+            return
+        rows, self.total = business_instances(store, caller.id, offset, PAGE_SIZE, template,
+                                              status)
+        self.instances, self.cut = instance_lines(
+            rows, store.last_steps([r["id"] for r in rows])), False
+
+    def _relist(self):
+        """Show the filtered list again, from its first page."""
+        self.page = 0
+        return self._guarded(self._list)
 
     @rx.event
     def turn(self, delta: int):
         self.page = min(max(0, self.page + delta), self.pages - 1)
-        return self._guarded(lambda _: self.load())
+        return self._guarded(self._list)
+
+    @rx.event
+    def set_status(self, value: str):
+        self.status = value if value in STATUSES else ANY
+        return self._relist()
+
+    @rx.event
+    def set_template(self, value: str):
+        self.template = value if value in self.templates else ANY
+        return self._relist()
+
+    @rx.event
+    def set_query(self, value: str):
+        self.query = str(value)[:200]
+        return self._relist()
+
+    @rx.event
+    def clear_filters(self):
+        self.status, self.template, self.query = ANY, ANY, ""
+        return self._relist()
 
     @rx.event
     def start(self, form_data: dict[str, Any]):
@@ -256,10 +343,67 @@ def _instances() -> rx.Component:
                   disabled=FlowsState.page + 1 >= FlowsState.pages),
         justify="end", align="center", width="100%",
     )
-    return rx.cond(FlowsState.total > 0, rx.vstack(rx.box(table, overflow_x="auto",
-                                                          width="100%"), pager, width="100%"),
-                   empty_state("workflow", "No flows yet",
-                               "Start one of the templates above; it will be listed here."))
+    return rx.cond(
+        FlowsState.total > 0,
+        rx.vstack(rx.box(table, overflow_x="auto", width="100%"), pager, width="100%"),
+        rx.cond(FlowsState.filtered,
+                empty_state("search-x", "No flow matches",
+                            "Nothing of yours matches these filters.",
+                            rx.button("Clear the filters", variant="soft",
+                                      on_click=FlowsState.clear_filters)),
+                empty_state("workflow", "No flows yet",
+                            "Start one of the templates above; it will be listed here.")))
+
+
+def _filters() -> rx.Component:
+    S = FlowsState
+    return rx.flex(
+        rx.input(rx.input.slot(rx.icon("search", size=16)), value=S.query,
+                 on_change=S.set_query, debounce_timeout=300,
+                 placeholder="Search template, id or last step", id="flows-search",
+                 aria_label="Search my flows", flex="1", min_width="200px"),
+        rx.select.root(
+            rx.select.trigger(id="flows-status", aria_label="Status"),
+            rx.select.content(*[rx.select.item("Any status" if v == ANY else v, value=v)
+                                for v in STATUSES]),
+            value=S.status, on_change=S.set_status),
+        rx.select.root(
+            rx.select.trigger(id="flows-template", aria_label="Template"),
+            rx.select.content(rx.foreach(S.templates, lambda v: rx.select.item(
+                rx.cond(v == ANY, "Any template", v), value=v))),
+            value=S.template, on_change=S.set_template),
+        rx.cond(S.filtered, rx.button("Clear", variant="ghost", on_click=S.clear_filters,
+                                      id="flows-clear")),
+        spacing="2", wrap="wrap", align="center", width="100%", id="flows-filters",
+    )
+
+
+def _taking_part_row(i: rx.Var[InstanceLine]) -> rx.Component:
+    return rx.table.row(
+        rx.table.cell(rx.link(i.template, href=routes.flow(i.id), weight="medium"),
+                      rx.text("started by ", i.starter, size="1", color_scheme="gray"),
+                      overflow_wrap="anywhere"),
+        rx.table.cell(state_badge(i.status)),
+        rx.table.cell(rx.text(i.last_step, size="2"), display=WIDE),
+        rx.table.cell(rx.link("Open", href=routes.flow(i.id), aria_label="Open " + i.id)),
+        class_name="taking-part-row", custom_attrs={"data-instance": i.id},
+    )
+
+
+def _taking_part() -> rx.Component:
+    table = rx.table.root(
+        rx.table.header(rx.table.row(
+            rx.table.column_header_cell("Flow"), rx.table.column_header_cell("Status"),
+            rx.table.column_header_cell("Last step", display=WIDE),
+            rx.table.column_header_cell(""))),
+        rx.table.body(rx.foreach(FlowsState.taking_part, _taking_part_row)),
+        width="100%", variant="surface",
+    )
+    return rx.cond(FlowsState.taking_part.length() > 0,
+                   rx.box(table, overflow_x="auto", width="100%", id="taking-part"),
+                   empty_state("users", "Nothing here yet",
+                               "Flows others started appear here once they ask you for"
+                               " something (a task or an approval)."))
 
 
 def flows_page() -> rx.Component:
@@ -274,6 +418,15 @@ def flows_page() -> rx.Component:
                     width="100%"),
         ),
         rx.heading("Your flows", size="4", as_="h2", margin_top="16px"),
+        _filters(),
+        rx.cond(FlowsState.cut, rx.text(
+            f"The search looked at your newest {SEARCH_MOST:,} flows.", size="1",
+            color_scheme="gray")),
         rx.cond(FlowsState.loading, rx.skeleton(height="120px", width="100%"), _instances()),
+        rx.heading("Taking part", size="4", as_="h2", margin_top="16px"),
+        rx.text("Flows others started that asked you for something.", size="2",
+                color_scheme="gray"),
+        rx.cond(FlowsState.loading, rx.skeleton(height="80px", width="100%"),
+                _taking_part()),
         spacing="3", width="100%",
     )

@@ -33,12 +33,18 @@ def test_starting_checks_the_declared_inputs(make_state, web_store):
     assert any("/flow/" + rows[0]["id"] in str(e) for e in events)
 
 
-def test_my_flows_pages_and_shows_the_last_step(make_state, web_store):
+def _twelve_claims(make_state, web_store):
+    """Alice's My flows over twelve expense claims of hers."""
     alice = web_store.user("alice")
     for _ in range(12):
         web_store.start("reimbursement", {}, alice)
     state = make_state(FlowsState, user="alice")
     state.load()
+    return state
+
+
+def test_my_flows_pages_and_shows_the_last_step(make_state, web_store):
+    state = _twelve_claims(make_state, web_store)
     assert state.total == 12 and state.pages == 2 and len(state.instances) == 10
     assert state.instances[0].last_step == "claim ready"
     state.turn(1)
@@ -64,6 +70,72 @@ def test_my_flows_leaves_the_outer_flows_out_of_every_page(make_state, web_store
         assert {i.template for i in state.instances} == {"reimbursement"}
         state.turn(1)
     assert seen == started[::-1]  # newest first, each once
+
+
+def test_my_flows_filters_by_status_template_and_text(make_state, web_store):
+    alice = web_store.user("alice")
+    claims = [web_store.start("reimbursement", {}, alice) for _ in range(3)]
+    order = web_store.start("order", {"customer": "ACME"}, alice)
+    web_store.apply(claims[0].id, lambda e, inst: e.abort(inst, "mistake"))
+    outer = web_store.start("signin", {}, alice)  # never listed, whatever the filter
+    web_store.apply(outer.id, lambda e, inst: e.abort(inst, "closed"))
+    state = make_state(FlowsState, user="alice")
+    state.load()
+    assert state.total == 4 and not state.filtered
+    assert "reimbursement" in state.templates and "signin" not in state.templates
+
+    state.set_status("terminated")
+    assert [i.id for i in state.instances] == [claims[0].id] and state.filtered
+    state.set_status("running")
+    state.set_template("order")
+    assert [i.id for i in state.instances] == [order.id]
+    state.set_template("reimbursement")
+    assert {i.id for i in state.instances} == {c.id for c in claims[1:]}
+    state.clear_filters()
+    assert state.total == 4
+
+    state.set_query(order.id[:8].upper())  # an id, any case
+    assert [i.id for i in state.instances] == [order.id] and state.total == 1
+    state.set_query("RESERV")  # a template's name
+    assert state.total == 0
+    state.set_query("claim ready")  # the last step
+    assert {i.id for i in state.instances} == {c.id for c in claims}
+    state.set_status("running")  # with the other filters
+    assert state.total == 2
+    state.set_status("nonsense")  # not a status: no filter
+    assert state.status == "all" and state.total == 3
+    state.set_query("no such thing")
+    assert state.instances == [] and state.total == 0 and state.filtered
+
+
+def test_my_flows_search_pages_through_its_matches(make_state, web_store):
+    state = _twelve_claims(make_state, web_store)
+    state.turn(1)
+    state.set_query("reimb")  # a new filter starts on its first page
+    assert (state.page, state.total, len(state.instances)) == (0, 12, 10)
+    state.turn(1)
+    assert len(state.instances) == 2
+
+
+def test_my_flows_lists_the_flows_the_user_takes_part_in(make_state, web_store, work):
+    from bpflow_app.pages.flow_state import FlowState
+    state = make_state(FlowsState, user="bob")
+    state.load()
+    assert state.taking_part == []
+    claim = web_store.start("reimbursement", {}, web_store.user("alice"))
+    page = make_state(FlowState, user="alice", path=f"/flow/{claim.id}")
+    page.load()
+    box = page.boxes[0]
+    run(page.submit({"__circle": "claim", "__bookmark": box.bookmark, "amount": "3",
+                     "reason": "Tea", "manager": "bob"}))
+    work()  # bob gets the approval mail
+    state.load()
+    [line] = state.taking_part
+    assert (line.id, line.template, line.starter) == (claim.id, "reimbursement", "alice")
+    assert line.last_step and state.total == 0  # not among bob's own flows
+    carol = make_state(FlowsState, user="carol")
+    carol.load()
+    assert carol.taking_part == []
 
 
 def test_guest_errors_name_the_fields_and_rate_limit_says_when(make_state):
