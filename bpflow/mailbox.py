@@ -147,7 +147,15 @@ class Mailbox:
     def close_attempt(self, instance_id: str, circle: str, epoch: int, why: str) -> None:
         """Close the undecided approval mails of one attempt (signed like a decision): the
         request was withdrawn or sent back, so nobody is asked any more."""
-        for mail in self.store.attempt_approvals(instance_id, circle, epoch):
+        self._close(self.store.attempt_approvals(instance_id, circle, epoch), why)
+
+    def close_instance(self, instance_id: str) -> None:
+        """Close every undecided approval mail of an aborted instance: nobody is asked
+        about a flow that is over."""
+        self._close(self.store.open_approvals(instance_id), "withdrawn")
+
+    def _close(self, mails: list[Any], why: str) -> None:
+        for mail in mails:
             if mail.decision is None:
                 try:
                     self.store.record_decision(mail.id, why, "", self._decision_signature)

@@ -89,7 +89,12 @@ def _text(value: Any) -> str:
     return str(value)
 
 
-def field_view(cid: str, f: Field, default: Any, error: str = "") -> FieldView:
+PICKER_MAX = 500  # a user field offers at most this many names; past that, typed names
+
+
+def field_view(cid: str, f: Field, default: Any, error: str = "",
+               people: list[str] | None = None) -> FieldView:
+    """A field as the page shows it; `people`: the usernames a `user` field offers."""
     out = FieldView(name=f.name, type=f.type, label=f.label or f.name, required=f.required,
                     input_id=f"f-{cid}-{f.name}".replace(".", "-"),
                     html_type=HTML_TYPES.get(f.type, "text"), error=error)
@@ -97,6 +102,8 @@ def field_view(cid: str, f: Field, default: Any, error: str = "") -> FieldView:
         out.step = "1" if f.type == "integer" else "any"
     if f.type == "select":
         out.options = [str(o) for o in f.options]
+    if f.type == "user" and people is not None and len(people) <= PICKER_MAX:
+        out.options = people  # a picker; the server checks the name either way
     if f.type == "boolean":
         out.checked = default is True
     elif f.type != "password" and default is not None:
@@ -199,7 +206,9 @@ def _ready_box(interactions: Interactions, inst: Instance, cid: str,
         view = _base(inst, cid, "form")
         view.bookmark = engine.bookmark(inst, cid)
         defaults = interactions.defaults(inst, cid)
-        view.fields = [field_view(cid, f, defaults.get(f.name), errors.get(f.name, ""))
+        view.fields = [field_view(cid, f, defaults.get(f.name), errors.get(f.name, ""),
+                                  interactions.store.usernames(f.role)
+                                  if f.type == "user" else None)
                        for f in box.form]
         view.form_error = errors.get("_form", "")
         view.submit_label = "Sign in" if box.action_type == "auth" else "Submit"

@@ -99,6 +99,13 @@ class MailRows:
                 mail_t.c.instance_id == instance_id, mail_t.c.circle == circle,
                 mail_t.c.epoch == epoch, mail_t.c.kind == "approval")).all())
 
+    def open_approvals(self, instance_id: str) -> list[MailRow]:
+        """The undecided approval mails of an instance, any circle, any attempt."""
+        with self.reader() as conn:
+            return list(conn.execute(select(mail_t).where(
+                mail_t.c.instance_id == instance_id, mail_t.c.kind == "approval",
+                mail_t.c.decision.is_(None))).all())
+
     def mail_page(self, caller: Caller, kind: str | None, status: str | None, limit: int,
                   offset: int) -> list[MailRow]:
         """The caller's mail, newest first."""

@@ -25,6 +25,7 @@ from bpflow.backend import get_store
 from bpflow.errors import Forbidden, Unauthorized
 from bpflow.forms import FormError
 from bpflow.interactions import Interactions
+from bpflow.mailbox import Mailbox
 from bpflow_app import flowview as fv
 from bpflow_app.boxview import BoxView, box_views
 from bpflow_app.drawing import Canvas, Edge, Frame, Junction, Node
@@ -65,6 +66,8 @@ def work_step(caller: Caller, iid: str, what: str, cid: str = "",
                 getattr(engine, what)(inst, caller.username)
             return inst
         store.apply(iid, op)
+        if what == "abort":
+            Mailbox(store).close_instance(iid)  # nobody is asked about a flow that is over
     else:
         raise BpflowError(f"unknown move '{what}'")
     return []

@@ -264,3 +264,18 @@ def test_a_task_naming_someone_twice_is_listed_once(team):
     assert [t["instance"] for t in r.json()] == firsts[:2]
     r = call(team, "fred", "GET", "/api/tasks", params={"limit": 2, "offset": 2})
     assert [t["instance"] for t in r.json()] == firsts[2:]
+
+
+def test_an_aborted_flow_asks_nobody_any_more(team):
+    inst = call(team, "alice", "POST", "/api/instances", {"template": "approve"}).json()
+    iid = inst["id"]
+    call(team, "alice", "POST", f"/api/instances/{iid}/circles/claim/complete",
+         {"bookmark": inst["circles"]["claim"]["bookmark"], "result": {"amount": 5}})
+    from bpflow.worker import Worker
+    Worker(team.store).run_once()
+    assert len(call(team, "ann", "GET", "/api/mailbox", params={"status": "pending"}).json()) == 1
+    r = call(team, "alice", "POST", f"/api/instances/{iid}/abort", {"reason": "wrong claim"})
+    assert r.status_code == 200
+    assert call(team, "ann", "GET", "/api/mailbox", params={"status": "pending"}).json() == []
+    mail = call(team, "ann", "GET", "/api/mailbox").json()[0]
+    assert mail["decision"] == "withdrawn" and mail["signature_ok"]

@@ -74,3 +74,11 @@ def test_a_waiting_timer_says_when_it_fires(web_store):
     assert box.status_lines == [f"Fires at {run.due_at.strftime('%Y-%m-%d %H:%M:%S UTC')}"]
     web_store.apply(inst.id, lambda e, i: e.suspend(i))
     assert _boxes(web_store, inst.id) == []  # a suspended flow's timer does not run
+
+
+def test_a_user_field_offers_the_people_it_may_name():
+    pick = field_view("c", Field("manager", "user", "Manager", True, (), role="approver"),
+                      "ann", people=["ann", "bob"])
+    assert pick.type == "user" and pick.options == ["ann", "bob"] and pick.default == "ann"
+    many = field_view("c", Field("m", "user"), None, people=[f"u{i}" for i in range(501)])
+    assert many.options == []  # too many to list: typed, and checked by the server

@@ -18,7 +18,8 @@ def test_6_reload_keeps_session_and_flow_position(page, sign_in, screenshot) -> 
     claim = page.locator('.circle-box[data-circle="claim"]')
     claim.get_by_label("Amount").fill("7")
     claim.get_by_label("What was it for?").fill("Coffee")
-    claim.get_by_label("Manager (username)").fill("bob")
+    claim.get_by_label("Manager").click()  # a picker of the approvers
+    page.get_by_role("option", name="bob", exact=True).click()
     claim.get_by_role("button", name="Submit claim").click()
     expect(page.locator('.flow-node[data-circle="approve"]')).to_have_attribute(
         "data-state", "ready")

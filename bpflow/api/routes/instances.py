@@ -37,6 +37,7 @@ from bpflow.api.schemas import (
 )
 from bpflow.errors import Conflict, NotFound
 from bpflow.interactions import Interactions, take
+from bpflow.mailbox import Mailbox
 from bpflow.store import Store
 from bpflow.store.steps import AlreadyStarted
 from engine.instance import Instance
@@ -163,8 +164,10 @@ async def abort(instance_id: str, store: StoreDep, caller: CallerDep,
                 body: AbortIn | None = None) -> Response:
     await _acted_on(store, instance_id, caller)
     reason = body.reason if body else "aborted"
-    return await _step(store, instance_id, caller, lambda e, i: e.abort(
+    answer = await _step(store, instance_id, caller, lambda e, i: e.abort(
         i, reason, caller.username))
+    await asyncio.to_thread(Mailbox(store).close_instance, instance_id)
+    return answer
 
 
 @router.post("/{instance_id}/suspend", response_model=InstanceOut,
