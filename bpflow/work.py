@@ -163,3 +163,14 @@ def circle_words(store: Store, template: str, version: int, circle: str) -> tupl
         return "", ""
     node = built.plan.nodes.get(circle)
     return built.title, node.circle.description if node else ""
+
+
+def delegates(store: Store, caller: Caller, task: dict[str, Any]) -> list[str]:
+    """Whom the caller may hand a task to (not whoever holds it now): another candidate,
+    or for an admin any enabled user."""
+    out = []
+    for user in store.list_users():
+        if user["disabled_at"] is None and user["username"] != task["assignee"] and \
+                access.may_delegate(caller, task, Caller.of(user)):
+            out.append(user["username"])
+    return out

@@ -1,4 +1,5 @@
-"""The inbox (`/inbox`): approval mail, in-site messages and guest messages in tabs."""
+"""The inbox (`/inbox`): approval mail, the user's tasks, in-site messages and guest
+messages in tabs (`/inbox?tab=tasks` opens the Tasks tab)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import reflex as rx
 
 from bpflow_app import routes
 from bpflow_app.components.ui import empty_state, page_header, row_badge
-from bpflow_app.pages.inbox_state import InboxState, MailView
+from bpflow_app.pages.inbox_state import TASKS, InboxState, MailView, TaskView
 from bpflow_app.session import SessionState
 
 S = InboxState
@@ -14,12 +15,13 @@ TABS = (("approval", "Approvals", "stamp"), ("message", "Messages", "message-squ
         ("guest", "Guest messages", "user-round"))
 
 
-def _tab(kind: str, label: str, icon: str) -> rx.Component:
+def _tab(kind: str, label: str, icon: str, count: rx.Var[int] | None = None,
+         color: str = "red", badge_class: str = "unread") -> rx.Component:
+    count = S.unread[kind] if count is None else count
     return rx.tabs.trigger(
         rx.hstack(rx.icon(icon, size=14), label,
-                  rx.cond(S.unread[kind] > 0, rx.badge(S.unread[kind], color_scheme="red",
-                                                       radius="full", variant="solid",
-                                                       class_name="unread")),
+                  rx.cond(count > 0, rx.badge(count, color_scheme=color, radius="full",
+                                              variant="solid", class_name=badge_class)),
                   spacing="2", align="center"),
         value=kind,
     )
@@ -40,14 +42,22 @@ def _signed(m: rx.Var[MailView]) -> rx.Component:
 
 def _decide(m: rx.Var[MailView]) -> rx.Component:
     return rx.vstack(
-        rx.text_area(placeholder="Comment (optional)", on_blur=S.set_comment, rows="2",
-                     width="100%", custom_attrs={"aria-label": "Comment"}, key=m.id),
+        rx.text_area(placeholder="Comment (optional; needed to send it back)",
+                     on_blur=S.set_comment, rows="2", width="100%", key=m.id,
+                     custom_attrs={"aria-label": "Comment",
+                                   "aria-describedby": "comment-error"}),
+        rx.cond(S.comment_error != "", rx.text(S.comment_error, id="comment-error",
+                                               color_scheme="red", size="1", role="alert")),
         rx.hstack(
             rx.button(rx.icon("check", size=14), "Approve", color_scheme="green",
                       on_click=S.decide(m.id, "approved"), loading=S.deciding == m.id),
             rx.button(rx.icon("x", size=14), "Reject", color_scheme="red", variant="soft",
                       on_click=S.decide(m.id, "rejected"), loading=S.deciding == m.id),
-            spacing="2",
+            rx.button(rx.icon("undo-2", size=14), "Send back", color_scheme="amber",
+                      variant="soft", on_click=S.decide(m.id, "returned"),
+                      loading=S.deciding == m.id,
+                      title="Return it to the requester to amend (say what in the comment)"),
+            spacing="2", wrap="wrap",
         ),
         spacing="2", width="100%",
     )
@@ -60,9 +70,8 @@ def _opened(m: rx.Var[MailView]) -> rx.Component:
         rx.cond(m.instance != "", rx.link("Open the flow", href=routes.flow(m.instance),
                                           size="2")),
         rx.cond(m.kind == "approval", _signed(m)),
-        rx.cond(m.decision != "", rx.text("Decided: ", m.decision,
-                                          rx.cond(m.comment != "", " — " + m.comment, ""),
-                                          size="2", weight="medium")),
+        rx.cond(m.outcome != "", rx.text(m.outcome, size="2", weight="medium",
+                                         class_name="mail-outcome")),
         rx.cond(m.open, _decide(m)),
         spacing="3", width="100%", align="start",
     )
@@ -79,7 +88,7 @@ def _mail(m: rx.Var[MailView]) -> rx.Component:
                 rx.el.p(m.subject, class_name="mail-subject"),
                 rx.el.p("From ", m.sender, " · ", m.created, class_name="mail-meta"),
                 class_name="mail-title"),
-            rx.cond(m.decision != "", row_badge(m.decision, m.decision)),
+            rx.cond(m.decision != "", row_badge(m.tone, m.label)),
             rx.cond(~m.signature_ok, row_badge("failure", "tampered")),
             rx.cond(m.open, row_badge("pending", "waiting for you")),
             rx.el.button(rx.cond(S.opened == m.id, "Close", "Open"), type="button",
@@ -111,12 +120,124 @@ def _list() -> rx.Component:
     )
 
 
+# ------------------------------------------------------------------ the Tasks tab
+def _task_button(label: str, busy: str, t: rx.Var[TaskView], event: rx.EventHandler,
+                 **props) -> rx.Component:
+    return rx.el.button(rx.cond(S.acting == t.key, busy, label), type="button",
+                        class_name="row-button", on_click=event,
+                        disabled=S.acting == t.key,
+                        aria_label=f"{label} " + t.description + " of " + t.short, **props)
+
+
+def _task(t: rx.Var[TaskView], mine: bool) -> rx.Component:
+    """A task of a list: plain elements like the mail rows."""
+    title = t.flow + " · " + t.short
+    if mine:
+        buttons = [_task_button("Unclaim", "Giving back…", t, S.unclaim(t.instance, t.uri)),
+                   _task_button("Delegate", "Handing on…", t, S.ask_delegate(
+                       t.instance, t.uri, t.description + " (" + title + ")"))]
+    else:
+        buttons = [_task_button("Claim", "Claiming…", t, S.claim(t.instance, t.uri)),
+                   rx.cond(SessionState.is_admin, _task_button(
+                       "Delegate", "Handing on…", t, S.ask_delegate(
+                           t.instance, t.uri, t.description + " (" + title + ")")))]
+    due = rx.cond(t.due != "", rx.cond(
+        t.overdue,
+        rx.el.span(" · due ", t.due, class_name="task-due overdue",
+                   style={"color": "var(--red-a11)", "fontWeight": "var(--font-weight-bold)"}),
+        rx.el.span(" · due ", t.due, class_name="task-due")))
+    return rx.el.div(
+        rx.el.div(
+            rx.el.div(
+                rx.el.p(t.description, class_name="mail-subject"),
+                rx.el.p(rx.link(title, href=t.href, size="1", class_name="task-flow"),
+                        " · waits for ", rx.el.span(t.waits, class_name="task-waits"),
+                        class_name="mail-meta"),
+                rx.el.p("Ready ", t.ready, due, class_name="mail-meta"),
+                class_name="mail-title", min_width="min(100%, 20rem)"),  # phones: buttons below
+            rx.cond(t.overdue, row_badge("failure", "overdue")),
+            *buttons,
+            rx.link("Open", href=t.href, size="2", aria_label="Open " + title,
+                    class_name="task-open"),
+            class_name="mail-head",
+        ),
+        class_name=rx.cond(t.overdue, "mail task-row overdue", "mail task-row"),
+        border_left=rx.cond(t.overdue, "4px solid var(--red-9)", "none"),
+        custom_attrs={"data-instance": t.instance, "data-circle": t.uri,
+                      "data-overdue": rx.cond(t.overdue, "true", "false")},
+    )
+
+
+def _task_list(which: str, heading: str, icon: str, empty_title: str,
+               empty_text: str) -> rx.Component:
+    pages = S.task_page_count[which]
+    page = S.task_pages[which]
+    pager = rx.cond(pages > 1, rx.hstack(
+        rx.button("Earlier", variant="soft", size="1", on_click=S.turn_tasks(which, -1),
+                  disabled=page == 0),
+        rx.text("Page ", page + 1, " of ", pages, size="2"),
+        rx.button("Later", variant="soft", size="1", on_click=S.turn_tasks(which, 1),
+                  disabled=page + 1 >= pages),
+        justify="end", width="100%", align="center"))
+    return rx.vstack(
+        rx.hstack(rx.icon(icon, size=16), rx.heading(heading, size="4", as_="h2"),
+                  rx.badge(S.task_totals[which], radius="full", variant="soft",
+                           class_name="task-total"),
+                  spacing="2", align="center"),
+        rx.cond(S.tasks[which].length() > 0,
+                rx.vstack(rx.foreach(S.tasks[which], lambda t: _task(t, which == "me")),
+                          pager, spacing="2", width="100%"),
+                empty_state("circle-check", empty_title, empty_text)),
+        spacing="2", width="100%", id=f"tasks-{which}",
+    )
+
+
+def _delegate_dialog() -> rx.Component:
+    return rx.alert_dialog.root(rx.alert_dialog.content(
+        rx.alert_dialog.title("Delegate"),
+        rx.alert_dialog.description(
+            "Hand ", S.handing_title, " to someone else; it becomes theirs at once.",
+            size="2"),
+        rx.el.label(rx.text("To", size="2", weight="medium"), html_for="delegate-to"),
+        rx.select(S.delegates, value=S.delegate_to, on_change=S.set_delegate_to,
+                  placeholder="Choose a person…", width="100%", id="delegate-to",
+                  custom_attrs={"aria-label": "Delegate to"}),
+        rx.flex(
+            rx.alert_dialog.cancel(rx.button("Cancel", variant="soft", color_scheme="gray",
+                                             on_click=S.cancel_delegate)),
+            rx.button("Delegate", on_click=S.delegate, id="confirm-delegate",
+                      disabled=S.delegate_to == ""),
+            spacing="3", justify="end", margin_top="12px"),
+    ), open=S.handing != "")
+
+
+def _tasks() -> rx.Component:
+    return rx.cond(
+        S.loading,
+        rx.center(rx.spinner(size="3"), padding="32px", aria_busy="true"),
+        rx.vstack(
+            _task_list("me", "Mine", "user-check", "Nothing assigned to you",
+                       "Claim a task from My groups below, or wait until someone hands"
+                       " you one. Tasks of flows you started that only you can do are"
+                       " yours from the start."),
+            _task_list("candidate", "My groups", "users", "Nothing waiting for your groups",
+                       "Tasks offered to you or to one of your roles appear here as soon"
+                       " as a flow reaches them, for whoever claims them first."),
+            _delegate_dialog(),
+            spacing="5", width="100%", id="task-lists",
+        ),
+    )
+
+
 def inbox_page() -> rx.Component:
-    tabs = [_tab(*t) for t in TABS[:2]]
+    tabs = [_tab(*TABS[0]),
+            _tab(TASKS, "Tasks", "list-todo", S.task_count, "indigo", "task-count"),
+            _tab(*TABS[1])]
     tabs.append(rx.cond(SessionState.is_admin, _tab(*TABS[2])))
     return rx.vstack(
-        page_header("Inbox", "Approvals waiting for you, messages, and notes from guests."),
+        page_header("Inbox", "Approvals and tasks waiting for you, messages, and notes"
+                    " from guests."),
         rx.tabs.root(rx.tabs.list(*tabs), value=S.kind, on_change=S.show, width="100%"),
-        _list(),
+        rx.cond(S.kind == TASKS, _tasks(), _list()),
         spacing="3", width="100%",
     )

@@ -1,15 +1,21 @@
-"""The inbox's state: approvals with their signed payload, approve with a comment, a
-tampered mail flagged and refused, unread counts, guest messages for admins only."""
+"""The inbox's state: approvals with their signed payload, approve with a comment, send
+back (a comment needed), withdrawn requests no longer offered, a tampered mail flagged and
+refused, unread counts, guest messages for admins only; the Tasks tab's lists, claim,
+unclaim and delegate, overdue tasks marked."""
 
 from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from sqlalchemy import update
 
+from bpflow import work
+from bpflow.access import Caller
 from bpflow.interactions import Interactions
 from bpflow.mailbox import Mailbox
 from bpflow.store.tables import mail_t
-from bpflow_app.pages.inbox_state import InboxState
+from bpflow_app.pages.inbox_state import InboxState, due_words
 from tests.app.helpers import run
 
 
@@ -101,3 +107,132 @@ def test_pages_of_twenty_five_newest_first(make_state, web_store):
     assert len(admin.mails) == 25 and admin.pages == 3 and admin.mails[0].subject == "Note 59"
     admin.turn(5)
     assert admin.page == 2 and len(admin.mails) == 10 and admin.mails[-1].subject == "Note 0"
+
+
+# ------------------------------------------------------------- sending back, withdrawn
+def test_sending_back_needs_a_comment_and_resets_the_claim(make_state, web_store, claim):
+    inbox = make_state(InboxState, user="bob")
+    inbox.load()
+    mail_id = inbox.mails[0].id
+    run(inbox.decide(mail_id, "returned"))
+    assert "needs a comment" in inbox.comment_error
+    assert inbox.mails[0].open and web_store.get(claim).circles["approve"].state == "waiting"
+    inbox.set_comment("Add the hotel's receipt number")
+    assert inbox.comment_error == ""
+    run(inbox.decide(mail_id, "returned"))
+    mail = inbox.mails[0]
+    assert (mail.decision, mail.label, mail.open) == ("returned", "sent back", False)
+    assert mail.outcome == "Sent back to be amended — Add the hotel's receipt number"
+    inst = web_store.get(claim)
+    assert inst.circles["claim"].state == "waiting"  # alice amends it
+    assert [e for e in web_store.history(claim) if e["kind"] == "circle_returned"]
+
+
+def test_a_withdrawn_request_is_no_longer_offered(make_state, web_store, claim):
+    work.withdraw(web_store, Caller.of(web_store.user("alice")), claim, "approve")
+    inbox = make_state(InboxState, user="bob")
+    inbox.load()
+    mail = inbox.mails[0]
+    assert (mail.decision, mail.label, mail.open) == ("withdrawn", "withdrawn", False)
+    assert mail.outcome == "Withdrawn by the requester"
+    assert web_store.mail_counts(Caller.of(web_store.user("bob")))["approval"]["pending"] == 0
+    run(inbox.decide(mail.id, "approved"))
+    assert inbox.mails[0].decision == "withdrawn"
+
+
+# ------------------------------------------------------------------------ tasks
+@pytest.fixture
+def review(web_store, claim, work):
+    """The claim approved: finance's review waits for fred or gina."""
+    for name in ("fred", "gina"):
+        web_store.add_user(name, f"{name}-password", ["user", "finance"])
+    mail_id = Mailbox(web_store).inbox(web_store.user("bob"))[0]["id"]
+    Mailbox(web_store).decide(mail_id, web_store.user("bob"), "approved")
+    work()
+    assert web_store.get(claim).circles["review"].task["roles"] == ["finance"]
+    return claim
+
+
+def tasks_of(make_state, user):
+    state = make_state(InboxState, user=user)
+    run(state.show("tasks"))
+    return state
+
+
+def test_my_groups_lists_the_review_and_a_claim_moves_it_to_mine(make_state, review):
+    fred, gina = tasks_of(make_state, "fred"), tasks_of(make_state, "gina")
+    assert fred.kind == "tasks" and fred.task_count == 1 and fred.tasks["me"] == []
+    task = fred.tasks["candidate"][0]
+    assert (task.instance, task.uri, task.short, task.href) == (
+        review, "review", review[:8], f"/flow/{review}")
+    assert (task.flow, task.description, task.waits) == (
+        "Expense claim", "Finance checks the claim", "someone in finance")
+    assert task.ready and "(in 1 d 23 h" in task.due and not task.overdue
+    run(fred.claim(review, "review"))
+    assert fred.tasks["candidate"] == [] and fred.tasks["me"][0].waits == "you"
+    assert fred.task_totals == {"me": 1, "candidate": 0} and fred.acting == ""
+    gina._fetch_tasks(gina._caller())  # what her poll does
+    assert gina.tasks["candidate"] == [] and gina.task_count == 0
+    events = run(gina.claim(review, "review"))  # from a list she had not refreshed
+    assert "held by fred" in str(events)
+    assert tasks_of(make_state, "alice").task_count == 0  # not hers to do
+
+
+def test_unclaim_and_delegate_to_another_candidate(make_state, web_store, review):
+    fred = tasks_of(make_state, "fred")
+    run(fred.claim(review, "review"))
+    fred.ask_delegate(review, "review", "Finance checks the claim")
+    assert fred.handing == f"{review} review" and fred.delegates == ["gina"]
+    run(fred.delegate())  # nobody chosen yet
+    assert web_store.get(review).circles["review"].task["assignee"] == "fred"
+    fred.set_delegate_to("gina")
+    run(fred.delegate())
+    assert fred.handing == "" and fred.tasks["me"] == []
+    gina = tasks_of(make_state, "gina")
+    assert gina.tasks["me"][0].uri == "review"
+    run(gina.unclaim(review, "review"))
+    assert gina.tasks["me"] == [] and len(gina.tasks["candidate"]) == 1
+    assert web_store.get(review).circles["review"].task["assignee"] is None
+    kinds = [e["kind"] for e in web_store.history(review)]
+    assert {"task_claimed", "task_delegated", "task_unclaimed"} <= set(kinds)
+
+
+def test_an_admin_may_hand_a_task_to_anyone(make_state, web_store, review):
+    fred = tasks_of(make_state, "fred")
+    run(fred.claim(review, "review"))
+    root = make_state(InboxState, user="root")
+    root.ask_delegate(review, "review", "review")
+    assert root.delegates == ["alice", "bob", "carol", "gina", "root"]  # not fred: he has it
+    root.set_delegate_to("carol")
+    run(root.delegate())
+    assert web_store.get(review).circles["review"].task["assignee"] == "carol"
+    carol = tasks_of(make_state, "carol")
+    assert carol.tasks["me"][0].waits == "you"
+
+
+def test_an_overdue_task_is_marked(make_state, web_store, review, monkeypatch):
+    later = web_store.engine.clock() + timedelta(days=3)
+    monkeypatch.setattr(web_store.engine, "clock", lambda: later)
+    task = tasks_of(make_state, "fred").tasks["candidate"][0]
+    assert task.overdue and "(overdue by 1 d" in task.due
+
+
+def test_due_words():
+    now = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
+    assert due_words(None, now) == ("", False)
+    assert due_words("2024-05-01T12:30:00+00:00", now) == (
+        "2024-05-01 12:30:00 UTC (in 30 min)", False)
+    assert due_words("2024-05-01T09:00:00+00:00", now) == (
+        "2024-05-01 09:00:00 UTC (overdue by 3 h)", True)
+    assert due_words("2024-05-01T11:59:30+00:00", now)[0].endswith(
+        "(overdue by less than a minute)")
+    assert due_words("2024-05-01T12:00:30+00:00", now)[0].endswith("(less than a minute)")
+    assert due_words("2024-05-03T13:00:00+00:00", now)[0].endswith("(in 2 d 1 h)")
+
+
+def test_the_tasks_tab_opens_from_its_address_and_follows(make_state, review):
+    fred = make_state(InboxState, user="fred", path="/inbox?tab=tasks")
+    assert fred.load() == InboxState.poll
+    assert fred.kind == "tasks" and len(fred.tasks["candidate"]) == 1
+    mail = make_state(InboxState, user="fred", path="/inbox")
+    assert mail.load() is None and mail.kind == "approval" and mail.task_count == 1

@@ -1,0 +1,177 @@
+"""Journeys of people's work in the inbox (SPEC §10):
+
+(2) two finance users have the review of a claim in "My groups"; the first claims it from
+    the Tasks tab and the second, in another browser, sees it gone without a reload; the
+    first hands it to the second (the delegate dialog), who sees it arrive in "Mine".
+(4) the approver sends a claim back from the inbox with a comment (none: he is told one
+    is needed), alice opens her flow, amends the claim and sends it again, and the
+    approver gets a new approval waiting for him.
+
+The flows are arranged through the store (the claim filled in, the approval mail sent by
+a worker run here) so that each journey spends its time on what it is about.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from playwright.sync_api import expect
+
+from bpflow.interactions import Interactions
+from bpflow.mailbox import Mailbox
+from bpflow.worker import Worker
+
+pytestmark = pytest.mark.browser
+FINANCE = {"fiona": "fiona-pass-1", "frank": "frank-pass-1"}
+PAYOUT = {"name": "payout", "title": "Supplier payout", "circles": [
+    {"uri": "check", "description": "Check the supplier's bank details",
+     "assign": {"roles": ["finance"]}, "due": 1, "box": {"confirm": "Details checked?"}},
+    {"uri": "done", "deps": [["check"]]}]}
+
+
+def sign_in_as(page, name: str, password: str, path: str) -> None:
+    page.goto(path)
+    page.get_by_label("Username").fill(name)
+    page.get_by_label("Password").fill(password)
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.locator("#user-menu")).to_contain_text(name)
+
+
+def claim_waiting_for_bob(store, amount: float, reason: str) -> str:
+    """Alice's expense claim, filled in, its approval mail sent to bob."""
+    inst = store.start("reimbursement", {}, store.user("alice"))
+    Interactions(store).submit(inst.id, "claim", store.engine.bookmark(inst, "claim"),
+                               {"amount": amount, "reason": reason, "manager": "bob"},
+                               "alice")
+    Worker(store).run_once()
+    return inst.id
+
+
+def pick_user(page, control, name: str) -> None:
+    """Name a user in a `user` field: its picker of people, or a text input."""
+    if control.get_attribute("role") == "combobox":
+        control.click()
+        page.get_by_role("option", name=name, exact=True).click()
+        expect(control).to_contain_text(name)
+    else:
+        control.fill(name)
+
+
+def wait_for(check, seconds: float = 15.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not check():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.2)
+
+
+@pytest.fixture(scope="module")
+def finance(app_store) -> dict[str, str]:
+    for name, password in FINANCE.items():
+        if app_store.user(name) is None:
+            app_store.add_user(name, password, ["user", "finance"])
+    return FINANCE
+
+
+def test_2_a_claimed_task_leaves_the_other_finance_users_list_at_once(
+        new_page, app_store, finance, screenshot) -> None:
+    iid = claim_waiting_for_bob(app_store, 64.5, "Taxi to the airport")
+    mail = next(m for m in Mailbox(app_store).inbox(app_store.user("bob"))
+                if m["instance"] == iid)
+    Mailbox(app_store).decide(mail["id"], app_store.user("bob"), "approved")
+    app_store.put_template(PAYOUT)
+    late = app_store.start("payout", {}, app_store.user("alice")).id  # due after 1 s
+
+    fiona, frank = new_page(), new_page()
+    sign_in_as(fiona, "fiona", finance["fiona"], "/inbox?tab=tasks")
+    sign_in_as(frank, "frank", finance["frank"], "/inbox?tab=tasks")
+    review = f'.task-row[data-instance="{iid}"][data-circle="review"]'
+    for page in (fiona, frank):
+        expect(page.get_by_role("tab", name="Tasks")).to_have_attribute(
+            "data-state", "active")
+        row = page.locator("#tasks-candidate " + review)
+        expect(row).to_contain_text("Finance checks the claim")
+        expect(row).to_contain_text("Expense claim · " + iid[:8])
+        expect(row).to_contain_text("waits for someone in finance")
+        expect(page.locator("#tasks-me")).to_contain_text("Nothing assigned to you")
+    overdue = fiona.locator(f'#tasks-candidate .task-row[data-instance="{late}"]')
+    expect(overdue).to_have_attribute("data-overdue", "true")
+    expect(overdue.locator(".row-badge")).to_have_text("overdue")
+    frank.evaluate("window.__noReload = true")
+    screenshot(frank, "tasks_journey2_my_groups")
+
+    fiona.locator("#tasks-candidate " + review).get_by_role(
+        "button", name="Claim Finance checks the claim of " + iid[:8]).click()
+    mine = fiona.locator("#tasks-me " + review)
+    expect(mine).to_contain_text("waits for you")
+    claimed = time.monotonic()
+    expect(frank.locator("#tasks-candidate " + review)).to_have_count(0, timeout=5_000)
+    assert time.monotonic() - claimed < 3.5, "the other list took too long to follow"
+    assert frank.evaluate("window.__noReload") is True
+    assert app_store.get(iid).circles["review"].task["assignee"] == "fiona"
+    screenshot(fiona, "tasks_journey2_claimed_mine")
+    screenshot(frank, "tasks_journey2_gone_from_my_groups")
+
+    mine.get_by_role("button", name="Delegate Finance checks the claim of " + iid[:8]).click()
+    dialog = fiona.get_by_role("alertdialog")
+    expect(dialog).to_contain_text("Hand Finance checks the claim")
+    dialog.get_by_role("combobox").click()
+    fiona.get_by_role("option", name="frank").click()
+    fiona.locator("#confirm-delegate").click()
+    expect(dialog).to_have_count(0)
+    expect(fiona.locator("#tasks-me " + review)).to_have_count(0)
+    expect(frank.locator("#tasks-me " + review)).to_contain_text("waits for you")
+    expect(frank.get_by_role("link", name="Open Expense claim · " + iid[:8])).to_have_attribute(
+        "href", "/flow/" + iid)
+    screenshot(frank, "tasks_journey2_delegated_to_frank")
+    frank.set_viewport_size({"width": 390, "height": 844})  # a phone: nothing cut off
+    expect(frank.get_by_role("link", name="Open Expense claim · " + iid[:8])).to_be_in_viewport()
+    screenshot(frank, "tasks_journey2_phone")
+    assert frank.evaluate("window.__noReload") is True
+    kinds = [e["kind"] for e in app_store.history(iid)]
+    assert "task_claimed" in kinds and "task_delegated" in kinds
+
+
+def test_4_the_approver_sends_a_claim_back_and_alice_amends_it(
+        new_page, sign_in, app_store, screenshot) -> None:
+    iid = claim_waiting_for_bob(app_store, 180.5, "Conference dinner")
+    bob = new_page()
+    sign_in(bob, "bob", path="/inbox")
+    subject = "Expense claim of 180.5 by alice"
+    bob.get_by_role("button", name="Open " + subject).click()
+    mail = bob.locator(".mail", has_text=subject)
+    mail.get_by_role("button", name="Send back").click()
+    expect(mail.get_by_role("alert")).to_contain_text("needs a comment")
+    assert app_store.get(iid).circles["claim"].state == "success"
+    mail.get_by_label("Comment").fill("Please attach the guest list and split the bill")
+    mail.get_by_role("button", name="Send back").click()
+    expect(mail.locator(".mail-outcome")).to_have_text(
+        "Sent back to be amended — Please attach the guest list and split the bill")
+    expect(mail.get_by_role("button", name="Approve")).to_have_count(0)
+    expect(mail.locator(".row-badge", has_text="sent back")).to_be_visible()
+    screenshot(bob, "sendback_journey4_sent_back")
+
+    alice = new_page()
+    sign_in(alice, "alice", path="/flow/" + iid)
+    claim = alice.locator('.circle-box[data-circle="claim"]')
+    expect(claim).to_be_visible()
+    claim.get_by_label("Amount").fill("95.5")
+    claim.get_by_label("What was it for?").fill("Conference dinner, my share (list attached)")
+    pick_user(alice, claim.get_by_label("Manager"), "bob")
+    screenshot(alice, "sendback_journey4_amending")
+    claim.get_by_role("button", name="Submit claim").click()
+    approve = alice.locator('.circle-box[data-circle="approve"]')
+    expect(approve.get_by_text("Waiting for approval").first).to_be_visible()
+    history = [e["kind"] for e in app_store.history(iid)]
+    assert "circle_returned" in history
+
+    again = "Expense claim of 95.5 by alice"
+    wait_for(lambda: any(m["subject"] == again and m["decision"] is None
+                         for m in Mailbox(app_store).inbox(app_store.user("bob"))))
+    bob.reload()
+    new = bob.locator(".mail", has_text=again)
+    expect(new.locator(".row-badge", has_text="waiting for you")).to_be_visible()
+    screenshot(bob, "sendback_journey4_new_approval")
+    bob.get_by_role("button", name="Open " + again).click()
+    new.get_by_role("button", name="Approve").click()  # leaves bob's inbox as it found it
+    expect(new.locator(".mail-outcome")).to_have_text("Decided: approved")
