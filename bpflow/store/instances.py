@@ -160,9 +160,11 @@ class Instances:
             if before != d:
                 changed.append(sql.circle_row(inst.id, cid, d))
             old = before[sql.AUDIENCE] if before is not None and was else None
-            if old != (d[sql.AUDIENCE] if listed else None):
-                retold.append({"instance_id": inst.id, "circle": cid})
-                if listed:
+            new = d[sql.AUDIENCE] if listed else None
+            if old != new:
+                if old is not None:  # rows to take away (none for a task just opened)
+                    retold.append({"instance_id": inst.id, "circle": cid})
+                if new is not None:
                     audience += sql.audience_rows(inst.id, cid, d)
         row = {"id": inst.id, "lock": loaded.lock_version, "status": inst.status,
                "reason": inst.reason, "seq": inst.seq, "variables": self.engine.variables(inst),
