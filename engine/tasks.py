@@ -42,12 +42,12 @@ def audience(run: CircleRun) -> str | None:
 
 
 def people(run: CircleRun) -> str | None:
-    """Everyone the circle's task names, done or not (" u:NAME ... a:NAME "): how a
-    person finds the flows they take part in."""
+    """Everyone the circle's task names, done or not (" u:NAME ... r:ROLE ... a:NAME "): how
+    a person finds the flows they take part in (by name, by role, as its holder)."""
     task = run.task
     if task is None:
         return None
-    named = [f"u:{u}" for u in task["users"]]
+    named = [f"u:{u}" for u in task["users"]] + [f"r:{r}" for r in task["roles"]]
     if task["assignee"]:
         named.append(f"a:{task['assignee']}")
     return " " + " ".join(named) + " " if named else None

@@ -142,12 +142,14 @@ class Queries:
         return rows, int(total)
 
     def taking_part(self, caller: Caller, limit: int = 50) -> list[dict[str, Any]]:
-        """Instances others started that name the caller in a task (as a candidate by name
-        or as its assignee) or sent them approval mail, newest first."""
+        """Instances others started that asked the caller: a task names them (as a
+        candidate by name or by one of their roles, or as its holder), or they were sent
+        approval mail; newest first (who may see them is `access.sight`'s, the same)."""
         c, i = circles_t, instances_t
+        tokens = [f"u:{caller.username}", f"a:{caller.username}"] + [
+            f"r:{r}" for r in caller.roles]
         named = select(c.c.instance_id).where(c.c.people.is_not(None), or_(
-            c.c.people.contains(f" u:{caller.username} ", autoescape=True),
-            c.c.people.contains(f" a:{caller.username} ", autoescape=True)))
+            *(c.c.people.contains(f" {t} ", autoescape=True) for t in tokens)))
         mailed = select(mail_t.c.instance_id).where(mail_t.c.recipient_id == caller.id,
                                                     mail_t.c.instance_id.is_not(None))
         cols = [i.c[k] for k in ("id", "template", "version", "status", "reason", "user",

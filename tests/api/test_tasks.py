@@ -279,3 +279,12 @@ def test_an_aborted_flow_asks_nobody_any_more(team):
     assert call(team, "ann", "GET", "/api/mailbox", params={"status": "pending"}).json() == []
     mail = call(team, "ann", "GET", "/api/mailbox").json()[0]
     assert mail["decision"] == "withdrawn" and mail["signature_ok"]
+
+
+def test_taking_part_lists_the_flows_that_asked_someone_by_role_or_name(team):
+    from bpflow.access import Caller
+    iid = start_claim(team)["id"]
+    fred, bob = (Caller.of(team.store.user(n)) for n in ("fred", "bob"))
+    assert [r["id"] for r in team.store.taking_part(fred)] == [iid]  # finance is asked
+    assert team.store.taking_part(bob) == []
+    assert call(team, "fred", "GET", f"/api/instances/{iid}").status_code == 200
