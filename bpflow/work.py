@@ -110,13 +110,22 @@ def withdraw(store: Store, caller: Caller, iid: str, uri: str,
     return inst
 
 
-def visible(store: Store, caller: Caller, iid: str, inst: Instance | None = None) -> None:
-    """NotFound unless the caller may see the instance (a cached copy settles it for its
-    starter and admins; who else may see it is read from its state now)."""
+def visible(store: Store, caller: Caller, iid: str, inst: Instance | None = None) -> Instance:
+    """The instance, NotFound unless the caller may see it (a cached copy settles it for
+    its starter and admins; who else may see it is read from its state now)."""
     if inst is None:
         inst = store.peek(iid)
-    if not access.may_act(caller, inst):
-        access.seeing(caller, store.get(iid), lambda: store.mail_about(caller.id, iid))
+    if access.may_act(caller, inst):
+        return inst
+    return access.seeing(caller, store.get(iid), lambda: store.mail_about(caller.id, iid))
+
+
+async def visible_async(store: Store, caller: Caller, iid: str) -> Instance:
+    """`visible` for an event loop: the instance's state is read on a thread, when needed."""
+    inst = await store.peek_async(iid)
+    if access.may_act(caller, inst):
+        return inst
+    return await asyncio.to_thread(visible, store, caller, iid, inst)
 
 
 def _step(store: Store, caller: Caller, iid: str, op: Op) -> Instance:
@@ -147,9 +156,7 @@ async def withdraw_async(store: Store, caller: Caller, iid: str, uri: str,
 
 
 async def _step_async(store: Store, caller: Caller, iid: str, op: Op) -> Instance:
-    inst = await store.peek_async(iid)
-    if not access.may_act(caller, inst):
-        await asyncio.to_thread(visible, store, caller, iid, inst)
+    await visible_async(store, caller, iid)
     return await store.apply_async(iid, lambda e, i: (op(e, i), i)[1])
 
 

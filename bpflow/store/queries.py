@@ -14,9 +14,7 @@ from bpflow.access import Caller
 from bpflow.store.mail import visible_mail
 from bpflow.store.tables import audience_t, circles_t, events_t, instances_t, mail_t
 from engine.instance import Event
-from engine.moves import ACTIVE
 
-ACTIVE_STATUSES = sorted(ACTIVE)  # the statuses in which circles move
 STEP_EVENTS = ("circle_succeeded", "circle_failed", "circle_skipped", "circle_reset",
                "circle_retry_scheduled", "circle_pending", "circle_ready")
 

@@ -18,7 +18,8 @@ from typing import Annotated, Any, Literal
 import orjson
 from fastapi import APIRouter, Query, Response
 
-from bpflow.access import Caller, acting, drivable, instance_scope, may_act, seeing, startable
+from bpflow import work
+from bpflow.access import Caller, acting, drivable, instance_scope, seeing, startable
 from bpflow.api.deps import CallerDep, ClientDep, StoreDep
 from bpflow.api.errors import responses
 from bpflow.api.schemas import (
@@ -109,7 +110,7 @@ async def complete(instance_id: str, uri: str, body: CompleteIn, store: StoreDep
                    caller: CallerDep, client: ClientDep) -> Response:
     """The caller must be the circle's assignee, or a candidate while nobody holds it
     (then completing claims it): checked in the step, on the instance as it is then."""
-    inst = await seen(store, instance_id, caller)
+    inst = await work.visible_async(store, caller, instance_id)
     drivable(caller, inst, uri)
     box = inst.template.plan.nodes[uri].circle.box
     if box.form or box.confirm is not None:  # the form layer checks what is sent
@@ -128,7 +129,7 @@ async def complete(instance_id: str, uri: str, body: CompleteIn, store: StoreDep
              responses=responses(401, 403, 404, 409, 422))
 async def fail(instance_id: str, uri: str, body: FailIn, store: StoreDep,
                caller: CallerDep) -> Response:
-    drivable(caller, await seen(store, instance_id, caller), uri)
+    drivable(caller, await work.visible_async(store, caller, instance_id), uri)
     return await _step(store, instance_id, caller, lambda e, i: (
         take(e, i, uri, caller), e.fail(i, uri, body.bookmark, body.reason,
                                         caller.username)))
@@ -189,15 +190,6 @@ async def resume(instance_id: str, store: StoreDep, caller: CallerDep) -> Respon
 def _seeing(store: Store, inst: Instance, caller: Caller) -> Instance:
     """The instance if the caller may see it (its starter, admins, the people it asked)."""
     return seeing(caller, inst, lambda: store.mail_about(caller.id, inst.id))
-
-
-async def seen(store: Store, instance_id: str, caller: Caller) -> Instance:
-    """`_seeing` on a cached copy (who may see an instance is settled again, on its state
-    then, by the step that changes it)."""
-    inst = await store.peek_async(instance_id)
-    if may_act(caller, inst):
-        return inst
-    return await asyncio.to_thread(_seeing, store, store.get(instance_id), caller)
 
 
 async def _acted_on(store: Store, instance_id: str, caller: Caller) -> Instance:
