@@ -130,3 +130,173 @@ def test_the_sqlite_users_rebuild_keeps_every_row_and_reference(tmp_path):
         assert db.execute("SELECT id FROM users WHERE username = 'dan'").fetchone() == (5,)
     finally:
         db.close()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def url_at_0007(request, tmp_path, pg_available):
+    """A database migrated to 0007 (before tenants); on PostgreSQL in a schema of its own."""
+    import os
+    import uuid
+    from urllib.parse import quote
+
+    from alembic import command
+    from sqlalchemy import create_engine, text
+
+    from bpflow.store.migrate import alembic_config
+    from tests.conftest import PG_URL
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path / 'old.db'}"
+        command.upgrade(alembic_config(url), "0007")
+        yield url
+        return
+    if pg_available:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI requires PostgreSQL: {pg_available}")
+        pytest.skip(f"SKIPPING POSTGRESQL TESTS: {pg_available}")
+    schema = f"bpflow_test_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(PG_URL)
+    with admin.begin() as conn:
+        conn.execute(text(f'CREATE SCHEMA "{schema}"'))
+    sep = "&" if "?" in PG_URL else "?"
+    url = f"{PG_URL}{sep}options={quote(f'-csearch_path={schema}')}"
+    try:
+        command.upgrade(alembic_config(url), "0007")
+        yield url
+    finally:
+        with admin.begin() as conn:
+            conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
+        admin.dispose()
+
+
+TENANT_TABLES = ("users", "templates", "instances", "instance_templates", "circle_states",
+                 "task_audience", "events", "mailbox", "template_retirements")
+
+
+def test_the_tenants_migration_puts_every_row_in_default(url_at_0007):
+    """Migration 0008 on a database in use: every row lands in the tenant `default`, the
+    references hold (and now name the tenant), the template locks of 0001/0003 still
+    refuse changes to a used version, and on SQLite `users` stays AUTOINCREMENT."""
+    from alembic import command
+    from sqlalchemy import text
+
+    from bpflow.store.connection import make_engine
+    from bpflow.store.migrate import alembic_config, upgrade
+    url, at = url_at_0007, "2026-01-01 00:00:00"
+    db = make_engine(url)
+    sqlite = db.dialect.name == "sqlite"
+    try:
+        with db.begin() as conn:
+            for uid, name in ((1, "ann"), (2, "bob"), (3, "cid"), (4, "eve")):
+                conn.execute(text("INSERT INTO users (id, username, password_hash, roles,"
+                                  " created_at) VALUES (:i, :n, 'x', '[\"user\"]', :at)"),
+                             {"i": uid, "n": name, "at": at})
+            if not sqlite:  # the ids given by hand, as if the sequence had handed them out
+                conn.execute(text("SELECT setval('users_id_seq', 4)"))
+            conn.execute(text("DELETE FROM users WHERE id = 4"))  # the highest, by hand
+            for tid, name in ((1, "outer"), (2, "inner")):
+                conn.execute(text("INSERT INTO templates (id, name, version, body, digest,"
+                                  " created_at) VALUES (:i, :n, 1, '{}', 'd', :at)"),
+                             {"i": tid, "n": name, "at": at})
+            conn.execute(text(
+                "INSERT INTO instances (id, template_id, template, version, nested_versions,"
+                " user_id, \"user\", status, inputs, variables, seq, lock_version, created_at,"
+                " updated_at) VALUES ('i1', 1, 'outer', 1, '{\"inner\": 1}', 1, '{}',"
+                " 'running', '{}', '{}', 1, 0, :at, :at)"), {"at": at})
+            conn.execute(text("INSERT INTO instance_templates VALUES ('i1', 2)"))
+            conn.execute(text("INSERT INTO circle_states (instance_id, circle, state,"
+                              " attempts, epoch, people, audience) VALUES"
+                              " ('i1', 'c1', 'ready', 0, 0, ' ann ', ' u:ann ')"))
+            conn.execute(text("INSERT INTO task_audience VALUES ('i1', 'c1', 'u:ann', :at)"),
+                         {"at": at})
+            conn.execute(text("INSERT INTO events (instance_id, seq, at, kind) VALUES"
+                              " ('i1', 1, :at, 'started')"), {"at": at})
+            conn.execute(text("INSERT INTO mailbox (kind, sender_id, sender_name, recipient_id,"
+                              " subject, body, instance_id, circle, epoch, created_at) VALUES"
+                              " ('approval', 1, 'ann', 2, 's', 'b', 'i1', 'c1', 0, :at)"),
+                         {"at": at})
+            conn.execute(text("INSERT INTO template_retirements VALUES ('outer', :at, 'ann')"),
+                         {"at": at})
+        with db.connect() as conn:
+            counts = {t: conn.execute(text(f"SELECT count(*) FROM {t}")).scalar()
+                      for t in TENANT_TABLES}
+        db.dispose()
+
+        upgrade(url)
+        upgrade(url)  # idempotent
+
+        with db.connect() as conn:
+            assert conn.execute(text("SELECT version_num FROM alembic_version")).scalar() \
+                >= "0008"
+            assert conn.execute(text("SELECT name FROM tenants")).all() == [("default",)]
+            assert conn.execute(text("SELECT created_at FROM tenants")).scalar() is not None
+            for table, count in counts.items():
+                assert conn.execute(text(f"SELECT tenant, count(*) FROM {table}"
+                                         " GROUP BY tenant")).all() == [("default", count)]
+            diff = compare_metadata(MigrationContext.configure(conn), SQLModel.metadata)
+            assert diff == []
+            if sqlite:
+                assert conn.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
+                assert conn.exec_driver_sql("PRAGMA foreign_key_check").all() == []
+                sql = dict(conn.exec_driver_sql("SELECT name, sql FROM sqlite_master").all())
+                assert "AUTOINCREMENT" in sql["users"]
+                assert "WHERE people IS NOT NULL" in sql["ix_circle_states_people"]
+                assert {"templates_locked_update", "templates_locked_delete"} <= set(sql)
+
+        # The template locks: a version used by an instance, or pinned as nested, is
+        # neither changed nor deleted; an unused one still is the admin's.
+        for statement in ("UPDATE templates SET body = '{\"x\": 1}' WHERE id = 1",
+                          "UPDATE templates SET version = 7 WHERE id = 2",
+                          "DELETE FROM templates WHERE id = 2"):
+            with pytest.raises(Exception, match="has instances"), db.begin() as conn:
+                conn.execute(text(statement))
+        with db.begin() as conn:
+            conn.execute(text("INSERT INTO templates (id, name, version, body, digest,"
+                              " created_at) VALUES (3, 'spare', 1, '{}', 'd', :at)"),
+                         {"at": at})
+            conn.execute(text("UPDATE templates SET body = '{\"x\": 1}' WHERE id = 3"))
+            conn.execute(text("DELETE FROM templates WHERE id = 3"))
+
+        # The references name the tenant: another tenant's row cannot point at these.
+        with db.begin() as conn:
+            conn.execute(text("INSERT INTO tenants (name, created_at) VALUES ('acme', :at)"),
+                         {"at": at})
+        with pytest.raises(Exception, match="(?i)foreign key"), db.begin() as conn:
+            conn.execute(text("INSERT INTO events (tenant, instance_id, seq, at, kind) VALUES"
+                              " ('acme', 'i1', 2, :at, 'stolen')"), {"at": at})
+        with pytest.raises(Exception, match="(?i)foreign key"), db.begin() as conn:
+            conn.execute(text("DELETE FROM users WHERE id = 1"))  # still referenced
+
+        # Ids are never reused: the highest one, deleted by hand before the migration
+        # rebuilt the table, is not handed out again.
+        with db.begin() as conn:
+            conn.execute(text("INSERT INTO users (tenant, username, password_hash, roles,"
+                              " created_at) VALUES ('acme', 'dan', 'x', '[]', :at)"),
+                         {"at": at})
+            assert conn.execute(text("SELECT id FROM users WHERE username = 'dan'")).scalar() \
+                == 5
+        db.dispose()
+
+        # Down again: refused while another tenant has rows, then back to 0007 intact.
+        refused = alembic_config(url)
+        with pytest.raises(Exception, match="other than 'default'"), db.begin() as conn:
+            refused.attributes["connection"] = conn  # (env.py's own engine would be left open)
+            command.downgrade(refused, "0007")
+        with db.begin() as conn:
+            conn.execute(text("DELETE FROM users WHERE tenant = 'acme'"))
+        db.dispose()
+        command.downgrade(alembic_config(url), "0007")
+        with db.connect() as conn:
+            assert conn.execute(text("SELECT count(*) FROM events")).scalar() == 1
+            assert conn.execute(text("SELECT id, username FROM users ORDER BY id")).all() == \
+                [(1, "ann"), (2, "bob"), (3, "cid")]
+            if sqlite:
+                assert conn.exec_driver_sql("PRAGMA foreign_key_check").all() == []
+        with pytest.raises(Exception, match="has instances"), db.begin() as conn:
+            conn.execute(text("DELETE FROM templates WHERE id = 2"))
+        db.dispose()
+        upgrade(url)
+        with db.connect() as conn:
+            diff = compare_metadata(MigrationContext.configure(conn), SQLModel.metadata)
+            assert diff == []
+    finally:
+        db.dispose()
