@@ -27,6 +27,7 @@ from engine.model import ROLE_NAME
 from engine.phase import action_started
 
 ADMIN, APPROVER, USER = "admin", "approver", "user"
+DEFAULT_TENANT = "default"  # a fresh install's one tenant (bpflow.store.tables has it too)
 ROLES = (USER, APPROVER, ADMIN)  # built in; admins may name others (SPEC §6, §10)
 AUTOMATIC = frozenset({"http", "mail", "approval", "timer", "flow", "compute"})
 
@@ -38,14 +39,16 @@ class Caller:
     id: int
     username: str
     roles: tuple[str, ...] = (USER,)
+    tenant: str = DEFAULT_TENANT  # the organisation they belong to (SPEC §12)
 
     @classmethod
     def of(cls, user: Caller | Mapping[str, Any]) -> Caller:
-        """A caller from a user record (`{"id", "username", "roles"}`)."""
+        """A caller from a user record (`{"id", "username", "roles", "tenant"}`)."""
         if isinstance(user, Caller):
             return user
         return cls(user.get("id"), str(user.get("username", "")),
-                   tuple(user.get("roles") or (USER,)))
+                   tuple(user.get("roles") or (USER,)),
+                   str(user.get("tenant") or DEFAULT_TENANT))
 
     def as_user(self) -> dict[str, Any]:
         """The user record an instance keeps of its starter."""
@@ -73,9 +76,14 @@ def require_admin(caller: Caller) -> None:
         raise Forbidden("only admins may do this")
 
 
+def same_tenant(caller: Caller, inst: Instance) -> bool:
+    """Nothing crosses tenants (SPEC §12): every rule below asks this first."""
+    return caller.tenant == inst.tenant
+
+
 def may_act(caller: Caller, inst: Instance) -> bool:
-    """Fill an instance's boxes and intervene: its user and admins."""
-    return caller.is_admin or inst.user.get("id") == caller.id
+    """Fill an instance's boxes and intervene: its user and admins (of its tenant)."""
+    return same_tenant(caller, inst) and (caller.is_admin or inst.user.get("id") == caller.id)
 
 
 def acting(caller: Caller, inst: Instance) -> Instance:
@@ -90,6 +98,8 @@ def sight(caller: Caller, inst: Instance, asked: Callable[[], bool]) -> Sight:
     """ACT for its user and admins, FOLLOW for the people it asked (named by a task of
     one of its circles, or sent mail about it: `asked` is only called when it matters),
     else NONE."""
+    if not same_tenant(caller, inst):
+        return Sight.NONE
     if may_act(caller, inst):
         return Sight.ACT
     return Sight.FOLLOW if named(caller, inst) or asked() else Sight.NONE
@@ -124,7 +134,9 @@ def may_drive(caller: Caller, inst: Instance, cid: str) -> bool:
     """Whether the caller may complete or fail circle `cid` by hand. A person's task is
     its assignee's, or while nobody holds it its candidates' (completing claims it); what
     bpflow runs, and what an approver decides, is an admin's intervention; admins may
-    always intervene."""
+    always intervene (in their tenant)."""
+    if not same_tenant(caller, inst):
+        return False
     if caller.is_admin:
         return True
     box = inst.template.plan.nodes[cid].circle.box
@@ -176,7 +188,10 @@ def may_unclaim(caller: Caller, task: Mapping[str, Any]) -> bool:
 
 
 def may_delegate(caller: Caller, task: Mapping[str, Any], to: Caller) -> bool:
-    """The assignee hands the task to another candidate; an admin to anyone."""
+    """The assignee hands the task to another candidate; an admin to anyone (of their
+    tenant)."""
+    if to.tenant != caller.tenant:
+        return False
     if caller.is_admin:
         return True
     return task["assignee"] == caller.username and candidate(to, task)

@@ -17,7 +17,7 @@ from typing import Any
 
 import jwt
 
-from bpflow.access import Caller
+from bpflow.access import DEFAULT_TENANT, Caller
 from bpflow.errors import Unauthorized
 from bpflow.security import derive, load_secret, normal_username
 
@@ -35,7 +35,8 @@ def issue_token(user: Caller | dict[str, Any], secret: bytes | None = None,
     now = int(now if now is not None else time.time())
     user = Caller.of(user)
     claims = {"sub": user.username, "uid": user.id, "roles": list(user.roles),
-              "iss": ISSUER, "aud": AUDIENCE, "iat": now, "exp": now + lifetime}
+              "tenant": user.tenant, "iss": ISSUER, "aud": AUDIENCE, "iat": now,
+              "exp": now + lifetime}
     return jwt.encode(claims, _key(secret), algorithm="HS256")
 
 
@@ -50,7 +51,8 @@ def verify_token(token: str | None, secret: bytes | None = None) -> Caller:
         raise Unauthorized("token expired") from None
     except jwt.PyJWTError:
         raise Unauthorized("invalid token") from None
-    return Caller(claims["uid"], claims["sub"], tuple(claims["roles"]))
+    return Caller(claims["uid"], claims["sub"], tuple(claims["roles"]),
+                  str(claims.get("tenant") or DEFAULT_TENANT))
 
 
 class TokenCache:
@@ -84,7 +86,8 @@ class TokenCache:
 def current(caller: Caller, account: Caller | None) -> Caller:
     """The caller as the users table has it now (`account`, looked up by the token's user
     id): Unauthorized when the account is gone, disabled, or is not the token's user."""
-    if account is None or account.username != caller.username:
+    if account is None or account.username != caller.username or \
+            account.tenant != caller.tenant:
         raise Unauthorized("this account is disabled or no longer exists")
     return account
 

@@ -32,3 +32,12 @@ class RateLimited(BpflowError):
     def __init__(self, message: str, retry_after: int):
         self.retry_after = retry_after
         super().__init__(message)
+
+
+class QuotaExceeded(BpflowError):
+    """A tenant's quota (SPEC §12) would be exceeded: its running instances or its
+    templates (HTTP 429)."""
+
+
+class StorageQuotaExceeded(QuotaExceeded):
+    """A step would store more variables than the tenant's quota allows (HTTP 413)."""

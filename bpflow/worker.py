@@ -44,11 +44,11 @@ class Job:
 class Worker:
     def __init__(self, store: Store, name: str | None = None, lease: float = 60.0,
                  handlers: dict[str, Handler] | None = None):
-        self.store = store
+        self.store = store.of(None)  # every tenant's due work (ids from its leases)
         self.name = name or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         self.lease = lease
         self.handlers = handlers if handlers is not None else HANDLERS
-        self.mailbox = Mailbox(store)
+        self.mailbox = Mailbox(self.store)
 
     def run_once(self, limit: int = 200) -> int:
         """Work through one batch of due instances; returns how many were claimed.
@@ -129,7 +129,7 @@ class Worker:
             except VariableError as exc:
                 jobs.append(Job(None, cid, bookmark, reason=str(exc)))
                 continue
-            ctx = ActionContext(self.store, inst.id, cid, run.epoch, rendered,
+            ctx = ActionContext(self.store.of(inst.tenant), inst.id, cid, run.epoch, rendered,
                                 f"{inst.id}:{cid}:{run.epoch}", inst.user,
                                 shown_data(engine, inst, cid))
             jobs.append(Job(ctx, cid, bookmark))

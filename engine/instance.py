@@ -100,6 +100,7 @@ class Instance:
     version: int | None = None  # the template version, when a store knows it
     reason: str | None = None  # why the instance failed or was terminated
     seq: int = 0  # number of the last event
+    tenant: str = "default"  # whose it is (SPEC §12); the engine only carries it
     events: list[Event] = field(default_factory=list)  # events not yet drained
     # statuses as computed at (seq, time, valid until): every change of a circle emits an
     # event, so the event counter tells whether they are still current

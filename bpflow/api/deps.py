@@ -1,8 +1,11 @@
-"""What the API's routes depend on: the store (`StoreDep`) and the caller (`CallerDep`,
-from the bearer token). `caller_from` is the one reading of an `Authorization` header,
-for the routes' dependency and the short path alike: the token's signature and expiry,
-then the users table (through the store's short cache of accounts), so the caller's
-roles are the table's now and a disabled or unknown account's token is refused (401).
+"""What the API's routes depend on: the store seen from the caller's tenant (`StoreDep`:
+every route with a caller reads and writes their tenant only, SPEC §12), the store of
+the installation for the routes without one (`InstallationDep`: signing in, guests) and
+the caller (`CallerDep`, from the bearer token). `caller_from` is the one reading of an
+`Authorization` header, for the routes' dependency and the short path alike: the token's
+signature and expiry, then the users table (through the store's short cache of
+accounts), so the caller's roles and tenant are the table's now and a disabled or
+unknown account's token is refused (401).
 
 Dependencies are `async` so they run on the event loop, not on a thread each.
 """
@@ -53,8 +56,16 @@ class BearerCaller(HTTPBearer):
         return caller_from(request.app, request.headers.get("authorization"))
 
 
-async def _store(request: Request) -> Store:
+bearer = BearerCaller(scheme_name="HTTPBearer", auto_error=False,
+                      description="a token from POST /api/auth/token")
+
+
+async def _installation(request: Request) -> Store:
     return store_of(request.app)
+
+
+async def _store(request: Request, caller: Annotated[Caller, Depends(bearer)]) -> Store:
+    return store_of(request.app).of(caller.tenant)
 
 
 def client_of(scope: dict) -> str:
@@ -67,9 +78,7 @@ async def _client(request: Request) -> str:
     return client_of(request.scope)
 
 
-bearer = BearerCaller(scheme_name="HTTPBearer", auto_error=False,
-                      description="a token from POST /api/auth/token")
-
 StoreDep = Annotated[Store, Depends(_store)]
+InstallationDep = Annotated[Store, Depends(_installation)]
 CallerDep = Annotated[Caller, Depends(bearer)]
 ClientDep = Annotated[str, Depends(_client)]

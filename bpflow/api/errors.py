@@ -21,7 +21,16 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from bpflow.api.schemas import ErrorOut
-from bpflow.errors import Conflict, Forbidden, NotFound, RateLimited, Tampered, Unauthorized
+from bpflow.errors import (
+    Conflict,
+    Forbidden,
+    NotFound,
+    QuotaExceeded,
+    RateLimited,
+    StorageQuotaExceeded,
+    Tampered,
+    Unauthorized,
+)
 from bpflow.forms import FormError
 from bpflow.limits import LimitError
 from engine.errors import DefinitionError, TransitionError
@@ -53,6 +62,8 @@ ERRORS: dict[type[Exception], Answer] = {
     InputError: Answer(422),
     LimitError: Answer(422),
     RateLimited: Answer(429, headers=lambda e: {"Retry-After": str(e.retry_after)}),
+    QuotaExceeded: Answer(429),
+    StorageQuotaExceeded: Answer(413),
 }
 
 STATUS_TEXT = {401: "no valid token", 403: "not allowed for this user", 404: "not found",

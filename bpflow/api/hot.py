@@ -133,8 +133,9 @@ class HotPaths:
         try:
             if self.wants_client[route.path]:
                 extra["client"] = client_of(scope)
-            response = await route.endpoint(body=data, store=store_of(self.app),
-                                            caller=caller, **extra, **params)
+            store = store_of(self.app).of(caller.tenant)  # as deps.StoreDep gives it
+            response = await route.endpoint(body=data, store=store, caller=caller, **extra,
+                                            **params)
         except Exception as exc:
             response = answer(exc)
             if response is None:

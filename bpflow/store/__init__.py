@@ -20,11 +20,14 @@ read-only connection); nothing else touches its private members.
 
 from __future__ import annotations
 
+import copy
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any
+
+from sqlalchemy import true
 
 from bpflow.errors import Conflict, NotFound
 from bpflow.security import derive, load_secret
@@ -35,7 +38,9 @@ from bpflow.store.mail import MailRows
 from bpflow.store.queries import Queries
 from bpflow.store.sqlite_writer import SqliteWriter
 from bpflow.store.steps import Steps
+from bpflow.store.tables import DEFAULT_TENANT
 from bpflow.store.templates import Templates
+from bpflow.store.tenants import Tenants
 from bpflow.store.users import Users
 from bpflow.store.writing import SqlAlchemyWriter, Writer
 from engine.model import Template
@@ -44,8 +49,17 @@ from engine.runtime import Engine, utcnow
 __all__ = ["Conflict", "NotFound", "Store"]
 
 
-class Store(Templates, Users, Instances, Steps, Queries, MailRows, Leases):
-    """Templates, instances, users, history, mail and leases in one SQL database."""
+class Store(Templates, Users, Instances, Steps, Queries, MailRows, Leases, Tenants):
+    """Templates, instances, users, history, mail and leases in one SQL database.
+
+    A store is seen from one tenant (SPEC §12): `tenant`, `default` for the one a store
+    opens as. `of(name)` is the same store seen from another tenant; every query and
+    every row a store writes keeps to its tenant (`_here`), and an id of another
+    tenant's object is not found. `of(None)` sees every tenant: the worker's view, whose
+    instance ids come from its leases, never from a request.
+    """
+
+    tenant: str | None = DEFAULT_TENANT
 
     def __init__(self, url: str | None = None, *, secret: bytes | None = None,
                  clock: Callable[[], datetime] = utcnow,
@@ -64,7 +78,10 @@ class Store(Templates, Users, Instances, Steps, Queries, MailRows, Leases):
         self._cache: OrderedDict[str, Loaded] = OrderedDict()
         self._cache_size = cache_size
         self._lock = threading.Lock()
-        self._on_due: Callable[[], None] | None = None
+        self._due_hook: list[Callable[[], None] | None] = [None]  # shared by the views
+        self._accounts = {}
+        self._quota_cache: dict[str | None, tuple[dict[str, int], float]] = {}
+        self._views: dict[str | None, Store] = {DEFAULT_TENANT: self}
         database = self.db.url.database
         self._sqlite = (SqliteWriter(database) if self.db.dialect.name == "sqlite"
                         and database not in (None, "", ":memory:") else None)
@@ -73,7 +90,34 @@ class Store(Templates, Users, Instances, Steps, Queries, MailRows, Leases):
     def on_due(self, callback: Callable[[], None] | None) -> None:
         """Call `callback` after a write of this store leaves work due now (the worker of
         this process listens, so it does not wait for its next poll)."""
-        self._on_due = callback
+        self._due_hook[0] = callback
+
+    @property
+    def _on_due(self) -> Callable[[], None] | None:
+        return self._due_hook[0]
+
+    def of(self, tenant: str | None) -> Store:
+        """This store seen from `tenant` (None: every tenant, for the worker). The views
+        share everything but their tenant: the database, the writer, the caches."""
+        view = self._views.get(tenant)
+        if view is None:
+            view = copy.copy(self)
+            view.tenant = tenant
+            view._retired = None
+            view = self._views.setdefault(tenant, view)
+        return view
+
+    def _here(self, table):
+        """The condition keeping a query to this store's tenant (always true for the
+        worker's view of every tenant)."""
+        return true() if self.tenant is None else table.c.tenant == self.tenant
+
+    def _owner(self) -> str:
+        """The tenant new rows of this store belong to (a view of every tenant writes
+        none)."""
+        if self.tenant is None:
+            raise RuntimeError("the view of every tenant cannot create rows")
+        return self.tenant
 
     def reader(self):
         """A connection for reads (SQLite: a deferred transaction, no write lock)."""

@@ -44,14 +44,12 @@ class Instances:
         """The instance for what never changes in it (its owner, its template): the
         cached copy when there is one, else it is read and cached. Its state may be
         stale and must not be changed; use `apply` for that."""
-        with self._lock:
-            loaded = self._cache.get(instance_id)
+        loaded = self._cached(instance_id)
         return loaded.inst if loaded is not None else self._peeked(self._load(instance_id))
 
     async def peek_async(self, instance_id: str) -> Instance:
         """`peek` for an event loop (a read the cache cannot serve runs on a thread)."""
-        with self._lock:
-            loaded = self._cache.get(instance_id)
+        loaded = self._cached(instance_id)
         if loaded is not None:
             return loaded.inst
         return self._peeked(await asyncio.to_thread(self._load, instance_id))
@@ -61,9 +59,21 @@ class Instances:
             return self._cache.setdefault(loaded.inst.id, loaded).inst
 
     # ------------------------------------------------------------------ cache
+    def _mine(self, loaded: Loaded | None) -> bool:
+        return loaded is not None and (self.tenant is None or loaded.inst.tenant == self.tenant)
+
+    def _cached(self, instance_id: str) -> Loaded | None:
+        """The cached copy, if this store's tenant may see it (the cache is shared)."""
+        with self._lock:
+            loaded = self._cache.get(instance_id)
+        return loaded if self._mine(loaded) else None
+
     def _take(self, instance_id: str) -> Loaded | None:
         with self._lock:
-            return self._cache.pop(instance_id, None)
+            loaded = self._cache.get(instance_id)
+            if not self._mine(loaded):
+                return None  # another tenant's: as if it were not there (then NotFound)
+            return self._cache.pop(instance_id)
 
     def _keep(self, loaded: Loaded) -> None:
         if loaded.inst.status in ("completed", "terminated"):
@@ -85,7 +95,7 @@ class Instances:
         if conn is None:
             with self.reader() as conn:
                 return self._load_many(ids, conn)
-        q = select(instances_t).where(instances_t.c.id.in_(ids))
+        q = select(instances_t).where(instances_t.c.id.in_(ids), self._here(instances_t))
         if lock and self.postgres:
             q = q.with_for_update()
         rows = conn.execute(q).all()
@@ -106,7 +116,7 @@ class Instances:
                 user=row.user, circles={r.circle: sql.circle_run(r)
                                         for r in circle_rows.get(row.id, [])},
                 created_at=row.created_at, updated_at=row.updated_at, version=row.version,
-                reason=row.reason, seq=row.seq)
+                reason=row.reason, seq=row.seq, tenant=row.tenant)
             out[row.id] = Loaded(inst, row.lock_version,
                                  {cid: sql.snapshot(run) for cid, run in inst.circles.items()},
                                  row.status in ACTIVE)
@@ -125,25 +135,29 @@ class Instances:
                       instance_id: str | None = None) -> tuple[Loaded, NewInstance]:
         """A new instance of version `row` (started by the engine, with `instance_id` or a
         new one) and its rows."""
-        name = row.name
+        name, tenant = row.name, self._owner()
         template, nested = self._build(row, None)
         user = user or {}
         inst = self.engine.start(template, inputs, user, instance_id=instance_id,
                                  version=row.version, actor=user.get("username"))
+        inst.tenant = tenant
         events = inst.drain_events()
         circles = {cid: sql.snapshot(run) for cid, run in inst.circles.items()}
-        values = {"id": inst.id, "template_id": row.id, "template": name,
+        variables = self.engine.variables(inst)
+        self._admit_variables(variables)
+        values = {"id": inst.id, "tenant": tenant, "template_id": row.id, "template": name,
                   "version": row.version, "nested_versions": nested, "user_id": user.get("id"),
                   "user": user, "status": inst.status, "reason": inst.reason,
-                  "inputs": inst.inputs, "variables": self.engine.variables(inst),
+                  "inputs": inst.inputs, "variables": variables,
                   "seq": inst.seq, "lock_version": 1, "due_at": self.due_at(inst),
                   "created_at": inst.created_at, "updated_at": inst.updated_at}
         new = NewInstance(
-            values, [sql.circle_row(inst.id, cid, d) for cid, d in circles.items()],
-            sql.event_rows(inst.id, events),
-            [{"instance_id": inst.id, "template_id": self._template_row(n, v).id}
-             for n, v in nested.items()],
-            [a for cid, d in circles.items() for a in sql.audience_rows(inst.id, cid, d)]
+            values, [sql.circle_row(inst.id, cid, d, tenant) for cid, d in circles.items()],
+            sql.event_rows(inst.id, tenant, events),
+            [{"instance_id": inst.id, "tenant": tenant,
+              "template_id": self._template_row(n, v).id} for n, v in nested.items()],
+            [a for cid, d in circles.items()
+             for a in sql.audience_rows(inst.id, tenant, cid, d)]
             if inst.status in ACTIVE else [])
         return Loaded(inst, 1, circles, inst.status in ACTIVE), new
 
@@ -165,9 +179,11 @@ class Instances:
                 if old is not None:  # rows to take away (none for a task just opened)
                     retold.append({"instance_id": inst.id, "circle": cid})
                 if new is not None:
-                    audience += sql.audience_rows(inst.id, cid, d)
+                    audience += sql.audience_rows(inst.id, inst.tenant, cid, d)
+        variables = self.engine.variables(inst)
+        self.of(inst.tenant)._admit_variables(variables)
         row = {"id": inst.id, "lock": loaded.lock_version, "status": inst.status,
-               "reason": inst.reason, "seq": inst.seq, "variables": self.engine.variables(inst),
+               "reason": inst.reason, "seq": inst.seq, "variables": variables,
                "due_at": self.due_at(inst), "next_lock": loaded.lock_version + 1,
                "updated_at": inst.updated_at}
         return Write(loaded, circles, row, changed, events, retold, audience)

@@ -23,7 +23,7 @@ class Leases:
         """Lease up to `limit` instances with due work; a crashed holder's lease expires."""
         now = self.clock()
         q = (select(instances_t.c.id)
-             .where(instances_t.c.due_at <= now,
+             .where(self._here(instances_t), instances_t.c.due_at <= now,
                     or_(instances_t.c.lease_until.is_(None), instances_t.c.lease_until < now))
              .order_by(instances_t.c.due_at).limit(limit))
         if self.postgres:
@@ -54,7 +54,8 @@ class Leases:
 
     def next_due(self) -> datetime | None:
         with self.reader() as conn:
-            return conn.execute(select(func.min(instances_t.c.due_at))).scalar()
+            return conn.execute(select(func.min(instances_t.c.due_at))
+                                .where(self._here(instances_t))).scalar()
 
     def due_at(self, inst: Instance) -> datetime | None:
         """When a worker should look at the instance next: now if a ready circle runs on

@@ -22,10 +22,12 @@ MailRow = Any  # a row of the mailbox table
 def visible_mail(caller: Caller, kind: str | None = None):
     """The SQL condition for the mail `caller` may read: their own, and guest messages
     (no addressee) for those who read them. With a `kind` other than guest, only their
-    own (so a page of one kind stays the top of ix_mailbox_list)."""
+    own (so a page of one kind stays the top of ix_mailbox_list). Guest messages are
+    their tenant's only (SPEC §12)."""
     mine = mail_t.c.recipient_id == caller.id
     if access.reads_guest_mail(caller) and kind in (None, "guest"):
-        mine = or_(mine, and_(mail_t.c.kind == "guest", mail_t.c.recipient_id.is_(None)))
+        mine = or_(mine, and_(mail_t.c.tenant == caller.tenant, mail_t.c.kind == "guest",
+                              mail_t.c.recipient_id.is_(None)))
     return mine
 
 
@@ -52,7 +54,7 @@ class MailRows:
                         continue
                 try:
                     ids.append(conn.execute(insert(mail_t).values(
-                        **build(name, users[name]), created_at=now))
+                        **build(name, users[name]), tenant=self._owner(), created_at=now))
                         .inserted_primary_key[0])
                 except IntegrityError as exc:
                     raise Conflict("the same request is being sent concurrently") from exc
@@ -60,18 +62,20 @@ class MailRows:
 
     def insert_guest_mail(self, values: dict[str, Any], client: str, limit: int,
                           window: timedelta) -> int:
-        """A guest message, unless `client` sent `limit` within `window` (RateLimited
-        with the wait): counted and inserted in one transaction, across processes."""
-        now = self.clock()
+        """A guest message to this store's tenant, unless `client` sent it `limit` within
+        `window` (RateLimited with the wait; counted per tenant and client): counted and
+        inserted in one transaction, across processes."""
+        now, tenant = self.clock(), self._owner()
         with self.db.begin() as conn:
             recent = conn.execute(select(func.count(), func.min(mail_t.c.created_at)).where(
-                mail_t.c.kind == "guest", mail_t.c.client == client,
+                mail_t.c.tenant == tenant, mail_t.c.kind == "guest", mail_t.c.client == client,
                 mail_t.c.created_at > now - window)).one()
             if recent[0] >= limit:
                 wait = int((recent[1] + window - now).total_seconds()) + 1
                 raise RateLimited(f"too many messages; try again in {wait} seconds", wait)
             return conn.execute(insert(mail_t).values(
-                kind="guest", client=client, created_at=now, **values)).inserted_primary_key[0]
+                kind="guest", tenant=tenant, client=client, created_at=now, **values)
+            ).inserted_primary_key[0]
 
     def record_decision(self, mail_id: int, decision: str, comment: str,
                         sign: Callable[[MailRow], str]) -> None:
@@ -80,7 +84,7 @@ class MailRows:
         now = self.clock()
         with self.db.begin() as conn:
             done = conn.execute(update(mail_t).where(
-                mail_t.c.id == mail_id, mail_t.c.decision.is_(None)).values(
+                self._here(mail_t), mail_t.c.id == mail_id, mail_t.c.decision.is_(None)).values(
                 decision=decision, comment=comment or "", updated_at=now, read_at=now))
             if done.rowcount != 1:
                 raise Conflict(f"approval {mail_id} was decided concurrently")
@@ -90,20 +94,22 @@ class MailRows:
 
     def mail(self, mail_id: int) -> MailRow | None:
         with self.reader() as conn:
-            return conn.execute(select(mail_t).where(mail_t.c.id == mail_id)).first()
+            return conn.execute(select(mail_t).where(self._here(mail_t),
+                                                     mail_t.c.id == mail_id)).first()
 
     def attempt_approvals(self, instance_id: str, circle: str, epoch: int) -> list[MailRow]:
         """The approval mails of one attempt of a circle."""
         with self.reader() as conn:
             return list(conn.execute(select(mail_t).where(
-                mail_t.c.instance_id == instance_id, mail_t.c.circle == circle,
+                self._here(mail_t), mail_t.c.instance_id == instance_id, mail_t.c.circle == circle,
                 mail_t.c.epoch == epoch, mail_t.c.kind == "approval")).all())
 
     def open_approvals(self, instance_id: str) -> list[MailRow]:
         """The undecided approval mails of an instance, any circle, any attempt."""
         with self.reader() as conn:
             return list(conn.execute(select(mail_t).where(
-                mail_t.c.instance_id == instance_id, mail_t.c.kind == "approval",
+                self._here(mail_t), mail_t.c.instance_id == instance_id,
+                mail_t.c.kind == "approval",
                 mail_t.c.decision.is_(None))).all())
 
     def mail_page(self, caller: Caller, kind: str | None, status: str | None, limit: int,
@@ -124,6 +130,6 @@ class MailRows:
 
     def mark_mail_read(self, mail_id: int) -> None:
         with self.db.begin() as conn:
-            conn.execute(update(mail_t).where(mail_t.c.id == mail_id,
+            conn.execute(update(mail_t).where(self._here(mail_t), mail_t.c.id == mail_id,
                                               mail_t.c.read_at.is_(None))
                          .values(read_at=self.clock()))

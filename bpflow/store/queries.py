@@ -26,7 +26,7 @@ class Queries:
                        status: str | None = None, limit: int = 50,
                        offset: int = 0) -> tuple[list[dict[str, Any]], int]:
         """Instances newest first (of one user unless `user_id` is None) and the total."""
-        cond = []
+        cond = [self._here(instances_t)]
         if user_id is not None:
             cond.append(instances_t.c.user_id == user_id)
         if template:
@@ -46,7 +46,7 @@ class Queries:
 
     def stats(self, template: str, user_id: int | None = None) -> dict[str, Any]:
         """Busybee's InstanceCountState: circles per state, instances per status."""
-        cond = [instances_t.c.template == template]
+        cond = [self._here(instances_t), instances_t.c.template == template]
         if user_id is not None:
             cond.append(instances_t.c.user_id == user_id)
         circles: dict[str, dict[str, int]] = {}
@@ -65,14 +65,16 @@ class Queries:
                         statuses: Iterable[str]) -> str | None:
         """The id of the user's newest instance of `template` in one of `statuses`."""
         q = (select(instances_t.c.id)
-             .where(instances_t.c.template == template, instances_t.c.user_id == user_id,
+             .where(self._here(instances_t), instances_t.c.template == template,
+                   instances_t.c.user_id == user_id,
                     instances_t.c.status.in_(list(statuses)))
              .order_by(instances_t.c.created_at.desc()).limit(1))
         with self.reader() as conn:
             return conn.execute(q).scalar()
 
     def history(self, instance_id: str) -> list[dict[str, Any]]:
-        q = select(events_t).where(events_t.c.instance_id == instance_id).order_by(
+        q = select(events_t).where(self._here(events_t),
+                                   events_t.c.instance_id == instance_id).order_by(
             events_t.c.seq)
         with self.reader() as conn:
             rows = conn.execute(q).all()
@@ -84,7 +86,8 @@ class Queries:
         if not ids:
             return {}
         newest = (select(events_t.c.instance_id, func.max(events_t.c.seq).label("seq"))
-                  .where(events_t.c.instance_id.in_(ids), events_t.c.kind.in_(STEP_EVENTS))
+                  .where(self._here(events_t), events_t.c.instance_id.in_(ids),
+                         events_t.c.kind.in_(STEP_EVENTS))
                   .group_by(events_t.c.instance_id).subquery())
         q = select(events_t.c.instance_id, events_t.c.circle, events_t.c.kind,
                    events_t.c.at).join(newest, and_(events_t.c.instance_id == newest.c.instance_id,
@@ -96,7 +99,8 @@ class Queries:
 
     def instance_stamp(self, instance_id: str) -> tuple[int, str] | None:
         """(event counter, status) of an instance: what a page polls to see a change."""
-        q = select(instances_t.c.seq, instances_t.c.status).where(instances_t.c.id == instance_id)
+        q = select(instances_t.c.seq, instances_t.c.status).where(
+            self._here(instances_t), instances_t.c.id == instance_id)
         with self.reader() as conn:
             row = conn.execute(q).first()
         return (row.seq, row.status) if row else None
@@ -113,7 +117,7 @@ class Queries:
         offered = [f"u:{caller.username}"] + [f"r:{r}" for r in caller.roles]
         tokens = {"me": held, "candidate": offered}.get(assigned, held + offered)
         # only active instances' open tasks are listed there (`Instances._step_write`)
-        cond = [a.c.who.in_(tokens)]
+        cond = [a.c.tenant == caller.tenant, self._here(a), a.c.who.in_(tokens)]
         if template:
             cond.append(a.c.instance_id.in_(select(i.c.id).where(i.c.template == template)))
         # A task may name the caller more than once (by name and by a role, by two roles):
@@ -152,7 +156,8 @@ class Queries:
                                                     mail_t.c.instance_id.is_not(None))
         cols = [i.c[k] for k in ("id", "template", "version", "status", "reason", "user",
                                  "created_at", "updated_at")]
-        q = (select(*cols).where(or_(i.c.user_id.is_(None), i.c.user_id != caller.id),
+        q = (select(*cols).where(i.c.tenant == caller.tenant, self._here(i),
+                                 or_(i.c.user_id.is_(None), i.c.user_id != caller.id),
                                  or_(i.c.id.in_(named), i.c.id.in_(mailed)))
              .order_by(i.c.created_at.desc(), i.c.id).limit(limit))
         with self.reader() as conn:
@@ -160,7 +165,7 @@ class Queries:
 
     def mail_about(self, user_id: int | None, instance_id: str) -> bool:
         """Whether the user was sent mail about the instance (an approver may look at it)."""
-        q = select(mail_t.c.id).where(mail_t.c.recipient_id == user_id,
+        q = select(mail_t.c.id).where(self._here(mail_t), mail_t.c.recipient_id == user_id,
                                       mail_t.c.instance_id == instance_id).limit(1)
         with self.reader() as conn:
             return conn.execute(q).first() is not None

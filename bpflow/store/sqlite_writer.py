@@ -92,7 +92,7 @@ class SqliteWriter:
     def save_job(writes: list[Write]) -> Job:
         """Steps; the ids whose compare-and-set lost."""
         steps = [(w.row["id"], CAS.bind(w.row), [CIRCLE_UPDATE.bind(c) for c in w.changed],
-                  w.events, [AUDIENCE_DELETE.bind(c) for c in w.retold],
+                  (w.loaded.inst.tenant, w.events), [AUDIENCE_DELETE.bind(c) for c in w.retold],
                   [AUDIENCE_INSERT.bind(a) for a in w.audience]) for w in writes]
 
         def job(conn: sqlite3.Connection) -> set[str]:
@@ -107,9 +107,9 @@ class SqliteWriter:
                     conn.executemany(AUDIENCE_DELETE.sql, retold)
                 if audience:
                     conn.executemany(AUDIENCE_INSERT.sql, audience)
-                if events:  # built here, inside the transaction, after the state rows
+                if events[1]:  # built here, inside the transaction, after the state rows
                     conn.executemany(EVENT_INSERT.sql, [EVENT_INSERT.bind(e) for e in
-                                                        sql.event_rows(iid, events)])
+                                                        sql.event_rows(iid, *events)])
             return lost
         return job
 

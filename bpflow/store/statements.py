@@ -38,9 +38,10 @@ RUN_COLUMNS = ("state", "result", "reason", "attempts", "next_attempt_at", "read
                "epoch", "pending", "task")  # a CircleRun's fields
 # ... and what a query needs of its task (`engine.tasks`), derived from them
 CIRCLE_COLUMNS = RUN_COLUMNS + ("audience", "people")
-EVENT_COLUMNS = ("instance_id", "seq", "at", "kind", "actor", "circle", "before", "after",
+EVENT_COLUMNS = ("instance_id", "tenant", "seq", "at", "kind", "actor", "circle", "before", "after",
                  "data")
-INSTANCE_COLUMNS = ("id", "template_id", "template", "version", "nested_versions", "user_id",
+INSTANCE_COLUMNS = ("id", "tenant", "template_id", "template", "version", "nested_versions",
+                    "user_id",
                     "user", "status", "reason", "inputs", "variables", "seq", "lock_version",
                     "due_at", "created_at", "updated_at")
 STEP_COLUMNS = ("id", "lock", "status", "reason", "seq", "variables", "due_at", "next_lock",
@@ -62,26 +63,30 @@ def circle_run(row: Any) -> CircleRun:
     return CircleRun(**{k: getattr(row, k) for k in RUN_COLUMNS})
 
 
-def circle_row(instance_id: str, cid: str, values: Snapshot) -> dict[str, Any]:
-    return {"instance_id": instance_id, "circle": cid,
+def circle_row(instance_id: str, cid: str, values: Snapshot,
+               tenant: str | None = None) -> dict[str, Any]:
+    """A circle's row (`tenant` only for an insert: a step never moves a row)."""
+    return {"instance_id": instance_id, "circle": cid, "tenant": tenant,
             **dict(zip(CIRCLE_COLUMNS, values, strict=True))}
 
 
 AUDIENCE = CIRCLE_COLUMNS.index("audience")
 
 
-def audience_rows(instance_id: str, cid: str, values: Snapshot) -> list[dict[str, Any]]:
+def audience_rows(instance_id: str, tenant: str, cid: str,
+                  values: Snapshot) -> list[dict[str, Any]]:
     """The task-audience rows of a circle as stored (none unless it is an open task)."""
     text = values[AUDIENCE]
     if not text:
         return []
     ready_at = values[CIRCLE_COLUMNS.index("ready_at")]
-    return [{"instance_id": instance_id, "circle": cid, "who": who, "ready_at": ready_at}
+    return [{"instance_id": instance_id, "tenant": tenant, "circle": cid, "who": who,
+             "ready_at": ready_at}
             for who in dict.fromkeys(text.split())]
 
 
-def event_rows(instance_id: str, events: list[Event]) -> list[dict[str, Any]]:
-    return [{"instance_id": instance_id, "seq": e.seq, "at": e.at, "kind": e.kind,
+def event_rows(instance_id: str, tenant: str, events: list[Event]) -> list[dict[str, Any]]:
+    return [{"instance_id": instance_id, "tenant": tenant, "seq": e.seq, "at": e.at, "kind": e.kind,
              "actor": e.actor, "circle": e.circle, "before": e.before, "after": e.after,
              "data": e.data} for e in events]
 
@@ -107,17 +112,21 @@ circle_update = (update(circles_t)
                  .where(circles_t.c.instance_id == b("b_instance_id"),
                         circles_t.c.circle == b("b_circle"))
                  .values(_binds(CIRCLE_COLUMNS)))
-circle_insert = insert(circles_t).values(_binds(CIRCLE_COLUMNS + ("instance_id", "circle")))
+circle_insert = insert(circles_t).values(_binds(CIRCLE_COLUMNS + ("instance_id", "circle",
+                                                                  "tenant")))
 event_insert = insert(events_t).values(_binds(EVENT_COLUMNS))
-audience_insert = insert(audience_t).values(_binds(("instance_id", "circle", "who", "ready_at")))
+audience_insert = insert(audience_t).values(_binds(("instance_id", "tenant", "circle", "who",
+                                                   "ready_at")))
 audience_delete = delete(audience_t).where(audience_t.c.instance_id == b("b_instance_id"),
                                            audience_t.c.circle == b("b_circle"))
 instance_insert = insert(instances_t).values(_binds(INSTANCE_COLUMNS))
-pinned_insert = insert(pinned_t).values(_binds(("instance_id", "template_id")))
-template_id = (select(templates_t.c.id).where(templates_t.c.name == b("b_name"))
+pinned_insert = insert(pinned_t).values(_binds(("instance_id", "tenant", "template_id")))
+template_id = (select(templates_t.c.id).where(templates_t.c.tenant == b("b_tenant"),
+                                              templates_t.c.name == b("b_name"))
                .order_by(templates_t.c.version.desc()).limit(1))
 template_version_id = select(templates_t.c.id).where(
-    templates_t.c.name == b("b_name"), templates_t.c.version == b("b_version"))
+    templates_t.c.tenant == b("b_tenant"), templates_t.c.name == b("b_name"),
+    templates_t.c.version == b("b_version"))
 
 
 # ------------------------------------------------------------ the SQLite form

@@ -97,6 +97,7 @@ class Steps:
     def _startable_row(self, name: str, version: int | None,
                        admit: Callable[[dict[str, Any]], None] | None):
         row = self._version_row(name, version)
+        self._admit_instance()
         if self.is_retired(name):
             raise Conflict(f"template '{name}' is retired: it cannot be started (running"
                            " instances go on)")

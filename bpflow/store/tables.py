@@ -14,6 +14,7 @@ from sqlalchemy import (
     JSON,
     Column,
     ForeignKey,
+    ForeignKeyConstraint,
     Index,
     Integer,
     String,
@@ -34,14 +35,46 @@ def _json(nullable: bool = True) -> Any:
     return Field(default=None, sa_column=Column(JSON, nullable=nullable))
 
 
+DEFAULT_TENANT = "default"
+
+
+def _tenant(index: bool = False) -> Any:
+    """The tenant a row belongs to (SPEC §12); rows that point at each other point with it
+    too (composite foreign keys), so a row can never reference another tenant's."""
+    return Field(default=DEFAULT_TENANT, sa_column=Column(
+        String(63), ForeignKey("tenants.name", ondelete="RESTRICT"), nullable=False,
+        server_default=DEFAULT_TENANT, index=index))
+
+
+def _in_tenant(columns: tuple[str, ...], table: str, targets: tuple[str, ...],
+               ondelete: str = "RESTRICT", name: str = "") -> ForeignKeyConstraint:
+    """A foreign key that also names the tenant: (tenant, *columns) → table(tenant, ...)."""
+    return ForeignKeyConstraint(["tenant", *columns],
+                                [f"{table}.tenant", *(f"{table}.{t}" for t in targets)],
+                                ondelete=ondelete, name=name or None)
+
+
+class TenantRow(SQLModel, table=True):
+    """An organisation served by this installation (SPEC §12). `default` exists from the
+    start; `quotas` holds its limits (`bpflow.quotas`), null for none."""
+
+    __tablename__ = "tenants"
+
+    name: str = Field(sa_column=Column(String(63), primary_key=True))
+    created_at: datetime = _time()
+    quotas: dict[str, Any] | None = _json()
+
+
 class UserRow(SQLModel, table=True):
     """A user is disabled, never deleted; ids are never reused (SQLite: AUTOINCREMENT;
     PostgreSQL: a sequence), so a token can never come to name someone else."""
 
     __tablename__ = "users"
-    __table_args__ = {"sqlite_autoincrement": True}
+    __table_args__ = (UniqueConstraint("tenant", "id", name="uq_users_tenant_id"),
+                      {"sqlite_autoincrement": True})
 
     id: int | None = Field(default=None, primary_key=True)
+    tenant: str = _tenant()
     username: str = Field(sa_column=Column(String(100), nullable=False, unique=True))
     password_hash: str = Field(sa_column=Column(String(255), nullable=False))
     roles: list[str] = _json(nullable=False)
@@ -51,9 +84,13 @@ class UserRow(SQLModel, table=True):
 
 class TemplateVersion(SQLModel, table=True):
     __tablename__ = "templates"
-    __table_args__ = (UniqueConstraint("name", "version", name="uq_templates_name_version"),)
+    __table_args__ = (
+        UniqueConstraint("tenant", "name", "version", name="uq_templates_tenant_name_version"),
+        UniqueConstraint("tenant", "id", name="uq_templates_tenant_id"),
+    )
 
     id: int | None = Field(default=None, primary_key=True)
+    tenant: str = _tenant()
     name: str = Field(sa_column=Column(String(100), nullable=False, index=True))
     version: int = Field(sa_column=Column(Integer, nullable=False))
     body: dict[str, Any] = _json(nullable=False)
@@ -63,9 +100,16 @@ class TemplateVersion(SQLModel, table=True):
 
 class InstanceRow(SQLModel, table=True):
     __tablename__ = "instances"
-    __table_args__ = (Index("ix_instances_user_template", "user_id", "template"),)
+    __table_args__ = (
+        Index("ix_instances_user_template", "user_id", "template"),
+        Index("ix_instances_tenant_created", "tenant", "created_at"),
+        UniqueConstraint("tenant", "id", name="uq_instances_tenant_id"),
+        _in_tenant(("template_id",), "templates", ("id",), name="fk_instances_template"),
+        _in_tenant(("user_id",), "users", ("id",), name="fk_instances_user"),
+    )
 
     id: str = Field(sa_column=Column(String(32), primary_key=True))
+    tenant: str = _tenant()
     template_id: int = Field(sa_column=Column(
         Integer, ForeignKey("templates.id", ondelete="RESTRICT"), nullable=False, index=True))
     template: str = Field(sa_column=Column(String(100), nullable=False))
@@ -91,7 +135,13 @@ class InstanceTemplate(SQLModel, table=True):
     """The nested template versions an instance pinned at start: locked like its own."""
 
     __tablename__ = "instance_templates"
+    __table_args__ = (
+        _in_tenant(("instance_id",), "instances", ("id",), "CASCADE",
+                   name="fk_instance_templates_instance"),
+        _in_tenant(("template_id",), "templates", ("id",), name="fk_instance_templates_template"),
+    )
 
+    tenant: str = _tenant()
     instance_id: str = Field(sa_column=Column(
         String(32), ForeignKey("instances.id", ondelete="CASCADE"), primary_key=True))
     template_id: int = Field(sa_column=Column(
@@ -105,8 +155,11 @@ class CircleStateRow(SQLModel, table=True):
         Index("ix_circle_states_people", "instance_id",
               sqlite_where=text("people IS NOT NULL"),
               postgresql_where=text("people IS NOT NULL")),
+        _in_tenant(("instance_id",), "instances", ("id",), "CASCADE",
+                   name="fk_circle_states_instance"),
     )
 
+    tenant: str = _tenant()
     instance_id: str = Field(sa_column=Column(
         String(32), ForeignKey("instances.id", ondelete="CASCADE"), primary_key=True))
     circle: str = Field(sa_column=Column(String(400), primary_key=True))
@@ -130,8 +183,13 @@ class TaskAudienceRow(SQLModel, table=True):
     circle's row in the same step: what a task list is read by (its index)."""
 
     __tablename__ = "task_audience"
-    __table_args__ = (Index("ix_task_audience_who", "who", "ready_at"),)
+    __table_args__ = (
+        Index("ix_task_audience_who", "tenant", "who", "ready_at"),
+        _in_tenant(("instance_id",), "instances", ("id",), "CASCADE",
+                   name="fk_task_audience_instance"),
+    )
 
+    tenant: str = _tenant()
     instance_id: str = Field(sa_column=Column(
         String(32), ForeignKey("instances.id", ondelete="CASCADE"), primary_key=True))
     circle: str = Field(sa_column=Column(String(400), primary_key=True))
@@ -141,9 +199,14 @@ class TaskAudienceRow(SQLModel, table=True):
 
 class EventRow(SQLModel, table=True):
     __tablename__ = "events"
-    __table_args__ = (UniqueConstraint("instance_id", "seq", name="uq_events_instance_seq"),)
+    __table_args__ = (
+        UniqueConstraint("instance_id", "seq", name="uq_events_instance_seq"),
+        _in_tenant(("instance_id",), "instances", ("id",), "CASCADE",
+                   name="fk_events_instance"),
+    )
 
     id: int | None = Field(default=None, primary_key=True)
+    tenant: str = _tenant()
     instance_id: str = Field(sa_column=Column(
         String(32), ForeignKey("instances.id", ondelete="CASCADE"), nullable=False))
     seq: int = Field(sa_column=Column(Integer, nullable=False))
@@ -164,9 +227,14 @@ class MailRow(SQLModel, table=True):
         Index("ix_mailbox_counts", "recipient_id", "kind", "read_at", "decision"),
         Index("uq_mailbox_request", "instance_id", "circle", "epoch", "recipient_id",
               unique=True),  # one request mail per attempt and recipient
+        Index("ix_mailbox_guests", "tenant", "kind", "recipient_id", "created_at"),
+        _in_tenant(("sender_id",), "users", ("id",), name="fk_mailbox_sender"),
+        _in_tenant(("recipient_id",), "users", ("id",), name="fk_mailbox_recipient"),
+        _in_tenant(("instance_id",), "instances", ("id",), name="fk_mailbox_instance"),
     )
 
     id: int | None = Field(default=None, primary_key=True)
+    tenant: str = _tenant()
     kind: str = Field(sa_column=Column(String(20), nullable=False))  # approval|message|guest
     sender_id: int | None = Field(default=None, sa_column=Column(
         Integer, ForeignKey("users.id", ondelete="RESTRICT"), nullable=True))
@@ -208,9 +276,13 @@ class TemplateRetirement(SQLModel, table=True):
 
     __tablename__ = "template_retirements"
 
+    tenant: str = Field(default=DEFAULT_TENANT, sa_column=Column(
+        String(63), ForeignKey("tenants.name", ondelete="RESTRICT"), primary_key=True,
+        server_default=DEFAULT_TENANT))
     name: str = Field(sa_column=Column(String(100), primary_key=True))
     retired_at: datetime = _time()
     retired_by: str | None = Field(default=None, sa_column=Column(String(100), nullable=True))
 
 
 retired_t = TemplateRetirement.__table__
+tenants_t = TenantRow.__table__

@@ -51,19 +51,20 @@ class Templates:
         report = analyze(body, self.latest_body, limits=limits)
         if not report.valid:
             raise DefinitionError(report.errors)
-        name, fingerprint = body["name"], digest(body)
+        name, fingerprint, tenant = body["name"], digest(body), self._owner()
+        self._admit_template(name)
         for _ in range(5):
             with self.db.begin() as conn:
                 latest = conn.execute(
                     select(templates_t.c.version, templates_t.c.digest)
-                    .where(templates_t.c.name == name)
+                    .where(templates_t.c.tenant == tenant, templates_t.c.name == name)
                     .order_by(templates_t.c.version.desc()).limit(1)).first()
                 if latest is not None and latest.digest == fingerprint:
                     return latest.version, False
                 version = latest.version + 1 if latest else 1
                 try:
                     conn.execute(insert(templates_t).values(
-                        name=name, version=version, body=body, digest=fingerprint,
+                        tenant=tenant, name=name, version=version, body=body, digest=fingerprint,
                         created_at=self.clock()))
                 except IntegrityError:  # a concurrent upload took this number
                     conn.rollback()
@@ -75,10 +76,12 @@ class Templates:
         row = self._template_row(name)
         return row.body if row else None
 
-    def _template_row(self, name: str, version: int | None = None):
-        """The version row (latest unless named). Versions never change, so only the id
-        is looked up each time; the row with its body is read once per process."""
-        values = {"name": name, "version": version}
+    def _template_row(self, name: str, version: int | None = None,
+                      tenant: str | None = None):
+        """The version row (latest unless named) of this store's tenant (or `tenant`'s).
+        Versions never change, so only the id is looked up each time; the row with its
+        body is read once per process."""
+        values = {"name": name, "version": version, "tenant": tenant or self._owner()}
         if self._sqlite is not None:  # an indexed lookup: sqlite3 costs a tenth of SQLAlchemy
             tid = self._sqlite.scalar(TEMPLATE_ID if version is None else TEMPLATE_VERSION_ID,
                                       values)
@@ -101,6 +104,7 @@ class Templates:
     def template_versions(self) -> dict[str, list[int]]:
         with self.reader() as conn:
             rows = conn.execute(select(templates_t.c.name, templates_t.c.version)
+                                .where(self._here(templates_t))
                                 .order_by(templates_t.c.name, templates_t.c.version)).all()
         out: dict[str, list[int]] = {}
         for name, version in rows:
@@ -114,8 +118,8 @@ class Templates:
         self._known(name)
         try:
             with self.db.begin() as conn:
-                conn.execute(insert(retired_t).values(name=name, retired_at=self.clock(),
-                                                      retired_by=by))
+                conn.execute(insert(retired_t).values(tenant=self._owner(), name=name,
+                                                      retired_at=self.clock(), retired_by=by))
         except IntegrityError:  # retired already (perhaps at the same moment)
             return False
         finally:
@@ -127,14 +131,16 @@ class Templates:
         unknown name."""
         self._known(name)
         with self.db.begin() as conn:
-            gone = conn.execute(delete(retired_t).where(retired_t.c.name == name)).rowcount
+            gone = conn.execute(delete(retired_t).where(self._here(retired_t),
+                                                        retired_t.c.name == name)).rowcount
         self._retired = None
         return bool(gone)
 
     def retired_templates(self) -> frozenset[str]:
         """The names of the retired templates, as stored now."""
         with self.reader() as conn:
-            names = frozenset(conn.execute(select(retired_t.c.name)).scalars())
+            names = frozenset(conn.execute(select(retired_t.c.name)
+                                           .where(self._here(retired_t))).scalars())
         self._retired = (names, time.monotonic() + self.retired_ttl)
         return names
 
@@ -171,10 +177,11 @@ class Templates:
     def locked_versions(self, name: str) -> set[int]:
         """Versions of `name` that instances use, as their own or nested (and so can never
         change)."""
-        own = select(instances_t.c.version).where(instances_t.c.template == name)
+        own = select(instances_t.c.version).where(self._here(instances_t),
+                                                  instances_t.c.template == name)
         nested = (select(templates_t.c.version)
                   .join(pinned_t, pinned_t.c.template_id == templates_t.c.id)
-                  .where(templates_t.c.name == name))
+                  .where(self._here(templates_t), templates_t.c.name == name))
         with self.reader() as conn:
             return set(conn.execute(own.union(nested)).scalars())
 
@@ -189,19 +196,19 @@ class Templates:
     def _built(self, row) -> Template | None:
         """The Template of a version row at the latest nested versions, if it was built
         already (None: building it means an analysis)."""
-        key = (row.id, tuple(sorted(self._latest_pins(row.body).items())))
+        key = (row.id, tuple(sorted(self._latest_pins(row.body, row.tenant).items())))
         return self._templates.get(key)
 
     def _build(self, row, pinned: dict[str, int] | None) -> tuple[Template, dict[str, int]]:
         """The Template of a version row with nested templates at `pinned` versions; with
         None, at their latest versions, which are returned so an instance can pin them."""
         if pinned is None:
-            pinned = self._latest_pins(row.body)
+            pinned = self._latest_pins(row.body, row.tenant)
         key = (row.id, tuple(sorted(pinned.items())))
         template = self._templates.get(key)
         if template is None:
-            def resolve(name: str) -> dict[str, Any] | None:
-                nested = self._template_row(name, pinned.get(name))
+            def resolve(name: str) -> dict[str, Any] | None:  # in the version's tenant
+                nested = self._template_row(name, pinned.get(name), row.tenant)
                 return nested.body if nested is not None else None
 
             report = analyze(row.body, resolve)
@@ -210,15 +217,15 @@ class Templates:
             template = self._templates[key] = report.template
         return template, dict(pinned)
 
-    def _latest_pins(self, body: dict[str, Any]) -> dict[str, int]:
-        """Latest version of every template nested (transitively) in `body`."""
+    def _latest_pins(self, body: dict[str, Any], tenant: str) -> dict[str, int]:
+        """Latest version of every template of `tenant` nested (transitively) in `body`."""
         pins: dict[str, int] = {}
         todo = list(self._nested(body))
         while todo:
             name = todo.pop()
             if name in pins:
                 continue
-            row = self._template_row(name)
+            row = self._template_row(name, None, tenant)
             if row is not None:
                 pins[name] = row.version
                 todo.extend(self._nested(row.body))

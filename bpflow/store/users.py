@@ -25,15 +25,18 @@ class Users:
     """The store's users (part of `Store`)."""
 
     account_ttl = ACCOUNT_TTL
-    _accounts: dict[int, tuple[Caller | None, float]] | None = None
+    _accounts: dict[int, tuple[Caller | None, float]]
 
     def add_user(self, username: str, password: str, roles: Iterable[str] = ("user",)) -> int:
+        """A new user of this store's tenant. Usernames are unique across the installation
+        (a sign-in names no tenant: the account does)."""
         roles = valid_roles(roles)
         username = valid_username(username)
         try:
             with self.db.begin() as conn:
                 return conn.execute(insert(users_t).values(
-                    username=username, password_hash=hash_password(password), roles=roles,
+                    tenant=self._owner(), username=username,
+                    password_hash=hash_password(password), roles=roles,
                     created_at=self.clock())).inserted_primary_key[0]
         except IntegrityError as exc:
             raise ValueError(f"user '{username}' already exists") from exc
@@ -45,15 +48,14 @@ class Users:
         name = normal_username(username)
         with self.db.begin() as conn:
             row = conn.execute(select(users_t.c.id, users_t.c.disabled_at)
-                               .where(users_t.c.username == name)).first()
+                               .where(self._here(users_t), users_t.c.username == name)).first()
             if row is None:
                 raise NotFound(f"no user named {name}")
             if row.disabled_at is not None:
                 return False
             conn.execute(update(users_t).where(users_t.c.id == row.id)
                          .values(disabled_at=self.clock()))
-        if self._accounts is not None:
-            self._accounts.pop(row.id, None)
+        self._accounts.pop(row.id, None)
         return True
 
     def set_roles(self, username: str, roles: Iterable[str]) -> list[str]:
@@ -63,30 +65,28 @@ class Users:
         roles = valid_roles(roles)
         name = normal_username(username)
         with self.db.begin() as conn:
-            uid = conn.execute(select(users_t.c.id).where(users_t.c.username == name)).scalar()
+            uid = conn.execute(select(users_t.c.id).where(
+                self._here(users_t), users_t.c.username == name)).scalar()
             if uid is None:
                 raise NotFound(f"no user named {name}")
             conn.execute(update(users_t).where(users_t.c.id == uid).values(roles=roles))
-        if self._accounts is not None:
-            self._accounts.pop(uid, None)
+        self._accounts.pop(uid, None)
         return roles
 
     def account(self, uid: int) -> Caller | None:
-        """The caller a token's user id stands for now (roles from the users table), or
-        None when the account does not exist or is disabled; each lookup is reused for
-        `account_ttl` seconds."""
+        """The caller a token's user id stands for now (roles and tenant from the users
+        table), or None when the account does not exist or is disabled; each lookup is
+        reused for `account_ttl` seconds. (Any tenant's: a token is checked here.)"""
         cache = self._accounts
-        if cache is None:
-            cache = self._accounts = {}
         hit = cache.get(uid)
         now = time.monotonic()
         if hit is not None and hit[1] > now:
             return hit[0]
         with self.reader() as conn:
             row = conn.execute(select(users_t.c.id, users_t.c.username, users_t.c.roles,
-                                      users_t.c.disabled_at)
+                                      users_t.c.disabled_at, users_t.c.tenant)
                                .where(users_t.c.id == uid)).first()
-        found = (Caller(row.id, row.username, tuple(row.roles))
+        found = (Caller(row.id, row.username, tuple(row.roles), row.tenant)
                  if row is not None and row.disabled_at is None else None)
         if len(cache) >= 10_000:
             cache.clear()
@@ -95,20 +95,24 @@ class Users:
 
     def has_users(self) -> bool:
         with self.reader() as conn:
-            return conn.execute(select(users_t.c.id).limit(1)).first() is not None
+            return conn.execute(select(users_t.c.id).where(self._here(users_t))
+                                .limit(1)).first() is not None
 
     def user(self, username: str) -> dict[str, Any] | None:
-        """An active user's record (None for an unknown or disabled one)."""
+        """An active user's record (None for an unknown or disabled one, or one of
+        another tenant)."""
         with self.reader() as conn:
             row = conn.execute(select(users_t).where(
-                users_t.c.username == normal_username(username))).first()
+                self._here(users_t), users_t.c.username == normal_username(username))).first()
         if row is None or row.disabled_at is not None:
             return None
-        return {"id": row.id, "username": row.username, "roles": list(row.roles)}
+        return {"id": row.id, "username": row.username, "roles": list(row.roles),
+                "tenant": row.tenant}
 
     def authenticate(self, username: str, password: str) -> dict[str, Any] | None:
-        """The user record for these credentials; None for wrong ones or a disabled
-        account (which costs the same password check)."""
+        """The user record for these credentials (with its tenant: signing in names no
+        tenant); None for wrong ones or a disabled account (which costs the same
+        password check)."""
         with self.reader() as conn:
             row = conn.execute(select(users_t).where(
                 users_t.c.username == normal_username(username))).first()
@@ -117,7 +121,8 @@ class Users:
             return None
         if not check_password(password, row.password_hash) or row.disabled_at is not None:
             return None
-        return {"id": row.id, "username": row.username, "roles": list(row.roles)}
+        return {"id": row.id, "username": row.username, "roles": list(row.roles),
+                "tenant": row.tenant}
 
     @overload
     def list_users(self, role: None = None) -> list[dict[str, Any]]: ...
@@ -131,7 +136,7 @@ class Users:
         if role is not None:
             return self.usernames(role)
         q = select(users_t.c.id, users_t.c.username, users_t.c.roles, users_t.c.created_at,
-                   users_t.c.disabled_at).order_by(users_t.c.username)
+                   users_t.c.disabled_at).where(self._here(users_t)).order_by(users_t.c.username)
         with self.reader() as conn:
             return [{"id": r.id, "username": r.username, "roles": list(r.roles),
                      "created_at": r.created_at, "disabled_at": r.disabled_at}
@@ -141,7 +146,8 @@ class Users:
         """The enabled users' usernames, sorted, only those having `role` when one is named
         (a picker of people: a form's `user` field)."""
         q = (select(users_t.c.username, users_t.c.roles)
-             .where(users_t.c.disabled_at.is_(None)).order_by(users_t.c.username))
+             .where(self._here(users_t), users_t.c.disabled_at.is_(None))
+             .order_by(users_t.c.username))
         with self.reader() as conn:
             return [r.username for r in conn.execute(q) if role is None or role in r.roles]
 
@@ -149,7 +155,8 @@ class Users:
         """The ids of these active usernames (on an open connection); NotFound names the
         missing."""
         found = dict(conn.execute(select(users_t.c.username, users_t.c.id).where(
-            users_t.c.username.in_(names), users_t.c.disabled_at.is_(None))).all())
+            self._here(users_t), users_t.c.username.in_(names),
+            users_t.c.disabled_at.is_(None))).all())
         missing = [n for n in names if n not in found]
         if missing:
             raise NotFound(f"no user named {', '.join(missing)}")

@@ -87,8 +87,8 @@ def save_rows(conn: Connection, writes: list[Write]) -> set[str]:
         if w.audience:
             conn.execute(sql.audience_insert, [sql.prefixed(a) for a in w.audience])
         if w.events:
-            conn.execute(sql.event_insert, [sql.prefixed(e) for e in
-                                            sql.event_rows(w.row["id"], w.events)])
+            conn.execute(sql.event_insert, [sql.prefixed(e) for e in sql.event_rows(
+                w.row["id"], w.loaded.inst.tenant, w.events)])
     return lost
 
 

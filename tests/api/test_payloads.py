@@ -141,6 +141,8 @@ def test_every_answer_has_exactly_its_models_keys(store, short_path):
     call("ann", "POST", f"/api/mailbox/{mail[0]['id']}/decision", {"decision": "approved"})
     call(None, "POST", "/api/guest/messages", {"name": "Eve", "subject": "s", "body": "b"},
          expect=201)
+    call(None, "POST", "/api/guest/default/messages", {"name": "Eve", "subject": "s",
+                                                        "body": "b"}, expect=201)
 
     two = call("alice", "POST", "/api/instances", {"template": "simple"}, expect=201)
     base = f"/api/instances/{two['id']}"

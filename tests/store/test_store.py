@@ -240,7 +240,8 @@ def test_users_have_salted_slow_hashes_and_authenticate(store):
     assert all(h.startswith("scrypt$") and "s3cret" not in h for h in hashes)
     assert hashes[0] != hashes[1]
     assert store.authenticate("ann", "s3cret pass") == {"id": 1, "username": "ann",
-                                                         "roles": ["approver"]}
+                                                         "roles": ["approver"],
+                                                         "tenant": "default"}
     assert store.authenticate("ann", "wrong") is None
     assert store.authenticate("nobody", "s3cret pass") is None
     with pytest.raises(ValueError, match="already exists"):

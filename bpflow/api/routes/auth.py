@@ -6,7 +6,7 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from bpflow import auth
-from bpflow.api.deps import ClientDep, StoreDep
+from bpflow.api.deps import ClientDep, InstallationDep
 from bpflow.api.errors import responses
 from bpflow.api.schemas import TokenIn, TokenOut
 from bpflow.errors import RateLimited, Unauthorized
@@ -15,7 +15,7 @@ router = APIRouter(prefix="/api/auth", tags=["auth"])
 
 
 @router.post("/token", response_model=TokenOut, responses=responses(401, 422, 429))
-def token(body: TokenIn, store: StoreDep, client: ClientDep) -> TokenOut:
+def token(body: TokenIn, store: InstallationDep, client: ClientDep) -> TokenOut:
     wait = auth.sign_in_allowed(body.username, client)
     if wait:
         raise RateLimited(f"too many failed sign-ins; try again in {wait} seconds", wait)

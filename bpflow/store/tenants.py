@@ -1,0 +1,142 @@
+"""Tenants (SPEC §12): the organisations one installation serves, and their quotas.
+
+Every row of the other tables names its tenant; which tenant a store reads and writes is
+the store's (`Store.of`). This module keeps the tenants table itself and answers whether
+a tenant's quota allows one more running instance, template or byte of variables.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import Any
+
+import orjson
+from sqlalchemy import func, insert, select, update
+from sqlalchemy.exc import IntegrityError
+
+from bpflow.errors import NotFound, QuotaExceeded, StorageQuotaExceeded
+from bpflow.store.tables import instances_t, templates_t, tenants_t
+from engine.moves import ACTIVE
+
+TENANT_NAME = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?")  # a DNS label
+QUOTAS = {  # quota name → what it bounds
+    "instances": "running instances (running, failed or suspended)",
+    "templates": "templates (names; every version of one counts once)",
+    "variables_bytes": "bytes of variables one instance may store (JSON)",
+}
+QUOTA_TTL = 2.0  # seconds this process reuses its reading of a tenant's quotas
+
+
+def valid_tenant(name: str) -> str:
+    """A tenant name as stored (lower case letters, digits and inner hyphens, at most 63:
+    it is a path segment, `/guest/{tenant}`); ValueError otherwise."""
+    name = (name or "").strip().lower()
+    if not TENANT_NAME.fullmatch(name):
+        raise ValueError("a tenant name is 1-63 lower-case letters, digits and inner hyphens")
+    return name
+
+
+def valid_quotas(quotas: dict[str, Any]) -> dict[str, int]:
+    """Quotas as stored: known names, whole numbers ≥ 0 (None removes one)."""
+    out = {}
+    for key, value in quotas.items():
+        if key not in QUOTAS:
+            raise ValueError(f"unknown quota '{key}' (known: {', '.join(QUOTAS)})")
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ValueError(f"quota '{key}' must be a whole number ≥ 0")
+        out[key] = value
+    return out
+
+
+class Tenants:
+    """The store's tenants and their quotas (part of `Store`)."""
+
+    quota_ttl = QUOTA_TTL
+
+    def add_tenant(self, name: str, quotas: dict[str, Any] | None = None) -> str:
+        """Create a tenant; ValueError for a bad or taken name."""
+        name = valid_tenant(name)
+        try:
+            with self.db.begin() as conn:
+                conn.execute(insert(tenants_t).values(
+                    name=name, created_at=self.clock(), quotas=valid_quotas(quotas or {})))
+        except IntegrityError as exc:
+            raise ValueError(f"tenant '{name}' already exists") from exc
+        return name
+
+    def tenant_names(self) -> list[str]:
+        with self.reader() as conn:
+            return list(conn.execute(select(tenants_t.c.name).order_by(tenants_t.c.name))
+                        .scalars())
+
+    def has_tenant(self, name: str) -> bool:
+        with self.reader() as conn:
+            return conn.execute(select(tenants_t.c.name).where(tenants_t.c.name == name)
+                                ).first() is not None
+
+    def set_quotas(self, quotas: dict[str, Any]) -> dict[str, int]:
+        """Change this store's tenant's quotas (None removes one): the quotas as stored."""
+        changes = {k: v for k, v in quotas.items()}
+        valid_quotas(changes)
+        with self.db.begin() as conn:
+            row = conn.execute(select(tenants_t.c.quotas).where(
+                tenants_t.c.name == self._owner())).first()
+            if row is None:
+                raise NotFound(f"no tenant '{self.tenant}'")
+            merged = {**(row.quotas or {}), **changes}
+            stored = valid_quotas(merged)
+            conn.execute(update(tenants_t).where(tenants_t.c.name == self.tenant)
+                         .values(quotas=stored))
+        self._quota_cache.pop(self.tenant, None)
+        return stored
+
+    def quotas(self) -> dict[str, int]:
+        """This store's tenant's quotas (read again every `quota_ttl` seconds)."""
+        cache = self._quota_cache
+        hit = cache.get(self.tenant)
+        now = time.monotonic()
+        if hit is not None and hit[1] > now:
+            return hit[0]
+        with self.reader() as conn:
+            found = conn.execute(select(tenants_t.c.quotas).where(
+                tenants_t.c.name == self.tenant)).scalar() or {}
+        cache[self.tenant] = (found, now + self.quota_ttl)
+        return found
+
+    def usage(self) -> dict[str, int]:
+        """What this store's tenant uses of what quotas bound."""
+        with self.reader() as conn:
+            running = conn.execute(select(func.count()).select_from(instances_t).where(
+                self._here(instances_t), instances_t.c.status.in_(sorted(ACTIVE | {"suspended"}))
+            )).scalar()
+            names = conn.execute(select(func.count(templates_t.c.name.distinct())).where(
+                self._here(templates_t))).scalar()
+        return {"instances": int(running), "templates": int(names)}
+
+    # ------------------------------------------------------------- the checks
+    def _admit_instance(self) -> None:
+        """QuotaExceeded when the tenant runs as many instances as its quota allows."""
+        limit = self.quotas().get("instances")
+        if limit is not None and self.usage()["instances"] >= limit:
+            raise QuotaExceeded(f"tenant '{self.tenant}' runs {limit} instances, its quota;"
+                                " finish or abort some first")
+
+    def _admit_template(self, name: str) -> None:
+        """QuotaExceeded when a new template name would pass the tenant's quota."""
+        limit = self.quotas().get("templates")
+        if limit is not None and self._template_row(name) is None and \
+                self.usage()["templates"] >= limit:
+            raise QuotaExceeded(f"tenant '{self.tenant}' has {limit} templates, its quota")
+
+    def _admit_variables(self, variables: Any) -> None:
+        """StorageQuotaExceeded when an instance's variables are larger than the quota."""
+        limit = self.quotas().get("variables_bytes") if self.tenant is not None else None
+        if limit is not None:
+            size = len(orjson.dumps(variables, option=orjson.OPT_NON_STR_KEYS))
+            if size > limit:
+                raise StorageQuotaExceeded(
+                    f"the instance's variables would take {size} bytes; tenant"
+                    f" '{self.tenant}' allows {limit}")
