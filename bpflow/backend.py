@@ -6,22 +6,20 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import json
 import logging
 import os
 import sys
 import threading
 import time
-from pathlib import Path
 
-from bpflow.interactions import SIGNIN_TEMPLATE
+from bpflow.access import Caller
 from bpflow.security import SecretError, load_secret
 from bpflow.store import Store
 from bpflow.store.migrate import upgrade
+from bpflow.tenancy import TEMPLATES, current_frames
 from bpflow.worker import start_in_thread
 
 log = logging.getLogger("bpflow")
-TEMPLATES = Path(__file__).resolve().parents[1] / "upload" / "workflow"
 _store: Store | None = None
 _lock = threading.Lock()
 EXIT_SECRET = 2  # the exit code of a server refusing to start for its secret (as the CLI)
@@ -33,6 +31,11 @@ def get_store() -> Store:
         if _store is None:
             _store = Store()
         return _store
+
+
+def store_for(caller: Caller) -> Store:
+    """The store seen from the caller's tenant: what a page reads and writes for them."""
+    return get_store().of(caller.tenant)
 
 
 def check_secret() -> None:
@@ -64,19 +67,8 @@ def prepare(store: Store | None = None) -> Store:
         for name, version, created in store.import_dir(TEMPLATES, only_new=True):
             if created:
                 log.info("imported template %s version %s", name, version)
-        _current_frame(store)
+        current_frames(store, TEMPLATES)
     return store
-
-
-def _current_frame(store: Store) -> None:
-    """The outer flow (`signin`) is the app's own frame, not a business template: it is
-    kept as shipped, so a database made by an older bpflow (whose `main` circle nested an
-    expense claim, started at every first sign-in) gets the frame that starts nothing."""
-    shipped = TEMPLATES / f"{SIGNIN_TEMPLATE}.json"
-    if shipped.is_file():
-        version, created = store.put_template(json.loads(shipped.read_text(encoding="utf-8")))
-        if created:
-            log.info("updated the outer flow %s to version %s", SIGNIN_TEMPLATE, version)
 
 
 def settle_memory() -> None:

@@ -155,19 +155,36 @@ def role_names(given: list[str] | None) -> list[str]:
     return [r for r in names if r] or ([USER] if not given else [])
 
 
-def user_add(name: str, roles: list[str], password_stdin: bool, url: str | None) -> int:
+def read_password(password_stdin: bool) -> tuple[str, bool]:
+    """(password, generated): the first line of stdin with `--password-stdin` (an empty
+    one is a ValueError), else a generated one."""
     import secrets
-
-    from bpflow.store import Store
     if password_stdin:
         password = sys.stdin.readline().rstrip("\n")
         if not password:
-            print("bpflow: empty password on stdin", file=sys.stderr)
-            return EXIT_INVALID
-        generated = False
-    else:
-        password, generated = secrets.token_urlsafe(12), True
+            raise ValueError("empty password on stdin")
+        return password, False
+    return secrets.token_urlsafe(12), True
+
+
+def tenant_store(url: str | None, tenant: str):
+    """The store of `url` seen from `tenant`; ValueError for a tenant that does not exist."""
+    from bpflow.store import Store
     store = Store(url)
+    if not store.has_tenant(tenant):
+        store.close()
+        raise ValueError(f"no tenant '{tenant}' (bpflow tenant add creates one)")
+    return store.of(tenant)
+
+
+def user_add(name: str, roles: list[str], password_stdin: bool, url: str | None,
+             tenant: str = "default") -> int:
+    try:
+        password, generated = read_password(password_stdin)
+        store = tenant_store(url, tenant)
+    except ValueError as exc:
+        print(f"bpflow: {exc}", file=sys.stderr)
+        return EXIT_INVALID
     try:
         store.add_user(name, password, roles)
     except ValueError as exc:
@@ -175,18 +192,101 @@ def user_add(name: str, roles: list[str], password_stdin: bool, url: str | None)
         return EXIT_INVALID
     finally:
         store.close()
-    print(f"user {normal_username(name)} added with roles {', '.join(sorted(set(roles)))}")
+    where = "" if tenant == "default" else f" in tenant {tenant}"
+    print(f"user {normal_username(name)} added{where} with roles"
+          f" {', '.join(sorted(set(roles)))}")
     if generated:
         print(f"password: {password}")
     return EXIT_OK
 
 
-def user_disable(name: str, url: str | None) -> int:
+QUOTA_OPTIONS = {"max_instances": "instances", "max_templates": "templates",
+                 "max_variables_bytes": "variables_bytes"}
+
+
+def quota_values(args: argparse.Namespace) -> dict[str, int | None]:
+    """The quotas named by --max-* options ("none" removes one)."""
+    out: dict[str, int | None] = {}
+    for option, quota in QUOTA_OPTIONS.items():
+        value = getattr(args, option, None)
+        if value is None:
+            continue
+        if value.strip().lower() == "none":
+            out[quota] = None
+        elif value.strip().isdigit():
+            out[quota] = int(value)
+        else:
+            raise ValueError(f"--{option.replace('_', '-')} takes a whole number or 'none'")
+    return out
+
+
+def tenant_add(name: str, admin: str, password_stdin: bool, quotas: dict[str, int | None],
+               url: str | None) -> int:
+    from bpflow.store import Store
+    from bpflow.tenancy import create_tenant
+    try:
+        password, generated = read_password(password_stdin)
+    except ValueError as exc:
+        print(f"bpflow: {exc}", file=sys.stderr)
+        return EXIT_INVALID
+    store = Store(url)
+    try:
+        tenant = create_tenant(store, name, admin, password, quotas)
+    except ValueError as exc:
+        print(f"bpflow: {exc}", file=sys.stderr)
+        return EXIT_INVALID
+    finally:
+        store.close()
+    print(f"tenant {tenant.tenant} added; its admin is {normal_username(admin)}")
+    if generated:
+        print(f"password: {password}")
+    return EXIT_OK
+
+
+def tenant_quota(name: str, quotas: dict[str, int | None], url: str | None) -> int:
+    try:
+        store = tenant_store(url, name)
+    except ValueError as exc:
+        print(f"bpflow: {exc}", file=sys.stderr)
+        return EXIT_INVALID
+    try:
+        stored = store.set_quotas(quotas) if quotas else store.quotas()
+        used = store.usage()
+    except ValueError as exc:
+        print(f"bpflow: {exc}", file=sys.stderr)
+        return EXIT_INVALID
+    finally:
+        store.close()
+    print(f"tenant {name}:")
+    for quota in ("instances", "templates", "variables_bytes"):
+        limit = stored.get(quota)
+        use = f"{used[quota]} used, " if quota in used else ""
+        print(f"  {quota:<16} {use}quota {'none' if limit is None else limit}")
+    return EXIT_OK
+
+
+def tenant_list(url: str | None) -> int:
+    from bpflow.store import Store
+    store = Store(url)
+    try:
+        for name in store.tenant_names():
+            used = store.of(name).usage()
+            print(f"{name:<20} {used['instances']:>8} running  {used['templates']:>5}"
+                  " templates")
+    finally:
+        store.close()
+    return EXIT_OK
+
+
+def user_disable(name: str, url: str | None, tenant: str = "default") -> int:
     """Disable an account (users are never deleted): no more sign-ins, its tokens are
     refused within seconds."""
     from bpflow.errors import NotFound
-    from bpflow.store import Store
-    store = Store(url)
+    try:
+        store = tenant_store(url, tenant)
+    except ValueError as exc:
+        print(f"bpflow: {exc}", file=sys.stderr)
+        return EXIT_INVALID
     try:
         changed = store.disable_user(name)
     except NotFound as exc:
@@ -279,10 +379,32 @@ def build_parser() -> argparse.ArgumentParser:
                           " (repeatable or comma-separated; default: user)")
     add.add_argument("--password-stdin", action="store_true",
                      help="read the password from stdin (otherwise one is generated)")
+    add.add_argument("--tenant", default="default", metavar="TENANT",
+                     help="the tenant the user belongs to (default: default)")
     add.add_argument("--url", help=url_help)
     off = user_sub.add_parser("disable", help="disable a user (users are never deleted)")
     off.add_argument("name", metavar="NAME")
+    off.add_argument("--tenant", default="default", metavar="TENANT",
+                     help="the user's tenant (default: default)")
     off.add_argument("--url", help=url_help)
+    ten = sub.add_parser("tenant", help="tenants: organisations served apart (SPEC §12)")
+    ten_sub = ten.add_subparsers(dest="tenant_command", required=True)
+    tadd = ten_sub.add_parser("add", help="add a tenant and its first admin")
+    tadd.add_argument("name", metavar="NAME")
+    tadd.add_argument("--admin", required=True, metavar="USER", help="its first admin")
+    tadd.add_argument("--password-stdin", action="store_true",
+                      help="read the admin's password from stdin (else one is generated)")
+    tquota = ten_sub.add_parser("quota", help="show or change a tenant's quotas")
+    tquota.add_argument("name", metavar="NAME")
+    for parser_ in (tadd, tquota):
+        parser_.add_argument("--max-instances", metavar="N|none",
+                             help="running instances (running, failed, suspended)")
+        parser_.add_argument("--max-templates", metavar="N|none", help="template names")
+        parser_.add_argument("--max-variables-bytes", metavar="N|none",
+                             help="bytes of variables one instance may store")
+        parser_.add_argument("--url", help=url_help)
+    tlist = ten_sub.add_parser("list", help="the tenants and what they use")
+    tlist.add_argument("--url", help=url_help)
     demo = sub.add_parser("seed-demo", help="first run: add demo users (admin, alice,"
                           " approver) with generated passwords")
     demo.add_argument("--url", help=url_help)
@@ -307,9 +429,22 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "import":
             return import_dir(args.dir, args.url, args.new_only)
         if args.command == "user" and args.user_command == "disable":
-            return user_disable(args.name, args.url)
+            return user_disable(args.name, args.url, args.tenant)
         if args.command == "user":
-            return user_add(args.name, role_names(args.role), args.password_stdin, args.url)
+            return user_add(args.name, role_names(args.role), args.password_stdin, args.url,
+                            args.tenant)
+        if args.command == "tenant" and args.tenant_command == "list":
+            return tenant_list(args.url)
+        if args.command == "tenant":
+            try:
+                quotas = quota_values(args)
+            except ValueError as exc:
+                print(f"bpflow: {exc}", file=sys.stderr)
+                return EXIT_INVALID
+            if args.tenant_command == "add":
+                return tenant_add(args.name, args.admin, args.password_stdin, quotas,
+                                  args.url)
+            return tenant_quota(args.name, quotas, args.url)
         if args.command == "seed-demo":
             return seed_demo(args.url)
         if args.command == "worker":

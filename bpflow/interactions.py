@@ -183,6 +183,11 @@ class Interactions:
             auth.sign_in_failed(username, client)
             return None
         auth.sign_in_succeeded(username, client)
+        if user["tenant"] != self.store.tenant:  # their frame is their tenant's
+            return Interactions(self.store.of(user["tenant"]))._enter(user, password, client)
+        return self._enter(user, password, client)
+
+    def _enter(self, user: dict[str, Any], password: str, client: str | None) -> Instance:
         username = user["username"]  # as stored (normalised)
         existing = self.store.latest_instance(SIGNIN_TEMPLATE, user["id"], OUTER_STATUSES)
         if existing is not None:

@@ -98,6 +98,12 @@ class Users:
             return conn.execute(select(users_t.c.id).where(self._here(users_t))
                                 .limit(1)).first() is not None
 
+    def username_taken(self, username: str) -> bool:
+        """Whether any tenant has an account of this name (enabled or not)."""
+        with self.reader() as conn:
+            return conn.execute(select(users_t.c.id).where(
+                users_t.c.username == normal_username(username))).first() is not None
+
     def user(self, username: str) -> dict[str, Any] | None:
         """An active user's record (None for an unknown or disabled one, or one of
         another tenant)."""
