@@ -5,6 +5,10 @@ A transition is one completion through the Store: the engine step, then one tran
 with the instance compare-and-set, the changed circle rows and the history events.
 
     .venv/bin/python bench/durable_transitions.py [--transitions 3000] [--rounds 3]
+        [--tenants 2]
+
+With `--tenants N` (N > 1) the instances are spread over N tenants (`default` and N-1
+more, each with the template), the completions alternating between them.
 """
 
 from __future__ import annotations
@@ -30,17 +34,21 @@ CHAIN = {"name": "chain", "kind": "linear", "circles": [
 SECRET = b"bench-secret-of-at-least-32-bytes-0123"
 
 
-def durable_rate(folder: Path, transitions: int) -> float:
+def durable_rate(folder: Path, transitions: int, tenants: int = 1) -> float:
     url = f"sqlite:///{folder / 'bench.db'}"
     upgrade(url)
-    store = Store(url, secret=SECRET)
-    store.put_template(CHAIN)
+    root = Store(url, secret=SECRET)
+    views = [root] + [root.of(root.add_tenant(f"t{n}")) for n in range(1, tenants)]
+    for view in views:
+        view.put_template(CHAIN)
     key = derive(SECRET, "bookmarks")
-    ids = [store.start("chain").id for _ in range(transitions // STEPS + 1)]
-    work = [(iid, f"s{i}") for i in range(STEPS) for iid in ids][:transitions]
+    ids = [(views[n % len(views)], views[n % len(views)].start("chain").id)
+           for n in range(transitions // STEPS + 1)]
+    work = [(store, iid, f"s{i}") for i in range(STEPS) for store, iid in ids][:transitions]
+    store = root
     start = time.perf_counter()
-    for iid, cid in work:
-        store.complete(iid, cid, bookmarks.make(key, iid, cid, 0), {"v": 1})
+    for view, iid, cid in work:
+        view.complete(iid, cid, bookmarks.make(key, iid, cid, 0), {"v": 1})
     elapsed = time.perf_counter() - start
     store.close()
     return len(work) / elapsed
@@ -66,12 +74,14 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--transitions", type=int, default=3000)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--tenants", type=int, default=1,
+                        help="spread the instances over this many tenants")
     args = parser.parse_args()
     durable, raw = [], []
     for r in range(args.rounds):
         with tempfile.TemporaryDirectory(dir=Path(__file__).parent) as tmp:
             raw.append(raw_rate(Path(tmp), args.transitions))
-            durable.append(durable_rate(Path(tmp), args.transitions))
+            durable.append(durable_rate(Path(tmp), args.transitions, args.tenants))
         print(f"round {r + 1}: durable {durable[-1]:,.0f}/s, raw sqlite3 {raw[-1]:,.0f}/s")
     d, w = statistics.median(durable), statistics.median(raw)
     print(f"durable transitions/s (median): {d:,.0f}")

@@ -132,11 +132,22 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def prepare_database(env: dict[str, str]) -> None:
+def tenant_user(k: int) -> str:
+    """The user driving tenant k's share of the load (k = 0: `default`)."""
+    return USER if k == 0 else f"{USER}{k}"
+
+
+def prepare_database(env: dict[str, str], tenants: int = 1) -> None:
     cli = str(BIN / "bpflow")
-    for args, stdin in ((["db", "upgrade"], None), (["import", "upload/workflow"], None),
-                        (["user", "add", USER, "--role", "admin,approver",
-                          "--password-stdin"], PASSWORD)):
+    steps = [(["db", "upgrade"], None), (["import", "upload/workflow"], None),
+             (["user", "add", USER, "--role", "admin,approver", "--password-stdin"], PASSWORD)]
+    for k in range(1, tenants):  # each tenant with the same templates and its own user
+        steps += [(["tenant", "add", f"t{k}", "--admin", f"admin{k}", "--password-stdin"],
+                   PASSWORD),
+                  (["import", "upload/workflow", "--tenant", f"t{k}"], None),
+                  (["user", "add", tenant_user(k), "--tenant", f"t{k}", "--role",
+                    "admin,approver", "--password-stdin"], PASSWORD)]
+    for args, stdin in steps:
         subprocess.run([cli, *args], env=env, cwd=ROOT, input=stdin, text=True, check=True,
                        stdout=subprocess.DEVNULL)
 
@@ -182,14 +193,16 @@ class Http:
         self.auth = ""
 
     async def call(self, method: str, path: str, payload: Any = None,
-                   deadline: float | None = None) -> tuple[int, bytes]:
+                   deadline: float | None = None, auth: str | None = None
+                   ) -> tuple[int, bytes]:
         """Status and body; TimeoutError after `deadline` (loop time). A request already
         sent keeps its connection until answered, so the server never holds more than
         `size` requests of this client, also when they time out."""
         body = b"" if payload is None else json.dumps(payload).encode()
         extra = ("" if payload is None else "Content-Type: application/json\r\n"
                  f"Content-Length: {len(body)}\r\n")
-        request = (f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n{self.auth}{extra}\r\n"
+        auth = self.auth if auth is None else auth
+        request = (f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n{auth}{extra}\r\n"
                    ).encode() + body
         async with asyncio.timeout_at(deadline):
             await self.slots.acquire()  # waiting for a connection counts, sends nothing
@@ -275,23 +288,37 @@ class Flow:
     """Reimbursement instances: start, then complete claim, approve, review and pay."""
 
     name = "flow"
+    auths: list[str] = [""]  # per tenant: the Authorization header of its user (measure)
+    owners: dict[str, int] = {}  # instance id → its tenant's index (to read it back)
 
     def __init__(self) -> None:
         self.ready: deque[tuple[str, str, str]] = deque()  # (instance, circle, bookmark)
         self.completed: list[str] = []
         self.measured_completed = 0
+        self.starts = 0
+        self.auth: str | None = None  # the header of the request `next` gave last
 
     def next(self) -> tuple[str, str, Any, str]:
         if self.ready:
             iid, uri, bookmark = self.ready.popleft()
+            k = self.owners[iid]
+            self.auth = self.auths[k]
+            result = RESULTS[uri] if uri != "claim" else {**RESULTS[uri],
+                                                          "manager": tenant_user(k)}
             return ("POST", f"/api/instances/{iid}/circles/{uri}/complete",
-                    {"bookmark": bookmark, "result": RESULTS[uri]}, uri)
-        return "POST", "/api/instances", {"template": "reimbursement"}, "start"
+                    {"bookmark": bookmark, "result": result}, uri)
+        k = self.starts % len(self.auths)  # starts alternate between the tenants
+        self.starts += 1
+        self.auth = self.auths[k]
+        return "POST", "/api/instances", {"template": "reimbursement"}, f"start@{k}"
 
     def done(self, step: str, status: int, data: bytes, measured: bool) -> str | None:
+        step, _, tenant = step.partition("@")
         if status != (201 if step == "start" else 200):
             return f"HTTP {status}"
         inst = json.loads(data)
+        if step == "start":
+            self.owners[inst["id"]] = int(tenant)
         if inst["status"] == "completed" and step == "pay":
             self.completed.append(inst["id"])
             self.measured_completed += measured
@@ -367,8 +394,9 @@ async def attempt(http: Http, work: Health | Flow, measured: bool,
                   deadline: float) -> str | None:
     """One request of `work`; what went wrong, if anything."""
     method, path, payload, step = work.next()
+    auth = getattr(work, "auth", None)  # taken before any await: the request's own
     try:
-        status, data = await http.call(method, path, payload, deadline)
+        status, data = await http.call(method, path, payload, deadline, auth)
         return work.done(step, status, data, measured)
     except TimeoutError:
         return "timeout"
@@ -463,7 +491,8 @@ async def verify(http: Http, ids: list[str]) -> list[str]:
     async def reader() -> None:
         while queue:
             iid = queue.popleft()
-            status, data = await http.call("GET", f"/api/instances/{iid}")
+            status, data = await http.call("GET", f"/api/instances/{iid}",
+                                           auth=Flow.auths[Flow.owners.get(iid, 0)])
             inst = json.loads(data) if status == 200 else {}
             if inst.get("status") != "completed" or any(
                     c["state"] != "success" for c in inst["circles"].values()):
@@ -496,6 +525,13 @@ async def measure(server: Server, args: argparse.Namespace) -> list[Figures] | N
     if status != 200:
         raise SystemExit(f"sign-in failed: HTTP {status} {data[:200]!r}")
     http.auth = f"Authorization: Bearer {json.loads(data)['access_token']}\r\n"
+    Flow.auths, Flow.owners = [http.auth], {}
+    for k in range(1, args.tenants):
+        status, data = await http.call("POST", "/api/auth/token",
+                                       {"username": tenant_user(k), "password": PASSWORD})
+        if status != 200:
+            raise SystemExit(f"sign-in of {tenant_user(k)} failed: HTTP {status}")
+        Flow.auths.append(f"Authorization: Bearer {json.loads(data)['access_token']}\r\n")
     warm = Flow()  # the process warmed: template loaded, code paths run, connections open
     await open_loop(http, warm, 50, 2, 0, args.timeout, server)
     completed = list(warm.completed)
@@ -589,7 +625,7 @@ def run_server(kind: str, args: argparse.Namespace) -> list[Figures] | None | st
         env = {**os.environ, "DATABASE_URL": f"sqlite:///{tmp / 'bench.db'}",
                "BPFLOW_SECRET": SECRET, "BPFLOW_INPROCESS_WORKER": "0",
                "PYTHONPATH": path, "BENCH_GC_LOG": str(gc_log), **extra}
-        prepare_database(env)
+        prepare_database(env, args.tenants)
         log_path = tmp / "server.log"
         with open(log_path, "w") as log:
             proc = subprocess.Popen(argv, env=env, cwd=folder, stdout=log,
@@ -649,6 +685,9 @@ def main() -> int:
                         help="rounds a server (each on a fresh server and database)")
     parser.add_argument("--startup", type=float, default=120.0,
                         help="seconds to wait for the server")
+    parser.add_argument("--tenants", type=int, default=1,
+                        help="spread the instances over this many tenants (default and"
+                             " t1, t2, ...: each its own user and templates)")
     args = parser.parse_args()
     args.rates = sorted(args.rates)
     print(f"{os.cpu_count()} CPUs shared by the server and this load generator")

@@ -127,13 +127,17 @@ def db_upgrade(url: str | None) -> int:
     return EXIT_OK
 
 
-def import_dir(folder: str, url: str | None, only_new: bool = False) -> int:
-    from bpflow.store import Store
+def import_dir(folder: str, url: str | None, only_new: bool = False,
+               tenant: str = "default") -> int:
     from engine.errors import DefinitionError
     if not Path(folder).is_dir():
         print(f"bpflow: {folder} is not a folder", file=sys.stderr)
         return EXIT_UNREADABLE
-    store = Store(url)
+    try:
+        store = tenant_store(url, tenant)
+    except ValueError as exc:
+        print(f"bpflow: {exc}", file=sys.stderr)
+        return EXIT_INVALID
     try:
         for name, version, created in store.import_dir(folder, only_new):
             print(f"{name}: version {version}" + (" (new)" if created else " (unchanged)"))
@@ -369,6 +373,8 @@ def build_parser() -> argparse.ArgumentParser:
     imp.add_argument("--new-only", action="store_true",
                      help="add only templates whose name is unknown (as the app does at"
                           " start-up), leaving known ones as they are")
+    imp.add_argument("--tenant", default="default", metavar="TENANT",
+                     help="the tenant the templates belong to (default: default)")
     imp.add_argument("--url", help=url_help)
     user = sub.add_parser("user", help="users")
     user_sub = user.add_subparsers(dest="user_command", required=True)
@@ -427,7 +433,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "db":
             return db_upgrade(args.url)
         if args.command == "import":
-            return import_dir(args.dir, args.url, args.new_only)
+            return import_dir(args.dir, args.url, args.new_only, args.tenant)
         if args.command == "user" and args.user_command == "disable":
             return user_disable(args.name, args.url, args.tenant)
         if args.command == "user":
