@@ -18,7 +18,7 @@ import reflex as rx
 
 from bpflow import auth
 from bpflow.access import Caller
-from bpflow.backend import get_store
+from bpflow.backend import get_store, store_for
 from bpflow.errors import RateLimited
 from bpflow.forms import FormError, validate
 from bpflow.interactions import OUTER_STATUSES, SIGNIN_TEMPLATE, Interactions
@@ -89,7 +89,9 @@ class SignInState(SessionState):
             outer, self.error = None, str(exc.errors.get("password", exc))
         except BpflowError as exc:
             return rx.toast.error(f"Signing in failed: {exc}")
-        user = store.user(username) if outer is not None else None
+        # The account as its own tenant has it (signing in names no tenant: the outer flow
+        # is the user's tenant's, `Interactions.sign_in`).
+        user = store.of(outer.tenant).user(username) if outer is not None else None
         if user is None:
             self.fields = auth_fields({"password": "Wrong username or password"})
             return None
@@ -126,7 +128,7 @@ class FrameState(SessionState):
         return self._guarded(self._show)
 
     def _show(self, caller: Caller) -> None:
-        counts = get_store().mail_counts(caller)
+        counts = store_for(caller).mail_counts(caller)
         self.unread = sum(c["unread"] for c in counts.values())
         self.main_state = self._main_state(caller)
         self.loaded_for = self.session_key
@@ -140,8 +142,9 @@ class FrameState(SessionState):
         return list(loads_for(self.router.route_id))
 
     def _main_state(self, caller: Caller) -> str:
-        """The state of the `main` circle of the caller's own outer flow."""
-        store = get_store()
+        """The state of the `main` circle of the caller's own outer flow (in their
+        tenant: an outer flow id of another tenant's is not found)."""
+        store = store_for(caller)
         outer = self.outer or store.latest_instance(SIGNIN_TEMPLATE, caller.id,
                                                     OUTER_STATUSES)
         try:

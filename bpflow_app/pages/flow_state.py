@@ -21,7 +21,7 @@ import reflex as rx
 
 from bpflow import access, work
 from bpflow.access import Caller, Sight
-from bpflow.backend import get_store
+from bpflow.backend import store_for
 from bpflow.errors import Forbidden, Unauthorized
 from bpflow.forms import FormError
 from bpflow.interactions import Interactions
@@ -48,7 +48,7 @@ def work_step(caller: Caller, iid: str, what: str, cid: str = "",
     (`bpflow.work`), or abort, suspend or resume the flow (its starter or an admin). Who
     may is decided inside the step on the instance as it is then. Returns the circles a
     withdrawal sent the work back to."""
-    store = get_store()
+    store = store_for(caller)
     if what == "claim":
         work.claim(store, caller, iid, cid)
     elif what == "unclaim":
@@ -126,7 +126,8 @@ class FlowState(SessionState):
     def _instance(self, act: bool = False) -> Instance | None:
         """The instance if the caller may see it (others get 'not found'); with `act`,
         only if they may also fill its boxes and intervene."""
-        caller, store = self._caller(), get_store()
+        caller = self._caller()
+        store = store_for(caller)  # another tenant's flow is not found
         try:
             inst = store.get(self.iid)
         except BpflowError:
@@ -137,7 +138,8 @@ class FlowState(SessionState):
         return None if sight is Sight.NONE else inst
 
     def _show(self, inst: Instance) -> None:
-        store = get_store()
+        caller = self._caller()
+        store = store_for(caller)
         states = fv.visual_states(store.engine, inst)
         expanded = (fv.default_expanded(inst) | self._opened) - self._closed
         d = fv.drawing(inst, states, expanded, self.intervention or bool(self.preview_scope))
@@ -145,7 +147,7 @@ class FlowState(SessionState):
         self._update(head=fv.header(inst), nodes=d.nodes, frames=d.frames, edges=d.edges,
                      junctions=d.junctions, canvas=Canvas(d.width, d.height, d.min_width),
                      boxes=box_views(Interactions(store), inst, store.engine.statuses(inst),
-                                     self._errors, self._caller()),
+                                     self._errors, caller),
                      chosen=self._find(self.selected))
         self._seq = inst.seq
         if self.tab == "circles":
@@ -183,7 +185,8 @@ class FlowState(SessionState):
             self.ask, self.ask_circle, self.ask_error = "", "", ""
         try:
             if self._instance(act=True) is not None:
-                Interactions(get_store()).reenter(self.iid)  # decided approvals count now
+                # decided approvals count now
+                Interactions(store_for(self._caller())).reenter(self.iid)
             found = self._reload()
         except Unauthorized as exc:
             return expired(self, exc)
@@ -202,7 +205,7 @@ class FlowState(SessionState):
                     if (self._polling != iid or self.iid != iid
                             or route_id(self.router.url.path) != iid):
                         break
-                    stamp = get_store().instance_stamp(iid)
+                    stamp = store_for(self._caller()).instance_stamp(iid)
                     if stamp is not None and stamp[0] != self._seq:
                         self._reload()
         except Unauthorized:
@@ -250,7 +253,7 @@ class FlowState(SessionState):
             caller = self._caller()
             if self._instance() is None:
                 return rx.toast.error("This flow is not yours")
-            step(Interactions(get_store()), caller)
+            step(Interactions(store_for(caller)), caller)
             self._errors.pop(cid, None)
             result = rx.toast.success(f"{done}: {cid}")
         except Unauthorized as exc:
@@ -377,7 +380,7 @@ class FlowState(SessionState):
         if inst is None or not self.selected:
             return None
         try:
-            self.preview = get_store().engine.reset_preview(
+            self.preview = store_for(self._caller()).engine.reset_preview(
                 inst, self.selected, scope, self.levels if scope == "levels" else None)
         except (BpflowError, ValueError) as exc:
             return rx.toast.error(str(exc))
@@ -399,8 +402,9 @@ class FlowState(SessionState):
             caller = self._caller()
             if self._instance(act=True) is None:
                 raise BpflowError("This flow is not yours")
-            get_store().reset(self.iid, cid, scope, self.levels if scope == "levels" else None,
-                              actor=caller.username)
+            store_for(caller).reset(self.iid, cid, scope,
+                                    self.levels if scope == "levels" else None,
+                                    actor=caller.username)
             toast = rx.toast.success(f"Reset {len(self.preview)} circle(s) from {cid}")
         except Unauthorized as exc:
             toast = expired(self, exc)

@@ -13,7 +13,7 @@ from typing import Any
 import reflex as rx
 
 from bpflow.access import Caller, may_start, startable
-from bpflow.backend import get_store
+from bpflow.backend import store_for
 from bpflow.errors import Unauthorized
 from bpflow.forms import FormError, validate
 from bpflow.interactions import SIGNIN_TEMPLATE
@@ -83,7 +83,7 @@ def parse_inputs(template: Template, form_data: dict[str, Any]) -> dict[str, Any
 def startables(caller: Caller, errors: dict[str, dict[str, str]] | None = None
                ) -> list[Startable]:
     """The templates `caller` may start (not retired, `starters` allowing them)."""
-    store, errors = get_store(), errors or {}
+    store, errors = store_for(caller), errors or {}
     out = []
     for name, version, t in store.startable_templates(lambda body: may_start(caller, body)):
         if name == SIGNIN_TEMPLATE:
@@ -192,7 +192,7 @@ class FlowsState(SessionState):
             return None
         self.startables = startables(caller)
         self._start_key = secrets.token_urlsafe(12)  # kept until the page is loaded again
-        store = get_store()
+        store = store_for(caller)
         self.templates = template_choices(store)
         self._list(caller)
         rows = store.taking_part(caller, TAKING_PART)
@@ -202,7 +202,7 @@ class FlowsState(SessionState):
 
     def _list(self, caller: Caller) -> None:
         """The page of the user's flows that the filters let through."""
-        store = get_store()
+        store = store_for(caller)
         template = None if self.template == ANY else self.template
         status = None if self.status == ANY else self.status
         text, offset = self.query.strip(), self.page * PAGE_SIZE
@@ -258,7 +258,7 @@ class FlowsState(SessionState):
     def _start(self, name: str, form_data: dict[str, Any]):
         try:
             caller = self._caller()
-            _, template = get_store().template(name)
+            _, template = store_for(caller).template(name)
             inputs = parse_inputs(template, form_data)
             inst = self._start_once(caller, name, inputs)
         except Unauthorized as exc:
@@ -274,7 +274,7 @@ class FlowsState(SessionState):
         """Start `name` under this page's key: a second click (queued behind the first)
         gets the instance the first one started."""
         self._start_key = self._start_key or secrets.token_urlsafe(12)
-        store = get_store()
+        store = store_for(caller)
         try:
             return store.start(name, inputs, caller.as_user(),
                                instance_id=store.keyed_id(caller.id, f"{self._start_key}:{name}"),

@@ -25,7 +25,7 @@ import reflex as rx
 
 from bpflow import access, work
 from bpflow.access import Caller
-from bpflow.backend import get_store
+from bpflow.backend import store_for
 from bpflow.errors import Tampered, Unauthorized
 from bpflow.mailbox import Mailbox
 from bpflow.store import Store
@@ -197,7 +197,7 @@ class InboxState(SessionState):
         return {k: max(1, -(-self.task_totals[k] // PAGE_SIZE)) for k in LISTS}
 
     def _fetch(self, caller: Caller) -> None:
-        store = get_store()
+        store = store_for(caller)
         counts = store.mail_counts(caller)
         self.unread = {k: counts[k]["unread"] for k in KINDS}
         if self.kind == TASKS:
@@ -214,7 +214,7 @@ class InboxState(SessionState):
 
     def _fetch_tasks(self, caller: Caller) -> None:
         """Both lists' pages as they are now; only what changed is set (and sent)."""
-        store = get_store()
+        store = store_for(caller)
         now = store.engine.clock()
         tasks, totals, pages = {}, {}, dict(self.task_pages)
         words: dict[tuple[str, int, str], tuple[str, str]] = {}
@@ -305,7 +305,7 @@ class InboxState(SessionState):
     def ask_delegate(self, iid: str, uri: str, title: str):
         """Open the delegate dialog of a task, offering whom it may go to."""
         def offer(caller: Caller):
-            store = get_store()
+            store = store_for(caller)
             try:
                 work.visible(store, caller, iid)
                 task = work.engine_task(store.engine, store.get(iid), uri)
@@ -352,7 +352,7 @@ class InboxState(SessionState):
 
     def _did(self, caller: Caller, step: Callable[[Store, Caller], Any], done: str):
         try:
-            step(get_store(), caller)
+            step(store_for(caller), caller)
             toast = rx.toast.success(done)
         except BpflowError as exc:
             toast = rx.toast.warning(str(exc))
@@ -369,7 +369,7 @@ class InboxState(SessionState):
         self.opened, self.comment, self.comment_error = mail_id, "", ""
 
         def read(caller: Caller):
-            Mailbox(get_store()).mark_read(mail_id, caller)
+            Mailbox(store_for(caller)).mark_read(mail_id, caller)
             self._fetch(caller)
             return FrameState.load
         try:
@@ -398,7 +398,7 @@ class InboxState(SessionState):
 
     def _decide(self, caller: Caller, mail_id: int, decision: str):
         try:
-            Mailbox(get_store()).decide(mail_id, caller, decision, self.comment.strip())
+            Mailbox(store_for(caller)).decide(mail_id, caller, decision, self.comment.strip())
             toast = rx.toast.success("Sent back to the requester to amend"
                                      if decision == "returned" else
                                      f"{decision.capitalize()}; the flow continues")

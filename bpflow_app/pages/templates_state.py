@@ -13,8 +13,9 @@ from typing import Any
 import reflex as rx
 
 from bpflow.access import Caller
-from bpflow.backend import get_store
+from bpflow.backend import store_for
 from bpflow.interactions import SIGNIN_TEMPLATE
+from bpflow.store import Store
 from bpflow_app.drawing import Drawing, draw
 from bpflow_app.session import SessionState
 from engine.errors import BpflowError, DefinitionError
@@ -54,8 +55,8 @@ class StatLine:
     skipped: int = 0
 
 
-def template_lines() -> list[TemplateLine]:
-    store = get_store()
+def template_lines(store: Store) -> list[TemplateLine]:
+    """The templates of `store`'s tenant (an admin's own: `store_for(caller)`)."""
     retired = store.retired_templates()
     out = []
     for name, versions in sorted(store.template_versions().items()):
@@ -91,11 +92,11 @@ class TemplatesState(SessionState):
     asked: str = ""  # the template whose retirement (or restoring) waits for a confirmation
     asked_retire: bool = True  # retire it (else restore it)
 
-    def _as_admin(self, step: Callable[[], Any]) -> Any:
-        return self._guarded(lambda _: step(), admin=True)
+    def _as_admin(self, step: Callable[[Store], Any]) -> Any:
+        """`step(store)` for a signed-in admin, on the store of their tenant."""
+        return self._guarded(lambda caller: step(store_for(caller)), admin=True)
 
-    def _choose(self, name: str, version: int | None) -> None:
-        store = get_store()
+    def _choose(self, store: Store, name: str, version: int | None) -> None:
         number, t = store.template(name, version)
         self.name, self.version = name, number
         nested = {cid: node.weak for cid, node in t.plan.nodes.items() if node.weak}
@@ -105,12 +106,14 @@ class TemplatesState(SessionState):
         self.stats = [StatLine(c, **counts) for c, counts in sorted(stats["circles"].items())]
         self.statuses = stats["instances"]
 
-    def _refresh(self) -> None:
-        self.items = template_lines()
+    def _refresh(self, store: Store) -> None:
+        self.items = template_lines(store)
+        if self.name and not any(t.name == self.name for t in self.items):
+            self.name, self.version = "", 0  # chosen in another session (or tenant)
         if not self.name and self.items:
             self.name = self.items[0].name
         if self.name:
-            self._choose(self.name, self.version or None)
+            self._choose(store, self.name, self.version or None)
         self.loading = False
 
     @rx.event
@@ -121,14 +124,15 @@ class TemplatesState(SessionState):
 
     @rx.event
     def choose(self, name: str, version: int):
-        return self._as_admin(lambda: self._choose(name, version))
+        return self._as_admin(lambda store: self._choose(store, name, version))
 
     @rx.event
     def paste(self, form_data: dict[str, Any]):
         self.busy = True
         yield
         try:
-            yield self._as_admin(lambda: self._store(str(form_data.get("body") or "")))
+            yield self._as_admin(lambda store: self._store(store,
+                                                           str(form_data.get("body") or "")))
         finally:
             self.busy = False
 
@@ -143,15 +147,16 @@ class TemplatesState(SessionState):
             if len(data) > MAX_UPLOAD:
                 yield rx.toast.error("That file is too large for a template")
                 return
-            yield self._as_admin(lambda: self._store(data.decode("utf-8", errors="replace")))
+            yield self._as_admin(lambda store: self._store(
+                store, data.decode("utf-8", errors="replace")))
         finally:
             self.busy = False
 
-    def _store(self, text: str):
+    def _store(self, store: Store, text: str):
         self.errors, self.outcome = [], ""
         try:
             body = parse_body(text)
-            version, created = get_store().put_template(body)
+            version, created = store.put_template(body)
         except DefinitionError as exc:
             self.errors = [ErrorLine(e["code"], e["path"] or "/", e["message"])
                            for e in exc.errors]
@@ -162,7 +167,7 @@ class TemplatesState(SessionState):
         self.outcome = (f"Stored {name} version {version}" if created else
                         f"Identical to {name} version {version}; nothing was stored")
         self.name, self.version = name, version
-        self._refresh()
+        self._refresh(store)
         return rx.toast.success(self.outcome)
 
     @rx.event
@@ -181,7 +186,7 @@ class TemplatesState(SessionState):
         return self._guarded(lambda caller: self._retire(caller, name, retire), admin=True)
 
     def _retire(self, caller: Caller, name: str, retire: bool):
-        store = get_store()
+        store = store_for(caller)
         if retire and name == SIGNIN_TEMPLATE:
             return rx.toast.error("Signing in starts this flow: it cannot be retired")
         try:
@@ -191,6 +196,6 @@ class TemplatesState(SessionState):
                 store.restore_template(name)
         except BpflowError as exc:
             return rx.toast.error(str(exc))
-        self._refresh()
+        self._refresh(store)
         return rx.toast.success(f"Retired {name}: it can no longer be started" if retire
                                 else f"Restored {name}: it can be started again")

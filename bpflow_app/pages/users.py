@@ -12,7 +12,7 @@ from typing import Any
 import reflex as rx
 
 from bpflow.access import ROLES, USER, Caller, own_account_kept, valid_roles
-from bpflow.backend import get_store
+from bpflow.backend import store_for
 from bpflow.errors import BpflowError
 from bpflow.security import normal_username, username_problem
 from bpflow_app.boxview import clock_text
@@ -59,16 +59,17 @@ class UsersState(SessionState):
     roles_error: str = ""
     disabling: str = ""  # whose disabling waits for a confirmation
 
-    def _fetch(self) -> None:
+    def _fetch(self, caller: Caller) -> None:
+        """The users of the admin's tenant (admins administer their tenant only)."""
         self.users = [UserLine(u["username"], ", ".join(u["roles"]), clock_text(u["created_at"]),
                                clock_text(u["disabled_at"]))
-                      for u in get_store().list_users()]
+                      for u in store_for(caller).list_users()]
 
     @rx.event
     def load(self):
         if self._visitor() is None:
             return None
-        return self._guarded(lambda _: self._fetch(), admin=True)
+        return self._guarded(self._fetch, admin=True)
 
     @rx.event
     def add(self, form_data: dict[str, Any]):
@@ -80,9 +81,9 @@ class UsersState(SessionState):
             self.busy = False
 
     def _add(self, form_data: dict[str, Any]):
-        return self._guarded(lambda _: self._add_user(form_data), admin=True)
+        return self._guarded(lambda caller: self._add_user(caller, form_data), admin=True)
 
-    def _add_user(self, form_data: dict[str, Any]):
+    def _add_user(self, caller: Caller, form_data: dict[str, Any]):
         name = str(form_data.get("username") or "").strip()
         password = str(form_data.get("password") or "")
         roles = role_list(str(form_data.get("role") or USER))
@@ -97,11 +98,11 @@ class UsersState(SessionState):
             self.errors = {"role": sentence(exc)}
             return rx.toast.error("Please check the roles")
         try:
-            get_store().add_user(name, password, roles)
+            store_for(caller).add_user(name, password, roles)  # in the admin's tenant
         except ValueError as exc:
             self.errors = {"username": str(exc)}
             return rx.toast.error(str(exc))
-        self._fetch()
+        self._fetch(caller)
         return [rx.toast.success(f"Added {name}"), rx.set_value("new-username", ""),
                 rx.set_value("new-password", "")]
 
@@ -128,12 +129,12 @@ class UsersState(SessionState):
     def _set_roles(self, caller: Caller, username: str, roles: list[str]):
         try:
             own_account_kept(caller, username, roles)
-            stored = get_store().set_roles(username, roles)
+            stored = store_for(caller).set_roles(username, roles)
         except (ValueError, BpflowError) as exc:
             self.roles_error = sentence(exc)
             return rx.toast.error(self.roles_error)
         self.editing, self.roles_error = "", ""
-        self._fetch()
+        self._fetch(caller)
         return rx.toast.success(f"{username} now has the roles {', '.join(stored)}")
 
     @rx.event
@@ -157,10 +158,10 @@ class UsersState(SessionState):
     def _disable(self, caller: Caller, username: str):
         try:
             own_account_kept(caller, username, disable=True)
-            changed = get_store().disable_user(username)
+            changed = store_for(caller).disable_user(username)
         except BpflowError as exc:
             return rx.toast.error(sentence(exc))
-        self._fetch()
+        self._fetch(caller)
         return rx.toast.success(f"Disabled {username}" if changed
                                 else f"{username} was disabled already")
 
