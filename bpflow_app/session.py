@@ -18,7 +18,7 @@ from typing import Any
 
 import reflex as rx
 
-from bpflow.access import Caller, require_admin
+from bpflow.access import DEFAULT_TENANT, Caller, require_admin
 from bpflow.auth import current, verify_token
 from bpflow.backend import get_store
 from bpflow.errors import Forbidden, Unauthorized
@@ -64,6 +64,13 @@ class SessionState(rx.State):
         """Names this sign-in (a digest of its token, which every sign-in renews): the
         frame shows a page only once its data was loaded for this very session."""
         return hashlib.sha256(self.token.encode()).hexdigest()[:16] if self.token else ""
+
+    @rx.var
+    def organisation(self) -> str:
+        """The signed-in user's tenant, for the header; empty for `default` (a single
+        organisation never sees the concept, SPEC §12)."""
+        caller = token_caller(self.token)
+        return caller.tenant if caller and caller.tenant != DEFAULT_TENANT else ""
 
     @rx.var
     def is_admin(self) -> bool:

@@ -56,6 +56,14 @@ def outer_steps() -> rx.Component:
     )
 
 
+def tenant_name() -> rx.Component:
+    """The signed-in user's organisation, unless it is `default` (SPEC §12)."""
+    return rx.cond(SessionState.organisation != "",
+                   rx.badge(rx.icon("building-2", size=14), SessionState.organisation,
+                            variant="surface", size="2", id="tenant-name",
+                            aria_label="Organisation"))
+
+
 def navbar() -> rx.Component:
     user_menu = rx.menu.root(
         rx.menu.trigger(rx.button(rx.icon("circle-user", size=16), SessionState.username,
@@ -66,7 +74,8 @@ def navbar() -> rx.Component:
     )
     return rx.box(
         rx.flex(
-            rx.hstack(brand(), rx.box(outer_steps(), display=["none", "none", "block"]),
+            rx.hstack(brand(), tenant_name(),
+                      rx.box(outer_steps(), display=["none", "none", "block"]),
                       spacing="4", align="center"),
             rx.flex(*_links(), user_menu, spacing="4", align="center", wrap="wrap",
                     justify="end"),
