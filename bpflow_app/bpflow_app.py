@@ -12,7 +12,7 @@ from bpflow_app.frame_state import page_loads
 from bpflow_app.pages.flow import flow_page
 from bpflow_app.pages.flow_state import FlowState
 from bpflow_app.pages.flows import FlowsState, flows_page
-from bpflow_app.pages.guest import guest_page
+from bpflow_app.pages.guest import GuestState, guest_page
 from bpflow_app.pages.home import TAGLINE, index
 from bpflow_app.pages.inbox import inbox_page
 from bpflow_app.pages.inbox_state import InboxState
@@ -39,5 +39,8 @@ app.add_page(outer_circle(templates_page), route=routes.TEMPLATES, title="Templa
              on_load=page_loads(routes.TEMPLATES, TemplatesState.load))
 app.add_page(outer_circle(users_page), route=routes.USERS, title="Users · bpflow",
              on_load=page_loads(routes.USERS, UsersState.load))
-app.add_page(guest_page, route=routes.GUEST, title="Leave a message · bpflow")
+app.add_page(guest_page, route=routes.GUEST, title="Leave a message · bpflow",
+             on_load=GuestState.load)
+app.add_page(guest_page, route=routes.GUEST_TENANT, title="Leave a message · bpflow",
+             on_load=GuestState.load)
 app.add_page(register_page, route=routes.REGISTER, title="Create an account · bpflow")

@@ -9,9 +9,15 @@ FLOWS = "/flows"
 FLOW = "/flow/[id]"
 INBOX = "/inbox"
 GUEST = "/guest"
+GUEST_TENANT = "/guest/[tenant]"  # a tenant's guest page (SPEC §12)
 TEMPLATES = "/templates"
 USERS = "/users"
 REGISTER = "/register"
+
+
+def guest(tenant: str) -> str:
+    """The guest page of a tenant's administrators."""
+    return f"/guest/{tenant}"
 
 
 def flow(instance_id: Any) -> Any:

@@ -1,9 +1,13 @@
 """The guest page (`/guest`): anyone leaves a message for the administrators, without an
-account. Messages are limited per client; the page says how long to wait."""
+account. Messages are limited per client; the page says how long to wait.
+
+`/guest` writes to the administrators of the tenant `default`, `/guest/{tenant}` to those
+of that tenant (SPEC §12); an unknown tenant's page says so and has no form."""
 
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import unquote
 
 import reflex as rx
 
@@ -11,6 +15,8 @@ from bpflow.backend import get_store
 from bpflow.errors import RateLimited
 from bpflow.forms import FormError
 from bpflow.mailbox import GUEST_LIMITS, Mailbox
+from bpflow.store.tables import DEFAULT_TENANT
+from bpflow.store.tenants import valid_tenant
 from bpflow_app.components.frame import public_frame
 
 LABELS = {"name": "Your name", "subject": "Subject", "body": "Message"}
@@ -38,11 +44,39 @@ def friendly(errors: dict[str, str], data: dict[str, str] | None = None) -> dict
     return out
 
 
+def page_tenant(path: str) -> str:
+    """The tenant a guest page writes to: `default` for `/guest`, the last segment of
+    `/guest/{tenant}` (behind any frontend path), as given."""
+    parts = [p for p in path.split("/") if p]
+    if len(parts) >= 2 and parts[-2] == "guest":
+        return unquote(parts[-1])[:100]
+    return DEFAULT_TENANT
+
+
+def known_tenant(name: str) -> str | None:
+    """The tenant of that name as stored, or None when there is none."""
+    try:
+        name = valid_tenant(name)
+    except ValueError:
+        return None
+    return name if get_store().has_tenant(name) else None
+
+
 class GuestState(rx.State):
     errors: dict[str, str] = {}
     limited: str = ""
     sent: bool = False
     busy: bool = False
+    org: str = DEFAULT_TENANT  # the tenant whose administrators the page writes to
+    unknown: bool = False  # the page's tenant does not exist
+
+    @rx.event
+    def load(self):
+        """Which tenant the page is for (its path), the form afresh."""
+        name = page_tenant(self.router.url.path)
+        found = known_tenant(name)
+        self.org, self.unknown = found or name, found is None
+        self.sent, self.errors, self.limited = False, {}, ""
 
     @rx.event
     def send(self, form_data: dict[str, Any]):
@@ -56,9 +90,13 @@ class GuestState(rx.State):
     def _send(self, form_data: dict[str, Any]):
         data = {k: str(form_data.get(k) or "") for k in ("name", "subject", "body")}
         client = self.router.session.client_ip or self.router.session.client_token
+        tenant = known_tenant(self.org)
+        if tenant is None:
+            self.unknown = True
+            return rx.toast.error("There is no such organisation", id=TOAST)
         try:
-            Mailbox(get_store()).guest_message(data["name"], data["subject"], data["body"],
-                                               client)
+            Mailbox(get_store().of(tenant)).guest_message(data["name"], data["subject"],
+                                                          data["body"], client)
         except FormError as exc:
             self.errors = friendly(exc.errors, data)
             return rx.toast.error("Please check the form", id=TOAST)
@@ -120,13 +158,27 @@ def _done() -> rx.Component:
     )
 
 
+def _unknown() -> rx.Component:
+    return rx.callout(
+        rx.text("There is no organisation named \u201c", GuestState.org,
+                "\u201d here. Check the address you were given."),
+        icon="circle-alert", color_scheme="amber", width="100%", id="guest-unknown",
+        role="alert")
+
+
 def guest_page() -> rx.Component:
+    """`/guest` and `/guest/[tenant]` (the same page; its load says which tenant)."""
     return public_frame(
         rx.vstack(
             rx.heading("Leave a message", size="7", as_="h1"),
+            rx.cond(GuestState.org != DEFAULT_TENANT,
+                    rx.text("To the administrators of ", rx.text.strong(GuestState.org),
+                            id="guest-tenant")),
             rx.text("No account needed. The administrators read these in their inbox.",
                     color_scheme="gray"),
-            rx.card(rx.cond(GuestState.sent, _done(), _form()), width="100%", size="3"),
+            rx.cond(GuestState.unknown, _unknown(),
+                    rx.card(rx.cond(GuestState.sent, _done(), _form()), width="100%",
+                            size="3")),
             spacing="4", width="100%",
         ),
     )
