@@ -316,7 +316,7 @@ def seed_demo(url: str | None) -> int:
     from bpflow.store import Store
     store = Store(url)
     try:
-        if any(store.user(name) for name in DEMO_USERS) or store.has_users():
+        if any(store.username_taken(name) for name in DEMO_USERS) or store.has_users():
             print("users exist already: no demo users added")
             return EXIT_OK
         lines = []
