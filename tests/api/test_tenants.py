@@ -133,8 +133,10 @@ class Client:
         return issue_token(self.store.of(tenant).user(who), SECRET)
 
     def __call__(self, method: str, path: str, body: Any = None, token: str | None = None,
-                 client: str | None = None) -> httpx.Response:
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
+                 client: str | None = None, headers: dict[str, str] | None = None
+                 ) -> httpx.Response:
+        headers = {**({"Authorization": f"Bearer {token}"} if token else {}),
+                   **(headers or {})}
         address = client or f"10.0.{next(self.clients) % 250}.1"
 
         async def send():
@@ -447,19 +449,34 @@ def test_the_token_names_the_tenant_and_a_changed_claim_is_refused(store):
     assert call("POST", "/api/templates", only("x"), forged).status_code == 401
 
 
-def test_quotas_answer_429_and_413_with_clear_messages(store):
+@pytest.mark.parametrize("short_path", [True, False], ids=["short-path", "routes"])
+def test_quotas_answer_429_and_413_with_clear_messages(store, short_path):
     build_world(store)
     acme = store.of("acme")
-    call = Client(store, create_app(lambda: store))
+    app = create_app(lambda: store)
+    if not short_path:
+        app.hot = None
+    call = Client(store, app)
     zed, boss = call.token("acme", "zed"), call.token("acme", "boss")
     alice = call.token("default", "alice")
     running = acme.usage()["instances"]
     acme.set_quotas({"instances": running + 1, "templates": acme.usage()["templates"],
                      "variables_bytes": 64})
-    assert call("POST", "/api/instances", {"template": "simple"}, zed).status_code == 201
+    first = call("POST", "/api/instances", {"template": "simple"}, zed,
+                 headers={"Idempotency-Key": "k1"})
+    assert first.status_code == 201
     r = call("POST", "/api/instances", {"template": "simple"}, zed)
     assert r.status_code == 429, r.text
     assert "quota" in r.json()["detail"] and "acme" in r.json()["detail"]
+    assert acme.usage()["instances"] == running + 1
+    # the same Idempotency-Key answers the first instance, quota or not
+    again = call("POST", "/api/instances", {"template": "simple"}, zed,
+                 headers={"Idempotency-Key": "k1"})
+    assert again.status_code == 200 and again.json()["id"] == first.json()["id"]
+    # finishing one makes room again
+    assert call("POST", f"/api/instances/{first.json()['id']}/abort", {"reason": "x"}, zed
+                ).status_code == 200
+    assert call("POST", "/api/instances", {"template": "simple"}, zed).status_code == 201
     # default has no quota: its starts go on
     assert call("POST", "/api/instances", {"template": "simple"}, alice).status_code == 201
     # templates: a new version of a known name is fine, a new name is not
