@@ -124,7 +124,13 @@ class TemplatesState(SessionState):
 
     @rx.event
     def choose(self, name: str, version: int):
-        return self._as_admin(lambda store: self._choose(store, name, version))
+        def choose(store: Store):
+            try:
+                self._choose(store, name, version)
+            except BpflowError as exc:  # gone meanwhile (or never this tenant's)
+                return rx.toast.error(str(exc))
+            return None
+        return self._as_admin(choose)
 
     @rx.event
     def paste(self, form_data: dict[str, Any]):
