@@ -258,9 +258,6 @@ def test_an_admins_delegate_dialog_offers_the_tenants_people_only(world, page, t
     assert set(inbox.delegates) <= world.users[tenant]
 
 
-@pytest.mark.xfail(strict=True, reason="bpflow.work.delegates makes a Caller of each "
-                   "list_users row, which has no tenant: every account counts as the "
-                   "default tenant's, so access.may_delegate refuses them all outside it")
 def test_an_acme_admin_may_hand_a_task_to_acmes_people(world, page):
     inbox = page(InboxState, "acmeadmin", ACME)
     inbox.ask_delegate(world.claims[ACME], "review", "review")
@@ -353,3 +350,15 @@ def test_an_unknown_tenants_guest_page_says_so(world, make_state, path):
     assert state.unknown and state.org
     events = run(state.send({"name": "Gus", "subject": "lost", "body": "hi"}))
     assert not state.sent and "no such organisation" in str(events)
+
+
+def test_the_frame_forgets_an_outer_flow_of_another_tenant(world, page):
+    root_outer = world.store.latest_instance("signin", world.store.user("root")["id"],
+                                             ("running",))
+    acme = world.view(ACME)
+    own = acme.latest_instance("signin", acme.user("acmeadmin")["id"], ("running",))
+    assert root_outer and own and root_outer != own
+    frame = page(FrameState, "acmeadmin", ACME)
+    frame.outer = root_outer  # this browser's last session was root's
+    frame.load()
+    assert frame.outer == own and frame.main_state == "success"
