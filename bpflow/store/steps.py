@@ -16,6 +16,7 @@ import asyncio
 import hashlib
 import hmac
 import sqlite3
+import threading
 from collections.abc import Awaitable, Callable, Generator
 from concurrent.futures import Future
 from typing import Any, TypeVar
@@ -32,6 +33,10 @@ from engine.model import Template
 from engine.runtime import Engine
 
 T = TypeVar("T")
+# (database, tenant) -> the lock its starts take while a running-instances quota applies:
+# the quota's count and the insert are then one at a time in this process (SPEC §12)
+_QUOTA_LOCKS: dict[tuple[int, str], threading.Lock] = {}
+_QUOTA_LOCKS_GUARD = threading.Lock()
 Op = Callable[[Engine, Instance], T]
 Attempts = Generator[tuple[Callable[..., Any], Callable[..., Awaitable[Any]], tuple], Any, T]
 
@@ -58,6 +63,15 @@ class Steps:
         With `instance_id` (`keyed_id`: an idempotent start), an instance of that id that
         exists already is answered with `AlreadyStarted`, however close together the two
         starts came."""
+        lock = self._quota_lock()
+        if lock is None:
+            return self._start(name, inputs, user, version, instance_id, admit)
+        with lock:  # the quota's count and the insert, one start at a time
+            return self._start(name, inputs, user, version, instance_id, admit)
+
+    def _start(self, name: str, inputs: dict[str, Any] | None, user: dict[str, Any] | None,
+               version: int | None, instance_id: str | None,
+               admit: Callable[[dict[str, Any]], None] | None) -> Instance:
         row = self._startable_row(name, version, admit)
         loaded, new = self._new_instance(row, inputs, user, instance_id)
         try:
@@ -66,6 +80,14 @@ class Steps:
             self._taken(instance_id, exc)
         return self._begun(loaded, new)
 
+    def _quota_lock(self) -> threading.Lock | None:
+        """The lock of this tenant's starts while it has a running-instances quota."""
+        if self.tenant is None or self.quotas().get("instances") is None:
+            return None
+        key = (id(self.db), self.tenant)
+        with _QUOTA_LOCKS_GUARD:
+            return _QUOTA_LOCKS.setdefault(key, threading.Lock())
+
     async def start_async(self, name: str, inputs: dict[str, Any] | None = None,
                           user: dict[str, Any] | None = None,
                           version: int | None = None, instance_id: str | None = None,
@@ -73,7 +95,11 @@ class Steps:
                           ) -> Instance:
         """`start` for an event loop: the commit is awaited, not blocked on. A template
         not analysed yet in this process, or whose first steps may evaluate expressions,
-        starts on a thread."""
+        starts on a thread, as does a start of a tenant with a running-instances quota
+        (under its lock: `start`)."""
+        if self._quota_lock() is not None:
+            return await asyncio.to_thread(self.start, name, inputs, user, version,
+                                           instance_id, admit)
         row = self._startable_row(name, version, admit)  # read once: the only lookup
         built = self._built(row)
         if built is None or self.evaluates(built):
