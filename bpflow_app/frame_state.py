@@ -143,18 +143,25 @@ class FrameState(SessionState):
 
     def _main_state(self, caller: Caller) -> str:
         """The state of the `main` circle of the caller's own outer flow (in their
-        tenant: an outer flow id of another tenant's is not found)."""
+        tenant). The one this browser remembers, unless it is not theirs (another
+        account, or another tenant's, which is not found): then their latest."""
         store = store_for(caller)
-        outer = self.outer or store.latest_instance(SIGNIN_TEMPLATE, caller.id,
-                                                    OUTER_STATUSES)
-        try:
-            inst = store.get(outer) if outer else None
-        except BpflowError:
-            inst = None
-        if inst is None or inst.user.get("id") != caller.id:
+        inst = self._own_outer(store, caller, self.outer) if self.outer else None
+        if inst is None:
+            inst = self._own_outer(store, caller, store.latest_instance(
+                SIGNIN_TEMPLATE, caller.id, OUTER_STATUSES))
+        if inst is None:
             return "waiting"
         self.outer = inst.id
         return inst.circles["main"].state if "main" in inst.circles else "waiting"
+
+    @staticmethod
+    def _own_outer(store: Any, caller: Caller, outer: str | None) -> Any:
+        try:
+            inst = store.get(outer) if outer else None
+        except BpflowError:
+            return None
+        return inst if inst is not None and inst.user.get("id") == caller.id else None
 
 
 # The on_load handlers of each signed-in route: the page's own, then the frame's.

@@ -17,7 +17,7 @@ import pytest
 
 from bpflow import backend
 from bpflow.auth import issue_token
-from bpflow.interactions import Interactions
+from bpflow.interactions import OUTER_STATUSES, Interactions
 from bpflow.mailbox import Mailbox
 from bpflow.store import Store
 from bpflow.tenancy import create_tenant
@@ -255,7 +255,11 @@ def test_an_admins_delegate_dialog_offers_the_tenants_people_only(world, page, t
                                                                   admin):
     inbox = page(InboxState, admin, tenant)
     inbox.ask_delegate(world.claims[tenant], "review", "review")
-    assert set(inbox.delegates) <= world.users[tenant]
+    assert set(inbox.delegates) == world.users[tenant]  # anyone of theirs, nobody else
+    inbox.set_delegate_to(next(iter(world.users[OTHER[tenant]])))
+    run(inbox.delegate())  # a name of the other tenant's (a forged choice) is refused
+    assert world.view(tenant).get(world.claims[tenant]).circles["review"].task[
+        "assignee"] is None
 
 
 def test_an_acme_admin_may_hand_a_task_to_acmes_people(world, page):
@@ -354,9 +358,9 @@ def test_an_unknown_tenants_guest_page_says_so(world, make_state, path):
 
 def test_the_frame_forgets_an_outer_flow_of_another_tenant(world, page):
     root_outer = world.store.latest_instance("signin", world.store.user("root")["id"],
-                                             ("running",))
+                                             OUTER_STATUSES)
     acme = world.view(ACME)
-    own = acme.latest_instance("signin", acme.user("acmeadmin")["id"], ("running",))
+    own = acme.latest_instance("signin", acme.user("acmeadmin")["id"], OUTER_STATUSES)
     assert root_outer and own and root_outer != own
     frame = page(FrameState, "acmeadmin", ACME)
     frame.outer = root_outer  # this browser's last session was root's
