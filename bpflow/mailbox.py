@@ -21,7 +21,7 @@ from typing import Any
 
 from bpflow import access
 from bpflow.access import Caller
-from bpflow.errors import Conflict, NotFound, Tampered
+from bpflow.errors import Conflict, NotFound, StorageQuotaExceeded, Tampered
 from bpflow.forms import FormError
 from bpflow.security import derive
 from bpflow.store import Store
@@ -133,7 +133,11 @@ class Mailbox:
             self._send_back(row, caller, comment)
         else:
             self.store.record_decision(mail_id, decision, comment, self._decision_signature)
-            self.settle(row.instance_id, row.circle, by=caller.username)
+            try:
+                self.settle(row.instance_id, row.circle, by=caller.username)
+            except StorageQuotaExceeded:  # the step stored nothing: neither does the mail
+                self.store.undo_decision(mail_id, decision)
+                raise
         return self.describe(self.store.mail(mail_id))
 
     def _send_back(self, row, caller: Caller, comment: str) -> None:

@@ -92,6 +92,15 @@ class MailRows:
             conn.execute(update(mail_t).where(mail_t.c.id == mail_id).values(
                 decision_signature=sign(fresh)))
 
+    def undo_decision(self, mail_id: int, decision: str) -> None:
+        """Take back a decision `record_decision` just stored, whose step the store then
+        refused (a tenant's variables quota): the approval is undecided again."""
+        with self.db.begin() as conn:
+            conn.execute(update(mail_t).where(
+                self._here(mail_t), mail_t.c.id == mail_id, mail_t.c.decision == decision
+            ).values(decision=None, comment=None, decision_signature=None,
+                     updated_at=self.clock()))
+
     def mail(self, mail_id: int) -> MailRow | None:
         with self.reader() as conn:
             return conn.execute(select(mail_t).where(self._here(mail_t),

@@ -561,3 +561,34 @@ def test_guest_messages_reach_their_tenants_admins_only(store):
                 ).status_code == 201
     assert call("POST", "/api/guest/acme/messages", note, client="10.1.1.2"
                 ).status_code == 201
+
+
+def test_a_decision_past_the_variables_quota_stores_nothing(store):
+    """An approval whose decision would store more variables than the tenant allows: 413,
+    and the mail stays undecided (not decided with the instance unmoved, which left the
+    approval stuck: every retry 409 'already approved')."""
+    acme = store.of(store.add_tenant("acme"))
+    acme.add_user("zed", "pw-zed", ["user"])
+    acme.add_user("zoe", "pw-zoe", ["approver"])
+    acme.put_template({"name": "ask", "circles": [
+        {"uri": "ok", "box": {"action": {"type": "approval", "to": "zoe", "subject": "s"}}},
+        {"uri": "end", "deps": [["ok"]]}]})
+    inst = acme.start("ask", {}, acme.user("zed"))
+    Worker(store).run_once()
+    acme.set_quotas({"variables_bytes": 150})
+    call = Client(store, create_app(lambda: store))
+    zoe = call.token("acme", "zoe")
+    [mail] = call("GET", "/api/mailbox?kind=approval", None, zoe).json()
+    r = call("POST", f"/api/mailbox/{mail['id']}/decision",
+             {"decision": "approved", "comment": "c" * 300}, zoe)
+    assert r.status_code == 413, r.text
+    assert "acme" in r.json()["detail"]
+    [again] = call("GET", "/api/mailbox?kind=approval", None, zoe).json()
+    assert again["decision"] is None and again["comment"] in (None, "")
+    assert acme.get(inst.id).circles["ok"].state == "waiting"
+    Worker(store).run_once()  # the worker's look at decided mail changes nothing either
+    r = call("POST", f"/api/mailbox/{mail['id']}/decision",
+             {"decision": "approved", "comment": "ok"}, zoe)
+    assert r.status_code == 200, r.text
+    assert r.json()["decision"] == "approved" and r.json()["signature_ok"]
+    assert acme.get(inst.id).circles["ok"].state == "success"
