@@ -194,7 +194,7 @@ class Interactions:
             return self.store.apply(existing, lambda e, i: (
                 e.record(i, "signed_in_again", data={"username": username},
                          actor=username), i)[1])
-        inst = self.store.start(SIGNIN_TEMPLATE, {}, user)
+        inst = self.store.start(SIGNIN_TEMPLATE, {}, user, quota=False)  # the app's frame
         return self.submit(inst.id, "auth", self.store.engine.bookmark(inst, "auth"),
                            {"username": username, "password": password}, username, client)
 

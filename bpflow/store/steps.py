@@ -55,24 +55,27 @@ class Steps:
     def start(self, name: str, inputs: dict[str, Any] | None = None,
               user: dict[str, Any] | None = None, version: int | None = None,
               instance_id: str | None = None,
-              admit: Callable[[dict[str, Any]], None] | None = None) -> Instance:
+              admit: Callable[[dict[str, Any]], None] | None = None,
+              quota: bool = True) -> Instance:
         """A new instance of the template version (latest unless named), started.
 
         `admit` is given the version's body first and raises to refuse the start (who may
         start it: `bpflow.access.startable`); a retired template is refused (Conflict).
         With `instance_id` (`keyed_id`: an idempotent start), an instance of that id that
         exists already is answered with `AlreadyStarted`, however close together the two
-        starts came."""
-        lock = self._quota_lock()
+        starts came. `quota=False`: not counted against the tenant's running-instances
+        quota (the app's own frame, `signin`: signing in is never refused for it)."""
+        lock = self._quota_lock() if quota else None
         if lock is None:
-            return self._start(name, inputs, user, version, instance_id, admit)
+            return self._start(name, inputs, user, version, instance_id, admit, quota)
         with lock:  # the quota's count and the insert, one start at a time
-            return self._start(name, inputs, user, version, instance_id, admit)
+            return self._start(name, inputs, user, version, instance_id, admit, quota)
 
     def _start(self, name: str, inputs: dict[str, Any] | None, user: dict[str, Any] | None,
                version: int | None, instance_id: str | None,
-               admit: Callable[[dict[str, Any]], None] | None) -> Instance:
-        row = self._startable_row(name, version, admit)
+               admit: Callable[[dict[str, Any]], None] | None,
+               quota: bool = True) -> Instance:
+        row = self._startable_row(name, version, admit, quota)
         loaded, new = self._new_instance(row, inputs, user, instance_id)
         try:
             self.writer.insert(new)
@@ -121,9 +124,10 @@ class Steps:
         return hmac.new(secret, f"{user_id}:{key}".encode(), hashlib.sha256).hexdigest()[:32]
 
     def _startable_row(self, name: str, version: int | None,
-                       admit: Callable[[dict[str, Any]], None] | None):
+                       admit: Callable[[dict[str, Any]], None] | None, quota: bool = True):
         row = self._version_row(name, version)
-        self._admit_instance()
+        if quota:
+            self._admit_instance()
         if self.is_retired(name):
             raise Conflict(f"template '{name}' is retired: it cannot be started (running"
                            " instances go on)")

@@ -592,3 +592,20 @@ def test_a_decision_past_the_variables_quota_stores_nothing(store):
     assert r.status_code == 200, r.text
     assert r.json()["decision"] == "approved" and r.json()["signature_ok"]
     assert acme.get(inst.id).circles["ok"].state == "success"
+
+
+def test_the_instances_quota_never_refuses_a_sign_in(store):
+    """The app's frame (`signin`) is not a business flow: a tenant at its running-instances
+    quota still lets a user sign in for the first time (it was refused: QuotaExceeded)."""
+    from bpflow.errors import QuotaExceeded
+    from bpflow.interactions import Interactions
+    from bpflow.tenancy import create_tenant
+    acme = create_tenant(store, "acme", "boss", "pw-boss")
+    acme.add_user("zoe", "pw-zoe", ["user"])
+    acme.put_template(simple("s"))
+    acme.set_quotas({"instances": 1})
+    acme.start("simple", {}, acme.user("boss"))
+    assert Interactions(store).sign_in("zoe", "pw-zoe", "10.0.0.1").status == "completed"
+    with pytest.raises(QuotaExceeded):
+        acme.start("simple", {}, acme.user("zoe"))
+    assert acme.usage()["instances"] == 1
