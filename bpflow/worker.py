@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bpflow.actions import HANDLERS, ActionContext, Outcome, shown_data
-from bpflow.errors import NotFound
+from bpflow.errors import NotFound, StorageQuotaExceeded
 from bpflow.mailbox import Mailbox
 from bpflow.store import Store
 from engine.errors import BpflowError, VariableError
@@ -88,14 +88,22 @@ class Worker:
                     self.store.apply(instance_id, lambda e, i, job=job, o=outcome: e.mark_pending(
                         i, job.circle, job.bookmark, o.pending or {}, "worker"))
                 elif outcome.ok:
-                    self.store.complete(instance_id, job.circle, job.bookmark, outcome.result,
-                                        actor="worker")
+                    self._complete(instance_id, job, outcome.result)
                 else:
                     self.store.fail(instance_id, job.circle, job.bookmark, outcome.reason,
                                     actor="worker")
             except BpflowError as exc:  # someone else moved the circle meanwhile
                 log.info("instance %s circle %s: result dropped: %s", instance_id, job.circle,
                          exc)
+
+    def _complete(self, instance_id: str, job: Job, result: Any) -> None:
+        """The action's result, or, when storing it would pass the tenant's quota of
+        variables, the circle failed with that reason (run again, the action would only
+        be refused again: a payment sent twice)."""
+        try:
+            self.store.complete(instance_id, job.circle, job.bookmark, result, actor="worker")
+        except StorageQuotaExceeded as exc:
+            self.store.fail(instance_id, job.circle, job.bookmark, str(exc), actor="worker")
 
     def _run(self, ctx: ActionContext) -> Outcome:
         try:

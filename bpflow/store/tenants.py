@@ -138,5 +138,5 @@ class Tenants:
             size = len(orjson.dumps(variables, option=orjson.OPT_NON_STR_KEYS))
             if size > limit:
                 raise StorageQuotaExceeded(
-                    f"the instance's variables would take {size} bytes; tenant"
-                    f" '{self.tenant}' allows {limit}")
+                    f"the instance's variables would take {size} bytes; the quota of"
+                    f" tenant '{self.tenant}' allows {limit}")

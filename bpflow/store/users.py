@@ -142,7 +142,8 @@ class Users:
         if role is not None:
             return self.usernames(role)
         q = select(users_t.c.id, users_t.c.username, users_t.c.roles, users_t.c.created_at,
-                   users_t.c.disabled_at, users_t.c.tenant).where(self._here(users_t)).order_by(users_t.c.username)
+                   users_t.c.disabled_at, users_t.c.tenant).where(self._here(users_t)
+                                                                  ).order_by(users_t.c.username)
         with self.reader() as conn:
             return [{"id": r.id, "username": r.username, "roles": list(r.roles),
                      "created_at": r.created_at, "disabled_at": r.disabled_at,

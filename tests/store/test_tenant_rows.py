@@ -296,9 +296,6 @@ def test_the_instances_quota_holds_for_async_starts_at_the_same_moment(tmp_path)
         store.close()
 
 
-@pytest.mark.xfail(strict=False, reason="bpflow/worker.py drops a result the variables quota"
-                   " refuses (StorageQuotaExceeded is 'someone else moved the circle'), so"
-                   " the circle stays due and the worker runs the action again every batch")
 def test_an_action_result_past_the_variables_quota_fails_the_circle_once(tmp_path):
     """An HTTP action whose answer is larger than the tenant's variables quota: called once,
     the circle fails saying why (not re-sent at every batch of the worker)."""
