@@ -19,12 +19,13 @@ from bpflow.errors import RateLimited
 from bpflow.forms import FormError, validate
 from bpflow.mailbox import Mailbox
 from bpflow.store import Store
+from bpflow.store.tenants import FRAME_TEMPLATE
 from engine.errors import TransitionError, VariableError
 from engine.instance import Instance
 from engine.phase import action_started, approval
 from engine.runtime import Engine
 
-SIGNIN_TEMPLATE = "signin"
+SIGNIN_TEMPLATE = FRAME_TEMPLATE  # the outer flow (not counted in a tenant's quota)
 # The outer flows a sign-in continues: its `main` circle is the signed-in session, a marker
 # that succeeds with `auth`, so the user's outer flow is usually completed. Only a
 # terminated one is over (the next sign-in starts another).

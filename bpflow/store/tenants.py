@@ -26,6 +26,7 @@ QUOTAS = {  # quota name → what it bounds
     "variables_bytes": "bytes of variables one instance may store (JSON)",
 }
 QUOTA_TTL = 2.0  # seconds this process reuses its reading of a tenant's quotas
+FRAME_TEMPLATE = "signin"  # the app's outer flow (one per signed-in user): not counted
 
 
 def valid_tenant(name: str) -> str:
@@ -110,8 +111,8 @@ class Tenants:
         """What this store's tenant uses of what quotas bound."""
         with self.reader() as conn:
             running = conn.execute(select(func.count()).select_from(instances_t).where(
-                self._here(instances_t), instances_t.c.status.in_(sorted(ACTIVE | {"suspended"}))
-            )).scalar()
+                self._here(instances_t), instances_t.c.template != FRAME_TEMPLATE,
+                instances_t.c.status.in_(sorted(ACTIVE | {"suspended"})))).scalar()
             names = conn.execute(select(func.count(templates_t.c.name.distinct())).where(
                 self._here(templates_t))).scalar()
         return {"instances": int(running), "templates": int(names)}
