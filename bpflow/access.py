@@ -27,7 +27,7 @@ from engine.model import ROLE_NAME
 from engine.phase import action_started
 
 ADMIN, APPROVER, USER = "admin", "approver", "user"
-DEFAULT_TENANT = "default"  # a fresh install's one tenant (bpflow.store.tables has it too)
+DEFAULT_TENANT = "default"  # a fresh install's one tenant (SPEC §12)
 ROLES = (USER, APPROVER, ADMIN)  # built in; admins may name others (SPEC §6, §10)
 AUTOMATIC = frozenset({"http", "mail", "approval", "timer", "flow", "compute"})
 

@@ -24,6 +24,7 @@ from sqlalchemy import (
 )
 from sqlmodel import Field, SQLModel
 
+from bpflow.access import DEFAULT_TENANT
 from bpflow.store.connection import UTCDateTime
 
 
@@ -35,7 +36,6 @@ def _json(nullable: bool = True) -> Any:
     return Field(default=None, sa_column=Column(JSON, nullable=nullable))
 
 
-DEFAULT_TENANT = "default"
 
 
 def _tenant(index: bool = False) -> Any:

@@ -80,14 +80,13 @@ class Tenants:
 
     def set_quotas(self, quotas: dict[str, Any]) -> dict[str, int]:
         """Change this store's tenant's quotas (None removes one): the quotas as stored."""
-        changes = {k: v for k, v in quotas.items()}
-        valid_quotas(changes)
+        valid_quotas(quotas)  # refused before anything is read
         with self.db.begin() as conn:
             row = conn.execute(select(tenants_t.c.quotas).where(
                 tenants_t.c.name == self._owner())).first()
             if row is None:
                 raise NotFound(f"no tenant '{self.tenant}'")
-            merged = {**(row.quotas or {}), **changes}
+            merged = {**(row.quotas or {}), **quotas}
             stored = valid_quotas(merged)
             conn.execute(update(tenants_t).where(tenants_t.c.name == self.tenant)
                          .values(quotas=stored))

@@ -13,9 +13,10 @@ from bpflow.errors import NotFound
 from bpflow.mailbox import Mailbox
 from bpflow.store import Store
 from bpflow.store.tables import DEFAULT_TENANT
+from bpflow.store.tenants import TENANT_NAME
 
 router = APIRouter(prefix="/api/guest", tags=["guest"])
-TenantPath = Path(max_length=63, pattern=r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$",
+TenantPath = Path(max_length=63, pattern=f"^{TENANT_NAME.pattern}$",
                   description="the tenant whose admins read the message")
 
 
