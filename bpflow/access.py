@@ -10,8 +10,11 @@ nobody else tests role names.
 - A circle whose action bpflow runs (HTTP, mail, approval, timer, flow, compute) is
   completed or failed by hand only by an admin (an intervention); its form, while not yet
   sent, is the starter's to fill.
+- A circle waiting for a signal (`signal` action) is completed by a signal or by its
+  bookmark, sent by an admin or an `integration` user (the systems around bpflow).
 - Approval mail is decided by its addressee only; guest messages are read by admins.
-- Templates and users are administered by admins.
+- Templates, users, webhooks, the event feed, migrations and crowds are administered by
+  admins.
 """
 
 from __future__ import annotations
@@ -27,9 +30,10 @@ from engine.model import ROLE_NAME
 from engine.phase import action_started
 
 ADMIN, APPROVER, USER = "admin", "approver", "user"
+INTEGRATION = "integration"  # service accounts of the systems around bpflow (SPEC §11)
 DEFAULT_TENANT = "default"  # a fresh install's one tenant (SPEC §12)
 ROLES = (USER, APPROVER, ADMIN)  # built in; admins may name others (SPEC §6, §10)
-AUTOMATIC = frozenset({"http", "mail", "approval", "timer", "flow", "compute"})
+AUTOMATIC = frozenset({"http", "mail", "approval", "timer", "flow", "compute", "signal"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +78,16 @@ def is_admin(caller: Caller) -> bool:
 def require_admin(caller: Caller) -> None:
     if not caller.is_admin:
         raise Forbidden("only admins may do this")
+
+
+def may_signal(caller: Caller) -> bool:
+    """Send signals (SPEC §11): admins and `integration` users."""
+    return caller.is_admin or INTEGRATION in caller.roles
+
+
+def require_signaller(caller: Caller) -> None:
+    if not may_signal(caller):
+        raise Forbidden("only admins and integration users may send signals")
 
 
 def same_tenant(caller: Caller, inst: Instance) -> bool:
@@ -140,6 +154,8 @@ def may_drive(caller: Caller, inst: Instance, cid: str) -> bool:
     if caller.is_admin:
         return True
     box = inst.template.plan.nodes[cid].circle.box
+    if box.action_type == "signal":  # the outside world's, by its bookmark
+        return may_signal(caller)
     run = inst.circles[cid]
     task = run.task
     if task is not None and not action_started(run):

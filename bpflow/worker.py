@@ -49,6 +49,9 @@ class Worker:
         self.lease = lease
         self.handlers = handlers if handlers is not None else HANDLERS
         self.mailbox = Mailbox(self.store)
+        # what else a worker does each round besides due instances (expiry, webhook
+        # deliveries): each a callable answering how much it did (0: nothing to do)
+        self.duties: list[Callable[[Worker], int]] = []
 
     def run_once(self, limit: int = 200) -> int:
         """Work through one batch of due instances; returns how many were claimed.
@@ -158,9 +161,20 @@ class Worker:
             except Exception:  # the database may be briefly unavailable: keep going
                 log.exception("worker batch failed")
                 busy = 0
+            busy += self.run_duties()
             if not busy:
                 wake.wait(self._idle_wait(poll))
         self.store.on_due(None)
+
+    def run_duties(self) -> int:
+        """One round of every duty; a duty that fails is logged and tried next round."""
+        done = 0
+        for duty in self.duties:
+            try:
+                done += duty(self)
+            except Exception:
+                log.exception("worker duty %s failed", getattr(duty, "__name__", duty))
+        return done
 
     def _idle_wait(self, poll: float) -> float:
         """Sleep until the next due moment (at most `poll`); work already due but leased

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from engine import shape
@@ -122,6 +123,7 @@ def _analyze(body: Any, shared: _Shared, stack: tuple[str, ...]) -> Report:
         report.add("schema", pointer, message)
     name = body.get("name") if isinstance(body.get("name"), str) else None
     inputs = body.get("inputs") if isinstance(body.get("inputs"), dict) else None
+    stop_at = _stop_at(body.get("stop_at"), report)
     ctx = _Context(report, shared, stack + ((name or "?"),), inputs)
     circles = body.get("circles")
     kind = body.get("kind", "dag")
@@ -141,9 +143,25 @@ def _analyze(body: Any, shared: _Shared, stack: tuple[str, ...]) -> Report:
             report.template = Template(
                 name=name or "", flow=checked.flow, body=body, analysis=checked.analysis,
                 title=body.get("title", ""), description=body.get("description", ""),
-                kind=kind, inputs=dict(inputs or {}))
+                kind=kind, inputs=dict(inputs or {}), stop_at=stop_at)
     report.errors.sort(key=lambda e: (e["path"], e["code"]))
     return report
+
+
+def _stop_at(value: Any, report: Report) -> datetime | None:
+    """The template's `stop_at` as a time (SPEC §11): ISO 8601 with a time zone."""
+    if not isinstance(value, str):
+        return None  # absent (or not a string: the schema says so)
+    try:
+        at = datetime.fromisoformat(value)
+    except ValueError:
+        report.add("schema", "/stop_at", f"stop_at: {value!r} is not an ISO 8601 time")
+        return None
+    if at.tzinfo is None:
+        report.add("schema", "/stop_at", f"stop_at: {value!r} has no time zone (add Z or"
+                   " an offset such as +01:00)")
+        return None
+    return at.astimezone(UTC)
 
 
 def _check_flow(circles: list[Any], kind: Any, base: str,

@@ -41,6 +41,11 @@ def check_box(box: dict[str, Any]) -> Problems:
                       " never stored, so no other box could read them")
                      for i, f in enumerate(form) if isinstance(f, dict)
                      and f.get("type") == "password"]
+    if (isinstance(form, list) or "confirm" in box) and kind == "signal":
+        problems.append(("/form" if isinstance(form, list) else "/confirm",
+                         "a signal action waits for the outside world from the moment its"
+                         " circle is ready: it takes no form or confirmation (put them in the"
+                         " circle before)"))
     if isinstance(form, list) and kind in ("compute", "timer", "flow"):
         problems.append(("/form", f"a form cannot feed a {kind} action (it runs without"
                                   " anyone's input)"))
@@ -202,14 +207,33 @@ def _compute(action: dict[str, Any], box: dict[str, Any]) -> Problems:
             for k, v in outputs.items() if not isinstance(v, str)]
 
 
+SIGNAL_NAME = re.compile(r"[A-Za-z0-9_.:-]{1,100}\Z")
+
+
+def _signal(action: dict[str, Any], box: dict[str, Any]) -> Problems:
+    name = action.get("name")
+    problems: Problems = []
+    if not isinstance(name, str) or not SIGNAL_NAME.match(name):
+        problems.append(("/name", "a signal needs a name: 1 to 100 letters, digits and"
+                                  " _ . : -"))
+    key = action.get("key")
+    if key is not None and (isinstance(key, bool) or not isinstance(key, (str, int))):
+        problems.append(("/key", "a signal's key is a string (it may hold ${...}) or an"
+                                 " integer"))
+    elif isinstance(key, str) and len(key) > 300:
+        problems.append(("/key", "a signal's key is at most 300 characters"))
+    return problems
+
+
 ACTION_KEYS = {
     "http": {"method", "url", "headers", "json", "body", "timeout"},
     "approval": {"to", "quorum", "subject", "body", "data"},
     "mail": {"to", "subject", "body"}, "timer": {"delay", "cron"},
     "flow": {"template", "circles", "kind"}, "auth": set(), "compute": {"outputs"},
+    "signal": {"name", "key"},
 }
 CHECKS = {"http": _http, "approval": _approval, "mail": _mail, "timer": _timer, "flow": _flow,
-          "auth": _auth, "compute": _compute}
+          "auth": _auth, "compute": _compute, "signal": _signal}
 
 
 def _escape(key: Any) -> str:

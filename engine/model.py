@@ -8,6 +8,7 @@ needs to look a template up again.
 from __future__ import annotations
 
 import math
+from datetime import datetime
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -15,7 +16,7 @@ from typing import Any
 
 FIELD_TYPES = ("string", "text", "number", "integer", "boolean", "date", "email", "select",
                "password", "user")
-ACTION_TYPES = ("http", "approval", "mail", "timer", "flow", "auth", "compute")
+ACTION_TYPES = ("http", "approval", "mail", "timer", "flow", "auth", "compute", "signal")
 TIMEOUT_POLICIES = {"retry": "retry", "fail": "fail", "terminate": "terminate",
                     "escalate": "escalate",
                     "RETRY": "retry", "TIME_OUT_WF": "terminate", "FAIL": "fail"}
@@ -209,6 +210,10 @@ class Circle:
     flow: Flow | None = None  # set when the action is a nested flow
     assign: Assign | None = None  # who may act on its box (absent: the starter)
     due: float | None = None  # seconds after it became ready: the task's due time
+    # any JSON values, carried verbatim into the events of the circle becoming ready and
+    # leaving waiting (SPEC §11, Busybee's enter/leave actions); None when absent
+    enter: Any = field(default=None, compare=False, hash=False)
+    leave: Any = field(default=None, compare=False, hash=False)
 
     @property
     def is_task(self) -> bool:
@@ -242,6 +247,7 @@ class Template:
     description: str = ""
     kind: str = "dag"
     inputs: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
+    stop_at: datetime | None = None  # no starts after it; running instances expire then
 
     @cached_property
     def plan(self):  # -> engine.plan.Plan, built once per template
@@ -276,5 +282,6 @@ def build_flow(circles: list[dict[str, Any]], kind: str, terminal: str,
             flow=nested.get(raw["uri"]),
             assign=normalize_assign(raw["assign"]) if "assign" in raw else None,
             due=normalize_due(raw.get("due")),
+            enter=raw.get("enter"), leave=raw.get("leave"),
         ))
     return Flow(circles=tuple(built), terminal=terminal, name=name)

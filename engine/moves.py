@@ -79,6 +79,10 @@ def move_circle(inst: Instance, clock: Clock, cid: str, move: str, actor: str | 
         for key, value in changes.items():
             setattr(run, key, value)
     run.state = target
+    if target != WAITING:  # the circle leaves waiting: its `leave` goes with the event
+        leave = inst.template.plan.nodes[cid].circle.leave
+        if leave is not None:
+            data = {**(data or {}), "leave": leave}
     emit(inst, clock, event, actor, cid, before, run.snapshot(), data)
 
 

@@ -50,6 +50,7 @@ from engine.moves import (
 from engine.placeholders import lookup, substitute
 from engine.plan import Node, Plan
 from engine.readiness import BLOCKED, DEAD, PENDING, READY, SCHEDULED
+from engine.signals import MAX_KEY, key_text
 
 # The public names, some now defined next door, so importers of engine.runtime keep working.
 __all__ = ["ACTIVE", "BLOCKED", "CIRCLE_MOVES", "DEAD", "INPUT_TYPES", "INSTANCE_MOVES",
@@ -378,6 +379,8 @@ class Engine:
         run, circle, now = inst.circles[node.id], node.circle, self.clock()
         run.ready_at, run.next_attempt_at = now, None
         data = {"attempt": run.attempts + 1}
+        if circle.enter is not None:
+            data["enter"] = circle.enter
         emit(inst, self.clock, "circle_ready", actor, node.id, data=data)
         try:
             if circle.when is not None and not self._evaluate(inst, node.id, circle.when):
@@ -394,6 +397,14 @@ class Engine:
                 outputs = {k: self._evaluate(inst, node.id, src)
                            for k, src in action["outputs"].items()}
                 move_circle(inst, self.clock, node.id, "succeed", actor, result=outputs)
+            elif kind == "signal":  # waits from now on: a signal sent after this step meets it
+                key = key_text(self.render(inst, node.id, action.get("key")))
+                if len(key) > MAX_KEY:
+                    fail_circle(inst, self.clock, node.id, f"the signal's key is longer than"
+                                f" {MAX_KEY} characters", actor)
+                    return True
+                run.pending = {"signal": {"name": action["name"], "key": key}}
+                data["signal"] = run.pending["signal"]
             elif kind == "timer":
                 run.due_at = (now + timedelta(seconds=action["delay"]) if "delay" in action
                               else croniter(action["cron"], now).get_next(datetime))

@@ -30,9 +30,9 @@ INPUT_TYPES = ("string", "text", "number", "integer", "boolean", "date", "email"
                "array", "any")
 ROLE = re.compile(r"[a-z][a-z0-9_-]{0,39}\Z")  # a role name, as `starters` lists them
 MAX_STARTERS = 100
-TOP_KEYS = {"name", "title", "description", "kind", "inputs", "starters", "circles"}
+TOP_KEYS = {"name", "title", "description", "kind", "inputs", "starters", "stop_at", "circles"}
 CIRCLE_KEYS = {"uri", "description", "deps", "weak", "when", "box", "retry", "timeout", "assign",
-               "due"}
+               "due", "enter", "leave"}
 BOX_KEYS = {"form", "confirm", "action"}
 
 
@@ -112,6 +112,8 @@ def conforms(body: Any) -> bool:
     if "kind" in body and body["kind"] not in KINDS:
         return False
     if "starters" in body and not _roles(body["starters"]):
+        return False
+    if "stop_at" in body and not _string(body["stop_at"], 64):
         return False
     inputs = body.get("inputs", {})
     if type(inputs) is not dict or not all(

@@ -8,6 +8,10 @@ leases in one database (an SQLite file by default, PostgreSQL or any SQLAlchemy 
     queries.py     read-only lists and counts the API and the pages show
     mail.py        the mailbox table's rows
     leases.py      which instances have due work, and the workers' leases on them
+    signals.py     signals delivered to the circles waiting for them
+    feed.py        the event feed (read from the history), webhooks and deliveries
+    migrating.py   moving running instances between template versions
+    crowds.py      crowds: many instances started in one write, batch counts
     statements.py  the write path's SQL, each statement once, and its row layouts
     writing.py     the writer protocol and the SQLAlchemy writer
     sqlite_writer.py  the SQLite writer (sqlite3 straight, group commit)
@@ -32,10 +36,14 @@ from sqlalchemy import true
 from bpflow.errors import Conflict, NotFound
 from bpflow.security import derive, load_secret
 from bpflow.store.connection import make_engine
+from bpflow.store.crowds import Crowds
+from bpflow.store.feed import Feed
 from bpflow.store.instances import Instances, Loaded
 from bpflow.store.leases import Leases
 from bpflow.store.mail import MailRows
+from bpflow.store.migrating import Migrating
 from bpflow.store.queries import Queries
+from bpflow.store.signals import Signals
 from bpflow.store.sqlite_writer import SqliteWriter
 from bpflow.store.steps import Steps
 from bpflow.store.tables import DEFAULT_TENANT
@@ -49,7 +57,8 @@ from engine.runtime import Engine, utcnow
 __all__ = ["Conflict", "NotFound", "Store"]
 
 
-class Store(Templates, Users, Instances, Steps, Queries, MailRows, Leases, Tenants):
+class Store(Templates, Users, Instances, Steps, Queries, MailRows, Leases, Tenants, Signals,
+            Feed, Migrating, Crowds):
     """Templates, instances, users, history, mail and leases in one SQL database.
 
     A store is seen from one tenant (SPEC §12): `tenant`, `default` for the one a store

@@ -31,13 +31,14 @@ from bpflow.store.tables import (
     templates_t,
 )
 from engine.instance import CircleRun, Event
+from engine.signals import waiting_for
 from engine.tasks import audience, people
 
 # ------------------------------------------------------------------ row layouts
 RUN_COLUMNS = ("state", "result", "reason", "attempts", "next_attempt_at", "ready_at", "due_at",
                "epoch", "pending", "task")  # a CircleRun's fields
 # ... and what a query needs of its task (`engine.tasks`), derived from them
-CIRCLE_COLUMNS = RUN_COLUMNS + ("audience", "people")
+CIRCLE_COLUMNS = RUN_COLUMNS + ("audience", "people", "signal")
 EVENT_COLUMNS = ("instance_id", "tenant", "seq", "at", "kind", "actor", "circle", "before", "after",
                  "data")
 INSTANCE_COLUMNS = ("id", "tenant", "template_id", "template", "version", "nested_versions",
@@ -53,9 +54,10 @@ _fields: Callable[[CircleRun], Snapshot] = attrgetter(*RUN_COLUMNS)
 
 def snapshot(run: CircleRun) -> Snapshot:
     fields = _fields(run)
+    signal = None if run.pending is None else waiting_for(run)
     if run.task is None:  # most circles: nobody's task
-        return (*fields, None, None)
-    return (*fields, audience(run), people(run))
+        return (*fields, None, None, signal)
+    return (*fields, audience(run), people(run), signal)
 
 
 def circle_run(row: Any) -> CircleRun:

@@ -12,6 +12,7 @@ from typing import Any
 
 from sqlalchemy import (
     JSON,
+    BigInteger,
     Column,
     ForeignKey,
     ForeignKeyConstraint,
@@ -96,6 +97,7 @@ class TemplateVersion(SQLModel, table=True):
     body: dict[str, Any] = _json(nullable=False)
     digest: str = Field(sa_column=Column(String(64), nullable=False))
     created_at: datetime = _time()
+    stop_at: datetime | None = _time(nullable=True)  # the body's `stop_at` (SPEC §11)
 
 
 class InstanceRow(SQLModel, table=True):
@@ -103,6 +105,8 @@ class InstanceRow(SQLModel, table=True):
     __table_args__ = (
         Index("ix_instances_user_template", "user_id", "template"),
         Index("ix_instances_tenant_created", "tenant", "created_at"),
+        Index("ix_instances_batch", "batch", sqlite_where=text("batch IS NOT NULL"),
+              postgresql_where=text("batch IS NOT NULL")),
         UniqueConstraint("tenant", "id", name="uq_instances_tenant_id"),
         _in_tenant(("template_id",), "templates", ("id",), name="fk_instances_template"),
         _in_tenant(("user_id",), "users", ("id",), name="fk_instances_user"),
@@ -129,6 +133,7 @@ class InstanceRow(SQLModel, table=True):
     lease_until: datetime | None = _time(nullable=True)
     created_at: datetime = _time()
     updated_at: datetime = _time()
+    batch: str | None = Field(default=None, sa_column=Column(String(32), nullable=True))
 
 
 class InstanceTemplate(SQLModel, table=True):
@@ -155,6 +160,9 @@ class CircleStateRow(SQLModel, table=True):
         Index("ix_circle_states_people", "instance_id",
               sqlite_where=text("people IS NOT NULL"),
               postgresql_where=text("people IS NOT NULL")),
+        Index("ix_circle_states_signal", "tenant", "signal",
+              sqlite_where=text("signal IS NOT NULL"),
+              postgresql_where=text("signal IS NOT NULL")),
         _in_tenant(("instance_id",), "instances", ("id",), "CASCADE",
                    name="fk_circle_states_instance"),
     )
@@ -175,6 +183,8 @@ class CircleStateRow(SQLModel, table=True):
     task: Any = _json()  # a person's task (engine.tasks), with the two columns it searches by
     audience: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
     people: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    # the signal a ready `signal` circle waits for ("name\x1fkey", SPEC §11), else null
+    signal: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
 
 
 class TaskAudienceRow(SQLModel, table=True):
@@ -201,6 +211,7 @@ class EventRow(SQLModel, table=True):
     __tablename__ = "events"
     __table_args__ = (
         UniqueConstraint("instance_id", "seq", name="uq_events_instance_seq"),
+        Index("ix_events_feed", "tenant", "tx", "id"),  # the event feed (SPEC §11)
         _in_tenant(("instance_id",), "instances", ("id",), "CASCADE",
                    name="fk_events_instance"),
     )
@@ -217,6 +228,10 @@ class EventRow(SQLModel, table=True):
     before: Any = _json()
     after: Any = _json()
     data: Any = _json()
+    # PostgreSQL: the writing transaction's id (a server default, migration 0009), so the
+    # feed reads only what no running transaction can still precede; SQLite: null (one
+    # writer at a time: ids are in commit order)
+    tx: int | None = Field(default=None, sa_column=Column(BigInteger, nullable=True))
 
 
 class MailRow(SQLModel, table=True):
@@ -286,3 +301,76 @@ class TemplateRetirement(SQLModel, table=True):
 
 retired_t = TemplateRetirement.__table__
 tenants_t = TenantRow.__table__
+
+
+class WebhookRow(SQLModel, table=True):
+    """An admin's subscription to the event feed (SPEC §11): every event of the listed
+    types is POSTed to `url`, signed with `secret`. `cursor` is how far the feed has been
+    handed out to deliveries; a webhook that keeps failing is disabled with the reason."""
+
+    __tablename__ = "webhooks"
+    __table_args__ = (UniqueConstraint("tenant", "id", name="uq_webhooks_tenant_id"),
+                      {"sqlite_autoincrement": True})
+
+    id: int | None = Field(default=None, primary_key=True)
+    tenant: str = _tenant(index=True)
+    url: str = Field(sa_column=Column(Text, nullable=False))
+    events: list[str] = _json(nullable=False)
+    secret: str = Field(sa_column=Column(String(200), nullable=False))
+    created_by: str | None = Field(default=None, sa_column=Column(String(100), nullable=True))
+    created_at: datetime = _time()
+    cursor: str | None = Field(default=None, sa_column=Column(String(100), nullable=True))
+    failures: int = Field(default=0, sa_column=Column(Integer, nullable=False,
+                                                      server_default="0"))
+    disabled_at: datetime | None = _time(nullable=True)
+    disabled_reason: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+
+
+class DeliveryRow(SQLModel, table=True):
+    """One event handed to one webhook: its attempts, last answer and state
+    (`pending` until a 2xx, then `delivered`; `failed` when the webhook was disabled)."""
+
+    __tablename__ = "deliveries"
+    __table_args__ = (
+        UniqueConstraint("webhook_id", "event_id", name="uq_deliveries_webhook_event"),
+        Index("ix_deliveries_due", "state", "next_at"),
+        Index("ix_deliveries_webhook", "webhook_id", "id"),
+        _in_tenant(("webhook_id",), "webhooks", ("id",), "CASCADE",
+                   name="fk_deliveries_webhook"),
+        {"sqlite_autoincrement": True},
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    tenant: str = _tenant()
+    webhook_id: int = Field(sa_column=Column(
+        Integer, ForeignKey("webhooks.id", ondelete="CASCADE"), nullable=False))
+    event_id: int = Field(sa_column=Column(BigInteger, nullable=False))
+    body: Any = _json(nullable=False)  # the event as delivered (the same bytes each time)
+    state: str = Field(sa_column=Column(String(10), nullable=False))
+    attempts: int = Field(sa_column=Column(Integer, nullable=False))
+    status_code: int | None = Field(default=None, sa_column=Column(Integer, nullable=True))
+    error: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    next_at: datetime | None = _time(nullable=True)
+    created_at: datetime = _time()
+    delivered_at: datetime | None = _time(nullable=True)
+
+
+class BatchRow(SQLModel, table=True):
+    """A crowd started in one request (SPEC §11): one instance per user, each with
+    `instances.batch` naming the batch."""
+
+    __tablename__ = "batches"
+    __table_args__ = (UniqueConstraint("tenant", "id", name="uq_batches_tenant_id"),)
+
+    id: str = Field(sa_column=Column(String(32), primary_key=True))
+    tenant: str = _tenant()
+    template: str = Field(sa_column=Column(String(100), nullable=False))
+    version: int = Field(sa_column=Column(Integer, nullable=False))
+    started: int = Field(sa_column=Column(Integer, nullable=False))
+    created_by: str | None = Field(default=None, sa_column=Column(String(100), nullable=True))
+    created_at: datetime = _time()
+
+
+webhooks_t = WebhookRow.__table__
+deliveries_t = DeliveryRow.__table__
+batches_t = BatchRow.__table__

@@ -65,7 +65,7 @@ class Templates:
                 try:
                     conn.execute(insert(templates_t).values(
                         tenant=tenant, name=name, version=version, body=body, digest=fingerprint,
-                        created_at=self.clock()))
+                        created_at=self.clock(), stop_at=report.template.stop_at))
                 except IntegrityError:  # a concurrent upload took this number
                     conn.rollback()
                     continue

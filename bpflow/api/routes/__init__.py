@@ -3,7 +3,20 @@ the app includes them (and the OpenAPI description lists them)."""
 
 from __future__ import annotations
 
-from bpflow.api.routes import auth, guest, health, instances, mailbox, tasks, templates
+from bpflow.api.routes import (
+    auth,
+    crowds,
+    events,
+    guest,
+    health,
+    instances,
+    mailbox,
+    migrations,
+    signals,
+    tasks,
+    templates,
+)
 
-ROUTERS = (health.router, auth.router, templates.router, instances.router, tasks.router,
-           mailbox.router, guest.router)
+ROUTERS = (health.router, auth.router, templates.router, migrations.router, crowds.router,
+           instances.router, tasks.router, mailbox.router, guest.router, signals.router,
+           events.router)

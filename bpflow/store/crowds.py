@@ -1,0 +1,7 @@
+"""Crowds (SPEC §11): one instance per user started in one set-based write, and their batch counts."""
+
+from __future__ import annotations
+
+
+class Crowds:
+    """(part of `Store`)"""
