@@ -8,9 +8,9 @@ needs to look a template up again.
 from __future__ import annotations
 
 import math
-from datetime import datetime
 import re
 from dataclasses import dataclass, field
+from datetime import datetime
 from functools import cached_property
 from typing import Any
 

@@ -1,4 +1,4 @@
-"""Crowds (SPEC §11): one instance per user started in one set-based write, and their batch counts."""
+"""Crowds (SPEC §11): one instance per user started in one set-based write; batch counts."""
 
 from __future__ import annotations
 

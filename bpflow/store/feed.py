@@ -1,4 +1,4 @@
-"""The event feed and webhooks (SPEC §11): the feed read from the history, webhooks and their deliveries."""
+"""The event feed (read from the history), webhooks and their deliveries (SPEC §11)."""
 
 from __future__ import annotations
 
