@@ -25,7 +25,9 @@ from bpflow.mailbox import Mailbox
 from bpflow.store import Store
 from bpflow.store.tables import (
     audience_t,
+    batches_t,
     circles_t,
+    deliveries_t,
     events_t,
     instances_t,
     mail_t,
@@ -34,6 +36,7 @@ from bpflow.store.tables import (
     templates_t,
     tenants_t,
     users_t,
+    webhooks_t,
 )
 from bpflow.worker import Worker
 from tests.api.test_payloads import ROUTES, route_of
@@ -69,7 +72,7 @@ def only(tenant: str) -> dict[str, Any]:
 
 
 TABLES = (users_t, templates_t, instances_t, pinned_t, circles_t, events_t, mail_t,
-          audience_t, retired_t)
+          audience_t, retired_t, webhooks_t, deliveries_t, batches_t)
 
 
 def dump(store: Store, tenant: str) -> dict[str, list[tuple]]:
