@@ -20,16 +20,22 @@ from bpflow.worker import Worker
 SECRET = "app-state-test-secret-of-32-bytes-or-more"  # SPEC §13: at least 32 bytes
 
 
-@pytest.fixture
-def web_store(tmp_path, monkeypatch) -> Iterator[Store]:
-    monkeypatch.setenv("BPFLOW_SECRET", SECRET)
-    url = f"sqlite:///{tmp_path / 'app.db'}"
+def open_web_store(folder) -> Store:
+    """A new SQLite store in `folder` with the example templates and three users."""
+    url = f"sqlite:///{folder / 'app.db'}"
     upgrade(url)
     store = Store(url, secret=SECRET.encode())
     store.import_dir(backend.TEMPLATES)
     for name, role in (("alice", "user"), ("bob", "approver"), ("root", "admin"),
                        ("carol", "user")):
         store.add_user(name, f"{name}-password", [role])
+    return store
+
+
+@pytest.fixture
+def web_store(tmp_path, monkeypatch) -> Iterator[Store]:
+    monkeypatch.setenv("BPFLOW_SECRET", SECRET)
+    store = open_web_store(tmp_path)
     monkeypatch.setattr(backend, "_store", store)
     yield store
     store.close()

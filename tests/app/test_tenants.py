@@ -10,6 +10,7 @@ only, and the other tenant's ids are not found. The header names a tenant other 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +22,7 @@ from bpflow.interactions import OUTER_STATUSES, Interactions
 from bpflow.mailbox import Mailbox
 from bpflow.store import Store
 from bpflow.tenancy import create_tenant
+from bpflow.worker import Worker
 from bpflow_app.frame_state import FrameState, SignInState
 from bpflow_app.pages.flow_state import FlowState
 from bpflow_app.pages.flows import ANY, FlowsState
@@ -28,6 +30,7 @@ from bpflow_app.pages.guest import GuestState, page_tenant
 from bpflow_app.pages.inbox_state import InboxState
 from bpflow_app.pages.templates_state import TemplatesState
 from bpflow_app.pages.users import UsersState
+from tests.app.conftest import SECRET, open_web_store
 from tests.app.helpers import run
 
 DEFAULT, ACME = "default", "acme"
@@ -66,9 +69,37 @@ def _claim(store: Store, user: str, manager: str, finance: str, work) -> str:
     return inst.id
 
 
+@pytest.fixture(scope="module")
+def _shared(tmp_path_factory) -> Iterator[World]:
+    """One two-tenant world for the whole module (it takes seconds to build): the tests
+    read it, and what they change is their own (a retirement, a new user, a sign-in)
+    or refused."""
+    patch = pytest.MonkeyPatch()
+    patch.setenv("BPFLOW_SECRET", SECRET)
+    store = open_web_store(tmp_path_factory.mktemp("tenants"))
+    patch.setattr(backend, "_store", store)
+    worker = Worker(store)
+    try:
+        yield _build(store, lambda: worker.run_once())
+    finally:
+        patch.undo()
+        store.close()
+
+
 @pytest.fixture
-def world(web_store, work) -> World:
-    root = web_store
+def web_store(_shared, monkeypatch) -> Store:
+    """The module's store as the process-wide one (overrides the conftest's new store)."""
+    monkeypatch.setenv("BPFLOW_SECRET", SECRET)
+    monkeypatch.setattr(backend, "_store", _shared.store)
+    return _shared.store
+
+
+@pytest.fixture
+def world(_shared) -> World:
+    return _shared
+
+
+def _build(root: Store, work) -> World:
     root.add_user("fred", "fred-password", ["user", "finance"])
     acme = create_tenant(root, ACME, "acmeadmin", "acmeadmin-password")
     acme.add_user("acmeuser", "acmeuser-password", ["user"])
@@ -287,6 +318,7 @@ def test_the_templates_page_shows_the_tenants_templates(world, page, tenant, adm
     run(state.confirm())
     assert world.view(tenant).is_retired(BOTH)
     assert not world.view(OTHER[tenant]).is_retired(BOTH)
+    world.view(tenant).restore_template(BOTH)  # the module's world is shared
 
 
 def test_an_uploaded_template_stays_in_its_tenant(world, page):
