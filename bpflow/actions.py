@@ -13,6 +13,7 @@ from typing import Any
 
 import httpx
 
+from bpflow import egress
 from bpflow.access import may_approve
 from bpflow.mailbox import Mailbox
 from bpflow.store import Store
@@ -30,6 +31,9 @@ class Outcome:
 
 def run_http(action: dict[str, Any], idempotency_key: str) -> Outcome:
     method = str(action.get("method", "GET")).upper()
+    refused = egress.refusal(str(action.get("url", "")))
+    if refused:  # checked at every call: what a name resolves to may change
+        return Outcome(False, reason=f"{method} {action.get('url')} refused: {refused}")
     headers = {str(k): str(v) for k, v in (action.get("headers") or {}).items()}
     headers.setdefault("Idempotency-Key", idempotency_key)
     kwargs: dict[str, Any] = {"headers": headers}

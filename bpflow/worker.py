@@ -22,6 +22,7 @@ from bpflow.actions import HANDLERS, ActionContext, Outcome, shown_data
 from bpflow.errors import NotFound, StorageQuotaExceeded
 from bpflow.mailbox import Mailbox
 from bpflow.store import Store
+from bpflow.webhooks import Deliverer
 from engine.errors import BpflowError, VariableError
 from engine.instance import Instance
 from engine.phase import Phase, action_extra, box_phase
@@ -52,6 +53,8 @@ class Worker:
         # what else a worker does each round besides due instances (expiry, webhook
         # deliveries): each a callable answering how much it did (0: nothing to do)
         self.duties: list[Callable[[Worker], int]] = []
+        self.webhooks = Deliverer()  # keeps its connections between rounds
+        self.duties.append(self.webhooks)
 
     def run_once(self, limit: int = 200) -> int:
         """Work through one batch of due instances; returns how many were claimed.

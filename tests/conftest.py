@@ -20,6 +20,9 @@ from bpflow.store import Store
 from bpflow.store.connection import normalize_url
 from bpflow.store.migrate import upgrade
 
+# The tests' HTTP servers listen on 127.0.0.1, which the egress guard refuses unless allowed
+# (set before the app and any server process read it; tests of the guard change it).
+os.environ.setdefault("BPFLOW_EGRESS_ALLOW", "127.0.0.1")
 PG_URL = normalize_url(os.environ.get("BPFLOW_TEST_PG_URL",
                                       "postgresql://postgres@127.0.0.1:5432/test"))
 SECRET = b"store-test-secret"

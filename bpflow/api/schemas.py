@@ -102,6 +102,33 @@ def template_payload(name: str, version: int, template: Template,
                        analysis=template.analysis, locked=locked)
 
 
+class MigrateIn(BaseModel):
+    """Move instances of a template from one version to another (SPEC §11)."""
+
+    model_config = {"populate_by_name": True}
+
+    source: int = Field(alias="from", ge=1, le=MAX_INT, description="the version they are at")
+    target: int = Field(alias="to", ge=1, le=MAX_INT, description="the version to move to")
+    map: dict[Annotated[str, Field(max_length=400)], Annotated[str, Field(max_length=400)]] = (
+        Field(default_factory=dict, max_length=10_000,
+              description="old circle uri -> new circle uri (others match by uri)"))
+    instances: list[Annotated[str, Field(min_length=1, max_length=32)]] | None = Field(
+        default=None, max_length=10_000,
+        description="the instances to move (default: every running, failed or suspended"
+                    " one at `from`, the oldest 10,000)")
+    dry_run: bool = Field(default=False, description="only say what would happen")
+
+
+class Refusal(BaseModel):
+    id: str
+    reasons: list[str]
+
+
+class MigrateOut(BaseModel):
+    migrated: list[str]
+    refused: list[Refusal]
+
+
 class StatsOut(BaseModel):
     circles: dict[str, dict[str, int]]
     instances: dict[str, int]

@@ -20,6 +20,7 @@ from bpflow.store import statements as sql
 from bpflow.store.tables import circles_t, instances_t, templates_t
 from bpflow.store.writing import NewInstance, Write
 from engine.instance import Event, Instance
+from engine.migration import MIGRATED
 from engine.moves import ACTIVE
 
 
@@ -186,7 +187,10 @@ class Instances:
                "reason": inst.reason, "seq": inst.seq, "variables": variables,
                "due_at": self.due_at(inst), "next_lock": loaded.lock_version + 1,
                "updated_at": inst.updated_at}
-        return Write(loaded, circles, row, changed, events, retold, audience)
+        write = Write(loaded, circles, row, changed, events, retold, audience)
+        if any(e.kind == MIGRATED for e in events):
+            self._moved(write)  # Migrating: the rows of another template version
+        return write
 
     def _written(self, writes: list[Write]) -> None:
         """Bring the loaded copies of committed writes up to what is stored, keep them,

@@ -30,6 +30,9 @@ AUDIENCE_DELETE = sql.for_sqlite(sql.audience_delete)
 EVENT_INSERT = sql.for_sqlite(sql.event_insert)
 INSTANCE_INSERT = sql.for_sqlite(sql.instance_insert)
 PINNED_INSERT = sql.for_sqlite(sql.pinned_insert)
+MOVED = {statement: sql.for_sqlite(statement) for statement in (
+    sql.circle_delete, sql.circle_insert, sql.instance_moved, sql.pinned_delete,
+    sql.pinned_insert)}  # a migration's statements (`writing.moved_rows`)
 
 
 def _settle(items: list[tuple[Waiter, Any, BaseException | None]]) -> None:
@@ -93,14 +96,18 @@ class SqliteWriter:
         """Steps; the ids whose compare-and-set lost."""
         steps = [(w.row["id"], CAS.bind(w.row), [CIRCLE_UPDATE.bind(c) for c in w.changed],
                   (w.loaded.inst.tenant, w.events), [AUDIENCE_DELETE.bind(c) for c in w.retold],
-                  [AUDIENCE_INSERT.bind(a) for a in w.audience]) for w in writes]
+                  [AUDIENCE_INSERT.bind(a) for a in w.audience],
+                  [(MOVED[s].sql, [MOVED[s].bind(r) for r in rows]) for s, rows in w.moved])
+                 for w in writes]
 
         def job(conn: sqlite3.Connection) -> set[str]:
             lost = set()
-            for iid, row, changed, events, retold, audience in steps:
+            for iid, row, changed, events, retold, audience, moved in steps:
                 if conn.execute(CAS.sql, row).rowcount != 1:
                     lost.add(iid)
                     continue
+                for text, rows in moved:
+                    conn.executemany(text, rows)
                 if changed:
                     conn.executemany(CIRCLE_UPDATE.sql, changed)
                 if retold:

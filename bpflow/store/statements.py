@@ -114,6 +114,12 @@ circle_update = (update(circles_t)
                  .where(circles_t.c.instance_id == b("b_instance_id"),
                         circles_t.c.circle == b("b_circle"))
                  .values(_binds(CIRCLE_COLUMNS)))
+circle_delete = delete(circles_t).where(circles_t.c.instance_id == b("b_instance_id"),
+                                        circles_t.c.circle == b("b_circle"))
+instance_moved = (update(instances_t).where(instances_t.c.id == b("b_id"))
+                  .values(template_id=b("b_template_id"), version=b("b_version"),
+                          nested_versions=b("b_nested_versions")))
+pinned_delete = delete(pinned_t).where(pinned_t.c.instance_id == b("b_instance_id"))
 circle_insert = insert(circles_t).values(_binds(CIRCLE_COLUMNS + ("instance_id", "circle",
                                                                   "tenant")))
 event_insert = insert(events_t).values(_binds(EVENT_COLUMNS))

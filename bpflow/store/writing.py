@@ -44,6 +44,20 @@ class Write:
     events: list[Event]
     retold: list[dict[str, Any]] = field(default_factory=list)  # circles whose audience
     audience: list[dict[str, Any]] = field(default_factory=list)  # changed, and its rows
+    moved: list[tuple[Any, list[dict[str, Any]]]] = field(default_factory=list)  # a
+    # migration's (statement, rows) to run first: `moved_rows`
+
+
+def moved_rows(removed: list[dict[str, Any]], added: list[dict[str, Any]],
+               instance: dict[str, Any], pinned: list[dict[str, Any]]
+               ) -> list[tuple[Any, list[dict[str, Any]]]]:
+    """What a step that moves its instance to another template version writes besides a
+    step's rows (SPEC §11): its circles gone and new, its version and its pinned nested
+    versions."""
+    out = [(sql.circle_delete, removed), (sql.circle_insert, added),
+           (sql.instance_moved, [instance]),
+           (sql.pinned_delete, [{"instance_id": instance["id"]}]), (sql.pinned_insert, pinned)]
+    return [(statement, rows) for statement, rows in out if rows]
 
 
 class Writer(Protocol):
@@ -80,6 +94,8 @@ def save_rows(conn: Connection, writes: list[Write]) -> set[str]:
         if conn.execute(sql.cas, sql.prefixed(w.row)).rowcount != 1:
             lost.add(w.row["id"])
             continue
+        for statement, rows in w.moved:
+            conn.execute(statement, [sql.prefixed(r) for r in rows])
         if w.changed:
             conn.execute(sql.circle_update, [sql.prefixed(c) for c in w.changed])
         if w.retold:

@@ -44,6 +44,8 @@ def upgrade() -> None:
     op.add_column("events", sa.Column("tx", sa.BigInteger(), nullable=True))
     if postgres:
         op.execute(f"ALTER TABLE events ALTER COLUMN tx SET DEFAULT {PG_TX}")
+        # the history written before: committed long ago, first in the feed
+        op.execute("UPDATE events SET tx = 0 WHERE tx IS NULL")
     op.create_index("ix_events_feed", "events", ["tenant", "tx", "id"])
     op.add_column("templates", sa.Column("stop_at", UTCDateTime(timezone=True),
                                          nullable=True))
