@@ -156,6 +156,13 @@ def test_every_answer_has_exactly_its_models_keys(store, short_path):
     assert two["circles"]["b"]["candidates"] == {"users": ["alice"], "roles": []}
     call("alice", "POST", f"{base}/circles/b/withdraw")
 
+    [at_a] = call("alice", "GET", "/api/templates/simple/circles/a/instances", state="ready")
+    assert at_a["id"] == two["id"]
+    call("admin", "POST", "/api/templates", {**FORM, "title": "two"}, expect=201)
+    moved = call("admin", "POST", "/api/templates/simple/migrate",
+                 {"from": 1, "to": 2, "dry_run": True})
+    assert moved["migrated"] == [two["id"]] and moved["refused"] == []
+
     assert call.checked == {(m, r.path) for r in ROUTES for m in r.methods}
     if short_path:
         assert app.hot.served == 7  # the three starts and four completions

@@ -334,6 +334,16 @@ ROWS += [
     ("POST", "/api/instances/{v_simple}/circles/a/withdraw", None, 404),
     ("POST", "/api/instances/{v_ask}/circles/ok/withdraw", None, 404),
 ]
+ROWS += [  # changing running flows (SPEC §11)
+    ("POST", "/api/templates/{v_only}/migrate", {"from": 1, "to": 1}, ADMIN_ONLY_404),
+    ("POST", "/api/templates/simple/migrate", {"from": 1, "to": 1, "instances": ["{v_simple}"]},
+     ADMIN_ONLY_404),
+    ("GET", "/api/templates/{v_only}/circles/x/instances?state=waiting", None, 404),
+    ("GET", "/api/templates/simple/circles/a/instances?state=waiting", None,
+     lambda r, ctx: no_other_instances(r, {**ctx, "role": None}) or (
+         None if ctx["role"] != "admin" or ctx["own"]["simple"] in ids_in(r)
+         else "an admin does not see the tenant's instance waiting at 'a'")),
+]
 ROWS += [  # last: an upload of the other tenant's template (same name, its body) is the
     # caller's own, a new version in the caller's tenant
     ("POST", "/api/templates", simple("the simple of {victim}"), uploaded_here),
