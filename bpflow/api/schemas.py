@@ -328,3 +328,72 @@ def task_payload(engine: Engine, row: Any, description: str) -> dict[str, Any]:
             "ready_at": row.ready_at.isoformat() if row.ready_at else None,
             "due_at": task.get("due_at"),
             "bookmark": bookmarks.make(engine.key, row.instance_id, row.circle, row.epoch)}
+
+
+# -------------------------------------------------- event feed, webhooks (SPEC §11)
+FeedType = Literal["instance.started", "instance.completed", "instance.failed",
+                   "instance.terminated", "instance.suspended", "instance.resumed",
+                   "instance.migrated", "circle.entered", "circle.left", "circle.reset"]
+
+
+class FeedItem(BaseModel):
+    id: int = Field(description="the event's id (the same in every delivery of it)")
+    cursor: str = Field(description="read on after this item with ?after=")
+    type: FeedType
+    instance: str
+    template: str
+    uri: str | None = Field(description="the circle's uri; null for instance events")
+    at: str
+    data: dict[str, Json]
+
+
+class FeedOut(BaseModel):
+    items: list[FeedItem]
+    next: str = Field(description="the cursor to read on from (`after` when nothing is new)")
+
+
+class WebhookIn(BaseModel):
+    url: str = Field(min_length=1, max_length=2000, description="http or https")
+    events: list[FeedType] = Field(min_length=1, max_length=20)
+    secret: str = Field(min_length=16, max_length=200,
+                        description="signs every body (X-Bpflow-Signature); never shown again")
+
+
+class WebhookOut(BaseModel):
+    id: int
+    url: str
+    events: list[FeedType]
+    created_by: str | None
+    created_at: str
+    state: Literal["active", "failing", "disabled"]
+    failures: int = Field(description="rounds of deliveries failed in a row")
+    disabled_at: str | None
+    disabled_reason: str | None
+    deliveries: dict[str, int] = Field(description="how many are pending, delivered, failed")
+
+
+def webhook_payload(hook: Mapping[str, Any]) -> WebhookOut:
+    return WebhookOut(**{**hook, "created_at": _iso(hook["created_at"]),
+                         "disabled_at": _iso(hook["disabled_at"])})
+
+
+class DeliveryOut(BaseModel):
+    id: int
+    event_id: int
+    type: str | None
+    state: Literal["pending", "delivered", "failed"]
+    attempts: int
+    status_code: int | None
+    error: str | None
+    next_at: str | None = Field(description="when a pending delivery is tried next")
+    created_at: str
+    delivered_at: str | None
+
+
+def delivery_payload(row: Mapping[str, Any]) -> DeliveryOut:
+    return DeliveryOut(**{**row, **{k: _iso(row[k]) for k in ("next_at", "created_at",
+                                                              "delivered_at")}})
+
+
+def _iso(t: Any) -> str | None:
+    return t.isoformat() if t is not None else None
