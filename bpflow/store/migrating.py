@@ -154,8 +154,9 @@ class Migrating:
         first, and their number (Busybee's InstanceStepState)."""
         i, c = instances_t, circles_t
         cond = [self._here(i), i.c.template == name, c.c.circle == uri]
-        if state == "ready":
-            cond += [c.c.state == WAITING, c.c.ready_at.is_not(None)]
+        if state == "ready":  # entered, in an instance that is not over
+            cond += [c.c.state == WAITING, c.c.ready_at.is_not(None),
+                     i.c.status.in_(MIGRATABLE)]
         else:
             cond.append(c.c.state == state)
         if version is not None:
