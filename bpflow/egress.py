@@ -58,8 +58,8 @@ def _kind(ip: Address) -> str | None:
     mapped = getattr(ip, "ipv4_mapped", None)
     if mapped is not None:
         ip = mapped
-    for kind in ("unspecified", "loopback", "link_local", "multicast", "private",
-                 "reserved"):
+    for kind in ("unspecified", "loopback", "link_local", "multicast", "reserved",
+                 "private"):
         if getattr(ip, f"is_{kind}"):
             return kind.replace("_", "-")
     if ip.version == 4 and ip in _SHARED:
