@@ -163,6 +163,17 @@ def test_every_answer_has_exactly_its_models_keys(store, short_path):
                  {"from": 1, "to": 2, "dry_run": True})
     assert moved["migrated"] == [two["id"]] and moved["refused"] == []
 
+    hook = call("admin", "POST", "/api/webhooks", {"url": "http://127.0.0.1:9/h", "secret":
+                                                   "s" * 16, "events": ["circle.left"]},
+                expect=201)
+    call("alice", "POST", f"{base}/abort", {"reason": "for the webhook"})
+    store.of(None).hand_out()  # its deliveries (PostgreSQL: unless still held back)
+    call("admin", "GET", "/api/events", limit=1000)
+    call("admin", "GET", "/api/webhooks")
+    call("admin", "GET", f"/api/webhooks/{hook['id']}")
+    call("admin", "GET", f"/api/webhooks/{hook['id']}/deliveries")
+    call("admin", "DELETE", f"/api/webhooks/{hook['id']}")
+
     assert call.checked == {(m, r.path) for r in ROUTES for m in r.methods}
     if short_path:
         assert app.hot.served == 7  # the three starts and four completions

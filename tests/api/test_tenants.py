@@ -118,6 +118,7 @@ def build_world(store: Store) -> dict[str, dict[str, Any]]:
         box = Mailbox(s)
         w["mail"] = box.inbox(s.user(people["approver"]), kind="approval")[0]["id"]
         w["guest"] = box.guest_message("Guest", f"to {tenant}", "hello", "10.9.9.9")
+        w["hook"] = s.add_webhook("http://127.0.0.1:9/h", ["circle.left"], "s" * 16)["id"]
         w["bookmark"] = s.engine.bookmark(s.get(w["simple"]), "a")
         w["fin_bookmark"] = s.engine.bookmark(s.get(w["fin"]), "pay")
         w["ids"] = {w[k] for k in ("simple", "other", "ask", "fin")}
@@ -269,6 +270,35 @@ def no_delegation_out(r, ctx) -> str | None:
     return None
 
 
+def own_events_only(r, ctx) -> str | None:
+    if ctx["role"] != "admin":
+        return None if r.status_code == 403 else f"status {r.status_code}"
+    if r.status_code != 200:
+        return f"status {r.status_code} {r.text[:200]}"
+    seen = {i["instance"] for i in r.json()["items"]}
+    return f"sees the other tenant's events of {seen & ctx['victim']['ids']}" \
+        if seen & ctx["victim"]["ids"] else None
+
+
+def own_webhooks_only(r, ctx) -> str | None:
+    if ctx["role"] != "admin":
+        return None if r.status_code == 403 else f"status {r.status_code}"
+    seen = {h["id"] for h in r.json()}
+    if ctx["victim"]["hook"] in seen or ctx["own"]["hook"] not in seen:
+        return f"lists the webhooks {seen}"
+    return None
+
+
+def webhook_here(r, ctx) -> str | None:
+    if ctx["role"] != "admin":
+        return None if r.status_code == 403 else f"status {r.status_code}"
+    if r.status_code != 201:
+        return f"status {r.status_code} {r.text[:200]}"
+    if r.json()["id"] not in {h["id"] for h in ctx["own_store"].webhooks()}:
+        return "not created in the caller's tenant"
+    return None
+
+
 ADMIN_ONLY_404 = {"admin": 404, "user": 403, "approver": 403, "finance": 403}
 ADMIN_ONLY_200 = {"admin": 200, "user": 403, "approver": 403, "finance": 403}
 OPEN = {"GET /api/health", "POST /api/auth/token"}
@@ -343,6 +373,16 @@ ROWS += [  # changing running flows (SPEC §11)
      lambda r, ctx: no_other_instances(r, {**ctx, "role": None}) or (
          None if ctx["role"] != "admin" or ctx["own"]["simple"] in ids_in(r)
          else "an admin does not see the tenant's instance waiting at 'a'")),
+]
+ROWS += [  # the event feed and webhooks (SPEC §11)
+    ("GET", "/api/events", None, own_events_only),
+    ("GET", "/api/events?limit=1000", None, own_events_only),
+    ("GET", "/api/webhooks", None, own_webhooks_only),
+    ("GET", "/api/webhooks/{v_hook}", None, ADMIN_ONLY_404),
+    ("GET", "/api/webhooks/{v_hook}/deliveries", None, ADMIN_ONLY_404),
+    ("DELETE", "/api/webhooks/{v_hook}", None, ADMIN_ONLY_404),
+    ("POST", "/api/webhooks", {"url": "http://127.0.0.1:9/h", "events": ["circle.left"],
+                               "secret": "s" * 16}, webhook_here),
 ]
 ROWS += [  # last: an upload of the other tenant's template (same name, its body) is the
     # caller's own, a new version in the caller's tenant
