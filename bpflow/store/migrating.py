@@ -145,6 +145,19 @@ class Migrating:
                 return row_id, dict(pins)
         raise RuntimeError(f"template '{template.name}' was not built by this store")
 
+    def instance_rows(self, ids: list[str]) -> list[dict[str, Any]]:
+        """The summaries (as `list_instances` gives them) of these instances of this
+        tenant; ids of none are left out."""
+        cols = [instances_t.c[k] for k in ("id", "template", "version", "status", "reason",
+                                           "user", "created_at", "updated_at")]
+        out = []
+        with self.reader() as conn:
+            for start in range(0, len(ids), 1000):
+                out += [dict(r) for r in conn.execute(select(*cols).where(
+                    self._here(instances_t),
+                    instances_t.c.id.in_(ids[start:start + 1000]))).mappings()]
+        return out
+
     # ----------------------------------------------------------- where a circle is
     def circle_instances(self, name: str, uri: str, state: str, version: int | None = None,
                          user_id: int | None = None, limit: int = 50, offset: int = 0

@@ -1,5 +1,7 @@
 """Templates (`/templates`, admins): versions, upload with the analysis errors by path,
-a drawing preview and per-circle statistics, retire and restore (after a confirmation)."""
+a drawing preview and per-circle statistics (each count opens the instances it counts),
+retire and restore (after a confirmation), and migrating running instances from one
+version to another (a dry run first)."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ from bpflow_app.components.drawing import flow_drawing
 from bpflow_app.components.ui import empty_state, page_header, state_badge
 from bpflow_app.pages.templates_state import (
     ErrorLine,
+    InstanceLink,
     StatLine,
     TemplateLine,
     TemplatesState,
@@ -55,10 +58,53 @@ def _template(t: rx.Var[TemplateLine]) -> rx.Component:
     )
 
 
+def _count(s: rx.Var[StatLine], state: str, n: rx.Var[int]) -> rx.Component:
+    """A count that opens the list of the instances it counts."""
+    return rx.table.cell(rx.cond(
+        n > 0,
+        rx.button(n, size="1", variant="ghost", on_click=S.show_at(s.circle, state),
+                  aria_label="Instances with " + s.circle + " " + state,
+                  class_name="circle-count"),
+        rx.text(n, size="2", color_scheme="gray")))
+
+
 def _stat(s: rx.Var[StatLine]) -> rx.Component:
-    return rx.table.row(rx.table.cell(s.circle), rx.table.cell(s.waiting),
-                        rx.table.cell(s.success), rx.table.cell(s.failure),
-                        rx.table.cell(s.skipped))
+    return rx.table.row(rx.table.cell(s.circle), _count(s, "waiting", s.waiting),
+                        _count(s, "success", s.success), _count(s, "failure", s.failure),
+                        _count(s, "skipped", s.skipped))
+
+
+def _instance(i: rx.Var[InstanceLink]) -> rx.Component:
+    return rx.table.row(
+        rx.table.cell(rx.link(rx.code(i.id[:12]), href=i.href)),
+        rx.table.cell("v", i.version), rx.table.cell(state_badge(i.status)),
+        rx.table.cell(i.user), class_name="instance-line",
+        custom_attrs={"data-instance": i.id})
+
+
+def _instances(items, label: str = "") -> rx.Component:
+    heads = ["Instance", "Version", "Status", "Started by"]
+    return rx.box(rx.table.root(
+        rx.table.header(rx.table.row(*[rx.table.column_header_cell(h) for h in heads])),
+        rx.table.body(rx.foreach(items, _instance)), size="1", variant="surface",
+        width="100%", aria_label=label), overflow_x="auto", width="100%")
+
+
+def _at_circle() -> rx.Component:
+    return rx.cond(S.at_circle != "", rx.vstack(
+        rx.hstack(rx.heading("At ", rx.code(S.at_circle), ": ", S.at_state, " (",
+                             S.at_total, ")", size="3", as_="h3"),
+                  rx.spacer(),
+                  rx.button(rx.icon("x", size=12), size="1", variant="soft",
+                            color_scheme="gray", on_click=S.close_at, aria_label="Close"),
+                  width="100%", align="center"),
+        rx.cond(S.at_items.length() > 0,
+                _instances(S.at_items, label="Instances at the circle"),
+                rx.text("None any more.", size="2", color_scheme="gray")),
+        rx.cond(S.at_total > S.at_items.length(),
+                rx.text("The newest ", S.at_items.length(), " are listed.", size="1",
+                        color_scheme="gray")),
+        spacing="2", width="100%", id="circle-instances"))
 
 
 def _preview() -> rx.Component:
@@ -77,7 +123,76 @@ def _preview() -> rx.Component:
         rx.heading("Per circle (all versions)", size="3", as_="h3"),
         rx.cond(S.stats.length() > 0, stats,
                 rx.text("No instances yet.", size="2", color_scheme="gray")),
+        _at_circle(),
         spacing="3", width="100%"), width="100%", id="template-preview")
+
+
+def _refused(i: rx.Var[InstanceLink]) -> rx.Component:
+    return rx.table.row(
+        rx.table.cell(rx.link(rx.code(i.id[:12]), href=i.href)),
+        rx.table.cell(state_badge(i.status)), rx.table.cell(i.reasons),
+        class_name="refused-line", custom_attrs={"data-instance": i.id})
+
+
+def _migration_result() -> rx.Component:
+    refused = rx.box(rx.table.root(
+        rx.table.header(rx.table.row(*[rx.table.column_header_cell(h) for h in (
+            "Instance", "Status", "Why not")])),
+        rx.table.body(rx.foreach(S.mig_refused, _refused)), size="1", variant="surface",
+        width="100%"), overflow_x="auto", width="100%")
+    return rx.vstack(
+        rx.callout(rx.cond(
+            S.mig_dry,
+            rx.text("Dry run: ", S.mig_migrated.length(), " instance(s) would be migrated, ",
+                    S.mig_refused.length(), " refused. Nothing was changed."),
+            rx.text("Migrated ", S.mig_migrated.length(), " instance(s); ",
+                    S.mig_refused.length(), " refused.")),
+            icon=rx.cond(S.mig_dry, "info", "circle-check"),
+            color_scheme=rx.cond(S.mig_dry, "blue", "green"), width="100%",
+            id="migration-outcome"),
+        rx.cond(S.mig_migrated.length() > 0, rx.vstack(
+            rx.text(rx.cond(S.mig_dry, "To be migrated", "Migrated"), weight="medium",
+                    size="2"),
+            _instances(S.mig_migrated, label="Migrated instances"), width="100%",
+            id="migration-migrated")),
+        rx.cond(S.mig_refused.length() > 0, rx.vstack(
+            rx.text("Refused", weight="medium", size="2"), refused, width="100%",
+            id="migration-refused")),
+        spacing="2", width="100%")
+
+
+def _migration() -> rx.Component:
+    return rx.card(rx.vstack(
+        rx.heading("Migrate instances of v", S.mig_from, " to v", S.mig_to, size="4",
+                   as_="h2"),
+        rx.text("Running, failed and suspended instances move to the other version: "
+                "circles match by uri (or by the map), finished ones keep their results, "
+                "new ones start waiting. An instance that cannot move is refused and stays "
+                "as it is. A dry run shows what would happen first.", size="2",
+                color_scheme="gray"),
+        rx.hstack(
+            rx.text("From", size="2"),
+            rx.select(S.versions, value=S.mig_from, on_change=S.set_mig_from, size="1",
+                      id="migrate-from"),
+            rx.text("to", size="2"),
+            rx.select(S.versions, value=S.mig_to, on_change=S.set_mig_to, size="1",
+                      id="migrate-to"),
+            spacing="2", align="center"),
+        rx.text_area(value=S.mig_map, on_change=S.set_mig_map, rows="3", width="100%",
+                     placeholder="Renamed circles, one per line: old -> new (optional)",
+                     font_family="monospace", id="migrate-map",
+                     custom_attrs={"aria-label": "Map of renamed circles"}),
+        rx.hstack(
+            rx.button(rx.icon("eye", size=14), "Dry run", on_click=S.dry_run,
+                      variant="soft", id="migrate-dry-run"),
+            rx.button(rx.icon("git-branch", size=14), "Migrate", on_click=S.migrate,
+                      disabled=~S.can_migrate, id="migrate-run"),
+            spacing="2"),
+        rx.cond(S.mig_error != "", rx.callout(S.mig_error, icon="circle-x",
+                                              color_scheme="red", width="100%",
+                                              role="alert", id="migration-error")),
+        rx.cond(S.mig_shown, _migration_result()),
+        spacing="3", width="100%"), width="100%", id="migration")
 
 
 def _error(e: rx.Var[ErrorLine]) -> rx.Component:
@@ -164,6 +279,7 @@ def templates_page() -> rx.Component:
             grid_template_columns=["minmax(0,1fr)", "minmax(0,1fr)",
                                    "minmax(0,2fr) minmax(0,3fr)"],
         ),
+        rx.cond(S.versions.length() > 1, _migration()),
         _upload(), _retire_dialog(), spacing="4", width="100%"))
     return rx.vstack(
         page_header("Templates", "Versions, uploads, previews and what happened per circle."),

@@ -1,7 +1,10 @@
 """State of the templates page (admins): every template with its versions (locked ones
 marked) and whether it is retired, a drawing preview and per-circle statistics of the
 chosen version, uploads (a file or pasted JSON) whose analysis errors are listed with their
-JSON pointers, and retiring or restoring a template after a confirmation."""
+JSON pointers, and retiring or restoring a template after a confirmation; the instances
+at a circle in a state (a per-circle count opens them), and migrating running instances
+from one version to another: a dry run first, whose answer is shown before the migration
+may be run (SPEC §11)."""
 
 from __future__ import annotations
 
@@ -16,6 +19,7 @@ from bpflow.access import Caller
 from bpflow.backend import store_for
 from bpflow.interactions import SIGNIN_TEMPLATE
 from bpflow.store import Store
+from bpflow_app import routes
 from bpflow_app.drawing import Drawing, draw
 from bpflow_app.session import SessionState
 from engine.errors import BpflowError, DefinitionError
@@ -55,6 +59,49 @@ class StatLine:
     skipped: int = 0
 
 
+@dataclass
+class InstanceLink:
+    """An instance in a list, with the path of its flow page."""
+
+    id: str
+    href: str
+    version: int = 0
+    status: str = ""
+    user: str = ""
+    reasons: str = ""  # why a migration refuses it
+
+
+def link(row: dict[str, Any]) -> InstanceLink:
+    return InstanceLink(row["id"], routes.flow(row["id"]), row["version"], row["status"],
+                        (row.get("user") or {}).get("username") or "")
+
+
+def parse_map(text: str) -> dict[str, str]:
+    """A migration's map as typed: a JSON object, or one `old -> new` per line (`old = new`
+    too); ValueError saying what is wrong."""
+    text = text.strip()
+    if not text:
+        return {}
+    if text.startswith("{"):
+        try:
+            found = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"the map is not JSON: {exc.msg} at line {exc.lineno}") from None
+        if not all(isinstance(k, str) and isinstance(v, str) for k, v in found.items()):
+            raise ValueError("the map must name circle uris: {\"old\": \"new\"}")
+        return found
+    out = {}
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        sep = "->" if "->" in line else "="
+        old, _, new = line.partition(sep)
+        if not _ or not old.strip() or not new.strip():
+            raise ValueError(f"line {number} of the map is not 'old -> new': {line.strip()!r}")
+        out[old.strip()] = new.strip()
+    return out
+
+
 def template_lines(store: Store) -> list[TemplateLine]:
     """The templates of `store`'s tenant (an admin's own: `store_for(caller)`)."""
     retired = store.retired_templates()
@@ -91,6 +138,30 @@ class TemplatesState(SessionState):
     loading: bool = True
     asked: str = ""  # the template whose retirement (or restoring) waits for a confirmation
     asked_retire: bool = True  # retire it (else restore it)
+    # the instances at one circle in one state (a count of the per-circle table, opened)
+    at_circle: str = ""
+    at_state: str = ""
+    at_items: list[InstanceLink] = []
+    at_total: int = 0
+    # migrating instances of the chosen template from one version to another
+    versions: list[str] = []
+    mig_from: str = ""
+    mig_to: str = ""
+    mig_map: str = ""
+    mig_checked: str = ""  # the request the dry run shown answered ("": none shown)
+    mig_dry: bool = True  # what is shown is a dry run's answer (else a migration's)
+    mig_shown: bool = False
+    mig_migrated: list[InstanceLink] = []
+    mig_refused: list[InstanceLink] = []
+    mig_error: str = ""
+
+    @rx.var
+    def can_migrate(self) -> bool:
+        """The migration may run: the dry run shown answered exactly what is asked now."""
+        return self.mig_shown and self.mig_dry and self.mig_checked == self._mig_key()
+
+    def _mig_key(self) -> str:
+        return json.dumps([self.name, self.mig_from, self.mig_to, self.mig_map.strip()])
 
     def _as_admin(self, step: Callable[[Store], Any]) -> Any:
         """`step(store)` for a signed-in admin, on the store of their tenant."""
@@ -105,6 +176,14 @@ class TemplatesState(SessionState):
         stats = store.stats(name)
         self.stats = [StatLine(c, **counts) for c, counts in sorted(stats["circles"].items())]
         self.statuses = stats["instances"]
+        versions = [str(v) for v in store.template_versions().get(name, [])]
+        if versions != self.versions or not self.mig_to:
+            self.versions = versions
+            self.mig_to = versions[-1] if versions else ""
+            self.mig_from = versions[-2] if len(versions) > 1 else self.mig_to
+            self._forget_migration()
+        if self.at_circle:
+            self._at(store)
 
     def _refresh(self, store: Store) -> None:
         self.items = template_lines(store)
@@ -205,3 +284,88 @@ class TemplatesState(SessionState):
         self._refresh(store)
         return rx.toast.success(f"Retired {name}: it can no longer be started" if retire
                                 else f"Restored {name}: it can be started again")
+
+    # ------------------------------------------------------- where a circle is
+    @rx.event
+    def show_at(self, circle: str, state: str):
+        """List the instances whose `circle` is in `state` (of every version)."""
+        self.at_circle, self.at_state = circle, state
+        return self._as_admin(self._at)
+
+    @rx.event
+    def close_at(self):
+        self.at_circle, self.at_items, self.at_total = "", [], 0
+
+    def _at(self, store: Store) -> None:
+        rows, total = store.circle_instances(self.name, self.at_circle, self.at_state,
+                                             limit=100)
+        self.at_items, self.at_total = [link(r) for r in rows], total
+
+    # ------------------------------------------------------------- migration
+    def _forget_migration(self) -> None:
+        self.mig_checked, self.mig_shown, self.mig_error = "", False, ""
+        self.mig_migrated, self.mig_refused = [], []
+
+    @rx.event
+    def set_mig_from(self, value: str):
+        self.mig_from = value
+        self._forget_migration()
+
+    @rx.event
+    def set_mig_to(self, value: str):
+        self.mig_to = value
+        self._forget_migration()
+
+    @rx.event
+    def set_mig_map(self, value: str):
+        if value.strip() != self.mig_map.strip():
+            self._forget_migration()
+        self.mig_map = value
+
+    @rx.event
+    def dry_run(self):
+        """What migrating would do: shown, nothing changed; it enables `migrate`."""
+        return self._guarded(lambda caller: self._migrate(caller, dry=True), admin=True)
+
+    @rx.event
+    def migrate(self):
+        """Migrate, once a dry run of the same request was shown."""
+        if not self.can_migrate:
+            return rx.toast.error("Run a dry run of this migration first")
+        return self._guarded(lambda caller: self._migrate(caller, dry=False), admin=True)
+
+    def _migrate(self, caller: Caller, dry: bool):
+        store = store_for(caller)
+        key = self._mig_key()
+        self._forget_migration()
+        if not (self.mig_from.isdigit() and self.mig_to.isdigit()):
+            self.mig_error = "Choose the version to migrate from and the one to migrate to"
+            return None
+        source, target = int(self.mig_from), int(self.mig_to)
+        try:
+            mapping = parse_map(self.mig_map)
+        except ValueError as exc:
+            self.mig_error = str(exc)
+            return None
+        try:
+            outcome = store.migrate_instances(self.name, source, target, mapping,
+                                              dry_run=dry, actor=caller.username)
+        except BpflowError as exc:  # an unknown version, a map naming unknown circles
+            self.mig_error = str(exc)
+            return None
+        rows = {r["id"]: r for r in store.instance_rows(
+            outcome["migrated"] + [r["id"] for r in outcome["refused"]])}
+        self.mig_migrated = [link(rows[i]) for i in outcome["migrated"] if i in rows]
+        self.mig_refused = [InstanceLink(r["id"], routes.flow(r["id"]),
+                                         rows.get(r["id"], {}).get("version", 0),
+                                         rows.get(r["id"], {}).get("status", ""),
+                                         reasons="; ".join(r["reasons"]))
+                            for r in outcome["refused"]]
+        self.mig_dry, self.mig_shown = dry, True
+        self.mig_checked = key if dry else ""
+        if dry:
+            return None
+        self._choose(store, self.name, self.version)
+        self.mig_dry, self.mig_shown = False, True  # `_choose` keeps the result shown
+        return rx.toast.success(f"Migrated {len(self.mig_migrated)} instance(s) to version"
+                                f" {target}; {len(self.mig_refused)} refused")

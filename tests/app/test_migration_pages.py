@@ -1,0 +1,151 @@
+"""The templates page's part of SPEC §11, without a browser: a per-circle count opens the
+instances it counts (each with its flow page), and migrating instances to another version
+runs only after a dry run of the very same request was shown; errors are messages."""
+
+from __future__ import annotations
+
+import copy
+
+from bpflow_app.pages.templates_state import TemplatesState, parse_map
+from tests.app.helpers import run
+
+CLAIM = {"amount": 12, "reason": "train", "manager": "bob"}
+
+
+def v2(store) -> dict:
+    """reimbursement with `review` renamed `check` and a new `notify` before `done`."""
+    body = copy.deepcopy(store.latest_body("reimbursement"))
+    for c in body["circles"]:
+        if c["uri"] == "review":
+            c["uri"] = "check"
+        if c["uri"] == "pay":
+            c["deps"] = [["check"]]
+        if c["uri"] == "done":
+            c["deps"] = [["notify"]]
+    body["circles"].insert(4, {"uri": "notify", "deps": [["pay"]], "box": {"confirm": "Ok?"}})
+    return body
+
+
+def started(store, n: int = 2) -> list[str]:
+    alice = store.user("alice")
+    ids = [store.start("reimbursement", {}, alice).id for _ in range(n)]
+    inst = store.get(ids[0])
+    store.complete(ids[0], "claim", store.engine.bookmark(inst, "claim"), CLAIM, "alice")
+    return ids
+
+
+def versions(store, ids) -> list[int]:
+    return [store.get(i).version for i in ids]
+
+
+def test_a_circle_count_opens_the_instances_it_counts(make_state, web_store):
+    ids = started(web_store)
+    state = make_state(TemplatesState, user="root")
+    state.load()
+    state.choose("reimbursement", 1)
+    counts = {s.circle: s for s in state.stats}
+    assert counts["claim"].success == 1 and counts["claim"].waiting == 1
+    state.show_at("claim", "success")
+    assert [i.id for i in state.at_items] == [ids[0]] and state.at_total == 1
+    assert state.at_items[0].href == f"/flow/{ids[0]}"
+    assert state.at_items[0].user == "alice" and state.at_items[0].status == "running"
+    state.show_at("claim", "waiting")
+    assert [i.id for i in state.at_items] == [ids[1]]
+    state.close_at()
+    assert state.at_circle == "" and state.at_items == []
+
+
+def test_migrating_needs_a_dry_run_of_the_same_request_first(make_state, web_store):
+    ids = started(web_store)
+    web_store.put_template(v2(web_store))
+    state = make_state(TemplatesState, user="root")
+    state.load()
+    state.choose("reimbursement", 2)
+    assert state.versions == ["1", "2"] and (state.mig_from, state.mig_to) == ("1", "2")
+    assert not state.can_migrate
+    events = run(state.migrate())
+    assert "dry run" in str(events) and versions(web_store, ids) == [1, 1]
+
+    state.set_mig_map("review -> check")
+    run(state.dry_run())
+    assert state.mig_shown and state.mig_dry and state.can_migrate
+    assert {i.id for i in state.mig_migrated} == set(ids) and state.mig_refused == []
+    assert versions(web_store, ids) == [1, 1]  # a dry run changes nothing
+
+    state.set_mig_map("review -> check\n")  # the same map: the dry run still holds
+    assert state.can_migrate
+    state.set_mig_map("")  # another request: dry run it first
+    assert not state.can_migrate and not state.mig_shown
+    state.set_mig_map("review = check")
+    run(state.dry_run())
+    events = run(state.migrate())
+    assert "Migrated 2 instance(s) to version 2" in str(events)
+    assert versions(web_store, ids) == [2, 2]
+    assert state.mig_shown and not state.mig_dry and not state.can_migrate
+    assert {i.id for i in state.mig_migrated} == set(ids)
+    assert {s.circle for s in state.stats} >= {"check", "notify"}
+
+    # nothing left at v1: a dry run says so; from v2 to v1 `notify` would be removed
+    run(state.dry_run())
+    assert state.mig_migrated == [] and state.mig_refused == []
+    state.set_mig_from("2")
+    state.set_mig_to("1")
+    state.set_mig_map("check -> review")
+    run(state.dry_run())
+    assert {i.id for i in state.mig_migrated} == set(ids)
+
+
+def test_refusals_are_listed_with_their_reasons(make_state, web_store):
+    ids = started(web_store, 3)
+    approved = ids[0]
+    inst = web_store.get(approved)
+    web_store.complete(approved, "approve", web_store.engine.bookmark(inst, "approve"),
+                       {"approved": True}, "root")
+    web_store.abort(ids[2])
+    body = web_store.latest_body("reimbursement")  # v2: no approval any more
+    body = {**body, "circles": [c for c in body["circles"] if c["uri"] != "approve"]}
+    body["circles"][1] = {**body["circles"][1], "deps": [["claim"]]}
+    web_store.put_template(body)
+    state = make_state(TemplatesState, user="root")
+    state.load()
+    state.choose("reimbursement", 2)
+    run(state.dry_run())
+    assert [i.id for i in state.mig_migrated] == [ids[1]]  # the terminated one is not asked
+    [refused] = state.mig_refused
+    assert refused.id == approved and refused.href == f"/flow/{approved}"
+    assert refused.reasons == ("circle 'approve' is removed and its result is progress no"
+                               " kept circle carries on")
+    run(state.migrate())
+    assert [web_store.get(i).version for i in ids] == [1, 2, 1]
+    assert [i.id for i in state.mig_refused] == [approved]
+
+
+def test_errors_are_messages(make_state, web_store):
+    started(web_store)
+    web_store.put_template(v2(web_store))
+    state = make_state(TemplatesState, user="root")
+    state.load()
+    state.choose("reimbursement", 2)
+    state.set_mig_map("nope -> check")
+    run(state.dry_run())
+    assert "'nope' is no circle of the old version" in state.mig_error
+    assert not state.mig_shown and not state.can_migrate
+    state.set_mig_map("just words")
+    run(state.dry_run())
+    assert state.mig_error == "line 1 of the map is not 'old -> new': 'just words'"
+    state.set_mig_map('{"review": ')
+    run(state.dry_run())
+    assert state.mig_error.startswith("the map is not JSON")
+    state.set_mig_map("")
+    state.set_mig_to("2")
+    state.set_mig_from("2")
+    run(state.dry_run())
+    assert "already" in state.mig_error
+    other = make_state(TemplatesState, user="alice")
+    assert "Only administrators" in str(run(other.dry_run()))
+
+
+def test_the_map_is_typed_as_lines_or_json():
+    assert parse_map("") == {}
+    assert parse_map(" a -> b \n\n c.d = e.f ") == {"a": "b", "c.d": "e.f"}
+    assert parse_map('{"a": "b"}') == {"a": "b"}
