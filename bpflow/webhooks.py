@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import hmac
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,8 +35,9 @@ import orjson
 
 from bpflow import egress
 from bpflow.store import Store
-from bpflow.store.feed import Attempt
+from bpflow.store.feed import TYPES, Attempt
 
+SECRET_LENGTH = (16, 200)
 EVENT_HEADER = "X-Bpflow-Event-Id"
 SIGNATURE_HEADER = "X-Bpflow-Signature"
 ANSWER_BYTES = 500  # of a receiver's answer kept in the delivery's error
@@ -50,6 +52,35 @@ class Settings:
     backoff_cap: float = 300.0
     failure_limit: int = 8  # failed rounds in a row that disable a webhook
     lease: float = 60.0  # seconds a claimed delivery is held by its worker
+
+
+class WebhookInvalid(ValueError):
+    """A webhook that cannot be created: `field` names what is wrong, the message why."""
+
+    def __init__(self, field: str, message: str):
+        self.field = field
+        super().__init__(f"{field}: {message}")
+
+
+def add_webhook(store: Store, url: str, events: Sequence[str], secret: str,
+                created_by: str | None) -> dict[str, Any]:
+    """A new webhook of `store`'s tenant after the checks of its fields (WebhookInvalid):
+    an http(s) URL the egress guard allows, known event types, a secret of 16 to 200
+    characters."""
+    try:
+        httpx.URL(url)
+        egress.check(url)
+    except (httpx.InvalidURL, egress.EgressRefused) as exc:
+        raise WebhookInvalid("url", str(exc)) from None
+    events = list(dict.fromkeys(events))
+    unknown = [e for e in events if e not in TYPES]
+    if not events or unknown:
+        raise WebhookInvalid("events", f"unknown event types {unknown}" if unknown
+                             else "choose at least one event type")
+    if not SECRET_LENGTH[0] <= len(secret) <= SECRET_LENGTH[1]:
+        raise WebhookInvalid("secret", f"a secret has {SECRET_LENGTH[0]} to"
+                                       f" {SECRET_LENGTH[1]} characters")
+    return store.add_webhook(url, events, secret, created_by)
 
 
 def signature(secret: str | bytes, body: bytes) -> str:

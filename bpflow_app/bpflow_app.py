@@ -20,6 +20,8 @@ from bpflow_app.pages.register import register_page
 from bpflow_app.pages.templates import templates_page
 from bpflow_app.pages.templates_state import TemplatesState
 from bpflow_app.pages.users import UsersState, users_page
+from bpflow_app.pages.webhooks import webhooks_page
+from bpflow_app.pages.webhooks_state import WebhooksState
 
 # The Radix theme is configured in rxconfig.py (RadixThemesPlugin).
 app = rx.App(api_transformer=create_app(), stylesheets=["/styles.css"])  # REST API: /api
@@ -39,6 +41,8 @@ app.add_page(outer_circle(templates_page), route=routes.TEMPLATES, title="Templa
              on_load=page_loads(routes.TEMPLATES, TemplatesState.load))
 app.add_page(outer_circle(users_page), route=routes.USERS, title="Users · bpflow",
              on_load=page_loads(routes.USERS, UsersState.load))
+app.add_page(outer_circle(webhooks_page), route=routes.WEBHOOKS, title="Webhooks · bpflow",
+             on_load=page_loads(routes.WEBHOOKS, WebhooksState.load))
 app.add_page(guest_page, route=routes.GUEST, title="Leave a message · bpflow",
              on_load=GuestState.load)
 app.add_page(guest_page, route=routes.GUEST_TENANT, title="Leave a message · bpflow",

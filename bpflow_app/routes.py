@@ -12,6 +12,7 @@ GUEST = "/guest"
 GUEST_TENANT = "/guest/[tenant]"  # a tenant's guest page (SPEC §12)
 TEMPLATES = "/templates"
 USERS = "/users"
+WEBHOOKS = "/webhooks"
 REGISTER = "/register"
 
 

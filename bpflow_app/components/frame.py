@@ -38,6 +38,7 @@ def _links() -> list[rx.Component]:
         _nav_link("Inbox", routes.INBOX, "inbox", FrameState.unread),
         rx.cond(SessionState.is_admin, _nav_link("Templates", routes.TEMPLATES, "files")),
         rx.cond(SessionState.is_admin, _nav_link("Users", routes.USERS, "users")),
+        rx.cond(SessionState.is_admin, _nav_link("Webhooks", routes.WEBHOOKS, "webhook")),
     ]
 
 

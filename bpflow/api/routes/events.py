@@ -11,10 +11,8 @@ from __future__ import annotations
 
 from typing import Annotated
 
-import httpx
 from fastapi import APIRouter, HTTPException, Path, Query
 
-from bpflow import egress
 from bpflow.access import require_admin
 from bpflow.api.deps import CallerDep, StoreDep
 from bpflow.api.errors import responses
@@ -28,6 +26,7 @@ from bpflow.api.schemas import (
     webhook_payload,
 )
 from bpflow.store.feed import BadCursor
+from bpflow.webhooks import WebhookInvalid, add_webhook
 
 router = APIRouter(prefix="/api", tags=["events"])
 WebhookId = Annotated[int, Path(ge=1, le=MAX_INT)]
@@ -53,18 +52,15 @@ def events(store: StoreDep, caller: CallerDep,
 
 @router.post("/webhooks", response_model=WebhookOut, status_code=201,
              responses=responses(401, 403, 409, 422))
-def add_webhook(body: WebhookIn, store: StoreDep, caller: CallerDep) -> WebhookOut:
+def create_webhook(body: WebhookIn, store: StoreDep, caller: CallerDep) -> WebhookOut:
     """Subscribe `url` to the events of the types in `events` committed from now on;
     each is POSTed signed with `secret` (409 when the tenant has the most webhooks it may
     have)."""
     require_admin(caller)
     try:
-        httpx.URL(body.url)
-        egress.check(body.url)
-    except (httpx.InvalidURL, egress.EgressRefused) as exc:
-        raise HTTPException(422, f"url: {exc}") from None
-    hook = store.add_webhook(body.url, list(dict.fromkeys(body.events)), body.secret,
-                             caller.username)
+        hook = add_webhook(store, body.url, body.events, body.secret, caller.username)
+    except WebhookInvalid as exc:
+        raise HTTPException(422, str(exc)) from None
     return webhook_payload(hook)
 
 
