@@ -185,6 +185,10 @@ def test_every_instance_state_migrates_or_is_refused_and_goes_on_at_v2(api, clai
     assert event["kind"] == "instance_migrated" and event["actor"] == "admin"
     assert event["data"] == {"from": 1, "to": 2, "map": {"review": "check"},
                              "added": ["notify"], "removed": []}
+    feed = call(api, "admin", "GET", "/api/events", limit=1000).json()["items"]
+    moved = [i for i in feed if i["type"] == "instance.migrated"]
+    assert {i["instance"] for i in moved} == movable
+    assert all(i["data"]["added"] == ["notify"] for i in moved)
     with api.store.reader() as conn:  # the rows say v2 too, as a fresh read does
         rows = dict(conn.execute(select(instances_t.c.id, instances_t.c.version)).all())
     assert {rows[i] for i in movable} == {2}
