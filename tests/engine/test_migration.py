@@ -292,3 +292,26 @@ def test_a_kept_ready_circles_bookmark_is_the_same_token(engine):
     move(engine, inst, new)
     bookmarks.verify(engine.key, inst.id, "a", inst.circles["a"].epoch, mark)
     assert engine.view(inst)["a"]["bookmark"] == mark
+
+
+def test_a_renamed_flow_circle_carries_its_nested_circles_and_their_progress(engine):
+    old = template(waits("a"), circle("f", "a", box={"action": {"type": "flow", "circles": [
+        waits("x"), waits("y", "x"), circle("end", "y")]}}), circle("done", "f"))
+    new = template(waits("a"), circle("g", "a", box={"action": {"type": "flow", "circles": [
+        waits("x"), waits("z", "x"), waits("y", "z"), circle("end", "y")]}}),
+        circle("done", "g"))
+    inst = start(engine, old)
+    finish(engine, inst, "a")
+    finish(engine, inst, "f.x", {"v": 1})
+    mark = engine.bookmark(inst, "f.y")
+    m = move(engine, inst, new, {"f": "g"})
+    assert m.added == ["g.z"] and m.removed == []
+    assert inst.circles["g.x"].result == {"v": 1}
+    # `y` now waits for the new `z`: sent back to wait, its old bookmark void
+    assert engine.ready(inst) == ["g.z"]
+    finish(engine, inst, "g.z")
+    with pytest.raises(BookmarkError):
+        engine.complete(inst, "g.y", mark, {})
+    finish(engine, inst, "g.y")
+    assert inst.status == "completed"
+    assert inst.circles["g"].result == {"x": {"v": 1}, "z": None, "y": None, "end": None}
