@@ -15,7 +15,7 @@ from collections.abc import Collection, Mapping
 from typing import Annotated, Any, Literal
 
 from fastapi import Header
-from pydantic import AfterValidator, BaseModel, Field
+from pydantic import AfterValidator, BaseModel, Field, model_validator
 
 from bpflow import limits
 from bpflow.access import Caller, may_drive
@@ -139,12 +139,45 @@ def stats_payload(stats: Mapping[str, Any]) -> StatsOut:
     return StatsOut.model_validate(stats)
 
 
+class BatchStatsOut(StatsOut):
+    batch: str
+    template: str
+    version: int
+    started: int = Field(description="instances the batch started")
+
+
 # ---------------------------------------------------------------- instances
 class StartIn(BaseModel):
     template: str = Field(min_length=1, max_length=100)
     version: int | None = Field(default=None, ge=1, le=MAX_INT)
     inputs: Annotated[dict[str, Json], _small("inputs")] = Field(default_factory=dict,
                                                                  description=_SMALL)
+
+
+MAX_CROWD_NAMES = 100_000  # usernames one bulk start may list (a role selects any number)
+
+
+class BulkIn(StartIn):
+    """A crowd: one instance per user, named by `users` or by `role` (exactly one)."""
+
+    users: list[Annotated[str, Field(min_length=1, max_length=100)]] | None = Field(
+        default=None, max_length=MAX_CROWD_NAMES,
+        description=f"usernames of the caller's tenant (each started once; at most"
+                    f" {MAX_CROWD_NAMES:,})")
+    role: str | None = Field(default=None, min_length=1, max_length=40,
+                             description="every enabled user of the caller's tenant having"
+                                         " this role")
+
+    @model_validator(mode="after")
+    def _one_crowd(self) -> BulkIn:
+        if (self.users is None) == (self.role is None):
+            raise ValueError("name the crowd either by 'users' or by 'role', not both")
+        return self
+
+
+class BatchOut(BaseModel):
+    batch: str = Field(description="the batch id (GET /api/batches/{batch}/stats)")
+    started: int
 
 
 _PRINTABLE = r"[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?"  # no space at either end (HTTP)

@@ -1,7 +1,137 @@
-"""Crowds (SPEC §11): one instance per user started in one set-based write; batch counts."""
+"""Crowds (SPEC §11): one instance per user started in one set-based write; batch counts.
+
+A crowd is admitted once, as a single start is (the template exists and is not retired or
+past its `stop_at`, the inputs fit, the tenant's running-instances quota holds all of
+them), then each instance is started by the engine in memory, its user as its starter,
+and the rows of all of them reach the database in chunks of executemany, all or nothing
+(`Writer.insert_many`), with the `batches` row naming template, version and count.
+"""
 
 from __future__ import annotations
+
+import contextlib
+import uuid
+from collections.abc import Iterator
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import select
+
+from bpflow.access import Caller, valid_roles
+from bpflow.errors import NotFound
+from bpflow.security import normal_username
+from bpflow.store.tables import batches_t, instances_t, users_t
+from bpflow.store.writing import NewInstance
+from engine.inputs import InputError
+
+CHUNK = 2000  # instances built and written at a time (memory holds one chunk)
+LOOKUP = 5000  # usernames looked up per query (below every database's parameter limit)
+SHOWN = 10  # names an error lists at most
 
 
 class Crowds:
     """(part of `Store`)"""
+
+    def start_batch(self, name: str, users: list[str] | None = None,
+                    role: str | None = None, inputs: dict[str, Any] | None = None,
+                    version: int | None = None,
+                    created_by: str | None = None) -> tuple[str, int]:
+        """Start one instance of the template version (latest unless named) per user,
+        each user its starter: the named `users` (each once) or the enabled users having
+        `role`. Returns (batch id, instances started). Refused as a whole before anything
+        is written: NotFound (no template), Conflict (retired, stopped), QuotaExceeded
+        (the tenant's running-instances quota cannot take them all), InputError (bad
+        inputs; no users; unknown or disabled ones; both users and a role, or neither)."""
+        if (users is None) == (role is None):
+            raise InputError("name the crowd either by 'users' or by 'role', not both")
+        people = self._crowd(users) if users is not None else self._having(role or "")
+        with self._quota_lock() or contextlib.nullcontext():  # count and insert, together
+            return self._start_crowd(name, people, inputs, version, created_by)
+
+    def _start_crowd(self, name: str, people: list[dict[str, Any]],
+                     inputs: dict[str, Any] | None, version: int | None,
+                     created_by: str | None) -> tuple[str, int]:
+        row = self._startable_row(name, version, None, count=len(people))
+        batch = uuid.uuid4().hex
+        first = self._new_instance(row, inputs, people[0], batch=batch)[1]  # inputs checked
+        due: list[datetime] = []
+
+        def chunks() -> Iterator[list[NewInstance]]:
+            chunk = [first]
+            for person in people[1:]:
+                if len(chunk) == CHUNK:
+                    yield chunk
+                    chunk = []
+                chunk.append(self._new_instance(row, inputs, person, batch=batch)[1])
+            yield chunk
+
+        def noted(source: Iterator[list[NewInstance]]) -> Iterator[list[NewInstance]]:
+            for chunk in source:  # what falls due first, to wake the worker after
+                times = [n.instance["due_at"] for n in chunk if n.instance["due_at"]]
+                if times:
+                    due.append(min(times))
+                yield chunk
+
+        self.writer.insert_many(noted(chunks()), {
+            "id": batch, "tenant": self._owner(), "template": row.name,
+            "version": row.version, "started": len(people), "created_by": created_by,
+            "created_at": self.clock()})
+        self._notify(min(due, default=None))
+        return batch, len(people)
+
+    def _crowd(self, users: list[str]) -> list[dict[str, Any]]:
+        """The enabled users of this tenant named (each once, in the order given);
+        InputError listing some of the unknown and disabled ones."""
+        names = list(dict.fromkeys(normal_username(u) for u in users))
+        if not names:
+            raise InputError("'users' is empty: name at least one user")
+        found: dict[str, Any] = {}
+        q = select(users_t.c.id, users_t.c.username, users_t.c.roles, users_t.c.disabled_at)
+        with self.reader() as conn:
+            for i in range(0, len(names), LOOKUP):
+                part = names[i:i + LOOKUP]
+                found.update((r.username, r) for r in conn.execute(q.where(
+                    self._here(users_t), users_t.c.username.in_(part))))
+        problems = []
+        for what, wrong in (("no user named", [n for n in names if n not in found]),
+                            ("disabled", [n for n in names if n in found
+                                          and found[n].disabled_at is not None])):
+            if wrong:
+                more = f" and {len(wrong) - SHOWN} more" if len(wrong) > SHOWN else ""
+                problems.append(f"{what} {', '.join(map(repr, wrong[:SHOWN]))}{more}")
+        if problems:
+            raise InputError(f"users refused: {'; '.join(problems)} (nothing was started)")
+        return [_starter(found[n]) for n in names]
+
+    def _having(self, role: str) -> list[dict[str, Any]]:
+        """The enabled users of this tenant having `role`, oldest account first."""
+        try:
+            valid_roles([role])
+        except ValueError as exc:
+            raise InputError(str(exc)) from None
+        q = (select(users_t.c.id, users_t.c.username, users_t.c.roles)
+             .where(self._here(users_t), users_t.c.disabled_at.is_(None))
+             .order_by(users_t.c.id))
+        with self.reader() as conn:
+            people = [_starter(r) for r in conn.execute(q) if role in r.roles]
+        if not people:
+            raise InputError(f"no enabled user has the role '{role}' (nothing was started)")
+        return people
+
+    def batch_stats(self, batch: str) -> dict[str, Any]:
+        """A crowd's counts as `stats` gives a template's: circles per state, instances
+        per status, with the batch's template, version and size. NotFound for an unknown
+        batch or another tenant's."""
+        with self.reader() as conn:
+            row = conn.execute(select(batches_t).where(
+                self._here(batches_t), batches_t.c.id == batch)).first()
+        if row is None:
+            raise NotFound(f"no batch '{batch}'")
+        counts = self._counts([self._here(instances_t), instances_t.c.batch == batch])
+        return {"batch": row.id, "template": row.template, "version": row.version,
+                "started": row.started, **counts}
+
+
+def _starter(row: Any) -> dict[str, Any]:
+    """The user record an instance keeps of its starter (as a single start keeps it)."""
+    return Caller(row.id, row.username, tuple(row.roles)).as_user()

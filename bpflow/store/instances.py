@@ -133,9 +133,10 @@ class Instances:
 
     def _new_instance(self, row, inputs: dict[str, Any] | None,
                       user: dict[str, Any] | None,
-                      instance_id: str | None = None) -> tuple[Loaded, NewInstance]:
+                      instance_id: str | None = None,
+                      batch: str | None = None) -> tuple[Loaded, NewInstance]:
         """A new instance of version `row` (started by the engine, with `instance_id` or a
-        new one) and its rows."""
+        new one; one of crowd `batch`) and its rows."""
         name, tenant = row.name, self._owner()
         template, nested = self._build(row, None)
         user = user or {}
@@ -151,7 +152,8 @@ class Instances:
                   "user": user, "status": inst.status, "reason": inst.reason,
                   "inputs": inst.inputs, "variables": variables,
                   "seq": inst.seq, "lock_version": 1, "due_at": self.due_at(inst),
-                  "created_at": inst.created_at, "updated_at": inst.updated_at}
+                  "created_at": inst.created_at, "updated_at": inst.updated_at,
+                  "batch": batch}
         new = NewInstance(
             values, [sql.circle_row(inst.id, cid, d, tenant) for cid, d in circles.items()],
             sql.event_rows(inst.id, tenant, events),

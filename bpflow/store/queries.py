@@ -49,6 +49,11 @@ class Queries:
         cond = [self._here(instances_t), instances_t.c.template == template]
         if user_id is not None:
             cond.append(instances_t.c.user_id == user_id)
+        return self._counts(cond)
+
+    def _counts(self, cond: list[Any]) -> dict[str, Any]:
+        """Circles per state and instances per status of the instances meeting `cond`
+        (`stats`, and a crowd's: `Crowds.batch_stats`)."""
         circles: dict[str, dict[str, int]] = {}
         with self.reader() as conn:
             q = (select(circles_t.c.circle, circles_t.c.state, func.count())

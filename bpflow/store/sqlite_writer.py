@@ -12,7 +12,7 @@ import asyncio
 import os
 import sqlite3
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -30,6 +30,12 @@ AUDIENCE_DELETE = sql.for_sqlite(sql.audience_delete)
 EVENT_INSERT = sql.for_sqlite(sql.event_insert)
 INSTANCE_INSERT = sql.for_sqlite(sql.instance_insert)
 PINNED_INSERT = sql.for_sqlite(sql.pinned_insert)
+BATCH_INSERT = sql.for_sqlite(sql.batch_insert)
+FOR_SQLITE = {sql.instance_insert: INSTANCE_INSERT, sql.circle_insert: CIRCLE_INSERT,
+              sql.pinned_insert: PINNED_INSERT, sql.event_insert: EVENT_INSERT,
+              sql.audience_insert: AUDIENCE_INSERT}
+# a crowd's tables, in the order its rows are copied into the store's (`insert_many`)
+STAGED = ("instances", "instance_templates", "circle_states", "events", "task_audience")
 MOVED = {statement: sql.for_sqlite(statement) for statement in (
     sql.circle_delete, sql.circle_insert, sql.instance_moved, sql.pinned_delete,
     sql.pinned_insert)}  # a migration's statements (`writing.moved_rows`)
@@ -74,22 +80,42 @@ class SqliteWriter:
         return await self.run(self.save_job(writes))
 
     @staticmethod
-    def insert_job(new: NewInstance) -> Job:
-        """A new instance with its circles, pinned nested versions and first events."""
-        statements = [(INSTANCE_INSERT.sql, [INSTANCE_INSERT.bind(new.instance)]),
-                      (CIRCLE_INSERT.sql, [CIRCLE_INSERT.bind(c) for c in new.circles])]
-        if new.pinned:
-            statements.append((PINNED_INSERT.sql, [PINNED_INSERT.bind(p) for p in new.pinned]))
-        if new.events:
-            statements.append((EVENT_INSERT.sql, [EVENT_INSERT.bind(e) for e in new.events]))
-        if new.audience:
-            statements.append((AUDIENCE_INSERT.sql,
-                               [AUDIENCE_INSERT.bind(a) for a in new.audience]))
+    def insert_job(*news: NewInstance) -> Job:
+        """New instances with their circles, pinned nested versions and first events."""
+        statements = [(form.sql, [form.bind(r) for r in rows])
+                      for form, rows in ((FOR_SQLITE[s], rows) for s, rows in sql.new_rows(news))]
 
         def job(conn: sqlite3.Connection) -> None:
             for text, rows in statements:
                 conn.executemany(text, rows)
         return job
+
+    def insert_many(self, chunks: Iterable[list[NewInstance]], batch: dict[str, Any]) -> None:
+        """A crowd (`Crowds`), all of it or nothing, without holding the write lock while
+        it is built: each chunk goes into temporary tables of a connection of its own
+        (named as the store's, so the same statements fill them; another connection's
+        writes are not held up), then one write transaction copies them into the store's
+        tables and adds the batch row. A failure before that commit stores nothing."""
+        conn = sqlite_connect(self.path)
+        try:
+            for table in STAGED:
+                conn.execute(f"CREATE TEMP TABLE {table} AS SELECT * FROM main.{table} WHERE 0")
+            for chunk in chunks:
+                conn.execute("BEGIN")
+                self.insert_job(*chunk)(conn)
+                conn.execute("COMMIT")
+            begin_immediate(conn)
+            try:
+                for table in STAGED:
+                    conn.execute(f"INSERT INTO main.{table} SELECT * FROM temp.{table}"
+                                 " ORDER BY rowid")
+                conn.execute(BATCH_INSERT.sql, BATCH_INSERT.bind(batch))
+                conn.execute("COMMIT")
+            finally:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+        finally:
+            conn.close()
 
     @staticmethod
     def save_job(writes: list[Write]) -> Job:

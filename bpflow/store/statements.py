@@ -24,6 +24,7 @@ from sqlalchemy.sql import Executable
 from bpflow.store.connection import UTCDateTime
 from bpflow.store.tables import (
     audience_t,
+    batches_t,
     circles_t,
     events_t,
     instances_t,
@@ -44,7 +45,7 @@ EVENT_COLUMNS = ("instance_id", "tenant", "seq", "at", "kind", "actor", "circle"
 INSTANCE_COLUMNS = ("id", "tenant", "template_id", "template", "version", "nested_versions",
                     "user_id",
                     "user", "status", "reason", "inputs", "variables", "seq", "lock_version",
-                    "due_at", "created_at", "updated_at")
+                    "due_at", "created_at", "updated_at", "batch")
 STEP_COLUMNS = ("id", "lock", "status", "reason", "seq", "variables", "due_at", "next_lock",
                 "updated_at")  # what a step changes of the instance row (`cas`)
 
@@ -93,6 +94,17 @@ def event_rows(instance_id: str, tenant: str, events: list[Event]) -> list[dict[
              "data": e.data} for e in events]
 
 
+def new_rows(news: list[Any]) -> list[tuple[Executable, list[dict[str, Any]]]]:
+    """The inserts of new instances (`writing.NewInstance`), in the order the foreign
+    keys need, each with its rows of all of them (tables without rows left out)."""
+    out = [(instance_insert, [n.instance for n in news]),
+           (circle_insert, [c for n in news for c in n.circles]),
+           (pinned_insert, [p for n in news for p in n.pinned]),
+           (event_insert, [e for n in news for e in n.events]),
+           (audience_insert, [a for n in news for a in n.audience])]
+    return [(statement, rows) for statement, rows in out if rows]
+
+
 # ------------------------------------------------------------------ statements
 def _binds(columns: tuple[str, ...]) -> dict[str, Any]:
     # bind names differ from column names: SQLAlchemy reserves those for SET / VALUES
@@ -129,6 +141,8 @@ audience_delete = delete(audience_t).where(audience_t.c.instance_id == b("b_inst
                                            audience_t.c.circle == b("b_circle"))
 instance_insert = insert(instances_t).values(_binds(INSTANCE_COLUMNS))
 pinned_insert = insert(pinned_t).values(_binds(("instance_id", "tenant", "template_id")))
+BATCH_COLUMNS = ("id", "tenant", "template", "version", "started", "created_by", "created_at")
+batch_insert = insert(batches_t).values(_binds(BATCH_COLUMNS))  # a crowd's row (crowds.py)
 template_id = (select(templates_t.c.id).where(templates_t.c.tenant == b("b_tenant"),
                                               templates_t.c.name == b("b_name"))
                .order_by(templates_t.c.version.desc()).limit(1))

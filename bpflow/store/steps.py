@@ -124,10 +124,12 @@ class Steps:
         return hmac.new(secret, f"{user_id}:{key}".encode(), hashlib.sha256).hexdigest()[:32]
 
     def _startable_row(self, name: str, version: int | None,
-                       admit: Callable[[dict[str, Any]], None] | None, quota: bool = True):
+                       admit: Callable[[dict[str, Any]], None] | None, quota: bool = True,
+                       count: int = 1):
+        """The version row a start (of `count` instances: a crowd) may begin from."""
         row = self._version_row(name, version)
         if quota:
-            self._admit_instance()
+            self._admit_instance(count)
         if self.is_retired(name):
             raise Conflict(f"template '{name}' is retired: it cannot be started (running"
                            " instances go on)")

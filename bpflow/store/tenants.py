@@ -117,12 +117,19 @@ class Tenants:
         return {"instances": int(running), "templates": int(names)}
 
     # ------------------------------------------------------------- the checks
-    def _admit_instance(self) -> None:
-        """QuotaExceeded when the tenant runs as many instances as its quota allows."""
+    def _admit_instance(self, count: int = 1) -> None:
+        """QuotaExceeded when `count` more running instances would pass the tenant's
+        quota."""
         limit = self.quotas().get("instances")
-        if limit is not None and self.usage()["instances"] >= limit:
-            raise QuotaExceeded(f"tenant '{self.tenant}' runs {limit} instances, its quota;"
-                                " finish or abort some first")
+        if limit is None:
+            return
+        running = self.usage()["instances"]
+        if running + count > limit:
+            if count == 1:
+                raise QuotaExceeded(f"tenant '{self.tenant}' runs {limit} instances, its"
+                                    " quota; finish or abort some first")
+            raise QuotaExceeded(f"tenant '{self.tenant}' runs {running} instances and its"
+                                f" quota is {limit}: {count} more do not fit")
 
     def _admit_template(self, name: str) -> None:
         """QuotaExceeded when a new template name would pass the tenant's quota."""

@@ -9,6 +9,7 @@ the statements of `bpflow.store.statements`.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -66,6 +67,9 @@ class Writer(Protocol):
 
     def insert(self, new: NewInstance) -> None: ...
 
+    def insert_many(self, chunks: Iterable[list[NewInstance]],
+                    batch: dict[str, Any]) -> None: ...
+
     async def insert_async(self, new: NewInstance) -> None: ...
 
     def save(self, writes: list[Write]) -> set[str]: ...
@@ -75,16 +79,11 @@ class Writer(Protocol):
     def close(self) -> None: ...
 
 
-def insert_rows(conn: Connection, new: NewInstance) -> None:
-    """A new instance's rows on an open SQLAlchemy connection."""
-    conn.execute(sql.instance_insert, sql.prefixed(new.instance))
-    conn.execute(sql.circle_insert, [sql.prefixed(c) for c in new.circles])
-    if new.pinned:
-        conn.execute(sql.pinned_insert, [sql.prefixed(p) for p in new.pinned])
-    if new.events:
-        conn.execute(sql.event_insert, [sql.prefixed(e) for e in new.events])
-    if new.audience:
-        conn.execute(sql.audience_insert, [sql.prefixed(a) for a in new.audience])
+def insert_rows(conn: Connection, news: list[NewInstance]) -> None:
+    """New instances' rows on an open SQLAlchemy connection (each statement once for
+    all of them: executemany)."""
+    for statement, rows in sql.new_rows(news):
+        conn.execute(statement, [sql.prefixed(r) for r in rows])
 
 
 def save_rows(conn: Connection, writes: list[Write]) -> set[str]:
@@ -117,7 +116,15 @@ class SqlAlchemyWriter:
 
     def insert(self, new: NewInstance) -> None:
         with self.db.begin() as conn:
-            insert_rows(conn, new)
+            insert_rows(conn, [new])
+
+    def insert_many(self, chunks: Iterable[list[NewInstance]], batch: dict[str, Any]) -> None:
+        """A crowd (`Crowds`): every chunk's instances, then the batch row, in one
+        transaction (the chunks are built while it is open: memory holds one at a time)."""
+        with self.db.begin() as conn:
+            for chunk in chunks:
+                insert_rows(conn, chunk)
+            conn.execute(sql.batch_insert, sql.prefixed(batch))
 
     async def insert_async(self, new: NewInstance) -> None:
         await asyncio.to_thread(self.insert, new)
