@@ -3,12 +3,15 @@ last), and the rows of a new instance and of a step.
 
 A cached copy is only ever used as the starting point of a step, whose compare-and-set
 tells whether someone else wrote since (then the step is re-run on a fresh read), or for
-what never changes in an instance (its owner, its template).
+what hardly ever changes in an instance (its owner; its template, which only a migration
+to another version changes): `peek` serves a copy kept in the last PEEK_FRESH_S seconds,
+so a migration made by another process is seen within that time.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -23,6 +26,8 @@ from engine.instance import Event, Instance
 from engine.migration import MIGRATED
 from engine.moves import ACTIVE
 
+PEEK_FRESH_S = 5.0  # how long `peek` trusts a copy for its template (see above)
+
 
 @dataclass
 class Loaded:
@@ -32,6 +37,7 @@ class Loaded:
     lock_version: int
     circles: dict[str, sql.Snapshot]  # circle rows as last written, to write only changes
     listed: bool = True  # whether its open tasks are in `task_audience` (it is active)
+    kept_at: float = 0.0  # (monotonic) when it was read or written last
 
 
 class Instances:
@@ -56,18 +62,26 @@ class Instances:
         return self._peeked(await asyncio.to_thread(self._load, instance_id))
 
     def _peeked(self, loaded: Loaded) -> Instance:
+        loaded.kept_at = time.monotonic()
         with self._lock:  # a step that finished meanwhile keeps its newer copy
-            return self._cache.setdefault(loaded.inst.id, loaded).inst
+            kept = self._cache.get(loaded.inst.id)
+            if kept is not None and kept.lock_version > loaded.lock_version:
+                return kept.inst
+            self._cache[loaded.inst.id] = loaded
+            return loaded.inst
 
     # ------------------------------------------------------------------ cache
     def _mine(self, loaded: Loaded | None) -> bool:
         return loaded is not None and (self.tenant is None or loaded.inst.tenant == self.tenant)
 
     def _cached(self, instance_id: str) -> Loaded | None:
-        """The cached copy, if this store's tenant may see it (the cache is shared)."""
+        """The cached copy for `peek`, if this store's tenant may see it (the cache is
+        shared) and it was kept in the last PEEK_FRESH_S seconds."""
         with self._lock:
             loaded = self._cache.get(instance_id)
-        return loaded if self._mine(loaded) else None
+        if not self._mine(loaded) or time.monotonic() - loaded.kept_at > PEEK_FRESH_S:
+            return None
+        return loaded
 
     def _take(self, instance_id: str) -> Loaded | None:
         with self._lock:
@@ -79,6 +93,7 @@ class Instances:
     def _keep(self, loaded: Loaded) -> None:
         if loaded.inst.status in ("completed", "terminated"):
             return  # rarely touched again (a reset reads it back): not worth the memory
+        loaded.kept_at = time.monotonic()
         with self._lock:
             self._cache[loaded.inst.id] = loaded
             while len(self._cache) > self._cache_size:

@@ -74,3 +74,32 @@ def test_a_migration_moves_the_rows_and_a_cold_store_reads_the_same(store, db_ur
         assert cold.engine.ready(again) == ["sub.y"]  # the new nested circle, from v2
     finally:
         cold.close()
+
+
+def test_another_process_sees_the_migration(store, db_url, monkeypatch):
+    """Two stores on one database stand for two processes: the one that did not migrate
+    steps the instance on v2 at once (its stale copy loses the compare-and-set) and its
+    `peek` (owner and template, for access checks) follows once its copy is no longer
+    fresh."""
+    from bpflow.store import instances
+
+    store.add_user("alice", "pw-alice", ["user"])
+    store.put_template(INNER)
+    store.put_template(OUTER)
+    other = Store(db_url, secret=SECRET)
+    try:
+        inst = store.start("outer", {}, store.user("alice"))
+        assert other.peek(inst.id).version == 1  # cached over there
+        store.put_template(OUTER_2)
+        store.migrate_instances("outer", 1, 2, {})
+        a = other.get(inst.id)
+        moved = other.complete(inst.id, "a", other.engine.bookmark(a, "a"), {"n": 2}, "alice")
+        assert moved.version == 2 and "review" not in moved.circles
+        assert other.peek(inst.id).version == 2  # the step's copy is kept
+        # a copy older than PEEK_FRESH_S is read again
+        store.peek(inst.id)
+        monkeypatch.setattr(instances, "PEEK_FRESH_S", -1.0)
+        fresh = store.peek(inst.id)
+        assert fresh.version == 2 and fresh.circles["a"].state == "success"
+    finally:
+        other.close()
