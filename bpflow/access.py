@@ -11,7 +11,9 @@ nobody else tests role names.
   completed or failed by hand only by an admin (an intervention); its form, while not yet
   sent, is the starter's to fill.
 - A circle waiting for a signal (`signal` action) is completed by a signal or by its
-  bookmark, sent by an admin or an `integration` user (the systems around bpflow).
+  bookmark, sent by an admin or an `integration` user (the systems around bpflow); while
+  one waits, integration users of its tenant follow the instance (to find the bookmark),
+  and may complete or fail its signal circles only.
 - Approval mail is decided by its addressee only; guest messages are read by admins.
 - Templates, users, webhooks, the event feed, migrations and crowds are administered by
   admins.
@@ -28,6 +30,7 @@ from bpflow.errors import Forbidden, NotFound
 from engine.instance import Instance
 from engine.model import ROLE_NAME
 from engine.phase import action_started
+from engine.signals import waiting_for
 
 ADMIN, APPROVER, USER = "admin", "approver", "user"
 INTEGRATION = "integration"  # service accounts of the systems around bpflow (SPEC §11)
@@ -110,13 +113,21 @@ def acting(caller: Caller, inst: Instance) -> Instance:
 
 def sight(caller: Caller, inst: Instance, asked: Callable[[], bool]) -> Sight:
     """ACT for its user and admins, FOLLOW for the people it asked (named by a task of
-    one of its circles, or sent mail about it: `asked` is only called when it matters),
-    else NONE."""
+    one of its circles, or sent mail about it: `asked` is only called when it matters) and
+    integration users while it waits for a signal, else NONE."""
     if not same_tenant(caller, inst):
         return Sight.NONE
     if may_act(caller, inst):
         return Sight.ACT
-    return Sight.FOLLOW if named(caller, inst) or asked() else Sight.NONE
+    return Sight.FOLLOW if named(caller, inst) or awaited(caller, inst) or asked() \
+        else Sight.NONE
+
+
+def awaited(caller: Caller, inst: Instance) -> bool:
+    """Whether the caller may send signals and a circle of the instance waits for one
+    (its tenancy is the caller's to check)."""
+    return may_signal(caller) and any(waiting_for(run) is not None
+                                      for run in inst.circles.values())
 
 
 def seeing(caller: Caller, inst: Instance, asked: Callable[[], bool]) -> Instance:

@@ -20,6 +20,7 @@ from typing import Any
 
 from bpflow.actions import HANDLERS, ActionContext, Outcome, shown_data
 from bpflow.errors import NotFound, StorageQuotaExceeded
+from bpflow.expiry import expire
 from bpflow.mailbox import Mailbox
 from bpflow.store import Store
 from bpflow.webhooks import Deliverer
@@ -52,7 +53,7 @@ class Worker:
         self.mailbox = Mailbox(self.store)
         # what else a worker does each round besides due instances (expiry, webhook
         # deliveries): each a callable answering how much it did (0: nothing to do)
-        self.duties: list[Callable[[Worker], int]] = []
+        self.duties: list[Callable[[Worker], int]] = [expire]
         self.webhooks = Deliverer()  # keeps its connections between rounds
         self.duties.append(self.webhooks)
 

@@ -15,7 +15,7 @@ from collections.abc import Collection, Mapping
 from typing import Annotated, Any, Literal
 
 from fastapi import Header
-from pydantic import AfterValidator, BaseModel, Field, model_validator
+from pydantic import AfterValidator, BaseModel, Field, StrictInt, StrictStr, model_validator
 
 from bpflow import limits
 from bpflow.access import Caller, may_drive
@@ -25,6 +25,7 @@ from engine.instance import Instance
 from engine.model import Template
 from engine.phase import public_pending
 from engine.runtime import Engine
+from engine.signals import MAX_KEY
 
 Json = Any
 MAX_INT = 2**31 - 1  # what every database stores in an INTEGER column
@@ -361,6 +362,24 @@ def task_payload(engine: Engine, row: Any, description: str) -> dict[str, Any]:
             "ready_at": row.ready_at.isoformat() if row.ready_at else None,
             "due_at": task.get("due_at"),
             "bookmark": bookmarks.make(engine.key, row.instance_id, row.circle, row.epoch)}
+
+
+# -------------------------------------------------------------- signals (SPEC §11)
+MAX_SIGNAL_INT = 2**63 - 1  # a larger key is sent as its digits, a string (they meet)
+SIGNAL_NAME_PATTERN = r"^[A-Za-z0-9_.:-]{1,100}$"  # engine.boxes.SIGNAL_NAME
+
+
+class SignalIn(BaseModel):
+    key: (Annotated[StrictStr, Field(max_length=MAX_KEY)]
+          | Annotated[StrictInt, Field(ge=-MAX_SIGNAL_INT, le=MAX_SIGNAL_INT)] | None) = Field(
+        default=None, description="the key the waiting circles rendered: text, or an integer"
+                                  " (42 and \"42\" meet); null or absent: the empty key")
+    data: Annotated[Json, _small("data")] = Field(
+        default=None, description=f"the circles' result; {_SMALL}")
+
+
+class SignalOut(BaseModel):
+    delivered: int = Field(description="how many waiting circles it completed")
 
 
 # -------------------------------------------------- event feed, webhooks (SPEC §11)

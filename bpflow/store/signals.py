@@ -1,7 +1,105 @@
-"""Signals (SPEC §11): delivering a signal to the circles of this tenant that wait for it."""
+"""Signals (SPEC §11): delivering a signal to the circles of this tenant that wait for it,
+and finding the instances whose template version stopped at its `stop_at`.
+
+A ready `signal` circle's row carries the token it waits for (`circle_states.signal`,
+`engine.signals.token`), null otherwise, under a partial index on (tenant, signal): a
+signal finds its circles with one indexed read, then completes each with its own atomic
+step, which checks again, on the instance as it is then, that the circle still waits for
+this token (two identical signals at once complete a circle once: the second finds it
+moved and does not count it).
+"""
 
 from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from sqlalchemy import select
+
+from bpflow.errors import Conflict, NotFound
+from bpflow.store.tables import circles_t, instances_t, templates_t
+from engine.errors import TransitionError
+from engine.instance import FAILED, RUNNING, SUSPENDED, Instance
+from engine.runtime import Engine
+from engine.signals import token, waiting_for
+
+EXPIRING = (RUNNING, FAILED, SUSPENDED)  # what `stop_at` terminates (abort's statuses)
+_AT_ONCE = 64  # steps of one signal in flight together on an event loop
+
+
+class Moved(Conflict):
+    """The circle no longer waits for this signal (completed, reset or failed meanwhile)."""
+
+
+def delivering(cid: str, wanted: str, data: Any, actor: str | None):
+    """The step completing circle `cid` with `data` if it still waits for `wanted`."""
+    def op(engine: Engine, inst: Instance) -> None:
+        run = inst.circles.get(cid)
+        if run is None or waiting_for(run) != wanted:
+            raise Moved(f"circle '{cid}' no longer waits for this signal")
+        engine.complete(inst, cid, engine.bookmark(inst, cid), data, actor)
+    return op
+
+
+_NOT_DELIVERED = (Moved, TransitionError, NotFound)  # moved, suspended, deleted meanwhile
 
 
 class Signals:
     """(part of `Store`)"""
+
+    def waiting(self, name: str, key: Any) -> list[tuple[str, str]]:
+        """(instance id, circle) of every circle of this tenant waiting for the signal
+        `name` with `key` (through the partial index on the signal column)."""
+        wanted = token(name, key)
+        q = (select(circles_t.c.instance_id, circles_t.c.circle)
+             .where(circles_t.c.tenant == self._owner(), circles_t.c.signal.is_not(None),
+                    circles_t.c.signal == wanted)
+             .order_by(circles_t.c.instance_id, circles_t.c.circle))
+        with self.reader() as conn:
+            return [(row.instance_id, row.circle) for row in conn.execute(q)]
+
+    def signal(self, name: str, key: Any = None, data: Any = None,
+               actor: str | None = None) -> int:
+        """Complete every circle of this tenant waiting for `name` and `key` with `data` as
+        its result; how many were completed (one that moved meanwhile is not counted)."""
+        wanted, delivered = token(name, key), 0
+        for iid, cid in self.waiting(name, key):
+            try:
+                self.apply(iid, delivering(cid, wanted, data, actor))
+            except _NOT_DELIVERED:
+                continue
+            delivered += 1
+        return delivered
+
+    async def signal_async(self, name: str, key: Any = None, data: Any = None,
+                           actor: str | None = None) -> int:
+        """`signal` for an event loop: the lookup runs on a thread, the steps are awaited
+        (on SQLite committed together)."""
+        wanted = token(name, key)
+        found = await asyncio.to_thread(self.waiting, name, key)
+
+        async def one(iid: str, cid: str) -> int:
+            try:
+                await self.apply_async(iid, delivering(cid, wanted, data, actor))
+            except _NOT_DELIVERED:
+                return 0
+            return 1
+
+        delivered = 0
+        for start in range(0, len(found), _AT_ONCE):
+            done = await asyncio.gather(*(one(iid, cid) for iid, cid
+                                          in found[start:start + _AT_ONCE]))
+            delivered += sum(done)
+        return delivered
+
+    def expired(self, limit: int = 100) -> list[str]:
+        """Ids of instances still running, failed or suspended whose template version's
+        `stop_at` has passed (of every tenant for the worker's view), oldest first."""
+        q = (select(instances_t.c.id)
+             .join(templates_t, templates_t.c.id == instances_t.c.template_id)
+             .where(self._here(instances_t), templates_t.c.stop_at.is_not(None),
+                    templates_t.c.stop_at <= self.clock(),
+                    instances_t.c.status.in_(EXPIRING))
+             .order_by(instances_t.c.created_at, instances_t.c.id).limit(limit))
+        with self.reader() as conn:
+            return list(conn.execute(q).scalars())

@@ -133,6 +133,9 @@ class Steps:
         if self.is_retired(name):
             raise Conflict(f"template '{name}' is retired: it cannot be started (running"
                            " instances go on)")
+        if row.stop_at is not None and self.clock() >= row.stop_at:  # SPEC §11
+            raise Conflict(f"template '{name}' stopped taking starts at"
+                           f" {row.stop_at.isoformat()} (its stop_at)")
         if admit is not None:
             admit(row.body)
         return row

@@ -32,6 +32,8 @@ FEEDS = {"name": "feeds", "circles": [  # a form that feeds an action (mail)
     {"uri": "end", "deps": [["q"]]}]}
 ASK = {"name": "ask", "circles": [
     {"uri": "ok", "box": {"action": {"type": "approval", "to": "ann", "subject": "please"}}}]}
+SIGNAL = {"name": "signal", "circles": [
+    {"uri": "s", "box": {"action": {"type": "signal", "name": "paid", "key": "k"}}}]}
 ROUTES = [r for router in ROUTERS for r in router.routes if isinstance(r, APIRoute)]
 
 
@@ -174,9 +176,19 @@ def test_every_answer_has_exactly_its_models_keys(store, short_path):
     call("admin", "GET", f"/api/webhooks/{hook['id']}/deliveries")
     call("admin", "DELETE", f"/api/webhooks/{hook['id']}")
 
+    call("admin", "POST", "/api/templates", SIGNAL, expect=201)
+    call("alice", "POST", "/api/instances", {"template": "signal"}, expect=201)
+    assert call("admin", "POST", "/api/signals/paid", {"key": "k", "data": {"x": 1}}) == {
+        "delivered": 1}
+
+    crowd = call("admin", "POST", "/api/instances/bulk", {"template": "simple",
+                                                          "users": ["alice", "ann"]}, expect=201)
+    assert crowd["started"] == 2
+    assert call("admin", "GET", f"/api/batches/{crowd['batch']}/stats")["started"] == 2
+
     assert call.checked == {(m, r.path) for r in ROUTES for m in r.methods}
     if short_path:
-        assert app.hot.served == 7  # the three starts and four completions
+        assert app.hot.served == 8  # the four starts and four completions
 
 
 def test_summary_payload_is_the_models_fields_in_iso_time(store):

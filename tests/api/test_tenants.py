@@ -67,6 +67,10 @@ FIN = {"name": "fin", "circles": [  # a task for the role finance, in both tenan
      "box": {"form": [{"name": "amount", "type": "integer"}]}}]}
 
 
+SIG = {"name": "sig", "circles": [  # waits for the signal paid/k, in both tenants
+    {"uri": "s", "box": {"action": {"type": "signal", "name": "paid", "key": "k"}}}]}
+
+
 def only(tenant: str) -> dict[str, Any]:
     return {"name": f"only-{tenant}", "circles": [{"uri": "x", "box": {"form": []}}]}
 
@@ -102,7 +106,7 @@ def build_world(store: Store) -> dict[str, dict[str, Any]]:
         for role, name in people.items():
             s.add_user(name, f"pw-{name}", [role])
         for body in (simple(f"the simple of {tenant}"), ask(people["approver"]), FIN,
-                     only(tenant)):
+                     only(tenant), SIG):
             s.put_template(body)
         starter = s.user(people["user"])
         world[tenant] = {
@@ -110,7 +114,9 @@ def build_world(store: Store) -> dict[str, dict[str, Any]]:
             "other": s.start("simple", {}, starter).id,
             "ask": s.start("ask", {}, starter).id,
             "fin": s.start("fin", {}, starter).id,
+            "sig": s.start("sig", {}, starter).id,
             "only": f"only-{tenant}",
+            "batch": s.start_batch("simple", [people["user"]], created_by=people["admin"])[0],
         }
     Worker(store).run_once()  # the approval mail of both tenants
     for tenant, people in PEOPLE.items():
@@ -121,7 +127,8 @@ def build_world(store: Store) -> dict[str, dict[str, Any]]:
         w["hook"] = s.add_webhook("http://127.0.0.1:9/h", ["circle.left"], "s" * 16)["id"]
         w["bookmark"] = s.engine.bookmark(s.get(w["simple"]), "a")
         w["fin_bookmark"] = s.engine.bookmark(s.get(w["fin"]), "pay")
-        w["ids"] = {w[k] for k in ("simple", "other", "ask", "fin")}
+        w["sig_bookmark"] = s.engine.bookmark(s.get(w["sig"]), "s")
+        w["ids"] = {w[k] for k in ("simple", "other", "ask", "fin", "sig")}
     return world
 
 
@@ -299,6 +306,18 @@ def webhook_here(r, ctx) -> str | None:
     return None
 
 
+def signalled_own_only(r, ctx) -> str | None:
+    """A signal reaches the caller's tenant's waiting circle only (the other's is the
+    same afterwards: the dump)."""
+    if ctx["role"] != "admin":
+        return None if r.status_code == 403 else f"status {r.status_code}"
+    if r.status_code != 200 or r.json() != {"delivered": 1}:
+        return f"{r.status_code} {r.text[:200]}"
+    if ctx["own_store"].get(ctx["own"]["sig"]).circles["s"].state != "success":
+        return "the caller's own waiting circle was not completed"
+    return None
+
+
 ADMIN_ONLY_404 = {"admin": 404, "user": 403, "approver": 403, "finance": 403}
 ADMIN_ONLY_200 = {"admin": 200, "user": 403, "approver": 403, "finance": 403}
 OPEN = {"GET /api/health", "POST /api/auth/token"}
@@ -333,6 +352,10 @@ ROWS: list[tuple[str, str, Any, int | dict[str, int] | Check]] = [
      no_delegation_out),
     ("POST", "/api/instances/{o_simple}/circles/a/assign", {"to": "{v_user}"},
      no_delegation_out),
+    ("GET", "/api/batches/{v_batch}/stats", None, ADMIN_ONLY_404),
+    ("POST", "/api/instances/bulk", {"template": "{v_only}", "role": "user"}, ADMIN_ONLY_404),
+    ("POST", "/api/instances/bulk", {"template": "simple", "users": ["{v_user}"]},
+     {"admin": 422, "user": 403, "approver": 403, "finance": 403}),  # not a user here
 ]
 for _kind in ("simple", "ask", "fin"):
     _iid = "{v_" + _kind + "}"
@@ -356,6 +379,12 @@ ROWS += [
      {"bookmark": "{v_fin_bookmark}", "reason": "no"}, 404),
     ("POST", "/api/instances/{v_ask}/circles/ok/complete",
      {"bookmark": "{v_bookmark}", "result": {}}, 404),
+    ("POST", "/api/instances/{v_sig}/circles/s/complete",
+     {"bookmark": "{v_sig_bookmark}", "result": {}}, 404),
+    ("POST", "/api/instances/{v_sig}/circles/s/fail",
+     {"bookmark": "{v_sig_bookmark}", "reason": "no"}, 404),
+    ("POST", "/api/signals/paid", {"key": "k", "data": {"from": "{tenant}"}},
+     signalled_own_only),
     ("POST", "/api/instances/{v_fin}/circles/pay/claim", None, 404),
     ("POST", "/api/instances/{v_simple}/circles/a/claim", None, 404),
     ("POST", "/api/instances/{v_simple}/circles/a/unclaim", None, 404),
@@ -401,6 +430,8 @@ def fill(value: Any, values: dict[str, Any]) -> Any:
         return value.format(**values)
     if isinstance(value, dict):
         return {k: fill(v, values) for k, v in value.items()}
+    if isinstance(value, list):
+        return [fill(v, values) for v in value]
     return value
 
 

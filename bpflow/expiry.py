@@ -1,0 +1,40 @@
+"""Expiry (SPEC §11, Busybee's stopAt): a template version with `stop_at` takes no starts
+after it (`Steps._startable_row` refuses them), and its instances still running, failed or
+suspended then are terminated by the worker with the reason `expired`.
+
+`expire` is one of the worker's duties: each round it terminates a bounded batch of
+expired instances of every tenant (the worker's store sees them all), each with the
+store's abort step, and closes their undecided approval mail.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from bpflow.errors import NotFound
+from engine.errors import TransitionError
+
+if TYPE_CHECKING:
+    from bpflow.worker import Worker
+
+log = logging.getLogger("bpflow.expiry")
+
+REASON = "expired"
+BATCH = 100  # instances terminated per worker round
+
+
+def expire(worker: Worker, limit: int = BATCH) -> int:
+    """Terminate up to `limit` instances past their template version's `stop_at`; how
+    many were terminated."""
+    done = 0
+    for iid in worker.store.expired(limit):
+        try:
+            worker.store.abort(iid, REASON, actor="worker")
+        except (TransitionError, NotFound):  # completed or aborted meanwhile
+            continue
+        worker.mailbox.close_instance(iid)
+        done += 1
+    if done:
+        log.info("terminated %d expired instance(s)", done)
+    return done
