@@ -8,6 +8,7 @@ may be run (SPEC §11)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -17,11 +18,12 @@ import reflex as rx
 
 from bpflow.access import Caller
 from bpflow.backend import store_for
+from bpflow.errors import Unauthorized
 from bpflow.interactions import SIGNIN_TEMPLATE
 from bpflow.store import Store
 from bpflow_app import routes
 from bpflow_app.drawing import Drawing, draw
-from bpflow_app.session import SessionState
+from bpflow_app.session import SessionState, expired
 from engine.errors import BpflowError, DefinitionError
 
 MAX_UPLOAD = 1_000_000  # bytes
@@ -323,18 +325,24 @@ class TemplatesState(SessionState):
         self.mig_map = value
 
     @rx.event
-    def dry_run(self):
+    async def dry_run(self):
         """What migrating would do: shown, nothing changed; it enables `migrate`."""
-        return self._guarded(lambda caller: self._migrate(caller, dry=True), admin=True)
+        return await self._migrate(dry=True)
 
     @rx.event
-    def migrate(self):
+    async def migrate(self):
         """Migrate, once a dry run of the same request was shown."""
         if not self.can_migrate:
             return rx.toast.error("Run a dry run of this migration first")
-        return self._guarded(lambda caller: self._migrate(caller, dry=False), admin=True)
+        return await self._migrate(dry=False)
 
-    def _migrate(self, caller: Caller, dry: bool):
+    async def _migrate(self, dry: bool):
+        """A migration (or its dry run) of what the form asks; the store's work runs on a
+        thread (thousands of instances take seconds: the server goes on meanwhile)."""
+        try:
+            caller = self._admin()
+        except Unauthorized as exc:
+            return expired(self, exc)
         store = store_for(caller)
         key = self._mig_key()
         self._forget_migration()
@@ -348,13 +356,11 @@ class TemplatesState(SessionState):
             self.mig_error = str(exc)
             return None
         try:
-            outcome = store.migrate_instances(self.name, source, target, mapping,
-                                              dry_run=dry, actor=caller.username)
+            outcome, rows = await asyncio.to_thread(
+                self._migrated, store, source, target, mapping, dry, caller.username)
         except BpflowError as exc:  # an unknown version, a map naming unknown circles
             self.mig_error = str(exc)
             return None
-        rows = {r["id"]: r for r in store.instance_rows(
-            outcome["migrated"] + [r["id"] for r in outcome["refused"]])}
         self.mig_migrated = [link(rows[i]) for i in outcome["migrated"] if i in rows]
         self.mig_refused = [InstanceLink(r["id"], routes.flow(r["id"]),
                                          rows.get(r["id"], {}).get("version", 0),
@@ -369,3 +375,11 @@ class TemplatesState(SessionState):
         self.mig_dry, self.mig_shown = False, True  # `_choose` keeps the result shown
         return rx.toast.success(f"Migrated {len(self.mig_migrated)} instance(s) to version"
                                 f" {target}; {len(self.mig_refused)} refused")
+
+    def _migrated(self, store: Store, source: int, target: int, mapping: dict[str, str],
+                  dry: bool, actor: str) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The store's answer to the migration, and the rows of the instances it names."""
+        outcome = store.migrate_instances(self.name, source, target, mapping, dry_run=dry,
+                                          actor=actor)
+        ids = outcome["migrated"] + [r["id"] for r in outcome["refused"]]
+        return outcome, {r["id"]: r for r in store.instance_rows(ids)}

@@ -8,6 +8,12 @@ import copy
 
 from bpflow_app.pages.templates_state import TemplatesState, parse_map
 from tests.app.helpers import run
+from tests.conftest import run_async
+
+
+def go(handler) -> list:
+    """Drive an async handler to its end: its events."""
+    return run(run_async(handler))
 
 CLAIM = {"amount": 12, "reason": "train", "manager": "bob"}
 
@@ -63,11 +69,11 @@ def test_migrating_needs_a_dry_run_of_the_same_request_first(make_state, web_sto
     state.choose("reimbursement", 2)
     assert state.versions == ["1", "2"] and (state.mig_from, state.mig_to) == ("1", "2")
     assert not state.can_migrate
-    events = run(state.migrate())
+    events = go(state.migrate())
     assert "dry run" in str(events) and versions(web_store, ids) == [1, 1]
 
     state.set_mig_map("review -> check")
-    run(state.dry_run())
+    go(state.dry_run())
     assert state.mig_shown and state.mig_dry and state.can_migrate
     assert {i.id for i in state.mig_migrated} == set(ids) and state.mig_refused == []
     assert versions(web_store, ids) == [1, 1]  # a dry run changes nothing
@@ -77,8 +83,8 @@ def test_migrating_needs_a_dry_run_of_the_same_request_first(make_state, web_sto
     state.set_mig_map("")  # another request: dry run it first
     assert not state.can_migrate and not state.mig_shown
     state.set_mig_map("review = check")
-    run(state.dry_run())
-    events = run(state.migrate())
+    go(state.dry_run())
+    events = go(state.migrate())
     assert "Migrated 2 instance(s) to version 2" in str(events)
     assert versions(web_store, ids) == [2, 2]
     assert state.mig_shown and not state.mig_dry and not state.can_migrate
@@ -86,12 +92,12 @@ def test_migrating_needs_a_dry_run_of_the_same_request_first(make_state, web_sto
     assert {s.circle for s in state.stats} >= {"check", "notify"}
 
     # nothing left at v1: a dry run says so; from v2 to v1 `notify` would be removed
-    run(state.dry_run())
+    go(state.dry_run())
     assert state.mig_migrated == [] and state.mig_refused == []
     state.set_mig_from("2")
     state.set_mig_to("1")
     state.set_mig_map("check -> review")
-    run(state.dry_run())
+    go(state.dry_run())
     assert {i.id for i in state.mig_migrated} == set(ids)
 
 
@@ -109,13 +115,13 @@ def test_refusals_are_listed_with_their_reasons(make_state, web_store):
     state = make_state(TemplatesState, user="root")
     state.load()
     state.choose("reimbursement", 2)
-    run(state.dry_run())
+    go(state.dry_run())
     assert [i.id for i in state.mig_migrated] == [ids[1]]  # the terminated one is not asked
     [refused] = state.mig_refused
     assert refused.id == approved and refused.href == f"/flow/{approved}"
     assert refused.reasons == ("circle 'approve' is removed and its result is progress no"
                                " kept circle carries on")
-    run(state.migrate())
+    go(state.migrate())
     assert [web_store.get(i).version for i in ids] == [1, 2, 1]
     assert [i.id for i in state.mig_refused] == [approved]
 
@@ -127,22 +133,22 @@ def test_errors_are_messages(make_state, web_store):
     state.load()
     state.choose("reimbursement", 2)
     state.set_mig_map("nope -> check")
-    run(state.dry_run())
+    go(state.dry_run())
     assert "'nope' is no circle of the old version" in state.mig_error
     assert not state.mig_shown and not state.can_migrate
     state.set_mig_map("just words")
-    run(state.dry_run())
+    go(state.dry_run())
     assert state.mig_error == "line 1 of the map is not 'old -> new': 'just words'"
     state.set_mig_map('{"review": ')
-    run(state.dry_run())
+    go(state.dry_run())
     assert state.mig_error.startswith("the map is not JSON")
     state.set_mig_map("")
     state.set_mig_to("2")
     state.set_mig_from("2")
-    run(state.dry_run())
+    go(state.dry_run())
     assert "already" in state.mig_error
     other = make_state(TemplatesState, user="alice")
-    assert "Only administrators" in str(run(other.dry_run()))
+    assert "Only administrators" in str(go(other.dry_run()))
 
 
 def test_the_map_is_typed_as_lines_or_json():
