@@ -51,14 +51,16 @@ class Queries:
             cond.append(instances_t.c.user_id == user_id)
         return self._counts(cond)
 
-    def _counts(self, cond: list[Any]) -> dict[str, Any]:
+    def _counts(self, cond: list[Any], circles_of: list[Any] | None = None) -> dict[str, Any]:
         """Circles per state and instances per status of the instances meeting `cond`
-        (`stats`, and a crowd's: `Crowds.batch_stats`)."""
+        (`stats`, and a crowd's: `Crowds.batch_stats`, whose circle rows are found by
+        the conditions `circles_of` on them alone)."""
         circles: dict[str, dict[str, int]] = {}
         with self.reader() as conn:
-            q = (select(circles_t.c.circle, circles_t.c.state, func.count())
-                 .join(instances_t, instances_t.c.id == circles_t.c.instance_id)
-                 .where(*cond).group_by(circles_t.c.circle, circles_t.c.state))
+            q = select(circles_t.c.circle, circles_t.c.state, func.count())
+            q = (q.join(instances_t, instances_t.c.id == circles_t.c.instance_id).where(*cond)
+                 if circles_of is None else q.where(*circles_of))
+            q = q.group_by(circles_t.c.circle, circles_t.c.state)
             for cid, state, n in conn.execute(q):
                 circles.setdefault(cid, {s: 0 for s in ("waiting", "success", "failure",
                                                         "skipped")})[state] = n
