@@ -5,7 +5,7 @@ store's tables, no engine step, each a couple of statements however many rows th
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from sqlalchemy import and_, case, func, or_, select
@@ -51,17 +51,18 @@ class Queries:
             cond.append(instances_t.c.user_id == user_id)
         return self._counts(cond)
 
-    def _counts(self, cond: list[Any], circles_of: list[Any] | None = None) -> dict[str, Any]:
-        """Circles per state and instances per status of the instances meeting `cond`
-        (`stats`, and a crowd's: `Crowds.batch_stats`, whose circle rows are found by
-        the conditions `circles_of` on them alone)."""
+    def _counts(self, cond: list[Any], circle_counts: Callable[[Any], Iterable[Any]] | None
+                = None) -> dict[str, Any]:
+        """Circles per state and instances per status of the instances meeting `cond`;
+        `circle_counts(conn)` gives the (circle, state, count) rows when they are found
+        otherwise (a crowd's: `Crowds.batch_stats`)."""
         circles: dict[str, dict[str, int]] = {}
         with self.reader() as conn:
-            q = select(circles_t.c.circle, circles_t.c.state, func.count())
-            q = (q.join(instances_t, instances_t.c.id == circles_t.c.instance_id).where(*cond)
-                 if circles_of is None else q.where(*circles_of))
-            q = q.group_by(circles_t.c.circle, circles_t.c.state)
-            for cid, state, n in conn.execute(q):
+            q = (select(circles_t.c.circle, circles_t.c.state, func.count())
+                 .join(instances_t, instances_t.c.id == circles_t.c.instance_id)
+                 .where(*cond).group_by(circles_t.c.circle, circles_t.c.state))
+            for cid, state, n in (conn.execute(q) if circle_counts is None
+                                  else circle_counts(conn)):
                 circles.setdefault(cid, {s: 0 for s in ("waiting", "success", "failure",
                                                         "skipped")})[state] = n
             statuses = dict(conn.execute(select(instances_t.c.status, func.count())

@@ -105,7 +105,8 @@ class InstanceRow(SQLModel, table=True):
     __table_args__ = (
         Index("ix_instances_user_template", "user_id", "template"),
         Index("ix_instances_tenant_created", "tenant", "created_at"),
-        Index("ix_instances_batch", "batch", sqlite_where=text("batch IS NOT NULL"),
+        Index("ix_instances_batch", "batch", "tenant", "status", "version",  # crowds.py
+              sqlite_where=text("batch IS NOT NULL"),
               postgresql_where=text("batch IS NOT NULL")),
         UniqueConstraint("tenant", "id", name="uq_instances_tenant_id"),
         _in_tenant(("template_id",), "templates", ("id",), name="fk_instances_template"),
@@ -163,6 +164,7 @@ class CircleStateRow(SQLModel, table=True):
         Index("ix_circle_states_signal", "tenant", "signal",
               sqlite_where=text("signal IS NOT NULL"),
               postgresql_where=text("signal IS NOT NULL")),
+        Index("ix_circle_states_state", "circle", "state", "tenant", "instance_id"),  # crowds
         _in_tenant(("instance_id",), "instances", ("id",), "CASCADE",
                    name="fk_circle_states_instance"),
     )

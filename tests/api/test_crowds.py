@@ -240,3 +240,17 @@ def test_building_a_crowd_makes_no_reference_cycles(client):
         assert gc.collect() == 0
     finally:
         gc.enable()
+
+
+def test_batch_counts_follow_instances_migrated_to_another_version(client):
+    batch = bulk(client, template="simple", users=["alice", "bob"]).json()["batch"]
+    [moved] = client("GET", "/api/instances", who="alice").json()
+    extra = {**FORM, "circles": [*FORM["circles"], {"uri": "extra", "deps": [["end"]]}]}
+    assert client("POST", "/api/templates", json.dumps(extra), who="admin").status_code == 201
+    r = client("POST", "/api/templates/simple/migrate", json.dumps(
+        {"from": 1, "to": 2, "instances": [moved["id"]], "dry_run": False}), who="admin")
+    assert r.status_code == 200 and r.json()["migrated"] == [moved["id"]], r.text
+    counted = stats(client, batch)
+    assert counted["circles"]["extra"] == {"waiting": 1, "success": 0, "failure": 0,
+                                           "skipped": 0}
+    assert counted["circles"]["a"]["waiting"] == 2 and counted["instances"] == {"running": 2}

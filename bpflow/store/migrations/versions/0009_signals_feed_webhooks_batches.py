@@ -50,9 +50,12 @@ def upgrade() -> None:
     op.add_column("templates", sa.Column("stop_at", UTCDateTime(timezone=True),
                                          nullable=True))
     op.add_column("instances", sa.Column("batch", sa.String(length=32), nullable=True))
-    op.create_index("ix_instances_batch", "instances", ["batch"],
+    op.create_index("ix_instances_batch", "instances", ["batch", "tenant", "status", "version"],
                     sqlite_where=sa.text("batch IS NOT NULL"),
                     postgresql_where=sa.text("batch IS NOT NULL"))
+    # a crowd's counts (crowds.py): each circle and state, the ids of a batch a range
+    op.create_index("ix_circle_states_state", "circle_states",
+                    ["circle", "state", "tenant", "instance_id"])
     op.create_table(
         "batches",
         sa.Column("id", sa.String(length=32), primary_key=True),
@@ -112,6 +115,7 @@ def downgrade() -> None:
     op.drop_index("ix_webhooks_tenant", table_name="webhooks")
     op.drop_table("webhooks")
     op.drop_table("batches")
+    op.drop_index("ix_circle_states_state", table_name="circle_states")
     op.drop_index("ix_instances_batch", table_name="instances")
     op.drop_index("ix_events_feed", table_name="events")
     op.drop_index("ix_circle_states_signal", table_name="circle_states")
