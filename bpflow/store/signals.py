@@ -14,9 +14,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, func, select
 
 from bpflow.errors import Conflict, NotFound
+from bpflow.store import statements as sql
 from bpflow.store.tables import circles_t, instances_t, templates_t
 from engine.errors import TransitionError
 from engine.instance import FAILED, RUNNING, SUSPENDED, Instance
@@ -25,6 +26,15 @@ from engine.signals import token, waiting_for
 
 EXPIRING = (RUNNING, FAILED, SUSPENDED)  # what `stop_at` terminates (abort's statuses)
 _AT_ONCE = 64  # steps of one signal in flight together on an event loop
+_WAITING = (select(circles_t.c.instance_id, circles_t.c.circle)
+            .where(circles_t.c.tenant == bindparam("b_tenant"), circles_t.c.signal.is_not(None),
+                   circles_t.c.signal == bindparam("b_signal")))
+# the same as one value, "instance circle" lines (sqlite3's one-value read, `scalar`)
+_WAITING_SQLITE = sql.for_sqlite(
+    select(func.group_concat(circles_t.c.instance_id.concat(" ").concat(circles_t.c.circle),
+                             "\n"))
+    .where(circles_t.c.tenant == bindparam("b_tenant"), circles_t.c.signal.is_not(None),
+           circles_t.c.signal == bindparam("b_signal")))
 
 
 class Moved(Conflict):
@@ -50,13 +60,24 @@ class Signals:
     def waiting(self, name: str, key: Any) -> list[tuple[str, str]]:
         """(instance id, circle) of every circle of this tenant waiting for the signal
         `name` with `key` (through the partial index on the signal column)."""
-        wanted = token(name, key)
-        q = (select(circles_t.c.instance_id, circles_t.c.circle)
-             .where(circles_t.c.tenant == self._owner(), circles_t.c.signal.is_not(None),
-                    circles_t.c.signal == wanted)
-             .order_by(circles_t.c.instance_id, circles_t.c.circle))
+        values = {"tenant": self._owner(), "signal": token(name, key)}
+        if self._sqlite is not None:  # sqlite3 straight: a tenth of SQLAlchemy's cost
+            found = self._sqlite.scalar(_WAITING_SQLITE, values)
+            return sorted(tuple(line.split(" ", 1)) for line in found.split("\n")) \
+                if found else []
         with self.reader() as conn:
-            return [(row.instance_id, row.circle) for row in conn.execute(q)]
+            return [(row.instance_id, row.circle)
+                    for row in conn.execute(_WAITING, sql.prefixed(values))]
+
+    def _waiting_loaded(self, name: str, key: Any) -> list[tuple[str, str]]:
+        """`waiting`, with the instances found read into the cache (those not there yet,
+        in one read) so that the steps completing them need not read them again."""
+        found = self.waiting(name, key)
+        missing = list({iid for iid, _ in found if self._cached(iid) is None})
+        if missing:
+            for loaded in self._load_many(missing).values():
+                self._peeked(loaded)
+        return found
 
     def signal(self, name: str, key: Any = None, data: Any = None,
                actor: str | None = None) -> int:
@@ -76,7 +97,7 @@ class Signals:
         """`signal` for an event loop: the lookup runs on a thread, the steps are awaited
         (on SQLite committed together)."""
         wanted = token(name, key)
-        found = await asyncio.to_thread(self.waiting, name, key)
+        found = await asyncio.to_thread(self._waiting_loaded, name, key)
 
         async def one(iid: str, cid: str) -> int:
             try:
