@@ -141,6 +141,7 @@ def summarize_profile(path: Path, top: int = 15) -> None:
         print("  (no profile was written: py-spy may lack the permission to attach)")
         return
     inclusive: Counter = Counter()
+    own: Counter = Counter()  # where the samples were taken: the innermost frame
     total = 0
     for line in path.read_text().splitlines():
         stack, _, count = line.rpartition(" ")
@@ -148,12 +149,16 @@ def summarize_profile(path: Path, top: int = 15) -> None:
             continue
         n = int(count)
         total += n
+        own[stack.split(";")[-1]] += n
         for frame in set(stack.split(";")):
             if "(bpflow/" in frame or "(engine/" in frame or "select" in frame \
                     or "sqlite" in frame or "orjson" in frame:
                 inclusive[frame] += n
     print(f"  profile of the server: {total} samples; inclusive share of the top functions:")
     for frame, n in inclusive.most_common(top):
+        print(f"    {100 * n / max(total, 1):5.1f}%  {frame[:110]}")
+    print("  where the samples were taken (innermost frame):")
+    for frame, n in own.most_common(top):
         print(f"    {100 * n / max(total, 1):5.1f}%  {frame[:110]}")
 
 

@@ -12,6 +12,7 @@ moved and does not count it).
 from __future__ import annotations
 
 import asyncio
+import weakref
 from typing import Any
 
 from sqlalchemy import bindparam, func, select
@@ -54,6 +55,56 @@ def delivering(cid: str, wanted: str, data: Any, actor: str | None):
 _NOT_DELIVERED = (Moved, TransitionError, NotFound)  # moved, suspended, deleted meanwhile
 
 
+class _Lookups:
+    """The lookups of the signals arriving on one event loop, one thread hop at a time:
+    those that arrive while one runs go together in the next (their instances read in
+    one query), so a busy server reads in batches that grow with its load."""
+
+    def __init__(self, store: Any):
+        self.store = store
+        self.queued: list[tuple[Any, str, Any, asyncio.Future]] = []
+        self.running = False
+
+    def ask(self, view: Any, name: str, key: Any) -> asyncio.Future:
+        answer = asyncio.get_running_loop().create_future()
+        self.queued.append((view, name, key, answer))
+        if not self.running:
+            self.running = True
+            asyncio.get_running_loop().create_task(self._run())
+        return answer
+
+    async def _run(self) -> None:
+        try:
+            while self.queued:
+                batch, self.queued = self.queued, []
+                try:
+                    found = await asyncio.to_thread(self.store._looked_up,
+                                                    [ask[:3] for ask in batch])
+                except Exception as exc:  # each asker gets the error
+                    found = [exc] * len(batch)
+                for (*_, answer), rows in zip(batch, found, strict=True):
+                    if answer.done():
+                        continue  # its request was cancelled
+                    if isinstance(rows, Exception):
+                        answer.set_exception(rows)
+                    else:
+                        answer.set_result(rows)
+        finally:
+            self.running = False
+
+
+# per event loop, per database: the loop's batches of lookups
+_LOOKUPS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _lookups(store: Any) -> _Lookups:
+    mine = _LOOKUPS.setdefault(asyncio.get_running_loop(), {})
+    found = mine.get(store.db)
+    if found is None:
+        found = mine[store.db] = _Lookups(store.of(None))
+    return found
+
+
 class Signals:
     """(part of `Store`)"""
 
@@ -69,14 +120,16 @@ class Signals:
             return [(row.instance_id, row.circle)
                     for row in conn.execute(_WAITING, sql.prefixed(values))]
 
-    def _waiting_loaded(self, name: str, key: Any) -> list[tuple[str, str]]:
-        """`waiting`, with the instances found read into the cache (those not there yet,
-        in one read) so that the steps completing them need not read them again."""
-        found = self.waiting(name, key)
-        missing = list({iid for iid, _ in found if self._cached(iid) is None})
-        if missing:
-            for loaded in self._load_many(missing).values():
-                self._peeked(loaded)
+    def _looked_up(self, asks: list[tuple[Any, str, Any]]) -> list[list[tuple[str, str]]]:
+        """`waiting` of each (store of a tenant, name, key), with the instances found read
+        into the cache (those not there yet, in one read for all) so that the steps
+        completing them need not read them again."""
+        found = [view.waiting(name, key) for view, name, key in asks]
+        missing = list({iid for rows in found for iid, _ in rows if self._cached(iid) is None})
+        if missing:  # ids of the tenants' own circles: read with the view of every tenant
+            every = self.of(None)
+            for loaded in every._load_many(missing).values():
+                every._peeked(loaded)
         return found
 
     def signal(self, name: str, key: Any = None, data: Any = None,
@@ -94,10 +147,11 @@ class Signals:
 
     async def signal_async(self, name: str, key: Any = None, data: Any = None,
                            actor: str | None = None) -> int:
-        """`signal` for an event loop: the lookup runs on a thread, the steps are awaited
-        (on SQLite committed together)."""
+        """`signal` for an event loop: the lookup runs on a thread, together with those of
+        the signals that arrived meanwhile (`_Lookups`), the steps are awaited (on SQLite
+        committed together)."""
         wanted = token(name, key)
-        found = await asyncio.to_thread(self._waiting_loaded, name, key)
+        found = await _lookups(self).ask(self, name, key)
 
         async def one(iid: str, cid: str) -> int:
             try:
