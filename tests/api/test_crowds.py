@@ -254,3 +254,11 @@ def test_batch_counts_follow_instances_migrated_to_another_version(client):
     assert counted["circles"]["extra"] == {"waiting": 1, "success": 0, "failure": 0,
                                            "skipped": 0}
     assert counted["circles"]["a"]["waiting"] == 2 and counted["instances"] == {"running": 2}
+
+
+def test_a_template_past_its_stop_at_starts_no_crowd(client):
+    client.store.put_template({"name": "offer", "stop_at": "2020-01-01T00:00:00+00:00",
+                               "circles": [{"uri": "a", "box": {"form": []}}]})
+    r = bulk(client, template="offer", users=["alice", "bob"])
+    assert r.status_code == 409 and "stopped taking starts" in r.json()["detail"], r.text
+    assert rows(client.store)["instances"] == 0
