@@ -272,3 +272,23 @@ def test_enter_and_leave_go_verbatim_into_the_history(store):
     assert ready["data"]["enter"] == ENTER
     assert left["data"]["leave"] == [1, "two"]
     assert all("enter" not in (e["data"] or {}) for e in history if e["circle"] == "ship")
+
+
+def test_signals_of_two_tenants_looked_up_together_stay_in_their_tenants(store):
+    """Signals arriving together are looked up in one batch: each still finds its own
+    tenant's circles only."""
+    api = Api(store)
+    mine = [start(store, n) for n in range(3)]
+    theirs = [start(store, n, tenant="acme") for n in range(3)]
+
+    async def burst() -> list[httpx.Response]:
+        transport = httpx.ASGITransport(app=api.app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as c:
+            return await asyncio.gather(*(
+                api.send(who, "POST", "/api/signals/paid", {"key": n, "data": who}, c)
+                for n in range(3) for who in ("ivy", "ivy-acme")))
+    answers = run_async(burst())
+    assert [r.json() for r in answers] == [{"delivered": 1}] * 6
+    acme = store.of("acme")
+    assert {store.get(i.id).circles["wait"].result for i in mine} == {"ivy"}
+    assert {acme.get(i.id).circles["wait"].result for i in theirs} == {"ivy-acme"}
