@@ -83,7 +83,8 @@ class Signalling:
 
 
 def fill(url: str, count: int) -> float:
-    """`count` waiting instances (orders 0 .. count-1) and the integration user; seconds."""
+    """`count` waiting instances (orders 0 .. count-1; none with `--hot`: the server
+    starts them) and the integration user; seconds."""
     upgrade(url)
     store = Store(url, secret=pf.SECRET.encode())
     t0 = time.perf_counter()
@@ -162,6 +163,21 @@ def summarize_profile(path: Path, top: int = 15) -> None:
         print(f"    {100 * n / max(total, 1):5.1f}%  {frame[:110]}")
 
 
+async def start_over_http(http: pf.Http, count: int, clients: int = 20) -> float:
+    """The instances started through the server (`--hot`): each then in its cache, as
+    an instance started shortly before its signal is."""
+    orders, t0 = iter(range(count)), time.perf_counter()
+
+    async def client() -> None:
+        for order in orders:
+            status, data = await http.call("POST", "/api/instances", {
+                "template": "order", "inputs": {"order": order}})
+            if status != 201:
+                raise SystemExit(f"start failed: HTTP {status} {data[:200]!r}")
+    await asyncio.gather(*(client() for _ in range(clients)))
+    return time.perf_counter() - t0
+
+
 async def measure(server: pf.Server, args: argparse.Namespace, count: int,
                   tmp: Path) -> tuple[list[int], list[pf.Figures]]:
     http = pf.Http(server.port, args.connections)
@@ -170,6 +186,9 @@ async def measure(server: pf.Server, args: argparse.Namespace, count: int,
     if status != 200:
         raise SystemExit(f"sign-in failed: HTTP {status} {data[:200]!r}")
     http.auth = f"Authorization: Bearer {json.loads(data)['access_token']}\r\n"
+    if args.hot:
+        took = await start_over_http(http, count)
+        print(f"{count:,} instances started over HTTP in {took:.1f} s (in the server's cache)")
     warm = Signalling(0, count)  # the process warmed: code paths run, connections open
     await pf.open_loop(http, warm, 50, 2, 0, args.timeout, server)
     sent, rows, cursor = list(warm.delivered), [], warm
@@ -221,6 +240,9 @@ def main() -> int:
     parser.add_argument("--instances", type=int, default=0,
                         help="waiting instances (default: what the rates need)")
     parser.add_argument("--startup", type=float, default=60.0)
+    parser.add_argument("--hot", action="store_true",
+                        help="start the instances through the server (in its cache) rather"
+                             " than before it starts (each read from the database)")
     parser.add_argument("--profile", action="store_true",
                         help="sample the server with py-spy during each signal run")
     args = parser.parse_args()
@@ -230,8 +252,10 @@ def main() -> int:
     with tempfile.TemporaryDirectory(dir=HERE) as name:
         tmp = Path(name)
         url = f"sqlite:///{tmp / 'bench.db'}"
-        took = fill(url, count)
-        print(f"{count:,} instances waiting for a signal each (started in {took:.1f} s)")
+        took = fill(url, 0 if args.hot else count)
+        if not args.hot:
+            print(f"{count:,} instances waiting for a signal each, started before the server"
+                  f" ({took:.1f} s): each signal reads its instance from the database")
         port = pf.free_port()
         argv, extra, folder = pf.server_command(args.server, port, tmp)
         (tmp / "hook").mkdir()

@@ -147,11 +147,15 @@ class Signals:
 
     async def signal_async(self, name: str, key: Any = None, data: Any = None,
                            actor: str | None = None) -> int:
-        """`signal` for an event loop: the lookup runs on a thread, together with those of
-        the signals that arrived meanwhile (`_Lookups`), the steps are awaited (on SQLite
-        committed together)."""
+        """`signal` for an event loop: the steps are awaited (on SQLite committed
+        together). On SQLite the circles are found on the loop (sqlite3, one indexed read,
+        as a start finds its template); when instances must be read (not in the cache),
+        or on other databases, the lookup runs on a thread, together with those of the
+        signals that arrived meanwhile (`_Lookups`)."""
         wanted = token(name, key)
-        found = await _lookups(self).ask(self, name, key)
+        found = self.waiting(name, key) if self._sqlite is not None else None
+        if found is None or any(self._cached(iid) is None for iid, _ in found):
+            found = await _lookups(self).ask(self, name, key)
 
         async def one(iid: str, cid: str) -> int:
             try:
