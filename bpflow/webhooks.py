@@ -23,12 +23,17 @@ the event again, with the same id.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import hmac
+import logging
+import socket
+import ssl
+import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote, urlsplit
 
 import httpx
 import orjson
@@ -38,9 +43,11 @@ from bpflow.store import Store
 from bpflow.store.feed import TYPES, Attempt
 
 SECRET_LENGTH = (16, 200)
+log = logging.getLogger("bpflow.webhooks")
 EVENT_HEADER = "X-Bpflow-Event-Id"
 SIGNATURE_HEADER = "X-Bpflow-Signature"
 ANSWER_BYTES = 500  # of a receiver's answer kept in the delivery's error
+MAX_ANSWER = 64 * 1024  # a longer answer's body is not read: its connection is closed
 
 
 @dataclass(frozen=True)
@@ -67,6 +74,8 @@ def add_webhook(store: Store, url: str, events: Sequence[str], secret: str,
     """A new webhook of `store`'s tenant after the checks of its fields (WebhookInvalid):
     an http(s) URL the egress guard allows, known event types, a secret of 16 to 200
     characters."""
+    if any(c <= " " or c == "\x7f" for c in url):
+        raise WebhookInvalid("url", "a URL has no spaces or control characters")
     try:
         httpx.URL(url)
         egress.check(url)
@@ -98,14 +107,14 @@ def body_of(item: dict[str, Any]) -> bytes:
 class Deliverer:
     """The worker's webhook duty: `duty(worker)` runs one round and answers how many
     events it handed out and deliveries it attempted (0: nothing to do). It keeps its
-    event loop and HTTP connections between rounds."""
+    threads and their keep-alive connections between rounds."""
 
     __name__ = "deliver_webhooks"
 
     def __init__(self, settings: Settings | None = None):
         self.settings = settings or Settings()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._client: httpx.AsyncClient | None = None
+        self._pool: ThreadPoolExecutor | None = None
+        self._local = threading.local()  # each thread's connections
 
     def backoff(self, attempts: int) -> float:
         """Seconds before the next attempt after `attempts` failed ones."""
@@ -122,61 +131,154 @@ class Deliverer:
         due = store.claim_deliveries(s.batch, s.lease)
         if not due:
             return handed
-        if self._loop is None:
-            self._loop = asyncio.new_event_loop()
-        attempts = self._loop.run_until_complete(self._post_all(due))
-        store.record_deliveries(attempts, self.backoff, s.failure_limit)
+        store.record_deliveries(self._post_all(due), self.backoff, s.failure_limit)
         return handed + len(due)
 
     def close(self) -> None:
-        if self._loop is not None:
-            if self._client is not None:
-                self._loop.run_until_complete(self._client.aclose())
-            self._loop.close()
-            self._loop = self._client = None
+        if self._pool is not None:
+            self._pool.shutdown()
+            self._pool = None
 
-    async def _post_all(self, due: list[dict[str, Any]]) -> list[Attempt]:
-        if self._client is None:
-            n = self.settings.concurrency
-            self._client = httpx.AsyncClient(
-                timeout=self.settings.timeout, follow_redirects=False,
-                limits=httpx.Limits(max_connections=n, max_keepalive_connections=n))
-        loop = asyncio.get_running_loop()
-        urls = {d["url"] for d in due}  # the guard asked once per URL and round
-        refused = dict(zip(urls, await asyncio.gather(
-            *(loop.run_in_executor(None, egress.refusal, u) for u in urls)), strict=True))
-        gate = asyncio.Semaphore(self.settings.concurrency)
+    def _post_all(self, due: list[dict[str, Any]]) -> list[Attempt]:
+        """POST every delivery, at most `concurrency` at once. The egress guard is asked
+        once per URL and round, and the connection goes to the address it checked (a
+        name is not resolved again behind its back)."""
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(self.settings.concurrency,
+                                            thread_name_prefix="bpflow-webhooks")
+        targets: dict[str, Target | str] = {}
+        for url in {d["url"] for d in due}:
+            try:
+                targets[url] = Target.of(url, egress.check(url)[0])
+            except egress.EgressRefused as exc:
+                targets[url] = f"refused: {exc}"
+        return list(self._pool.map(lambda d: self._guarded(d, targets[d["url"]]), due))
 
-        async def one(d: dict[str, Any]) -> Attempt:
-            if refused[d["url"]]:
-                return _attempt(d, None, f"refused: {refused[d['url']]}")
-            async with gate:
-                return await self._post(d)
-        return list(await asyncio.gather(*(one(d) for d in due)))
-
-    async def _post(self, d: dict[str, Any]) -> Attempt:
-        body = body_of(d["body"])
-        headers = {"Content-Type": "application/json", "User-Agent": "bpflow-webhooks",
-                   EVENT_HEADER: str(d["event_id"]),
-                   SIGNATURE_HEADER: signature(d["secret"], body)}
-        assert self._client is not None
+    def _guarded(self, d: dict[str, Any], target: Target | str) -> Attempt:
         try:
-            async with self._client.stream("POST", d["url"], content=body,
-                                           headers=headers) as r:
-                if 200 <= r.status_code < 300:
-                    return _attempt(d, r.status_code)
-                answer = b""
-                async for chunk in r.aiter_bytes():
-                    answer += chunk
-                    if len(answer) >= ANSWER_BYTES:
-                        break
-        except httpx.TimeoutException:
-            return _attempt(d, None, f"timed out after {self.settings.timeout:g} s")
-        except httpx.HTTPError as exc:
-            return _attempt(d, None, f"{type(exc).__name__}: {exc}"[:ANSWER_BYTES])
-        text = answer[:ANSWER_BYTES].decode(errors="replace").strip()
-        return _attempt(d, r.status_code, f"HTTP {r.status_code}" + (f": {text}" if text
-                                                                     else ""))
+            return self._post(d, target)
+        except Exception as exc:  # a bug here fails this attempt, not the round
+            log.exception("webhook delivery %s", d["id"])
+            return _attempt(d, None, f"internal error: {type(exc).__name__}")
+
+    def _post(self, d: dict[str, Any], target: Target | str) -> Attempt:
+        if isinstance(target, str):
+            return _attempt(d, None, target)
+        body = body_of(d["body"])
+        request = (target.head + f"{EVENT_HEADER}: {d['event_id']}\r\n"
+                   f"{SIGNATURE_HEADER}: {signature(d['secret'], body)}\r\n"
+                   f"Content-Length: {len(body)}\r\n\r\n").encode() + body
+        pool = self._local.__dict__.setdefault("connections", {})
+        for retry in (True, False):
+            conn = pool.pop(target.key, None)
+            reused = conn is not None
+            try:
+                conn = conn or Connection(target, self.settings.timeout)
+                status, answer, keep = conn.post(request)
+            except TimeoutError:
+                if conn:
+                    conn.close()
+                return _attempt(d, None, f"timed out after {self.settings.timeout:g} s")
+            except (OSError, ValueError) as exc:
+                if conn:
+                    conn.close()
+                if retry and reused:  # the receiver closed an idle connection: once more
+                    continue
+                return _attempt(d, None, f"{type(exc).__name__}: {exc}"[:ANSWER_BYTES])
+            if keep:
+                pool[target.key] = conn
+            else:
+                conn.close()
+            break
+        if 200 <= status < 300:
+            return _attempt(d, status)
+        text = answer.decode(errors="replace").strip()
+        return _attempt(d, status, f"HTTP {status}" + (f": {text}" if text else ""))
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where a URL's POSTs go: its host name (the Host header, TLS's server name) and the
+    address the egress guard allowed."""
+
+    https: bool
+    host: str
+    port: int
+    path: str
+    address: str
+
+    @property
+    def key(self) -> tuple[Any, ...]:
+        return (self.https, self.host, self.port, self.address)
+
+    @property
+    def head(self) -> str:
+        """The request's first lines, the same for every POST to this target."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        if self.port != (443 if self.https else 80):
+            host += f":{self.port}"
+        return (f"POST {self.path} HTTP/1.1\r\nHost: {host}\r\n"
+                "Content-Type: application/json\r\nUser-Agent: bpflow-webhooks\r\n")
+
+    @classmethod
+    def of(cls, url: str, address: Any) -> Target:
+        parts = urlsplit(url)
+        https = parts.scheme.lower() == "https"
+        path = quote((parts.path or "/") + (f"?{parts.query}" if parts.query else ""),
+                     safe="!#$%&'()*+,/:;=?@[]~")
+        return cls(https, parts.hostname or "", parts.port or (443 if https else 80), path,
+                   str(address))
+
+
+class Connection:
+    """One keep-alive HTTP/1.1 connection to a target's checked address (TLS with the
+    host's name), speaking just what a webhook POST needs: the answer's status, the
+    start of its body, and whether the connection can carry the next one."""
+
+    def __init__(self, target: Target, timeout: float):
+        sock = socket.create_connection((target.address, target.port), timeout)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if target.https:
+            sock = ssl.create_default_context().wrap_socket(sock,
+                                                            server_hostname=target.host)
+        self.sock, self.file = sock, sock.makefile("rb")
+
+    def post(self, request: bytes) -> tuple[int, bytes, bool]:
+        self.sock.sendall(request)
+        while True:  # an informational answer (100 Continue) comes before the real one
+            line = self.file.readline(1000)
+            parts = line.split(None, 2)
+            if len(parts) < 2 or not parts[0].startswith(b"HTTP/1.") or \
+                    not parts[1].isdigit():
+                raise ValueError(f"not an HTTP answer: {line[:80]!r}")
+            status, headers = int(parts[1]), self._headers()
+            if status >= 200:
+                break
+        length = headers.get(b"content-length", b"")
+        keep = (parts[0] == b"HTTP/1.1" and headers.get(b"connection", b"").lower() != b"close"
+                and length.isdigit() and int(length) <= MAX_ANSWER)
+        if keep:
+            answer = self.file.read(int(length))
+        else:  # chunked, unknown or too long: the start is enough, then the line goes
+            answer = self.file.read1(ANSWER_BYTES) if status >= 300 else b""
+        return status, answer[:ANSWER_BYTES], keep
+
+    def _headers(self) -> dict[bytes, bytes]:
+        headers = {}
+        for _ in range(200):
+            line = self.file.readline(8000)
+            if line in (b"\r\n", b"\n", b""):
+                return headers
+            name, _, value = line.partition(b":")
+            headers[name.strip().lower()] = value.strip()
+        raise ValueError("an answer with more than 200 header lines")
+
+    def close(self) -> None:
+        try:
+            self.file.close()
+            self.sock.close()
+        except OSError:
+            pass
 
 
 def _attempt(d: dict[str, Any], status: int | None, error: str = "") -> Attempt:
