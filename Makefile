@@ -67,8 +67,10 @@ db: install
 	$(VENV)/bin/bpflow import --new-only upload/workflow
 	$(VENV)/bin/bpflow seed-demo
 
+# The example templates call 127.0.0.1:9000, which the egress guard refuses unless allowed.
 run: install bun db
-	$(VENV)/bin/reflex run --env prod --single-port --frontend-port $(PORT) --backend-port $(PORT)
+	BPFLOW_EGRESS_ALLOW="$${BPFLOW_EGRESS_ALLOW-127.0.0.1}" \
+		$(VENV)/bin/reflex run --env prod --single-port --frontend-port $(PORT) --backend-port $(PORT)
 
 test: install bun chromium
 	$(PY) -m pytest -q
