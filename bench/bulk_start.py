@@ -55,10 +55,11 @@ def database() -> str:
     if url:
         upgrade(url)
         store = Store(url, secret=SECRET)
-        with store.db.begin() as conn:  # a clean slate: the tables the bench fills
-            for table in ("task_audience", "events", "circle_states", "instance_templates",
-                          "instances", "batches", "templates", "users"):
-                conn.execute(text(f"DELETE FROM {table}"))
+        with store.db.begin() as conn:  # a clean slate (a DELETE of 100,000 instances
+            # checks each against every table referring to them: minutes)
+            conn.execute(text("TRUNCATE task_audience, events, circle_states,"
+                              " instance_templates, instances, batches, templates, users"
+                              " CASCADE"))
         store.close()
         return url
     folder = Path(tempfile.mkdtemp(prefix="bpflow-bulk-"))
