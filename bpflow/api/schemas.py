@@ -21,6 +21,7 @@ from bpflow import limits
 from bpflow.access import Caller, may_drive
 from bpflow.mailbox import GUEST_LIMITS
 from engine import bookmarks
+from engine.boxes import SIGNAL_NAME
 from engine.instance import Instance
 from engine.model import Template
 from engine.phase import public_pending
@@ -366,7 +367,8 @@ def task_payload(engine: Engine, row: Any, description: str) -> dict[str, Any]:
 
 # -------------------------------------------------------------- signals (SPEC §11)
 MAX_SIGNAL_INT = 2**63 - 1  # a larger key is sent as its digits, a string (they meet)
-SIGNAL_NAME_PATTERN = r"^[A-Za-z0-9_.:-]{1,100}$"  # engine.boxes.SIGNAL_NAME
+# the analysis's pattern of a signal's name, in the form JSON Schema (and FastAPI) read
+SIGNAL_NAME_PATTERN = "^" + SIGNAL_NAME.pattern.removesuffix(r"\Z") + "$"
 
 
 class SignalIn(BaseModel):

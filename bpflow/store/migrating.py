@@ -18,6 +18,7 @@ from sqlalchemy import func, select
 
 from bpflow.errors import NotFound
 from bpflow.store import statements as sql
+from bpflow.store.queries import SUMMARY
 from bpflow.store.tables import circles_t, instances_t
 from bpflow.store.writing import Write, moved_rows
 from engine.errors import BpflowError
@@ -148,12 +149,10 @@ class Migrating:
     def instance_rows(self, ids: list[str]) -> list[dict[str, Any]]:
         """The summaries (as `list_instances` gives them) of these instances of this
         tenant; ids of none are left out."""
-        cols = [instances_t.c[k] for k in ("id", "template", "version", "status", "reason",
-                                           "user", "created_at", "updated_at")]
         out = []
         with self.reader() as conn:
             for start in range(0, len(ids), 1000):
-                out += [dict(r) for r in conn.execute(select(*cols).where(
+                out += [dict(r) for r in conn.execute(select(*SUMMARY).where(
                     self._here(instances_t),
                     instances_t.c.id.in_(ids[start:start + 1000]))).mappings()]
         return out
@@ -177,9 +176,7 @@ class Migrating:
         if user_id is not None:
             cond.append(i.c.user_id == user_id)
         joined = i.join(c, (c.c.instance_id == i.c.id) & (c.c.tenant == i.c.tenant))
-        cols = [i.c[k] for k in ("id", "template", "version", "status", "reason", "user",
-                                 "created_at", "updated_at")]
-        q = (select(*cols).select_from(joined).where(*cond)
+        q = (select(*SUMMARY).select_from(joined).where(*cond)
              .order_by(i.c.created_at.desc(), i.c.id).limit(limit).offset(offset))
         with self.reader() as conn:
             rows = conn.execute(q).mappings().all()

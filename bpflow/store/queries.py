@@ -15,6 +15,9 @@ from bpflow.store.mail import visible_mail
 from bpflow.store.tables import audience_t, circles_t, events_t, instances_t, mail_t
 from engine.instance import Event
 
+# what a list shows of an instance (`GET /api/instances`, taking part, where a circle is)
+SUMMARY = tuple(instances_t.c[k] for k in ("id", "template", "version", "status", "reason",
+                                           "user", "created_at", "updated_at"))
 STEP_EVENTS = ("circle_succeeded", "circle_failed", "circle_skipped", "circle_reset",
                "circle_retry_scheduled", "circle_pending", "circle_ready")
 
@@ -33,9 +36,7 @@ class Queries:
             cond.append(instances_t.c.template == template)
         if status:
             cond.append(instances_t.c.status == status)
-        cols = [instances_t.c[k] for k in ("id", "template", "version", "status", "reason",
-                                           "user", "created_at", "updated_at")]
-        q = (select(*cols).where(*cond)
+        q = (select(*SUMMARY).where(*cond)
              .order_by(instances_t.c.created_at.desc(), instances_t.c.id).limit(limit)
              .offset(offset))
         with self.reader() as conn:
@@ -162,9 +163,7 @@ class Queries:
             *(c.c.people.contains(f" {t} ", autoescape=True) for t in tokens)))
         mailed = select(mail_t.c.instance_id).where(mail_t.c.recipient_id == caller.id,
                                                     mail_t.c.instance_id.is_not(None))
-        cols = [i.c[k] for k in ("id", "template", "version", "status", "reason", "user",
-                                 "created_at", "updated_at")]
-        q = (select(*cols).where(i.c.tenant == caller.tenant, self._here(i),
+        q = (select(*SUMMARY).where(i.c.tenant == caller.tenant, self._here(i),
                                  or_(i.c.user_id.is_(None), i.c.user_id != caller.id),
                                  or_(i.c.id.in_(named), i.c.id.in_(mailed)))
              .order_by(i.c.created_at.desc(), i.c.id).limit(limit))

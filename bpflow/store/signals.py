@@ -27,15 +27,12 @@ from engine.signals import token, waiting_for
 
 EXPIRING = (RUNNING, FAILED, SUSPENDED)  # what `stop_at` terminates (abort's statuses)
 _AT_ONCE = 64  # steps of one signal in flight together on an event loop
-_WAITING = (select(circles_t.c.instance_id, circles_t.c.circle)
-            .where(circles_t.c.tenant == bindparam("b_tenant"), circles_t.c.signal.is_not(None),
-                   circles_t.c.signal == bindparam("b_signal")))
+_WAITS = (circles_t.c.tenant == bindparam("b_tenant"), circles_t.c.signal.is_not(None),
+          circles_t.c.signal == bindparam("b_signal"))  # `is_not`: the partial index
+_WAITING = select(circles_t.c.instance_id, circles_t.c.circle).where(*_WAITS)
 # the same as one value, "instance circle" lines (sqlite3's one-value read, `scalar`)
-_WAITING_SQLITE = sql.for_sqlite(
-    select(func.group_concat(circles_t.c.instance_id.concat(" ").concat(circles_t.c.circle),
-                             "\n"))
-    .where(circles_t.c.tenant == bindparam("b_tenant"), circles_t.c.signal.is_not(None),
-           circles_t.c.signal == bindparam("b_signal")))
+_WAITING_SQLITE = sql.for_sqlite(select(func.group_concat(
+    circles_t.c.instance_id.concat(" ").concat(circles_t.c.circle), "\n")).where(*_WAITS))
 
 
 class Moved(Conflict):
