@@ -121,9 +121,19 @@ def _describe(result: dict[str, Any]) -> str:
 
 
 def db_upgrade(url: str | None) -> int:
+    """Says what it did: created the database, found it up to date or upgraded it."""
+    from sqlalchemy.engine import make_url
+
+    from bpflow.store.connection import database_url
     from bpflow.store.migrate import upgrade
-    upgrade(url)
-    print("database is at the latest schema")
+    before, after = upgrade(url)
+    where = make_url(database_url(url)).render_as_string(hide_password=True)
+    if before is None:
+        print(f"database {where} created (schema {after})")
+    elif before == after:
+        print(f"database {where} is up to date (schema {after})")
+    else:
+        print(f"database {where} upgraded from schema {before} to {after}")
     return EXIT_OK
 
 

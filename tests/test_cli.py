@@ -130,6 +130,25 @@ def test_db_upgrade_import_and_user_add(tmp_path):
         store.close()
 
 
+def test_db_upgrade_says_whether_it_created_found_or_upgraded_the_database(tmp_path):
+    from alembic import command
+    from alembic.script import ScriptDirectory
+
+    from bpflow.store.migrate import alembic_config
+    url = f"sqlite:///{tmp_path / 'up.db'}"
+    head = ScriptDirectory.from_config(alembic_config(url)).get_current_head()
+    created = run_cli("db", "upgrade", "--url", url)
+    assert (created.returncode, created.stdout) == (0, f"database {url} created (schema {head})\n")
+    again = run_cli("db", "upgrade", "--url", url)
+    assert (again.returncode, again.stdout) == (0, f"database {url} is up to date"
+                                                   f" (schema {head})\n")
+    older = f"sqlite:///{tmp_path / 'old.db'}"
+    command.upgrade(alembic_config(older), "0007")
+    upgraded = run_cli("db", "upgrade", env_extra={"DATABASE_URL": older})
+    assert (upgraded.returncode, upgraded.stdout) == (
+        0, f"database {older} upgraded from schema 0007 to {head}\n")
+
+
 def test_cli_database_errors_are_readable(tmp_path):
     env = {"DATABASE_URL": f"sqlite:///{tmp_path / 'empty.db'}"}
     done = run_cli("import", "upload/workflow", env_extra=env)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy.engine import Engine
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy.engine import Connection, Engine
 
 from bpflow.store.connection import database_url, make_engine, normalize_url
 
@@ -17,16 +18,23 @@ def alembic_config(url: str | None = None) -> Config:
     return cfg
 
 
-def upgrade(target: str | Engine | None = None) -> None:
-    """Create or migrate the schema of `target` (a URL or an Engine) to head."""
+def revision(conn: Connection) -> str | None:
+    """The schema revision of the database, None when it has none yet (a new database)."""
+    return MigrationContext.configure(conn).get_current_revision()
+
+
+def upgrade(target: str | Engine | None = None) -> tuple[str | None, str]:
+    """Create or migrate the schema of `target` (a URL or an Engine) to head; the revisions
+    before (None for a new database) and after, so the caller can say what happened."""
     if isinstance(target, Engine):
         cfg = alembic_config(str(target.url))
         with target.begin() as conn:
+            before = revision(conn)
             cfg.attributes["connection"] = conn
             command.upgrade(cfg, "head")
-        return
+            return before, revision(conn)
     engine = make_engine(target)
     try:
-        upgrade(engine)
+        return upgrade(engine)
     finally:
         engine.dispose()
