@@ -17,12 +17,13 @@ PORT ?= 3000
 # Reflex would download bun itself, which cannot work here: use the one from npm.
 export REFLEX_BUN_PATH := $(BUN)
 
-.PHONY: help venv install bun chromium db run test soak lint clean distclean
+.PHONY: help venv install bun chromium db run test soak bench lint clean distclean
 
 help:
 	@echo "make run        set up and serve the app on http://localhost:$(PORT)"
 	@echo "make test       set up (browser included) and run the whole test suite"
 	@echo "make soak       the long crash test (20 kills of the server under load)"
+	@echo "make bench      bpflow against SpiffWorkflow and DBOS (installs the bench extra)"
 	@echo "make lint       ruff check"
 	@echo "make install    create $(VENV) and install bpflow with its dev extras"
 	@echo "make bun        install bun $(BUN_VERSION) under .tools/ (used by Reflex)"
@@ -77,6 +78,12 @@ test: install bun chromium
 
 soak: install
 	BPFLOW_SOAK=1 $(PY) -m pytest -q tests/store/test_crash.py
+
+# The peers are pinned in the `bench` extra, installed here only: `make test` does not need them.
+bench: install
+	$(UV) pip install --python $(PY) -e '.[dev,bench]' \
+		|| $(PY) -m pip install --quiet -e '.[dev,bench]'
+	$(PY) bench/peers.py $(BENCH_ARGS)
 
 lint: install
 	$(VENV)/bin/ruff check .
