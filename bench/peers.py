@@ -44,7 +44,6 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
-sys.path.insert(0, str(HERE))
 
 from engine.analysis import load_template  # noqa: E402
 from engine.model import Template  # noqa: E402
@@ -300,6 +299,7 @@ def json_rate(doc: Any) -> float | None:
 def durable_rounds(rounds: int, transitions: int, parts: set[str], pg: str,
                    dbos_steps: int) -> dict[str, float | None]:
     """Median durable steps/s of bpflow and each peer, rounds in turns."""
+    sys.path.insert(0, str(HERE))
     from durable_transitions import durable_rate
     rates: dict[str, list[float]] = {}
     pg_urls = {}
