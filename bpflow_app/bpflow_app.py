@@ -16,6 +16,8 @@ from bpflow_app.pages.guest import GuestState, guest_page
 from bpflow_app.pages.home import TAGLINE, index
 from bpflow_app.pages.inbox import inbox_page
 from bpflow_app.pages.inbox_state import InboxState
+from bpflow_app.pages.not_found import TITLE as NOT_FOUND_TITLE
+from bpflow_app.pages.not_found import not_found_page
 from bpflow_app.pages.register import register_page
 from bpflow_app.pages.templates import templates_page
 from bpflow_app.pages.templates_state import TemplatesState
@@ -48,3 +50,4 @@ app.add_page(guest_page, route=routes.GUEST, title="Leave a message · bpflow",
 app.add_page(guest_page, route=routes.GUEST_TENANT, title="Leave a message · bpflow",
              on_load=GuestState.load)
 app.add_page(register_page, route=routes.REGISTER, title="Create an account · bpflow")
+app.add_page(not_found_page, route=routes.NOT_FOUND, title=f"{NOT_FOUND_TITLE} · bpflow")

@@ -14,6 +14,7 @@ TEMPLATES = "/templates"
 USERS = "/users"
 WEBHOOKS = "/webhooks"
 REGISTER = "/register"
+NOT_FOUND = "404"  # Reflex's route of every path the app does not have
 
 
 def guest(tenant: str) -> str:

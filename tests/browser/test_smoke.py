@@ -19,3 +19,16 @@ def test_backend_answers_on_the_same_port(page) -> None:
     response = page.request.get("/ping")
 
     assert response.ok, f"/ping answered {response.status}"
+
+
+def test_an_unknown_path_shows_the_apps_page_not_found(page, screenshot) -> None:
+    response = page.goto("/no/such/page")
+
+    assert response is not None and response.status == 404
+    expect(page.get_by_role("heading", name="Page not found")).to_be_visible()
+    expect(page).to_have_title("Page not found · bpflow")
+    expect(page.get_by_label("bpflow home")).to_be_visible()  # the frame of the public pages
+    screenshot(page, "smoke_not_found")
+    page.locator("#not-found-home").click()
+    expect(page.get_by_role("heading", name="bpflow", exact=True)).to_be_visible()
+    expect(page).to_have_url(page.url.split("/no/")[0] + "/")
