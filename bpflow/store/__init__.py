@@ -15,6 +15,7 @@ leases in one database (an SQLite file by default, PostgreSQL or any SQLAlchemy 
     statements.py  the write path's SQL, each statement once, and its row layouts
     writing.py     the writer protocol and the SQLAlchemy writer
     sqlite_writer.py  the SQLite writer (sqlite3 straight, group commit)
+    pg_writer.py   the PostgreSQL writer (psycopg, a step in one round trip, group commit)
     tables.py      the schema; migrations/ and migrate.py keep databases at it
     connection.py  engines, SQLite settings, waiting for the write lock
 
@@ -25,6 +26,7 @@ read-only connection); nothing else touches its private members.
 from __future__ import annotations
 
 import copy
+import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
@@ -42,6 +44,7 @@ from bpflow.store.instances import Instances, Loaded
 from bpflow.store.leases import Leases
 from bpflow.store.mail import MailRows
 from bpflow.store.migrating import Migrating
+from bpflow.store.pg_writer import PgWriter
 from bpflow.store.queries import Queries
 from bpflow.store.signals import Signals
 from bpflow.store.sqlite_writer import SqliteWriter
@@ -94,7 +97,9 @@ class Store(Templates, Users, Instances, Steps, Queries, MailRows, Leases, Tenan
         database = self.db.url.database
         self._sqlite = (SqliteWriter(database) if self.db.dialect.name == "sqlite"
                         and database not in (None, "", ":memory:") else None)
-        self.writer: Writer = self._sqlite or SqlAlchemyWriter(self.db)  # chosen once
+        self.writer: Writer = self._sqlite or (  # chosen once
+            PgWriter(self.db) if self.postgres and os.environ.get("BPFLOW_PG_WRITER")
+            != "sqlalchemy" else SqlAlchemyWriter(self.db))
 
     def on_due(self, callback: Callable[[], None] | None) -> None:
         """Call `callback` after a write of this store leaves work due now (the worker of

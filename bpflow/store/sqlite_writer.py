@@ -18,7 +18,7 @@ from typing import Any
 
 from bpflow.store import statements as sql
 from bpflow.store.connection import LockWait, begin_immediate, sqlite_connect
-from bpflow.store.writing import NewInstance, Write
+from bpflow.store.writing import NewInstance, Write, writer_of_loop
 
 Job = Callable[[sqlite3.Connection], Any]
 Waiter = asyncio.Future  # of an event loop, resolved on that loop
@@ -194,11 +194,7 @@ class SqliteWriter:
         loop = asyncio.get_running_loop()
         with self._lock:
             self._started()
-            writer = self._loops.get(loop)
-            if writer is None:
-                for gone in [lp for lp in self._loops if lp.is_closed()]:
-                    self._loops.pop(gone).close()
-                writer = self._loops[loop] = LoopWriter(self.path, loop)
+            writer = writer_of_loop(self._loops, loop, lambda: LoopWriter(self.path, loop))
         return await writer.run(job)
 
     def loop_writer(self, loop: asyncio.AbstractEventLoop) -> LoopWriter | None:

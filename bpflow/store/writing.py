@@ -9,14 +9,16 @@ the statements of `bpflow.store.statements`.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from sqlalchemy.engine import Connection, Engine
 
 from bpflow.store import statements as sql
 from engine.instance import Event
+
+L = TypeVar("L")
 
 
 class Lost(Exception):
@@ -77,6 +79,18 @@ class Writer(Protocol):
     async def save_async(self, writes: list[Write]) -> set[str]: ...
 
     def close(self) -> None: ...
+
+
+def writer_of_loop(loops: dict[asyncio.AbstractEventLoop, Any],
+                   loop: asyncio.AbstractEventLoop, make: Callable[[], L]) -> L:
+    """(Under the writer's lock) the group-commit writer of an event loop, made by `make`
+    on its first write; the writers of loops closed since are closed."""
+    writer = loops.get(loop)
+    if writer is None:
+        for gone in [lp for lp in loops if lp.is_closed()]:
+            loops.pop(gone).close()
+        writer = loops[loop] = make()
+    return writer
 
 
 def insert_rows(conn: Connection, news: list[NewInstance]) -> None:

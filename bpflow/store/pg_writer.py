@@ -1,0 +1,392 @@
+"""The PostgreSQL writer: the store's statements through psycopg 3, a step in one round trip.
+
+A step is ONE statement: the compare-and-set of `statements.cas` is a data-modifying CTE
+and the step's circle rows, task audience and history events are written by CTEs that
+hold only when it matched (`EXISTS (SELECT 1 FROM cas)`), so a lost compare-and-set
+writes nothing and answers 0. Rows go as arrays (`unnest`): the text is the same for every
+step, and psycopg prepares it once per connection. A start is one statement the same way.
+Steps that arrive together from an event loop travel in one pipeline (BEGIN, their
+statements, COMMIT): one round trip and one commit for all of them. A crowd is copied
+with COPY. Each statement here is derived from its definition in `statements`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+from psycopg.pq import TransactionStatus
+from sqlalchemy import JSON, bindparam, cast, column, exists, func, insert, literal_column, select
+from sqlalchemy.dialects import postgresql
+from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.sql import Executable, visitors
+from sqlalchemy.sql.dml import Insert
+
+from bpflow.store import statements as sql
+from bpflow.store.connection import UTCDateTime
+from bpflow.store.sqlite_writer import _settle
+from bpflow.store.tables import instances_t
+from bpflow.store.writing import NewInstance, SqlAlchemyWriter, Write, writer_of_loop
+
+DIALECT = postgresql.psycopg.dialect()
+IDLE_CHECK_S = 10.0  # a connection idle this long is checked before it writes
+
+
+# ------------------------------------------------------ the statements, for PostgreSQL
+def _aware(t: Any) -> Any:
+    if t is not None and t.tzinfo is None:  # as UTCDateTime refuses it on the other paths
+        raise ValueError("naive datetime given to the database; use UTC-aware ones")
+    return t
+
+
+def _converter(column_type: Any) -> Callable[[Any], Any]:
+    """How a value of a column goes to psycopg: JSON as its text, times checked aware."""
+    if isinstance(column_type, JSON):
+        return sql.dumps
+    if isinstance(column_type, UTCDateTime):
+        return _aware
+    return lambda value: value
+
+
+def _binds(statement: Executable) -> list[str]:
+    """The row keys a statement of `statements` binds (its `b_` parameters), in order."""
+    keys: dict[str, None] = {}
+    for element in visitors.iterate(statement):
+        if isinstance(element, type(bindparam("x"))) and element.key.startswith("b_"):
+            keys[element.key[2:]] = None
+    return list(keys)
+
+
+@dataclass(frozen=True)
+class Rows:
+    """A statement of `statements` taking many rows at once: `values(rows)` gives its
+    parameters, one array per column (named `<name>_<column>`)."""
+
+    statement: Executable
+    values: Callable[[list[dict[str, Any]]], dict[str, list[Any]]]
+
+
+def many(statement: Executable, name: str, when: Any = None) -> Rows:
+    """`statement` for all the rows of arrays: an insert takes its rows from `unnest`, an
+    update or delete joins them; `when` is a condition all of it holds under."""
+    table = statement.table
+    keys = _binds(statement)
+    types = [table.c[k].type for k in keys]
+    source = (func.unnest(*[cast(bindparam(f"{name}_{k}"), ARRAY(t))
+                            for k, t in zip(keys, types, strict=True)])
+              .table_valued(*[column(k, t) for k, t in zip(keys, types, strict=True)])
+              .render_derived(name=f"{name}_rows"))
+    if isinstance(statement, Insert):
+        rows = select(*[source.c[k] for k in keys])
+        derived = insert(table).from_select(
+            [table.c[k] for k in keys], rows if when is None else rows.where(when))
+    else:
+        derived = visitors.replacement_traverse(statement, {}, lambda element: (
+            source.c[element.key[2:]] if element.__visit_name__ == "bindparam"
+            and element.key.startswith("b_") else None))
+        if when is not None:
+            derived = derived.where(when)
+    convert = [(k, f"{name}_{k}", _converter(t)) for k, t in zip(keys, types, strict=True)]
+
+    def values(rows: list[dict[str, Any]]) -> dict[str, list[Any]]:
+        return {param: [conv(r[k]) for r in rows] for k, param, conv in convert}
+    return Rows(derived, values)
+
+
+def single(statement: Executable) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """The parameters of a one-row statement of `statements` for a row (by column)."""
+    table = statement.table
+    convert = [(k, _converter(table.c[k].type if k in table.c else None))
+               for k in _binds(statement)]
+    return lambda row: {f"b_{k}": conv(row[k]) for k, conv in convert}
+
+
+def text(statement: Executable) -> str:
+    return str(statement.compile(dialect=DIALECT))
+
+
+_cas = sql.cas.returning(instances_t.c.id).cte("cas")
+ONE = literal_column("1")
+_won = exists(select(ONE).select_from(_cas))
+CIRCLES = many(sql.circle_update, "cu", _won)
+RETOLD = many(sql.audience_delete, "ad", _won)
+_retold = RETOLD.statement.returning(ONE).cte("ad")
+# the new audience rows after the old are gone (the insert waits for the delete's rows)
+AUDIENCE = many(sql.audience_insert, "ai", _won & (select(func.count()).select_from(_retold)
+                                                   .scalar_subquery() >= literal_column("0")))
+EVENTS = many(sql.event_insert, "ev", _won)
+STEP = text(select(func.count()).select_from(_cas).add_cte(
+    CIRCLES.statement.cte("cu"), _retold, AUDIENCE.statement.cte("ai"),
+    EVENTS.statement.cte("ev")))  # answers 1, or 0 when the compare-and-set lost
+CAS = single(sql.cas)
+NEW = {statement: many(statement, name) for statement, name in (
+    (sql.instance_insert, "ni"), (sql.circle_insert, "nc"), (sql.pinned_insert, "np"),
+    (sql.event_insert, "ne"), (sql.audience_insert, "na"))}
+START = text(select(ONE).add_cte(*[rows.statement.cte(f"new_{n}")
+                                          for n, rows in enumerate(NEW.values())]))
+BATCH = (text(sql.batch_insert), single(sql.batch_insert))
+_quote = DIALECT.identifier_preparer.quote
+COPY = {statement: (f"COPY {_quote(statement.table.name)}"
+                    f" ({', '.join(_quote(k) for k in _binds(statement))}) FROM STDIN",
+                    [(k, _converter(statement.table.c[k].type)) for k in _binds(statement)])
+        for statement in NEW}  # a crowd's rows (`PgWriter.insert_many`)
+
+
+def step_params(w: Write) -> dict[str, Any]:
+    """The parameters of `STEP` for a write."""
+    return {**CAS(w.row), **CIRCLES.values(w.changed), **RETOLD.values(w.retold),
+            **AUDIENCE.values(w.audience),
+            **EVENTS.values(sql.event_rows(w.row["id"], w.loaded.inst.tenant, w.events))}
+
+
+def start_params(news: Iterable[NewInstance]) -> dict[str, Any]:
+    """The parameters of `START` for new instances (every table's rows, maybe none)."""
+    rows = dict(sql.new_rows(list(news)))
+    return {k: v for statement, form in NEW.items()
+            for k, v in form.values(rows.get(statement, [])).items()}
+
+
+# ------------------------------------------------------------------- jobs
+@dataclass
+class Job:
+    """Statements to run together, and what their answers (the first column of each
+    one's first row) give the caller."""
+
+    statements: list[tuple[str, dict[str, Any]]]
+    answer: Callable[[list[Any]], Any]
+
+
+def save_job(writes: list[Write]) -> Job:
+    """Steps; the ids whose compare-and-set lost."""
+    ids = [w.row["id"] for w in writes]
+    return Job([(STEP, step_params(w)) for w in writes],
+               lambda counts: {iid for iid, n in zip(ids, counts, strict=True) if n != 1})
+
+
+def insert_job(news: list[NewInstance]) -> Job:
+    return Job([(START, start_params(news))], lambda _: None)
+
+
+def _framed(jobs: list[Job]) -> list[tuple[str, Any]]:
+    """The statements of jobs as sent: one alone is its own transaction, several are
+    wrapped in BEGIN and COMMIT."""
+    statements = [s for job in jobs for s in job.statements]
+    if len(statements) == 1:
+        return statements
+    return [("BEGIN", None), *statements, ("COMMIT", None)]
+
+
+def _answers(jobs: list[Job], firsts: list[Any]) -> list[Any]:
+    answers, at = [], 0
+    for job in jobs:
+        n = len(job.statements)
+        answers.append(job.answer(firsts[at:at + n]))
+        at += n
+    return answers
+
+
+def _refused(exc: Exception) -> Exception:
+    """psycopg's refusal of a constraint as SQLAlchemy's (what the store catches)."""
+    if isinstance(exc, psycopg.IntegrityError):
+        return IntegrityError("(PostgreSQL write)", None, exc)
+    return exc
+
+
+def send(conn: psycopg.Connection, jobs: list[Job]) -> list[Any]:
+    """Run jobs in one pipeline (one round trip, one transaction); their answers."""
+    framed = _framed(jobs)
+    try:
+        with conn.pipeline():
+            cursors = [conn.execute(t, p, prepare=p is not None) for t, p in framed]
+    except Exception as exc:
+        if not conn.broken and conn.info.transaction_status != TransactionStatus.IDLE:
+            conn.execute("ROLLBACK")
+        raise _refused(exc) from exc
+    rows = [c.fetchone() for c, (_, p) in zip(cursors, framed, strict=True) if p is not None]
+    return _answers(jobs, [row[0] for row in rows])
+
+
+async def send_async(conn: psycopg.AsyncConnection, jobs: list[Job]) -> list[Any]:
+    """`send` on an event loop."""
+    framed = _framed(jobs)
+    try:
+        async with conn.pipeline():
+            cursors = [await conn.execute(t, p, prepare=p is not None) for t, p in framed]
+    except Exception as exc:
+        if not conn.broken and conn.info.transaction_status != TransactionStatus.IDLE:
+            await conn.execute("ROLLBACK")
+        raise _refused(exc) from exc
+    rows = [await c.fetchone() for c, (_, p) in zip(cursors, framed, strict=True)
+            if p is not None]
+    return _answers(jobs, [row[0] for row in rows])
+
+
+# ------------------------------------------------------------------ the writer
+def conninfo(db: Engine) -> str:
+    """The libpq address of an SQLAlchemy engine's URL."""
+    return db.url.set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+class PgWriter:
+    """The write path on PostgreSQL through psycopg: a thread writes on a connection of
+    its own (`save`, `insert`), an event loop hands its jobs to its `PgLoopWriter`, which
+    sends the jobs that arrive together in one pipeline. A migration's steps (`moved`)
+    need their compare-and-set answered before the rest: they go through SQLAlchemy."""
+
+    def __init__(self, db: Engine):
+        self.conninfo = conninfo(db)
+        self.fallback = SqlAlchemyWriter(db)
+        self._lock = threading.Lock()
+        self._pid = os.getpid()
+        self._local = threading.local()
+        self._conns: list[psycopg.Connection] = []
+        self._loops: dict[asyncio.AbstractEventLoop, PgLoopWriter] = {}
+
+    def insert(self, new: NewInstance) -> None:
+        self.write(insert_job([new]))
+
+    async def insert_async(self, new: NewInstance) -> None:
+        await self.run(insert_job([new]))
+
+    def save(self, writes: list[Write]) -> set[str]:
+        if any(w.moved for w in writes):
+            return self.fallback.save(writes)
+        return self.write(save_job(writes))
+
+    async def save_async(self, writes: list[Write]) -> set[str]:
+        if any(w.moved for w in writes):
+            return await self.fallback.save_async(writes)
+        return await self.run(save_job(writes))
+
+    def insert_many(self, chunks: Iterable[list[NewInstance]], batch: dict[str, Any]) -> None:
+        """A crowd (`Crowds`): every chunk's rows copied (COPY, table by table in the
+        order of the foreign keys), then the batch row, in one transaction of a
+        connection of its own: all of it or nothing."""
+        with psycopg.connect(self.conninfo) as conn:  # commits at the end, or rolls back
+            cursor = conn.cursor()
+            for chunk in chunks:
+                for statement, rows in sql.new_rows(chunk):
+                    command, convert = COPY[statement]
+                    with cursor.copy(command) as copy:
+                        for row in rows:
+                            copy.write_row([conv(row[k]) for k, conv in convert])
+            statement, params = BATCH
+            cursor.execute(statement, params(batch))
+
+    # ------------------------------------------------------------- writing
+    def write(self, job: Job) -> Any:
+        """Run a job on this thread's connection: its answer once committed."""
+        return send(self._own(), [job])[0]
+
+    def _own(self) -> psycopg.Connection:
+        """This thread's connection (made anew when there is none, it broke, it was
+        inherited through a fork, or it was idle long enough to have been dropped)."""
+        pid, conn, used = getattr(self._local, "conn", (None, None, 0.0))
+        now = time.monotonic()
+        if conn is not None and pid == os.getpid() and not conn.broken and (
+                now - used < IDLE_CHECK_S or _alive(conn)):
+            self._local.conn = (pid, conn, now)
+            return conn
+        conn = psycopg.connect(self.conninfo, autocommit=True)
+        self._local.conn = (os.getpid(), conn, now)
+        with self._lock:
+            self._conns.append(conn)
+        return conn
+
+    async def run(self, job: Job) -> Any:
+        """`write` for an event loop: its `PgLoopWriter` sends it with the jobs that
+        arrive together."""
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            if self._pid != os.getpid():  # a forked child: the parent's writers are not ours
+                self._pid, self._loops = os.getpid(), {}
+            writer = writer_of_loop(self._loops, loop, lambda: PgLoopWriter(self.conninfo, loop))
+        return await writer.run(job)
+
+    def loop_writer(self, loop: asyncio.AbstractEventLoop) -> PgLoopWriter | None:
+        with self._lock:
+            return self._loops.get(loop)
+
+    def close(self) -> None:
+        with self._lock:
+            conns, self._conns = self._conns, []
+            self._local = threading.local()
+            loops, self._loops = self._loops, {}
+        for conn in conns:
+            conn.close()
+        for writer in loops.values():
+            writer.close()
+
+
+def _alive(conn: psycopg.Connection) -> bool:
+    try:
+        conn.execute("SELECT 1")
+        return True
+    except psycopg.Error:
+        return False
+
+
+class PgLoopWriter:
+    """Group commit driven from an event loop: the jobs that arrive while a batch is on
+    its way form the next batch, sent in one pipeline (one transaction). When a batch
+    fails, it is rolled back and its jobs are sent again one by one, so only a failing
+    job gets its error and the others commit."""
+
+    def __init__(self, conninfo: str, loop: asyncio.AbstractEventLoop):
+        self.conninfo, self.loop = conninfo, loop
+        self.conn: psycopg.AsyncConnection | None = None
+        self.pending: list[tuple[Job, asyncio.Future]] = []
+        self.busy = False
+        self.commits = self.jobs = 0  # transactions committed, jobs in them
+
+    def run(self, job: Job) -> asyncio.Future:
+        future = self.loop.create_future()
+        self.pending.append((job, future))
+        if not self.busy:
+            self.busy = True
+            self.loop.create_task(self._drain())  # what arrives in this loop turn joins
+        return future
+
+    async def _drain(self) -> None:
+        try:
+            while self.pending:
+                batch = [(job, f) for job, f in self.pending if not f.done()]
+                self.pending = []
+                if batch:
+                    await self._write(batch)
+        finally:
+            self.busy = False
+
+    async def _connection(self) -> psycopg.AsyncConnection:
+        if self.conn is None or self.conn.broken:
+            self.conn = await psycopg.AsyncConnection.connect(self.conninfo, autocommit=True)
+        return self.conn
+
+    async def _write(self, batch: list[tuple[Job, asyncio.Future]]) -> None:
+        try:
+            conn = await self._connection()
+            answers = await send_async(conn, [job for job, _ in batch])
+        except Exception as exc:
+            if len(batch) == 1 or self.conn is None or self.conn.broken:
+                _settle([(f, None, exc) for _, f in batch])
+                return
+            for job, future in batch:  # each alone: only the failing one fails
+                await self._write([(job, future)])
+            return
+        self.commits += 1
+        self.jobs += len(batch)
+        _settle([(f, a, None) for (_, f), a in zip(batch, answers, strict=True)])
+
+    def close(self) -> None:
+        conn, self.conn = self.conn, None
+        if conn is not None and not conn.closed:
+            conn.pgconn.finish()  # the loop may be gone: the socket closed straight
+

@@ -1,0 +1,194 @@
+"""The PostgreSQL writer (`PgWriter`): a step in one statement, group commit from the event
+loop, crowds copied with COPY; the same outcomes as the SQLAlchemy writer."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from datetime import datetime
+
+import pytest
+from sqlalchemy import func, select, text
+from sqlalchemy.exc import IntegrityError
+
+from bpflow.store import Store
+from bpflow.store import crowds as crowds_module
+from bpflow.store.pg_writer import Job, PgWriter, save_job
+from bpflow.store.tables import batches_t, circles_t, events_t, instances_t
+from engine.errors import TransitionError
+from tests.conftest import SECRET, run_async
+
+pytestmark = pytest.mark.parametrize("db_url", ["postgres"], indirect=True)
+
+FLOW = {"name": "pair", "circles": [
+    {"uri": "a", "box": {"form": [{"name": "x", "type": "number"}]}},
+    {"uri": "b", "deps": [["a"]]}]}
+USER = {"id": 1, "username": "u", "roles": ["user"]}
+
+
+@pytest.fixture
+def pg(store):
+    assert isinstance(store.writer, PgWriter)
+    store.put_template(FLOW)
+    store.add_user("u", "pw-u")
+    return store
+
+
+def complete(x):
+    return lambda e, i: (e.complete(i, "a", e.bookmark(i, "a"), {"x": x}), i)[1]
+
+
+def pending_write(store: Store, iid: str, x: int):
+    """The write of completing `a` with `x` on the store's copy, not sent yet."""
+    loaded = store._load(iid)
+    store.engine.complete(loaded.inst, "a", store.engine.bookmark(loaded.inst, "a"), {"x": x})
+    return store._step_write(loaded, loaded.inst.drain_events())
+
+
+def count(store: Store, query) -> int:
+    with store.reader() as conn:
+        return conn.execute(query).scalar_one()
+
+
+def test_steps_that_arrive_together_share_a_commit(pg, db_url):
+    async def main():
+        insts = await asyncio.gather(*(pg.start_async("pair", user=USER) for _ in range(30)))
+        done = await asyncio.gather(*(pg.apply_async(i.id, complete(1)) for i in insts))
+        return insts, done, pg.writer.loop_writer(asyncio.get_running_loop())
+
+    insts, done, writer = run_async(main())
+    assert {i.status for i in done} == {"completed"}
+    assert writer.jobs == 60 and writer.commits < 60
+    other = Store(db_url, secret=SECRET)
+    try:
+        assert {other.get(i.id).status for i in insts} == {"completed"}
+        assert count(other, select(func.count()).select_from(events_t)
+                      .where(events_t.c.tx.is_(None))) == 0  # the server's default
+    finally:
+        other.close()
+
+
+def test_a_lost_compare_and_set_in_a_group_writes_nothing_of_it(pg, db_url):
+    ids = [pg.start("pair", user=USER).id for _ in range(3)]
+    writes = [pending_write(pg, iid, 1) for iid in ids]
+    other = Store(db_url, secret=SECRET)
+    try:
+        other.apply(ids[1], complete(2))  # the middle one's copy is now stale
+    finally:
+        other.close()
+    events_before = count(pg, select(func.count()).select_from(events_t)
+                          .where(events_t.c.instance_id == ids[1]))
+
+    async def main():
+        answers = await asyncio.gather(*(pg.writer.run(save_job([w])) for w in writes))
+        return answers, pg.writer.loop_writer(asyncio.get_running_loop())
+
+    answers, writer = run_async(main())
+    assert answers == [set(), {ids[1]}, set()]
+    assert writer.commits == 1  # the three in one transaction
+    pg._cache.clear()
+    assert [pg.get(iid).circles["a"].result for iid in ids] == [{"x": 1}, {"x": 2}, {"x": 1}]
+    assert count(pg, select(func.count()).select_from(events_t)
+                 .where(events_t.c.instance_id == ids[1])) == events_before
+
+
+def test_a_failing_job_in_a_group_fails_alone(pg):
+    ids = [pg.start("pair", user=USER).id for _ in range(2)]
+    writes = [pending_write(pg, iid, 5) for iid in ids]
+    bad = Job([("INSERT INTO users (username) VALUES (NULL)", {})], lambda _: None)
+
+    async def main():
+        return await asyncio.gather(pg.writer.run(save_job([writes[0]])), pg.writer.run(bad),
+                                    pg.writer.run(save_job([writes[1]])),
+                                    return_exceptions=True)
+
+    outcomes = run_async(main())
+    assert outcomes[0] == set() and outcomes[2] == set()
+    assert isinstance(outcomes[1], IntegrityError)
+    pg._cache.clear()
+    assert {pg.get(iid).circles["a"].result["x"] for iid in ids} == {5}
+    assert pg.apply(pg.start("pair", user=USER).id, complete(6)).status == "completed"
+
+
+def test_a_failing_thread_write_leaves_its_connection_usable(pg):
+    with pytest.raises(IntegrityError):
+        pg.writer.write(Job([("INSERT INTO users (username) VALUES (NULL)", {})],
+                            lambda _: None))
+    assert pg.apply(pg.start("pair", user=USER).id, complete(1)).status == "completed"
+
+
+def test_two_stores_completing_the_same_circle_apply_it_once(pg, db_url):
+    iid = pg.start("pair", user=USER).id
+    stores = [pg, Store(db_url, secret=SECRET)]
+    mark = pg.engine.bookmark(pg.get(iid), "a")
+    for s in stores:
+        s.get(iid)  # both hold a copy in their caches
+    outcomes: list = []
+    barrier = threading.Barrier(2)
+
+    def race(s: Store, x: int) -> None:
+        barrier.wait()
+        try:
+            outcomes.append(s.complete(iid, "a", mark, {"x": x}))
+        except TransitionError as exc:
+            outcomes.append(exc)
+    threads = [threading.Thread(target=race, args=(s, n)) for n, s in enumerate(stores)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    stores[1].close()
+    assert sum(isinstance(o, TransitionError) for o in outcomes) == 1
+    moves = [e for e in pg.history(iid) if e["circle"] == "a"
+             and (e.get("after") or {}).get("state") == "success"]
+    assert len(moves) == 1
+
+
+def test_a_crowd_is_copied_all_or_nothing(pg, monkeypatch):
+    for n in range(7):
+        pg.add_user(f"c{n}", "pw-crowd", roles=["crowd"])
+    monkeypatch.setattr(crowds_module, "CHUNK", 3)
+    copy = pg.writer.insert_many
+
+    def failing(chunks, batch):
+        def broken():
+            for n, chunk in enumerate(chunks):
+                if n == 2:
+                    raise RuntimeError("the build failed")
+                yield chunk
+        copy(broken(), batch)
+    monkeypatch.setattr(pg.writer, "insert_many", failing)
+    with pytest.raises(RuntimeError):
+        pg.start_batch("pair", role="crowd")
+    assert count(pg, select(func.count()).select_from(instances_t)) == 0
+    assert count(pg, select(func.count()).select_from(batches_t)) == 0
+    monkeypatch.setattr(pg.writer, "insert_many", copy)
+    batch, started = pg.start_batch("pair", role="crowd")
+    assert started == 7
+    assert count(pg, select(func.count()).select_from(instances_t)
+                 .where(instances_t.c.batch == batch)) == 7
+    assert count(pg, select(func.count()).select_from(circles_t)) == 14
+    with pg.reader() as conn:  # the events' transaction ids are the server's
+        assert conn.execute(text("SELECT count(*) FROM events WHERE tx IS NULL")).scalar() == 0
+
+
+def test_rows_read_the_same_as_the_sqlalchemy_writer_writes_them(pg, db_url, monkeypatch):
+    monkeypatch.setenv("BPFLOW_PG_WRITER", "sqlalchemy")
+    old = Store(db_url, secret=SECRET)
+    try:
+        ids = [s.apply(s.start("pair", user=USER).id, complete(1)).id for s in (pg, old)]
+    finally:
+        old.close()
+
+    def rows(table, key, iid):
+        with pg.reader() as conn:
+            return [{k: "set" if isinstance(v, datetime) else v  # times: whether set
+                     for k, v in r._mapping.items() if k not in ("instance_id", "id", "tx")}
+                    for r in conn.execute(select(table).where(key == iid)
+                                          .order_by(*table.primary_key.columns))]
+    for table, key in ((circles_t, circles_t.c.instance_id), (events_t, events_t.c.instance_id)):
+        assert rows(table, key, ids[0]) == rows(table, key, ids[1])
+    with pg.reader() as conn:  # JSON nulls stored as JSON, as SQLAlchemy stores them
+        nulls = conn.execute(text("SELECT instance_id, count(*) FROM circle_states WHERE"
+                                  " result IS NULL GROUP BY instance_id")).all()
+    assert nulls == []
