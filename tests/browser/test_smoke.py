@@ -32,3 +32,17 @@ def test_an_unknown_path_shows_the_apps_page_not_found(page, screenshot) -> None
     page.locator("#not-found-home").click()
     expect(page.get_by_role("heading", name="bpflow", exact=True)).to_be_visible()
     expect(page).to_have_url(page.url.split("/no/")[0] + "/")
+
+
+def test_the_api_docs_work_with_nothing_but_the_app(page, app_server, screenshot) -> None:
+    """/api/docs works offline: every request the page makes goes to the app itself."""
+    elsewhere: list[str] = []
+    page.on("request", lambda r: None if r.url.startswith((app_server + "/", "data:"))
+            else elsewhere.append(r.url))
+
+    page.goto("/api/docs")
+
+    expect(page.locator(".swagger-ui .info .title")).to_contain_text("bpflow")
+    expect(page.locator(".opblock-tag-section").first).to_be_visible()  # from openapi.json
+    screenshot(page, "smoke_api_docs")
+    assert elsewhere == []
