@@ -16,6 +16,12 @@ PORT ?= 3000
 
 # Reflex would download bun itself, which cannot work here: use the one from npm.
 export REFLEX_BUN_PATH := $(BUN)
+# Reflex picks its npm registry by timing registry.npmjs.org against a mirror, and prints
+# "Failed to connect" for the one it cannot reach: give it the registry npm is set up with.
+REFLEX_ENV = NPM_CONFIG_REGISTRY="$${NPM_CONFIG_REGISTRY:-$$(npm config get registry 2>/dev/null)}"
+WEB_STAMP := .web/reflex.json
+REFLEX_RUN = $(VENV)/bin/reflex run --env prod --single-port --frontend-port $(PORT) \
+	--backend-port $(PORT)
 
 .PHONY: help venv install bun chromium db run test soak bench lint clean distclean
 
@@ -35,21 +41,26 @@ venv install: $(INSTALL_STAMP)
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 
+# -qq: pip's errors only (its warnings about index locations of this machine's pip
+# configuration that have no uv are not ours).
 $(UV): | $(PY)
-	$(PY) -m pip install --quiet --disable-pip-version-check uv
+	$(PY) -m pip install -qq --disable-pip-version-check uv
 
 # Re-runs only when pyproject.toml changes; uv makes a full install take seconds.
 $(INSTALL_STAMP): pyproject.toml | $(UV)
 	$(UV) pip install --python $(PY) -e '.[dev]' \
-		|| $(PY) -m pip install --quiet -e '.[dev]'
+		|| $(PY) -m pip install -qq -e '.[dev]'
 	@touch $@
 
 bun: $(BUN)
 
-# npm may skip bun's postinstall script (install scripts not allowed); run it by hand then.
+# bun's postinstall script (it puts the binary in place) is run by hand: npm may not allow
+# install scripts, and warns when it skips one. --loglevel=error: npm's errors only (not its
+# warnings about settings of this machine's own npm configuration).
 $(BUN):
-	npm install --prefix .tools --no-audit --no-fund bun@$(BUN_VERSION)
-	@"$@" --version >/dev/null 2>&1 || (cd .tools/node_modules/bun && node install.js)
+	npm install --prefix .tools --no-audit --no-fund --ignore-scripts --loglevel=error \
+		bun@$(BUN_VERSION)
+	@cd .tools/node_modules/bun && node install.js
 	@echo "bun $$("$@" --version) at $@"
 
 chromium:
@@ -68,10 +79,18 @@ db: install
 	$(VENV)/bin/bpflow import --new-only upload/workflow
 	$(VENV)/bin/bpflow seed-demo
 
+# Reflex sets up .web/ on its first start and then says to run `reflex run`, which is what
+# make run is doing: it is set up here beforehand, its output shown only if it fails.
+$(WEB_STAMP): $(INSTALL_STAMP) | $(BUN)
+	@echo "setting up the Reflex frontend in .web/"
+	@out=$$($(REFLEX_ENV) $(VENV)/bin/reflex init --no-agents --loglevel warning 2>&1) \
+		|| { echo "$$out"; exit 1; }
+	@touch $@
+
 # The example templates call 127.0.0.1:9000, which the egress guard refuses unless allowed.
-run: install bun db
-	BPFLOW_EGRESS_ALLOW="$${BPFLOW_EGRESS_ALLOW-127.0.0.1}" \
-		$(VENV)/bin/reflex run --env prod --single-port --frontend-port $(PORT) --backend-port $(PORT)
+run: install bun db $(WEB_STAMP)
+	@echo "$(REFLEX_RUN)"
+	@BPFLOW_EGRESS_ALLOW="$${BPFLOW_EGRESS_ALLOW-127.0.0.1}" $(REFLEX_ENV) $(REFLEX_RUN)
 
 test: install bun chromium
 	$(PY) -m pytest -q
