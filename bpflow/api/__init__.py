@@ -7,8 +7,8 @@ templates, history, stats, the mailbox and the guest endpoint, under `/api` with
 - `deps`: the store and the caller (from the bearer token) the routes depend on.
 - `routes/`: one router per resource (auth, templates, instances, mailbox, guest, health).
 - `hot`: the app class (which guards every request: security headers, the body-size limit,
-  one strict parse of a JSON body held to `bpflow.limits`) and the short path for start
-  and complete.
+  one strict parse of a JSON body held to `bpflow.limits`) and the short path for start,
+  complete and signals.
 - `docs`: the Swagger UI at `/api/docs`, with its assets served here (works offline).
 
 Errors are `{"detail": ...}`: 401 no valid token, 403 role or addressee violation, 404
@@ -28,7 +28,7 @@ from bpflow import limits
 from bpflow.api import errors
 from bpflow.api.docs import add_docs
 from bpflow.api.hot import Api, HotPaths
-from bpflow.api.routes import ROUTERS, instances
+from bpflow.api.routes import ROUTERS, instances, signals
 from bpflow.store import Store
 
 __all__ = ["Api", "create_app"]
@@ -60,5 +60,6 @@ def create_app(store_factory: Callable[[], Store] | None = None) -> Api:
         app.include_router(router, responses=errors.responses(413, 422))
     add_docs(app)
     errors.register(app)
-    app.hot = HotPaths(app, instances.router, [instances.start, instances.complete])
+    app.hot = HotPaths(app, [instances.router, signals.router],
+                       [instances.start, instances.complete, signals.signal])
     return app

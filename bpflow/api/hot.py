@@ -1,5 +1,5 @@
 """`Api`, the FastAPI app, which guards every request under `/api` before routing, and
-`HotPaths`, the short path it first offers the paper's two requests to.
+`HotPaths`, the short path it first offers the paper's two requests and signals to.
 
 The guard (`Api.__call__`, SPEC §13): every answer carries the security headers
 (`SECURITY_HEADERS`: no content sniffing, no framing); a body over `max_body` bytes is
@@ -8,14 +8,16 @@ parsed once, strictly (`bpflow.limits.parse`), and one that breaks a limit is an
 `{"detail": "..."}`; the body is then replayed to the framework. Paths outside `/api`
 (the Reflex backend mounted inside this app) pass untouched.
 
-The short path (`HotPaths`) answers POST /api/instances and POST .../complete without the
-framework's per-request machinery (middleware layers, dependency solving, matching
-against every route): on this hardware that was about 40 % of the time the server held
-the GIL for them. It is the same route, only reached sooner: the route's own path
-pattern, the body model its endpoint declares (validating the value the guard parsed),
-the routes' reading of the bearer token (`deps.caller_from`), the endpoint's header
-(`Idempotency-Key`, checked as its model checks it: `schemas.valid_idempotency_key`), the
-endpoint function itself and the one error map (`errors.answer`).
+The short path (`HotPaths`) answers POST /api/instances, POST .../complete and POST
+/api/signals/{name} without the framework's per-request machinery (middleware layers,
+dependency solving, matching against every route): on this hardware that was about 40 % of
+the time the server held the GIL for them. It is the same route, only reached sooner: the
+route's own path pattern, the body model its endpoint declares (validating the value the
+guard parsed), the route's path parameters validated by their own declarations (a name's
+pattern), the routes' reading of the bearer token (`deps.caller_from`), the endpoint's
+header (`Idempotency-Key`, checked as its model checks it:
+`schemas.valid_idempotency_key`), the endpoint function itself and the one error map
+(`errors.answer`).
 """
 
 from __future__ import annotations
@@ -84,8 +86,8 @@ class Api(FastAPI):
 
 
 class HotPaths:
-    """POST requests to the routes of `endpoints` in `router` (which the app includes as
-    it is, with no further prefix), answered without the framework.
+    """POST requests to the routes of `endpoints` in `routers` (which the app includes as
+    they are, with no further prefix), answered without the framework.
 
     Only requests whose outcome the framework would not change take it: a JSON body that
     validates against the endpoint's model, and a valid bearer token. Anything else (no
@@ -93,9 +95,11 @@ class HotPaths:
     each such error keeps the exact answer the routes and the OpenAPI description give.
     Errors of the step itself are answered by the app's error map."""
 
-    def __init__(self, app: FastAPI, router: APIRouter, endpoints: list[Callable[..., Any]]):
+    def __init__(self, app: FastAPI, routers: list[APIRouter],
+                 endpoints: list[Callable[..., Any]]):
         self.app = app
-        self.routes = [(route, _body_model(route.endpoint)) for route in router.routes
+        self.routes = [(route, _body_model(route.endpoint)) for router in routers
+                       for route in router.routes
                        if isinstance(route, APIRoute) and route.endpoint in endpoints
                        and "POST" in route.methods]
         if len(self.routes) != len(endpoints):
@@ -127,9 +131,10 @@ class HotPaths:
             caller = caller_from(self.app, _header(scope, b"authorization"))
         except (ValueError, Unauthorized):
             return False  # the framework answers (a 401, a 422, ...)
+        params = _path_params(route, match.groupdict())
+        if params is None:
+            return False  # the framework answers its 422
         self.served += 1
-        params = {name: route.param_convertors[name].convert(value)
-                  for name, value in match.groupdict().items()}
         try:
             if self.wants_client[route.path]:
                 extra["client"] = client_of(scope)
@@ -142,6 +147,18 @@ class HotPaths:
                 raise
         await response(scope, receive, send)
         return True
+
+
+def _path_params(route: APIRoute, values: dict[str, str]) -> dict[str, Any] | None:
+    """The route's path parameters as its endpoint declares them (type, pattern), or None
+    when one breaks its declaration."""
+    params = {}
+    for field in route.dependant.path_params:
+        value, errors = field.validate(values[field.alias], {}, loc=("path", field.alias))
+        if errors:
+            return None
+        params[field.name] = value
+    return params
 
 
 def _body_model(endpoint: Callable[..., Any]) -> Any:

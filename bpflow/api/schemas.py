@@ -14,7 +14,8 @@ import re
 from collections.abc import Collection, Mapping
 from typing import Annotated, Any, Literal
 
-from fastapi import Header
+import orjson
+from fastapi import Header, Response
 from pydantic import AfterValidator, BaseModel, Field, StrictInt, StrictStr, model_validator
 
 from bpflow import limits
@@ -230,6 +231,13 @@ class InstanceSummary(BaseModel):
 
 _SUMMARY_FIELDS = tuple(InstanceSummary.model_fields)
 _TIMES = frozenset({"created_at", "updated_at"})
+
+
+def json_answer(data: Any, status: int = 200) -> Response:
+    """`data` as JSON, sent as is (orjson), without the framework's response-model check:
+    the answers of the routes the short path (`bpflow.api.hot`) also serves."""
+    return Response(orjson.dumps(data, option=orjson.OPT_NON_STR_KEYS), status_code=status,
+                    media_type="application/json")
 
 
 def summary_payload(record: Mapping[str, Any]) -> dict[str, Any]:

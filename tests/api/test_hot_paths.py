@@ -1,4 +1,4 @@
-"""The short path for start and complete (`HotPaths`) answers exactly as the framework
+"""The short path for start, complete and signals (`HotPaths`) answers exactly as the framework
 routes do: the same request against the app with and without it gets the same status,
 headers that matter and body, for every kind of error and for success."""
 
@@ -15,6 +15,10 @@ from bpflow.auth import issue_token
 from bpflow.store import Store
 from tests.conftest import SECRET, run_async
 
+WAITS = {"name": "order", "inputs": {"order": "integer"}, "circles": [
+    {"uri": "paid", "box": {"action": {"type": "signal", "name": "payment",
+                                       "key": "${workflow.input.order}"}}},
+    {"uri": "end", "deps": [["paid"]]}]}
 FORM = {"name": "simple", "circles": [
     {"uri": "a", "box": {"form": [{"name": "n", "type": "integer", "required": True}]}},
     {"uri": "b", "deps": [["a"]], "box": {"form": [{"name": "t", "type": "string"}]}},
@@ -25,8 +29,10 @@ FORM = {"name": "simple", "circles": [
 def apps(db_url):
     store = Store(db_url, secret=SECRET)
     store.put_template(FORM)
+    store.put_template(WAITS)
     for name in ("alice", "bob"):
         store.add_user(name, f"pw-{name}")
+    store.add_user("gateway", "pw-gateway", ["integration"])
     hot, plain = create_app(lambda: store), create_app(lambda: store)
     plain.hot = None
     yield store, hot, plain
@@ -135,6 +141,49 @@ def test_start_answers_as_the_framework_does(apps, body, short):
         if app.hot:
             assert app.hot.served - before == (1 if short else 0)
     assert answers[0] == answers[1]
+
+
+SIGNALS = {  # path, body, who, answered on the short path
+    "delivered": ("/api/signals/payment", '{"key": 7, "data": {"ok": true}}', "gateway", True),
+    "nobody waits": ("/api/signals/payment", '{"key": 8}', "gateway", True),
+    "not a signaller": ("/api/signals/payment", '{"key": 7}', "alice", True),
+    "bad name": ("/api/signals/pay%20ment", '{"key": 7}', "gateway", False),
+    "long name": ("/api/signals/" + "p" * 101, '{"key": 7}', "gateway", False),
+    "bad key": ("/api/signals/payment", '{"key": 1.5}', "gateway", False),
+    "no token": ("/api/signals/payment", '{"key": 7}', None, False),
+}
+
+
+@pytest.mark.parametrize("name", SIGNALS)
+def test_signal_answers_as_the_framework_does(apps, name):
+    """Each app signals an instance of its own waiting for order 7: the same answer, the
+    same effect, and only the requests the framework would accept taken by the short
+    path (a name breaking its pattern gets the framework's 422)."""
+    store, hot, plain = apps
+    path, body, who, short = SIGNALS[name]
+    answers = []
+    for app in (hot, plain):
+        inst = store.start("order", {"order": 7}, store.user("alice"))
+        before = app.hot.served if app.hot else 0
+        headers = {**(bearer(store, who) if who else {}), **JSON}
+
+        async def send(app=app, headers=headers):
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://t") as c:
+                return await c.post(path, content=body, headers=headers)
+        r = run_async(send())
+        answers.append((r.status_code, r.json(), store.get(inst.id).circles["paid"].state))
+        if app.hot:
+            assert app.hot.served - before == (1 if short else 0)
+        if answers[-1][1] == {"delivered": 1}:
+            assert store.get(inst.id).circles["paid"].result == {"ok": True}
+    assert answers[0] == answers[1]
+    expected = {"delivered": (200, "success"), "nobody waits": (200, "waiting"),
+                "not a signaller": (403, "waiting"), "no token": (401, "waiting")}
+    if name in expected:
+        assert (answers[0][0], answers[0][2]) == expected[name]
+    else:
+        assert answers[0][0] == 422 and answers[0][2] == "waiting"
 
 
 def test_a_cached_token_still_expires():

@@ -15,7 +15,6 @@ import asyncio
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
-import orjson
 from fastapi import APIRouter, Query, Response
 
 from bpflow import work
@@ -34,6 +33,7 @@ from bpflow.api.schemas import (
     ResetIn,
     StartIn,
     instance_payload,
+    json_answer,
     summary_payload,
 )
 from bpflow.errors import Conflict, NotFound
@@ -68,14 +68,14 @@ async def start(body: StartIn, store: StoreDep, caller: CallerDep,
                                        admit=lambda t: startable(caller, t))
     except AlreadyStarted as exc:  # the same key, at the same moment
         return _first_start(store, exc.instance, caller)
-    return _json(instance_payload(store.engine, inst, caller), 201)
+    return json_answer(instance_payload(store.engine, inst, caller), 201)
 
 
 def _first_start(store: Store, inst: Instance, caller: Caller) -> Response:
     """The instance an earlier start with the caller's key made (200)."""
     if inst.user.get("id") != caller.id:
         raise Conflict("this Idempotency-Key names another instance")
-    return _json(instance_payload(store.engine, inst, caller))
+    return json_answer(instance_payload(store.engine, inst, caller))
 
 
 @router.get("", response_model=list[InstanceSummary], responses=responses(401, 422))
@@ -94,7 +94,7 @@ def instances(store: StoreDep, caller: CallerDep, response: Response,
 @router.get("/{instance_id}", response_model=InstanceOut, responses=responses(401, 404))
 def instance(instance_id: str, store: StoreDep, caller: CallerDep) -> Response:
     inst = _seeing(store, store.get(instance_id), caller)
-    return _json(instance_payload(store.engine, inst, caller))
+    return json_answer(instance_payload(store.engine, inst, caller))
 
 
 @router.get("/{instance_id}/history", response_model=list[EventOut],
@@ -119,7 +119,7 @@ async def complete(instance_id: str, uri: str, body: CompleteIn, store: StoreDep
             data = {"accept": True, **data}
         inst = await Interactions(store).submit_async(instance_id, uri, body.bookmark, data,
                                                       caller.username, client, caller)
-        return _json(instance_payload(store.engine, inst, caller))
+        return json_answer(instance_payload(store.engine, inst, caller))
     return await _step(store, instance_id, caller, lambda e, i: (
         take(e, i, uri, caller), e.complete(i, uri, body.bookmark, body.result,
                                             caller.username)))
@@ -204,13 +204,7 @@ async def _step(store: Store, instance_id: str, caller: Caller,
     """Apply `op` as one durable step (awaited on the event loop) and answer with the
     instance as it then is."""
     inst = await store.apply_async(instance_id, lambda e, i: (op(e, i), i)[1])
-    return _json(instance_payload(store.engine, inst, caller))
-
-
-def _json(data: Any, status: int = 200) -> Response:
-    """`data` as JSON, without the framework's response-model check (see schemas)."""
-    return Response(orjson.dumps(data, option=orjson.OPT_NON_STR_KEYS), status_code=status,
-                    media_type="application/json")
+    return json_answer(instance_payload(store.engine, inst, caller))
 
 
 def _levels(scope: str, levels: int | None) -> int | None:

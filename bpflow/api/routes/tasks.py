@@ -16,7 +16,6 @@ from fastapi import APIRouter, Query, Response
 from bpflow import work
 from bpflow.api.deps import CallerDep, StoreDep
 from bpflow.api.errors import responses
-from bpflow.api.routes.instances import _json
 from bpflow.api.schemas import (
     MAX_INT,
     AssignIn,
@@ -24,6 +23,7 @@ from bpflow.api.schemas import (
     TaskOut,
     WithdrawIn,
     instance_payload,
+    json_answer,
     task_payload,
 )
 from bpflow.store import Store
@@ -39,7 +39,7 @@ def tasks(store: StoreDep, caller: CallerDep,
           limit: Annotated[int, Query(ge=1, le=500)] = 50,
           offset: Annotated[int, Query(ge=0, le=MAX_INT)] = 0) -> Response:
     rows, total = store.tasks(caller, assigned, template, limit, offset)
-    answer = _json([task_payload(store.engine, r, describe(store, r)) for r in rows])
+    answer = json_answer([task_payload(store.engine, r, describe(store, r)) for r in rows])
     answer.headers["X-Total-Count"] = str(total)
     return answer
 
@@ -53,14 +53,14 @@ def describe(store: Store, row: Any) -> str:
              responses=responses(401, 403, 404, 409))
 async def claim(instance_id: str, uri: str, store: StoreDep, caller: CallerDep) -> Response:
     inst = await work.claim_async(store, caller, instance_id, uri)
-    return _json(instance_payload(store.engine, inst, caller))
+    return json_answer(instance_payload(store.engine, inst, caller))
 
 
 @router.post(CIRCLE + "/unclaim", response_model=InstanceOut,
              responses=responses(401, 403, 404, 409))
 async def unclaim(instance_id: str, uri: str, store: StoreDep, caller: CallerDep) -> Response:
     inst = await work.unclaim_async(store, caller, instance_id, uri)
-    return _json(instance_payload(store.engine, inst, caller))
+    return json_answer(instance_payload(store.engine, inst, caller))
 
 
 @router.post(CIRCLE + "/assign", response_model=InstanceOut,
@@ -68,7 +68,7 @@ async def unclaim(instance_id: str, uri: str, store: StoreDep, caller: CallerDep
 async def assign(instance_id: str, uri: str, body: AssignIn, store: StoreDep,
                  caller: CallerDep) -> Response:
     inst = await work.delegate_async(store, caller, instance_id, uri, body.to)
-    return _json(instance_payload(store.engine, inst, caller))
+    return json_answer(instance_payload(store.engine, inst, caller))
 
 
 @router.post(CIRCLE + "/withdraw", response_model=InstanceOut,
@@ -77,4 +77,4 @@ async def withdraw(instance_id: str, uri: str, store: StoreDep, caller: CallerDe
                    body: WithdrawIn | None = None) -> Response:
     inst = await work.withdraw_async(store, caller, instance_id, uri,
                                      body.reason if body else None)
-    return _json(instance_payload(store.engine, inst, caller))
+    return json_answer(instance_payload(store.engine, inst, caller))
