@@ -19,6 +19,7 @@ from typing import Any
 from sqlalchemy import func, literal, select, union_all
 
 from bpflow.access import Caller, valid_roles
+from bpflow.changes import Change
 from bpflow.errors import NotFound
 from bpflow.security import normal_username
 from bpflow.store.tables import batches_t, circles_t, instances_t, users_t
@@ -81,6 +82,7 @@ class Crowds:
             if collecting:
                 gc.enable()
         self._notify(min(due, default=None))  # wakes the worker if work is due now
+        self.changes.publish([Change("", 0, self.tenant, frozenset({"*"}))])  # task lists
         return batch, len(people)
 
     def _crowd(self, users: list[str]) -> list[dict[str, Any]]:

@@ -18,6 +18,7 @@ from typing import Any
 
 from sqlalchemy import select
 
+from bpflow.changes import Change, Hub, hub_for
 from bpflow.errors import NotFound
 from bpflow.store import statements as sql
 from bpflow.store.tables import circles_t, instances_t, templates_t
@@ -211,7 +212,8 @@ class Instances:
 
     def _written(self, writes: list[Write]) -> None:
         """Bring the loaded copies of committed writes up to what is stored, keep them,
-        and wake the worker for work now due."""
+        wake the worker for work now due, and tell the pages what changed."""
+        self.changes.publish([changed(w) for w in writes])
         for w in writes:
             w.loaded.lock_version += 1
             w.loaded.circles = w.circles
@@ -219,6 +221,37 @@ class Instances:
             self._keep(w.loaded)
             self._notify(w.row["due_at"])
 
+    @property
+    def changes(self) -> Hub:
+        """This database's hub of changes in this process (`bpflow.changes`): a step
+        or start publishes there once committed; pages subscribe."""
+        hub = self.__dict__.get("_hub")
+        if hub is None:
+            url = self.db.url.set(drivername="postgresql") if self.postgres else self.db.url
+            hub = self._hub = hub_for(url.render_as_string(hide_password=False),
+                                      self.postgres)
+        return hub
+
     def _notify(self, due_at: datetime | None) -> None:
         if self._on_due is not None and due_at is not None and due_at <= self.clock():
             self._on_due()
+
+
+def changed(write: Write) -> Change:
+    """The change a committed step made: its instance's new event counter and the task
+    lists (audience tokens) of the circles whose task it opened, changed or closed."""
+    tokens = {r["who"] for r in write.audience}
+    for r in write.changed + write.retold:
+        before = write.loaded.circles.get(r["circle"])
+        for text in (before[sql.AUDIENCE] if before else None, r.get("audience")):
+            if text:
+                tokens.update(text.split())
+    inst = write.loaded.inst
+    return Change(inst.id, write.row["seq"], inst.tenant, frozenset(tokens))
+
+
+def started(new: NewInstance) -> Change:
+    """The change a committed start made."""
+    row = new.instance
+    return Change(row["id"], row["seq"], row["tenant"],
+                  frozenset(r["who"] for r in new.audience))

@@ -107,7 +107,8 @@ class Queries:
 
 
     def instance_stamp(self, instance_id: str) -> tuple[int, str] | None:
-        """(event counter, status) of an instance: what a page polls to see a change."""
+        """(event counter, status) of an instance: what a page compares once it follows
+        the instance's changes (one that committed before it subscribed)."""
         q = select(instances_t.c.seq, instances_t.c.status).where(
             self._here(instances_t), instances_t.c.id == instance_id)
         with self.reader() as conn:

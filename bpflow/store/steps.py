@@ -25,7 +25,7 @@ from sqlalchemy.exc import IntegrityError
 
 from bpflow.errors import Conflict, NotFound
 from bpflow.security import derive
-from bpflow.store.instances import Loaded
+from bpflow.store.instances import Loaded, started
 from bpflow.store.writing import Lost, save_rows
 from engine.errors import BpflowError
 from engine.instance import Instance
@@ -152,6 +152,7 @@ class Steps:
         raise AlreadyStarted(first)
 
     def _begun(self, loaded, new) -> Instance:
+        self.changes.publish([started(new)])
         self._keep(loaded)
         self._notify(new.instance["due_at"])
         return loaded.inst

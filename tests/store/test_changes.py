@@ -1,0 +1,100 @@
+"""Steps and starts publish what they changed once committed (`bpflow.changes`), so open
+pages re-read on a push instead of polling: through any Store object on the database, the
+worker's steps included, and on PostgreSQL from another process as well."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import threading
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from bpflow.changes import Change, instance_key, task_keys, tasks_key
+from bpflow.store import Store
+from bpflow.worker import Worker
+from tests.conftest import SECRET, run_async
+
+WAIT_S = 5.0  # a generous bound: a change arrives long before
+PLAIN = {"name": "plain", "kind": "linear", "circles": [
+    {"uri": "a", "box": {"form": [{"name": "v", "type": "integer"}]}}, {"uri": "b"}]}
+TASK = {"name": "task", "kind": "linear", "circles": [
+    {"uri": "review", "assign": {"roles": ["finance"]},
+     "box": {"form": [{"name": "v", "type": "integer"}]}}]}
+TIMER = {"name": "timer", "kind": "linear", "circles": [
+    {"uri": "wait", "box": {"action": {"type": "timer", "delay": 60}}}, {"uri": "b"}]}
+ANN = {"id": None, "username": "ann"}
+
+
+def follow(store: Store, keys, step) -> list[Change]:
+    """The changes of `keys` a subscriber of `store`'s hub hears while `step` runs on
+    another thread (as a request or the worker would)."""
+    async def main():
+        with store.changes.subscribe(keys) as sub:
+            thread = threading.Thread(target=step)
+            thread.start()
+            got = await sub.next(WAIT_S)
+            await asyncio.to_thread(thread.join)
+            return got + await sub.next(0.2)
+    return run_async(main())
+
+
+def test_a_step_through_another_store_reaches_this_ones_subscribers(store, db_url):
+    store.put_template(PLAIN)
+    inst = store.start("plain", {}, ANN)
+    other = Store(db_url, secret=SECRET)  # another view of the same database
+    try:
+        got = follow(store, [instance_key(inst.id)], lambda: other.complete(
+            inst.id, "a", other.engine.bookmark(other.get(inst.id), "a"), {"v": 1}))
+    finally:
+        other.close()
+    assert got and got[-1].instance == inst.id and got[-1].seq == store.get(inst.id).seq
+
+
+def test_a_task_opened_claimed_and_done_tells_the_lists_it_touched(store):
+    store.put_template(TASK)
+    started = follow(store, task_keys("default", "fred", ["finance"]),
+                     lambda: store.start("task", {}, ANN))
+    assert started and "r:finance" in started[0].tokens
+    iid = started[0].instance
+    claimed = follow(store, [tasks_key("default", "a:fred")], lambda: store.apply(
+        iid, lambda e, i: e.claim(i, "review", "fred")))
+    assert claimed and {"a:fred", "r:finance"} <= claimed[0].tokens
+
+
+def test_the_workers_steps_publish_too(db_url):
+    now = [datetime(2030, 1, 1, tzinfo=UTC)]
+    store = Store(db_url, secret=SECRET, clock=lambda: now[0])
+    try:
+        store.put_template(TIMER)
+        inst = store.start("timer", {}, ANN)
+        now[0] += timedelta(minutes=2)  # the timer is due
+        got = follow(store, [instance_key(inst.id)], lambda: Worker(store).run_once())
+        after = store.get(inst.id)
+    finally:
+        store.close()
+    assert after.circles["wait"].state == "success"
+    assert got and got[-1].seq == after.seq
+
+
+def test_a_step_of_another_process_reaches_this_ones_subscribers(store, db_url):
+    """On PostgreSQL: NOTIFY from the other process, LISTEN in this one."""
+    if not store.postgres:
+        pytest.skip("one process on SQLite: its hub fans out in the process")
+    store.put_template(PLAIN)
+    inst = store.start("plain", {}, ANN)
+    script = ("import sys; from bpflow.store import Store; "
+              "s = Store(sys.argv[1], secret=sys.argv[2].encode()); i = s.get(sys.argv[3]); "
+              "s.complete(i.id, 'a', s.engine.bookmark(i, 'a'), {'v': 1}); s.close()")
+
+    async def main():
+        with store.changes.subscribe([instance_key(inst.id)]) as sub:
+            assert await asyncio.to_thread(store.changes.listening.wait, WAIT_S)
+            await asyncio.to_thread(subprocess.run, [
+                sys.executable, "-c", script, db_url, SECRET.decode(), inst.id],
+                check=True, timeout=120)
+            return await sub.next(WAIT_S)
+    got = run_async(main())
+    assert got and got[-1].instance == inst.id and got[-1].seq == store.get(inst.id).seq

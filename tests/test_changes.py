@@ -1,0 +1,137 @@
+"""The hub of changes (`bpflow.changes`): in-process fan-out to subscribers on their own
+event loop, from any thread; on PostgreSQL, from one process's hub to another's."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import pytest
+from sqlalchemy.engine import make_url
+
+from bpflow.changes import EVERYTHING, PENDING_MAX, Change, Hub, PgHub, instance_key, task_keys
+from tests.conftest import PG_URL, run_async
+
+WAIT_S = 5.0  # a generous bound: a change arrives long before
+
+
+def test_a_change_published_on_another_thread_wakes_its_subscriber():
+    hub = Hub()
+
+    async def main():
+        with hub.subscribe([instance_key("i1")]) as sub:
+            thread = threading.Thread(target=hub.publish, args=([Change("i1", 7, "t")],))
+            thread.start()
+            got = await sub.next(WAIT_S)
+            thread.join()
+            return got
+    assert run_async(main()) == [Change("i1", 7, "t")]
+
+
+def test_a_subscriber_hears_only_its_keys():
+    hub = Hub()
+
+    async def main():
+        with hub.subscribe([instance_key("mine")]) as sub:
+            hub.publish([Change("other", 3, "t")])
+            assert await sub.next(0.2) == []
+            hub.publish([Change("mine", 4, "t")])
+            return await sub.next(WAIT_S)
+    assert [c.instance for c in run_async(main())] == ["mine"]
+
+
+def test_changes_reach_every_subscriber_of_their_keys_each_on_its_loop():
+    hub = Hub()
+    ready, results = threading.Barrier(3), []
+
+    async def follow():
+        with hub.subscribe([instance_key("i1")]) as sub:
+            ready.wait()
+            results.append(await sub.next(WAIT_S))
+
+    threads = [threading.Thread(target=run_async, args=(follow(),)) for _ in range(2)]
+    for t in threads:
+        t.start()
+    ready.wait()
+    hub.publish([Change("i1", 1, "t")])
+    for t in threads:
+        t.join()
+    assert results == [[Change("i1", 1, "t")]] * 2
+
+
+def test_the_tasks_tab_hears_the_lists_of_its_person_and_roles():
+    hub = Hub()
+    keys = task_keys("acme", "fred", ["finance"])
+
+    async def main():
+        with hub.subscribe(keys) as sub:
+            hub.publish([Change("i1", 2, "acme", frozenset({"r:sales"})),
+                         Change("i2", 2, "other", frozenset({"r:finance"}))])
+            assert await sub.next(0.2) == []  # neither his lists nor his tenant
+            hub.publish([Change("i3", 5, "acme", frozenset({"r:finance", "u:gina"}))])
+            first = await sub.next(WAIT_S)
+            hub.publish([Change("", 0, "acme", frozenset({"*"}))])  # a crowd of starts
+            return first, await sub.next(WAIT_S)
+    first, crowd = run_async(main())
+    assert [c.instance for c in first] == ["i3"] and len(crowd) == 1
+
+
+def test_everything_wakes_every_subscriber_and_a_backlog_becomes_everything():
+    hub = Hub()
+
+    async def main():
+        with hub.subscribe([instance_key("a")]) as a, hub.subscribe(task_keys("t", "u", [])) as b:
+            hub.deliver([EVERYTHING])
+            assert await a.next(WAIT_S) == [EVERYTHING] == await b.next(WAIT_S)
+            hub.publish([Change("a", n, "t") for n in range(PENDING_MAX + 1)])
+            return await a.next(WAIT_S)
+    assert run_async(main()) == [EVERYTHING]
+
+
+def test_a_closed_subscription_is_forgotten():
+    hub = Hub()
+
+    async def main():
+        with hub.subscribe([instance_key("a")]):
+            assert hub.subscribers() == 1
+        hub.publish([Change("a", 1, "t")])
+        return hub.subscribers()
+    assert run_async(main()) == 0
+
+
+@pytest.fixture
+def pg_hubs(pg_available):
+    """Two hubs on the PostgreSQL database: two processes' views."""
+    if pg_available:
+        pytest.skip(f"SKIPPING POSTGRESQL TESTS: {pg_available}")
+    conninfo = make_url(PG_URL).set(drivername="postgresql").render_as_string(
+        hide_password=False)
+    hubs = PgHub(conninfo), PgHub(conninfo)
+    yield hubs
+    for hub in hubs:
+        hub.close()
+
+
+def test_a_change_notified_by_one_process_reaches_the_subscribers_of_another(pg_hubs):
+    sender, receiver = pg_hubs
+
+    async def main():
+        with receiver.subscribe([instance_key("far")]) as far, \
+                sender.subscribe([instance_key("far")]) as near:
+            assert await asyncio.to_thread(receiver.listening.wait, WAIT_S)
+            assert await asyncio.to_thread(sender.listening.wait, WAIT_S)
+            sender.publish([Change("far", 9, "t", frozenset({"r:finance"}))])
+            got = await far.next(WAIT_S)
+            mine = await near.next(WAIT_S)
+            assert await near.next(0.5) == []  # its own notification is not heard twice
+            return got, mine
+    got, mine = run_async(main())
+    assert got == mine == [Change("far", 9, "t", frozenset({"r:finance"}))]
+
+
+def test_many_changes_travel_in_notifications_under_the_size_limit(pg_hubs):
+    sender, _ = pg_hubs
+    changes = [Change(f"{n:032d}", n, "tenant", frozenset({"r:finance", f"u:user{n}"}))
+               for n in range(400)]
+    payloads = sender.payloads(changes)
+    assert len(payloads) > 1 and all(len(p.encode()) < 8000 for p in payloads)
