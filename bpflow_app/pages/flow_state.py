@@ -8,8 +8,10 @@ that wait for them; its starter and admins (ACT) also control it. Every move is 
 again inside its step, on the instance as it is then.
 
 The page follows the instance without a reload: after each action it re-reads it at
-once, and a background poll re-reads it when its event counter moved (another person
-approved, the worker finished an HTTP call).
+once, and a background event (`follow`) waits for the store's changes of the instance
+(`bpflow.changes`: pushed when a step commits, in this process or, on PostgreSQL, any
+other) and re-reads it when its event counter moved (another person approved, the worker
+finished an HTTP call). Nothing reads the database on a timer.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import reflex as rx
 from bpflow import access, work
 from bpflow.access import Caller, Sight
 from bpflow.backend import store_for
+from bpflow.changes import instance_key
 from bpflow.errors import Forbidden, Unauthorized
 from bpflow.forms import FormError
 from bpflow.interactions import Interactions
@@ -34,8 +37,8 @@ from engine.errors import BookmarkError, BpflowError
 from engine.instance import Instance
 from engine.runtime import Engine
 
-POLL_S = 1.0
-POLL_LIMIT = 3600  # polls per page visit (an hour), in case the tab was just left open
+ALIVE_S = 5.0  # how often a follow checks that its page is still shown (no query)
+FOLLOW_S = 3600.0  # how long a page visit is followed, in case the tab was just left open
 SCOPES = {"self": "Retry this", "levels": "Reset levels", "all": "Reset all"}
 CONTROLS = ("abort", "suspend", "resume", "withdraw")  # each after a confirmation
 MAX_REASON = 500
@@ -111,7 +114,7 @@ class FlowState(SessionState):
     _opened: set[str] = set()
     _closed: set[str] = set()
     _errors: dict[str, dict[str, str]] = {}
-    _polling: str = ""  # the flow a poll follows (a poll of another one then stops)
+    _following: str = ""  # the flow a follow waits on (a follow of another one then stops)
     _circles: list[fv.CircleInfo] = []
 
     @rx.var
@@ -190,30 +193,45 @@ class FlowState(SessionState):
             found = self._reload()
         except Unauthorized as exc:
             return expired(self, exc)
-        return FlowState.poll if found else None
+        return FlowState.follow if found else None
+
+    def _shown(self, iid: str) -> bool:
+        """Whether the page still shows flow `iid` for this follow."""
+        return (self._following == iid and self.iid == iid
+                and route_id(self.router.url.path) == iid)
 
     @rx.event(background=True)
-    async def poll(self):
+    async def follow(self):
+        """Re-read the flow when a step of it commits, wherever it was made; stop when
+        the page shows something else (checked every ALIVE_S seconds without a query)
+        or after FOLLOW_S seconds."""
         async with self:
-            if self._polling == self.iid:
+            if self._following == self.iid:
                 return  # this flow is followed already
-            self._polling = iid = self.iid
+            self._following = iid = self.iid
+        loop = asyncio.get_running_loop()
         try:
-            for _ in range(POLL_LIMIT):
-                await asyncio.sleep(POLL_S)
-                async with self:
-                    if (self._polling != iid or self.iid != iid
-                            or route_id(self.router.url.path) != iid):
-                        break
+            async with self:
+                hub = store_for(self._caller()).changes
+            with hub.subscribe([instance_key(iid)]) as changes:
+                async with self:  # what committed before the subscription
                     stamp = store_for(self._caller()).instance_stamp(iid)
                     if stamp is not None and stamp[0] != self._seq:
                         self._reload()
+                end = loop.time() + FOLLOW_S
+                while loop.time() < end:
+                    news = await changes.next(ALIVE_S)
+                    async with self:
+                        if not self._shown(iid):
+                            break
+                        if any(c.seq is None or c.seq != self._seq for c in news):
+                            self._reload()
         except Unauthorized:
             pass
         finally:
             async with self:
-                if self._polling == iid:
-                    self._polling = ""
+                if self._following == iid:
+                    self._following = ""
 
     # ------------------------------------------------------------- the boxes
     @rx.event

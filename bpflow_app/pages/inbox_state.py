@@ -8,8 +8,10 @@ A mail whose signature does not match is shown as such and cannot be decided: th
 mailbox refuses it and records the refusal in the flow's history.
 
 The Tasks tab follows the others' work without a reload: while it is shown, a background
-poll re-reads its two pages every second (the query of open tasks is indexed) and sends
-the lists only when they changed.
+event (`follow`) waits for the store's changes to the user's task lists (`bpflow.changes`:
+the tasks they hold, those offered to them or their roles, pushed when a step commits in
+any process) and then re-reads its two pages, sending the lists only when they changed.
+Nothing reads the database on a timer.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import reflex as rx
 from bpflow import access, work
 from bpflow.access import Caller
 from bpflow.backend import store_for
+from bpflow.changes import EVERYTHING, task_keys
 from bpflow.errors import Tampered, Unauthorized
 from bpflow.mailbox import Mailbox
 from bpflow.store import Store
@@ -39,8 +42,8 @@ PAGE_SIZE = 25
 KINDS = ("approval", "message", "guest")
 TASKS = "tasks"  # the Tasks tab (not a kind of mail)
 LISTS = ("me", "candidate")  # Mine, My groups (`Store.tasks`' `assigned`)
-POLL_S = 1.0
-POLL_LIMIT = 3600  # polls per showing of the tab (an hour), in case it was just left open
+ALIVE_S = 5.0  # how often a follow checks that the tab is still shown (no query)
+FOLLOW_S = 3600.0  # how long a showing of the tab is followed, in case it was just left open
 DECIDED = {  # decision -> (what the mail's row says, the colour of its badge)
     "approved": ("approved", "approved"), "rejected": ("rejected", "rejected"),
     "returned": ("sent back", "pending"), "withdrawn": ("withdrawn", "terminated")}
@@ -186,7 +189,7 @@ class InboxState(SessionState):
     delegates: list[str] = []
     delegate_to: str = ""
     _handing: tuple[str, str] = ("", "")
-    _polling: bool = False
+    _following: bool = False
 
     @rx.var
     def pages(self) -> int:
@@ -241,7 +244,7 @@ class InboxState(SessionState):
         if self.router.url.query_parameters.get("tab") == TASKS:
             self.kind = TASKS
         self._fetch(caller)
-        return InboxState.poll if self.kind == TASKS else None
+        return InboxState.follow if self.kind == TASKS else None
 
     @rx.event
     def show(self, kind: str):
@@ -250,31 +253,46 @@ class InboxState(SessionState):
             yield
             yield self._guarded(self._fetch)
             if kind == TASKS:
-                yield InboxState.poll
+                yield InboxState.follow
+
+    def _tasks_shown(self) -> bool:
+        return self.kind == TASKS and self.router.url.path.rstrip("/").endswith(routes.INBOX)
 
     @rx.event(background=True)
-    async def poll(self):
-        """Follow the Tasks tab while it is shown (one poll per browser tab)."""
+    async def follow(self):
+        """Follow the Tasks tab while it is shown (one follow per browser tab): re-read
+        it when a change touches the user's task lists; stop when another tab or page is
+        shown (checked every ALIVE_S seconds without a query) or after FOLLOW_S."""
         async with self:
-            if self._polling:
+            if self._following:
                 return
-            self._polling = True
+            self._following = True
+            caller = self._visitor()
+        loop = asyncio.get_running_loop()
         try:
-            for _ in range(POLL_LIMIT):
-                await asyncio.sleep(POLL_S)
-                async with self:
-                    if self.kind != TASKS or not self.router.url.path.rstrip("/").endswith(
-                            routes.INBOX):
-                        break
-                    caller = self._visitor()
-                    if caller is None:
-                        break
-                    self._fetch_tasks(caller)
+            if caller is None:
+                return
+            hub = store_for(caller).changes
+            keys = task_keys(caller.tenant, caller.username, caller.roles)
+            with hub.subscribe(keys) as changes:
+                # first, what may have committed before the subscription
+                end, news = loop.time() + FOLLOW_S, [EVERYTHING]
+                while loop.time() < end:
+                    news = news or await changes.next(ALIVE_S)
+                    async with self:
+                        if not self._tasks_shown():
+                            break
+                        if news:
+                            caller = self._visitor()
+                            if caller is None:
+                                break
+                            self._fetch_tasks(caller)
+                    news = []
         except Unauthorized:
             pass
         finally:
             async with self:
-                self._polling = False
+                self._following = False
 
     @rx.event
     def turn(self, delta: int):

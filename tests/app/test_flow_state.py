@@ -10,8 +10,11 @@ import pytest
 from bpflow.access import Caller
 from bpflow.errors import Forbidden
 from bpflow.mailbox import Mailbox
+from bpflow.store import Store
+from bpflow_app.pages import flow_state
 from bpflow_app.pages.flow_state import FlowState, route_id, work_step
-from tests.app.helpers import run
+from tests.app.conftest import SECRET
+from tests.app.helpers import follow_while, run
 
 CLAIM = {"amount": "12.5", "reason": "Taxi", "manager": "bob"}
 
@@ -363,3 +366,19 @@ def test_only_the_starter_or_an_admin_controls_the_flow(make_state, web_store, w
     root.ask_control("suspend")
     run(root.confirm_control({}))
     assert web_store.get(inst.id).status == "suspended"
+
+
+def test_a_step_made_elsewhere_is_pushed_to_the_open_page(make_state, web_store,
+                                                           monkeypatch):
+    """No poll: the page's follow wakes on the store's change and re-reads the flow."""
+    monkeypatch.setattr(flow_state, "ALIVE_S", 0.1)
+    state, inst = _open(make_state, web_store)
+    assert state.load() == FlowState.follow and state.head.status == "running"
+    other = Store(str(web_store.db.url), secret=SECRET.encode())  # another process's view
+    try:
+        follow_while(state, lambda: other.suspend(inst.id, "alice"),
+                     lambda: state.head.status == "suspended",
+                     lambda: setattr(state, "iid", ""))  # the page shows another flow
+    finally:
+        other.close()
+    assert state._seq == web_store.get(inst.id).seq and state._following == ""

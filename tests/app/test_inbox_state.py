@@ -14,9 +14,12 @@ from bpflow import work
 from bpflow.access import Caller
 from bpflow.interactions import Interactions
 from bpflow.mailbox import Mailbox
+from bpflow.store import Store
 from bpflow.store.tables import mail_t
+from bpflow_app.pages import inbox_state
 from bpflow_app.pages.inbox_state import InboxState, due_words
-from tests.app.helpers import run
+from tests.app.conftest import SECRET
+from tests.app.helpers import follow_while, run
 
 
 @pytest.fixture
@@ -232,7 +235,25 @@ def test_due_words():
 
 def test_the_tasks_tab_opens_from_its_address_and_follows(make_state, review):
     fred = make_state(InboxState, user="fred", path="/inbox?tab=tasks")
-    assert fred.load() == InboxState.poll
+    assert fred.load() == InboxState.follow
     assert fred.kind == "tasks" and len(fred.tasks["candidate"]) == 1
     mail = make_state(InboxState, user="fred", path="/inbox")
     assert mail.load() is None and mail.kind == "approval" and mail.task_count == 1
+
+
+def test_a_claim_made_elsewhere_is_pushed_to_the_tasks_tab(make_state, web_store, review,
+                                                           monkeypatch):
+    """No poll: gina's Tasks tab wakes when fred claims the review in another process's
+    view of the database, and re-reads her lists."""
+    monkeypatch.setattr(inbox_state, "ALIVE_S", 0.1)
+    gina = make_state(InboxState, user="gina", path="/inbox?tab=tasks")
+    assert gina.load() == InboxState.follow and len(gina.tasks["candidate"]) == 1
+    other = Store(str(web_store.db.url), secret=SECRET.encode())
+    fred = Caller.of(web_store.user("fred"))
+    try:
+        follow_while(gina, lambda: work.claim(other, fred, review, "review"),
+                     lambda: gina.task_count == 0,
+                     lambda: setattr(gina, "kind", "approval"))  # another tab shown
+    finally:
+        other.close()
+    assert gina.tasks["candidate"] == [] and not gina._following
