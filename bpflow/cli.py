@@ -327,7 +327,9 @@ def seed_demo(url: str | None) -> int:
     store = Store(url)
     try:
         if any(store.username_taken(name) for name in DEMO_USERS) or store.has_users():
-            print("users exist already: no demo users added")
+            saved = home() / "demo-users.txt"
+            print("users exist already: no demo users added"
+                  + (f" (the demo users' passwords are in {saved})" if saved.exists() else ""))
             return EXIT_OK
         lines = []
         for name, roles in DEMO_USERS.items():

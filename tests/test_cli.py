@@ -167,7 +167,7 @@ def test_seed_demo_adds_users_once_with_private_passwords(tmp_path):
     assert oct(saved.stat().st_mode & 0o777) == "0o600"
     name, password = saved.read_text().splitlines()[0].split()[:2]
     again = run_cli("seed-demo", env_extra=env)
-    assert "no demo users added" in again.stdout
+    assert "no demo users added" in again.stdout and str(saved) in again.stdout
     from bpflow.store import Store
     store = Store(env["DATABASE_URL"], secret=b"x")
     try:
