@@ -16,8 +16,8 @@ def test_the_committed_package_json_is_what_reflex_writes_back(monkeypatch):
 
     monkeypatch.chdir(ROOT)  # Reflex reads reflex.lock/ under the working directory
     assert frontend_skeleton._compile_package_json() == PACKAGE_JSON.read_text(), (
-        "reflex.lock/package.json differs from what Reflex writes at start: commit the file"
-        " as Reflex writes it (one line, no newline at the end)")
+        "reflex.lock/package.json differs from what Reflex writes at start: commit it as a"
+        " start from a clean .web/ writes it (`make clean run`)")
 
 
 def test_every_package_pinned_in_package_json_is_in_bun_lock():
