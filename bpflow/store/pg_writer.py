@@ -3,8 +3,9 @@
 A step is ONE statement: the compare-and-set of `statements.cas` is a data-modifying CTE
 and the step's circle rows, task audience and history events are written by CTEs that
 hold only when it matched (`EXISTS (SELECT 1 FROM cas)`), so a lost compare-and-set
-writes nothing and answers 0. Rows go as arrays (`unnest`): the text is the same for every
-step, and psycopg prepares it once per connection. A start is one statement the same way.
+writes nothing and answers 0. Rows go as one JSON array per table: the text is the same
+for every step, and psycopg prepares it once per connection. A start is one statement the
+same way.
 Steps that arrive together from an event loop travel in one pipeline (BEGIN, their
 statements, COMMIT): one round trip and one commit for all of them. A crowd is copied
 with COPY. Each statement here is derived from its definition in `statements`.
@@ -20,11 +21,22 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
 import psycopg
 from psycopg.pq import TransactionStatus
-from sqlalchemy import JSON, bindparam, cast, column, exists, func, insert, literal_column, select
+from sqlalchemy import (
+    JSON,
+    Text,
+    bindparam,
+    cast,
+    column,
+    exists,
+    func,
+    insert,
+    literal_column,
+    select,
+)
 from sqlalchemy.dialects import postgresql
-from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.sql import Executable, visitors
@@ -33,10 +45,11 @@ from sqlalchemy.sql.dml import Insert
 from bpflow.store import statements as sql
 from bpflow.store.connection import UTCDateTime
 from bpflow.store.sqlite_writer import _settle
-from bpflow.store.tables import instances_t
+from bpflow.store.tables import audience_t, circles_t, instances_t
 from bpflow.store.writing import NewInstance, SqlAlchemyWriter, Write, writer_of_loop
 
 DIALECT = postgresql.psycopg.dialect()
+LANES = 3  # batches of an event loop on their way at once, each on a connection of its own
 IDLE_CHECK_S = 10.0  # a connection idle this long is checked before it writes
 
 
@@ -68,36 +81,46 @@ def _binds(statement: Executable) -> list[str]:
 @dataclass(frozen=True)
 class Rows:
     """A statement of `statements` taking many rows at once: `values(rows)` gives its
-    parameters, one array per column (named `<name>_<column>`)."""
+    parameter (named as the statement's part: `many`)."""
 
     statement: Executable
     values: Callable[[list[dict[str, Any]]], dict[str, list[Any]]]
 
 
 def many(statement: Executable, name: str, when: Any = None) -> Rows:
-    """`statement` for all the rows of arrays: an insert takes its rows from `unnest`, an
-    update or delete joins them; `when` is a condition all of it holds under."""
+    """`statement` for many rows given as one JSON array (`json_to_recordset`: one
+    parameter whatever the number of rows): an insert takes its rows from it, an update
+    or delete joins them; `when` is a condition all of it holds under. JSON columns travel
+    as their text (a JSON null stays JSON, as SQLAlchemy stores it)."""
     table = statement.table
     keys = _binds(statement)
     types = [table.c[k].type for k in keys]
-    source = (func.unnest(*[cast(bindparam(f"{name}_{k}"), ARRAY(t))
-                            for k, t in zip(keys, types, strict=True)])
-              .table_valued(*[column(k, t) for k, t in zip(keys, types, strict=True)])
-              .render_derived(name=f"{name}_rows"))
+    source = (func.json_to_recordset(cast(bindparam(name), JSON))
+              .table_valued(*[column(k, Text() if isinstance(t, JSON) else t)
+                              for k, t in zip(keys, types, strict=True)])
+              .render_derived(name=f"{name}_rows", with_types=True))
+    value = {k: cast(source.c[k], t) if isinstance(t, JSON) else source.c[k]
+             for k, t in zip(keys, types, strict=True)}
     if isinstance(statement, Insert):
-        rows = select(*[source.c[k] for k in keys])
+        rows = select(*value.values())
         derived = insert(table).from_select(
             [table.c[k] for k in keys], rows if when is None else rows.where(when))
     else:
         derived = visitors.replacement_traverse(statement, {}, lambda element: (
-            source.c[element.key[2:]] if element.__visit_name__ == "bindparam"
+            value[element.key[2:]] if element.__visit_name__ == "bindparam"
             and element.key.startswith("b_") else None))
         if when is not None:
             derived = derived.where(when)
-    convert = [(k, f"{name}_{k}", _converter(t)) for k, t in zip(keys, types, strict=True)]
+    texts = [k for k, t in zip(keys, types, strict=True) if isinstance(t, JSON)]
+    times = [k for k, t in zip(keys, types, strict=True) if isinstance(t, UTCDateTime)]
 
-    def values(rows: list[dict[str, Any]]) -> dict[str, list[Any]]:
-        return {param: [conv(r[k]) for r in rows] for k, param, conv in convert}
+    def values(rows: list[dict[str, Any]]) -> dict[str, str]:
+        """The rows as JSON (keys it does not name are ignored by `json_to_recordset`)."""
+        for r in rows:
+            for k in times:
+                _aware(r[k])
+        return {name: orjson.dumps([r | {k: sql.dumps(r[k]) for k in texts}
+                                    for r in rows]).decode()}
     return Rows(derived, values)
 
 
@@ -116,8 +139,10 @@ def text(statement: Executable) -> str:
 _cas = sql.cas.returning(instances_t.c.id).cte("cas")
 ONE = literal_column("1")
 _won = exists(select(ONE).select_from(_cas))
-CIRCLES = many(sql.circle_update, "cu", _won)
-RETOLD = many(sql.audience_delete, "ad", _won)
+# the rows of the instance whose compare-and-set matched: found by its key (an index scan),
+# whatever the planner guesses of the rows given
+CIRCLES = many(sql.circle_update, "cu", circles_t.c.instance_id.in_(select(_cas.c.id)))
+RETOLD = many(sql.audience_delete, "ad", audience_t.c.instance_id.in_(select(_cas.c.id)))
 _retold = RETOLD.statement.returning(ONE).cte("ad")
 # the new audience rows after the old are gone (the insert waits for the delete's rows)
 AUDIENCE = many(sql.audience_insert, "ai", _won & (select(func.count()).select_from(_retold)
@@ -335,58 +360,66 @@ def _alive(conn: psycopg.Connection) -> bool:
 
 
 class PgLoopWriter:
-    """Group commit driven from an event loop: the jobs that arrive while a batch is on
-    its way form the next batch, sent in one pipeline (one transaction). When a batch
+    """Group commit driven from an event loop: the jobs that arrive together form a
+    batch, sent in one pipeline (one transaction) on one of `LANES` connections; the jobs
+    that arrive while every lane has a batch on its way form the next batch. When a batch
     fails, it is rolled back and its jobs are sent again one by one, so only a failing
     job gets its error and the others commit."""
 
-    def __init__(self, conninfo: str, loop: asyncio.AbstractEventLoop):
+    def __init__(self, conninfo: str, loop: asyncio.AbstractEventLoop, lanes: int = LANES):
         self.conninfo, self.loop = conninfo, loop
-        self.conn: psycopg.AsyncConnection | None = None
+        self.idle: list[psycopg.AsyncConnection | None] = [None] * lanes  # made when used
+        self.conns: list[psycopg.AsyncConnection] = []
         self.pending: list[tuple[Job, asyncio.Future]] = []
-        self.busy = False
+        self.calling = False  # a lane is called for the pending jobs
         self.commits = self.jobs = 0  # transactions committed, jobs in them
 
     def run(self, job: Job) -> asyncio.Future:
         future = self.loop.create_future()
         self.pending.append((job, future))
-        if not self.busy:
-            self.busy = True
-            self.loop.create_task(self._drain())  # what arrives in this loop turn joins
+        if self.idle and not self.calling:
+            self.calling = True
+            self.loop.call_soon(self._call)  # what arrives in this loop turn joins
         return future
 
-    async def _drain(self) -> None:
+    def _call(self) -> None:
+        self.calling = False
+        if self.pending and self.idle:
+            self.loop.create_task(self._drain(self.idle.pop()))
+
+    async def _drain(self, conn: psycopg.AsyncConnection | None) -> None:
         try:
             while self.pending:
                 batch = [(job, f) for job, f in self.pending if not f.done()]
                 self.pending = []
                 if batch:
-                    await self._write(batch)
+                    conn = await self._write(conn, batch)
         finally:
-            self.busy = False
+            self.idle.append(conn)
 
-    async def _connection(self) -> psycopg.AsyncConnection:
-        if self.conn is None or self.conn.broken:
-            self.conn = await psycopg.AsyncConnection.connect(self.conninfo, autocommit=True)
-        return self.conn
-
-    async def _write(self, batch: list[tuple[Job, asyncio.Future]]) -> None:
+    async def _write(self, conn: psycopg.AsyncConnection | None,
+                     batch: list[tuple[Job, asyncio.Future]]) -> psycopg.AsyncConnection | None:
+        """Send a batch on a lane's connection (made anew when there is none or it
+        broke); the connection, for the next batch."""
         try:
-            conn = await self._connection()
+            if conn is None or conn.broken:
+                conn = await psycopg.AsyncConnection.connect(self.conninfo, autocommit=True)
+                self.conns.append(conn)
             answers = await send_async(conn, [job for job, _ in batch])
         except Exception as exc:
-            if len(batch) == 1 or self.conn is None or self.conn.broken:
+            if len(batch) == 1 or conn is None or conn.broken:
                 _settle([(f, None, exc) for _, f in batch])
-                return
+                return conn
             for job, future in batch:  # each alone: only the failing one fails
-                await self._write([(job, future)])
-            return
+                conn = await self._write(conn, [(job, future)])
+            return conn
         self.commits += 1
         self.jobs += len(batch)
         _settle([(f, a, None) for (_, f), a in zip(batch, answers, strict=True)])
+        return conn
 
     def close(self) -> None:
-        conn, self.conn = self.conn, None
-        if conn is not None and not conn.closed:
-            conn.pgconn.finish()  # the loop may be gone: the socket closed straight
-
+        conns, self.conns = self.conns, []
+        for conn in conns:
+            if not conn.closed:
+                conn.pgconn.finish()  # the loop may be gone: the socket closed straight
