@@ -232,13 +232,16 @@ def spiff_durable_rate(folder: Path, transitions: int) -> float:
     return len(work) / elapsed
 
 
-def dbos_child(url: str, flows: int, steps: int) -> None:
-    """In a process of its own: DBOS checkpoints/s over `flows` workflows of `steps` steps."""
+def dbos_child(url: str, flows: int, steps: int, threads: int) -> None:
+    """In a process of its own: DBOS checkpoints/s over `flows` workflows of `steps` steps,
+    `threads` of them at once."""
     import logging
+    from concurrent.futures import ThreadPoolExecutor
 
     from dbos import DBOS
     logging.getLogger("dbos").setLevel(logging.WARNING)
-    DBOS(config={"name": "bench", "system_database_url": url, "log_level": "WARNING"})
+    DBOS(config={"name": "bench", "system_database_url": url, "log_level": "WARNING",
+                 "sys_db_pool_size": max(20, threads + 4)})
 
     @DBOS.step()
     def step(i: int) -> int:
@@ -250,19 +253,22 @@ def dbos_child(url: str, flows: int, steps: int) -> None:
 
     DBOS.launch()
     chain(steps)  # warm: connections open, statements prepared
-    start = time.perf_counter()
-    for _ in range(flows):
-        chain(steps)
-    elapsed = time.perf_counter() - start
+    with ThreadPoolExecutor(threads) as pool:
+        start = time.perf_counter()
+        list(pool.map(chain, [steps] * flows))
+        elapsed = time.perf_counter() - start
     DBOS.destroy()
     print(json.dumps({"steps_per_s": flows * steps / elapsed}))
 
 
-def dbos_rate(url: str, transitions: int, steps: int) -> float:
-    """One DBOS round in a fresh process."""
+def dbos_rate(url: str, transitions: int, steps: int, threads: int = 1) -> float:
+    """One DBOS round in a fresh process: at least `transitions` steps, and at least one
+    workflow for each thread."""
+    flows = max(threads, -(-transitions // steps))
     out = subprocess.run([sys.executable, __file__, "--dbos-child", url, "--transitions",
-                          str(transitions), "--dbos-steps", str(steps)],
-                         check=True, capture_output=True, text=True, timeout=600)
+                          str(flows * steps), "--dbos-steps", str(steps), "--flows",
+                          str(threads)], check=True, capture_output=True, text=True,
+                         timeout=900)
     return json.loads(out.stdout.strip().splitlines()[-1])["steps_per_s"]
 
 
@@ -275,40 +281,44 @@ def pg_database(server: str, name: str) -> str:
     return f"{server}/{name}"
 
 
-def bpflow_pg_rate(url: str, transitions: int) -> float | None:
-    """bpflow's durable steps/s on PostgreSQL through durable_transitions.py, or None while
-    that script takes no `--url`."""
+def bpflow_pg_rate(url: str, transitions: int, flows: int) -> dict[str, Any] | None:
+    """One round of durable_transitions.py on PostgreSQL (`flows` at once when more than
+    one): its JSON, or None while that script takes no `--url`."""
     script = HERE / "durable_transitions.py"
     helptext = subprocess.run([sys.executable, script, "--help"], capture_output=True,
                               text=True).stdout
     if "--url" not in helptext or "--json" not in helptext:
         return None
-    out = subprocess.run([sys.executable, script, "--url", url, "--rounds", "1",
-                          "--transitions", str(transitions), "--json"],
-                         capture_output=True, text=True, timeout=900)
-    return json_rate(json.loads(out.stdout))
+    command = [sys.executable, script, "--url", url, "--rounds", "1", "--transitions",
+               str(transitions), "--json"]
+    if flows > 1:
+        command += ["--flows", str(flows)]
+    out = subprocess.run(command, capture_output=True, text=True, timeout=900)
+    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def json_rate(doc: Any) -> float | None:
-    """The durable rate in durable_transitions.py's JSON: its median if it gives one."""
-    if isinstance(doc, dict):
-        for key in ("durable_median", "durable", "median", "durable_per_s"):
-            value = doc.get(key)
-            if isinstance(value, int | float):
-                return float(value)
-            if isinstance(value, dict):
-                found = json_rate(value)
-                if found is not None:
-                    return found
+def json_rate(doc: Any, keys: tuple[str, ...] = ("durable_median", "durable")) -> float | None:
+    """A rate in durable_transitions.py's JSON, under the first of `keys` it gives."""
+    for key in keys:
+        value = doc.get(key) if isinstance(doc, dict) else None
+        if isinstance(value, int | float):
+            return float(value)
     return None
 
 
 def durable_rounds(rounds: int, transitions: int, parts: set[str], pg: str,
-                   dbos_steps: int) -> dict[str, float | None]:
-    """Median durable steps/s of bpflow and each peer, rounds in turns."""
+                   dbos_steps: int, flows: int) -> dict[str, Any]:
+    """Median durable steps/s of bpflow and each peer, rounds in turns; the disk's raw
+    commit rates beside them."""
     sys.path.insert(0, str(HERE))
-    from durable_transitions import durable_rate
+    from durable_transitions import durable_rate, raw_rate
     rates: dict[str, list[float]] = {}
+    notes: dict[str, Any] = {}
+
+    def add(key: str, value: float | None) -> None:
+        if value is not None:
+            rates.setdefault(key, []).append(value)
+
     pg_urls = {}
     if "dbos" in parts:
         pg_urls = {"dbos": pg_database(pg, "bench_dbos"),
@@ -316,27 +326,24 @@ def durable_rounds(rounds: int, transitions: int, parts: set[str], pg: str,
     for r in range(rounds):
         with tempfile.TemporaryDirectory(dir=HERE) as tmp:
             folder = Path(tmp)
-            rates.setdefault("bpflow_sqlite", []).append(durable_rate(folder, transitions))
+            add("sqlite_raw", raw_rate(folder, transitions))
+            add("bpflow_sqlite", durable_rate(folder, transitions))
             if "durable" in parts:
-                rates.setdefault("spiff_sqlite", []).append(
-                    spiff_durable_rate(folder, transitions))
+                add("spiff_sqlite", spiff_durable_rate(folder, transitions))
             if "dbos" in parts:
                 with connect_sqlite(folder / "dbos.sqlite"):
                     pass  # WAL is kept in the file; synchronous=FULL is sqlite3's default
-                rates.setdefault("dbos_sqlite", []).append(dbos_rate(
-                    f"sqlite:///{folder / 'dbos.sqlite'}", transitions, dbos_steps))
-        if "dbos" in parts:
-            ours = bpflow_pg_rate(pg_urls["bpflow"], transitions)
-            if ours is not None:
-                rates.setdefault("bpflow_pg", []).append(ours)
-            rates.setdefault("dbos_pg", []).append(
-                dbos_rate(pg_urls["dbos"], transitions, dbos_steps))
+                add("dbos_sqlite", dbos_rate(f"sqlite:///{folder / 'dbos.sqlite'}",
+                                             transitions, dbos_steps))
+        for f in sorted({1, flows}) if "dbos" in parts else ():
+            doc = bpflow_pg_rate(pg_urls["bpflow"], transitions, f)
+            add(f"bpflow_pg_{f}", json_rate(doc))
+            add("pg_raw", json_rate(doc, ("raw_median",)))
+            notes["bpflow_pg_writer"] = doc.get("writer") if doc else None
+            add(f"dbos_pg_{f}", dbos_rate(pg_urls["dbos"], transitions, dbos_steps, f))
         print(f"  durable round {r + 1}/{rounds}: " + ", ".join(
             f"{k} {v[-1]:,.0f}/s" for k, v in rates.items()), file=sys.stderr)
-    out: dict[str, float | None] = {k: statistics.median(v) for k, v in rates.items()}
-    if "dbos" in parts:
-        out.setdefault("bpflow_pg", None)
-    return out
+    return {**{k: statistics.median(v) for k, v in rates.items()}, **notes}
 
 
 # ---------------------------------------------------------------------- report
@@ -372,44 +379,48 @@ def report_core(core: dict[int, dict[str, float]]) -> list[tuple[str, bool]]:
     return verdicts
 
 
-def report_durable(d: dict[str, float | None]) -> list[tuple[str, bool]]:
-    print("\nDurable steps/s, median:")
+def report_durable(d: dict[str, Any], flows: int) -> list[tuple[str, bool]]:
+    print("\nDurable steps/s, median (raw: one-row UPDATE + COMMIT on the same disk/server):")
     for key, value in d.items():
-        shown = "pending (durable_transitions.py has no --url yet)" if value is None else (
-            f"{value:,.0f}")
-        print(f"  {key:<14} {shown}")
+        print(f"  {key:<16} {f'{value:,.0f}' if isinstance(value, float) else value}")
     verdicts: list[tuple[str, bool]] = []
-    ours = d["bpflow_sqlite"]
     for peer in ("spiff_sqlite", "dbos_sqlite"):
         if d.get(peer):
-            print(f"  bpflow / {peer}: {ours / d[peer]:.1f}x")
-    if d.get("dbos_pg"):
-        if d.get("bpflow_pg"):
-            ratio = d["bpflow_pg"] / d["dbos_pg"]
-            print(f"  bpflow_pg / dbos_pg: {ratio:.1f}x")
-            verdicts.append((f"bpflow durable steps on PostgreSQL >= {TARGET_DBOS_PG:g}x DBOS's:"
-                             f" {ratio:.1f}x", ratio >= TARGET_DBOS_PG))
-        else:
-            print("  bpflow on PostgreSQL: not measured (target open)")
+            print(f"  bpflow_sqlite / {peer}: {d['bpflow_sqlite'] / d[peer]:.1f}x")
+    for f in sorted({1, flows}):
+        ours, theirs = d.get(f"bpflow_pg_{f}"), d.get(f"dbos_pg_{f}")
+        if theirs and not ours:
+            print(f"  bpflow on PostgreSQL, {f} at once: pending (durable_transitions.py"
+                  " takes no --url yet); target open")
+        elif ours and theirs:
+            ratio = ours / theirs
+            print(f"  bpflow_pg_{f} / dbos_pg_{f}: {ratio:.1f}x")
+            verdicts.append((f"bpflow durable steps on PostgreSQL >= {TARGET_DBOS_PG:g}x"
+                             f" DBOS's, {f} flow(s) at once: {ratio:.1f}x",
+                             ratio >= TARGET_DBOS_PG))
     return verdicts
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=5, help="rounds of the engine core")
     parser.add_argument("--sizes", default="4,20,50,200")
     parser.add_argument("--core-max", type=int, default=50,
                         help="largest N for SpiffWorkflow's core specs")
+    parser.add_argument("--durable-rounds", type=int, default=3)
     parser.add_argument("--transitions", type=int, default=1000,
                         help="durable steps a round for each engine")
     parser.add_argument("--dbos-steps", type=int, default=100, help="steps of a DBOS workflow")
+    parser.add_argument("--flows", type=int, default=16,
+                        help="flows at once in the second PostgreSQL comparison")
     parser.add_argument("--parts", default="core,durable,dbos")
     parser.add_argument("--pg", default=PG, help="PostgreSQL server (no database) for DBOS")
     parser.add_argument("--json", action="store_true", help="also print the figures as JSON")
     parser.add_argument("--dbos-child", metavar="URL", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.dbos_child:
-        dbos_child(args.dbos_child, max(1, args.transitions // args.dbos_steps), args.dbos_steps)
+        dbos_child(args.dbos_child, max(1, args.transitions // args.dbos_steps), args.dbos_steps,
+                   args.flows)
         return 0
     parts = set(args.parts.split(","))
     print(f"machine: {machine()}")
@@ -419,9 +430,9 @@ def main() -> int:
                                       args.core_max)
         verdicts += report_core(figures["core"])
     if parts & {"durable", "dbos"}:
-        figures["durable"] = durable_rounds(args.rounds, args.transitions, parts, args.pg,
-                                            args.dbos_steps)
-        verdicts += report_durable(figures["durable"])
+        figures["durable"] = durable_rounds(args.durable_rounds, args.transitions, parts,
+                                            args.pg, args.dbos_steps, args.flows)
+        verdicts += report_durable(figures["durable"], args.flows)
     print("\nTargets:")
     for text, ok in verdicts:
         print(f"  {'met' if ok else 'NOT met'}: {text}")
