@@ -185,7 +185,7 @@ def core_rounds(sizes: list[int], rounds: int, core_max: int) -> dict[int, dict[
     for r in range(rounds):
         for n in sizes:
             runs = [("bpflow", lambda t: bpflow_run(engine, t), ours[n],
-                     max(10, 8000 // (n + 2)))]
+                     max(10, 20000 // (n + 2)))]
             runs += [(name, run, spec, max(1, 40 // n)) for name, (run, spec) in peers[n].items()]
             for name, run, arg, reps in runs:
                 times[n].setdefault(name, []).append(per_run(run, arg, reps))
