@@ -9,7 +9,8 @@ from the database. A change is a hint: correctness stays with the database, a mi
 doubled one only costs (or saves) a read.
 
 One hub per database and process (`hub_for`). On SQLite (the embedded default: one
-process) it fans out in the process. On PostgreSQL it also sends every change with
+process) it fans out in the process, and notices by the file's data version that another
+process (a `bpflow worker`, a command) wrote. On PostgreSQL it also sends every change with
 `pg_notify` on a connection of its own right after the commit, and one listening
 connection per process hands the changes of the other processes (backends, `bpflow
 worker`s, the REST API) to its subscribers: a change made anywhere reaches every page.
@@ -37,6 +38,8 @@ PAYLOAD_MAX = 7000  # bytes of one notification (PostgreSQL's limit is 8000)
 PENDING_MAX = 256  # changes a subscriber keeps unread; more and it is told "everything"
 IDLE_S = 2.0  # seconds without a change before the sending connection is closed
 RETRY_S = 2.0  # before the listener connects again after losing its connection
+WATCH_S = 1.0  # how often an SQLite file is checked for other processes' writes
+BUSY_S = 5.0  # at most this often "everything" when their writes mix with ours
 Key = tuple[str, ...]
 
 
@@ -120,6 +123,8 @@ class Hub:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._subs: dict[Key, set[Subscription]] = {}
+        self.listening = threading.Event()  # other processes' changes are heard
+        self.listening.set()  # (none to hear here)
 
     def subscribe(self, keys: Iterable[Key]) -> Subscription:
         """Follow the changes of `keys` (call on the subscriber's event loop)."""
@@ -191,7 +196,7 @@ class PgHub(Hub):
         self._threads: dict[str, threading.Thread] = {}
         self._stop = threading.Event()
         self._started = threading.Lock()
-        self.listening = threading.Event()  # set while the listener's LISTEN holds
+        self.listening.clear()  # set while the listener's LISTEN holds
 
     def publish(self, changes: list[Change]) -> None:
         if not changes:
@@ -344,15 +349,79 @@ class PgHub(Hub):
         self.deliver(changes)
 
 
+class SqliteHub(Hub):
+    """A hub on an SQLite file, which other processes on the machine may share (a
+    `bpflow worker`, a command): while anyone subscribes, one thread per process reads the
+    file's `PRAGMA data_version` every WATCH_S seconds (no table is read). When it moved
+    and this process published nothing meanwhile, another process wrote: every subscriber
+    is told that everything may have changed and checks what it shows. When both happened,
+    which writes were whose cannot be told apart: subscribers are told so at most every
+    BUSY_S seconds (no page then misses another process's change for longer)."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__()
+        self.path = path
+        self._published = 0  # local publishes so far (the watcher compares)
+        self._watching = threading.Lock()
+        self._watcher: threading.Thread | None = None
+        self._stop = threading.Event()
+        self.listening.clear()  # set while the watcher knows the file's version
+
+    def publish(self, changes: list[Change]) -> None:
+        if changes:
+            self._published += 1
+            self.deliver(changes)
+
+    def _listen(self) -> None:
+        with self._watching:
+            if self._watcher is None and not self._stop.is_set():
+                self._watcher = threading.Thread(target=self._watch, daemon=True,
+                                                 name="bpflow-changes-watch")
+                self._watcher.start()
+
+    def _watch(self) -> None:
+        import sqlite3
+        conn = sqlite3.connect(self.path, check_same_thread=False)
+        try:
+            version, published, told = None, self._published, 0.0
+            while not self._stop.wait(WATCH_S):
+                if not self.subscribers():
+                    version = None
+                    self.listening.clear()
+                    continue
+                now, mine = conn.execute("PRAGMA data_version").fetchone()[0], self._published
+                self.listening.set()
+                moved = version is not None and now != version
+                if moved and (mine == published or time.monotonic() - told >= BUSY_S):
+                    told = time.monotonic()
+                    self.deliver([EVERYTHING])
+                version, published = now, mine
+        except sqlite3.Error as exc:
+            log.warning("watching %s for other processes' changes stopped: %s",
+                        self.path, exc)
+        finally:
+            conn.close()
+            self.listening.clear()
+            with self._watching:
+                self._watcher = None
+
+    def close(self) -> None:
+        self._stop.set()
+        watcher = self._watcher
+        if watcher is not None:
+            watcher.join(timeout=10)
+
+
 _HUBS: dict[str, Hub] = {}
 _HUBS_LOCK = threading.Lock()
 
 
-def hub_for(url: str, postgres: bool = False) -> Hub:
+def hub_for(url: str, postgres: bool = False, sqlite_file: str | None = None) -> Hub:
     """The hub of the database at `url` in this process (PostgreSQL: `url` as psycopg
-    takes it)."""
+    takes it; an SQLite file: its path)."""
     with _HUBS_LOCK:
         hub = _HUBS.get(url)
         if hub is None:
-            hub = _HUBS[url] = PgHub(url) if postgres else Hub()
+            hub = _HUBS[url] = (PgHub(url) if postgres else
+                                SqliteHub(sqlite_file) if sqlite_file else Hub())
         return hub

@@ -7,6 +7,7 @@ CI (CI=true), where an unreachable server fails the run.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import uuid
 import warnings
@@ -57,6 +58,13 @@ def db_url(request, tmp_path, pg_available) -> Iterator[str]:
             pytest.fail(f"CI requires PostgreSQL: {pg_available}")
         warnings.warn(pg_available, stacklevel=1)
         pytest.skip(f"SKIPPING POSTGRESQL TESTS: {pg_available}")
+    with pg_schema() as url:
+        yield url
+
+
+@contextlib.contextmanager
+def pg_schema() -> Iterator[str]:
+    """The URL of a fresh, upgraded PostgreSQL schema of its own, dropped afterwards."""
     schema = f"bpflow_test_{uuid.uuid4().hex[:12]}"
     admin = create_engine(PG_URL)
     with admin.begin() as conn:

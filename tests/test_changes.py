@@ -1,15 +1,27 @@
 """The hub of changes (`bpflow.changes`): in-process fan-out to subscribers on their own
-event loop, from any thread; on PostgreSQL, from one process's hub to another's."""
+event loop, from any thread; on PostgreSQL, from one process's hub to another's; on an SQLite
+file, another process's writes noticed by its data version."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import sqlite3
 import threading
 
 import pytest
 from sqlalchemy.engine import make_url
 
-from bpflow.changes import EVERYTHING, PENDING_MAX, Change, Hub, PgHub, instance_key, task_keys
+from bpflow.changes import (
+    EVERYTHING,
+    PENDING_MAX,
+    Change,
+    Hub,
+    PgHub,
+    SqliteHub,
+    instance_key,
+    task_keys,
+)
 from tests.conftest import PG_URL, run_async
 
 WAIT_S = 5.0  # a generous bound: a change arrives long before
@@ -135,3 +147,24 @@ def test_many_changes_travel_in_notifications_under_the_size_limit(pg_hubs):
                for n in range(400)]
     payloads = sender.payloads(changes)
     assert len(payloads) > 1 and all(len(p.encode()) < 8000 for p in payloads)
+
+
+def test_another_process_writing_the_sqlite_file_tells_every_subscriber(tmp_path):
+    path = str(tmp_path / "shared.db")
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE t (v INTEGER)")
+    hub = SqliteHub(path)
+
+    def write():  # a connection of its own, as another process has
+        with contextlib.closing(sqlite3.connect(path)) as other, other:
+            other.execute("INSERT INTO t VALUES (1)")
+
+    async def main():
+        with hub.subscribe([instance_key("a")]) as sub:
+            assert await asyncio.to_thread(hub.listening.wait, WAIT_S)
+            await asyncio.to_thread(write)
+            return await sub.next(WAIT_S)
+    try:
+        assert run_async(main()) == [EVERYTHING]
+    finally:
+        hub.close()

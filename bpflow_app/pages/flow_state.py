@@ -200,6 +200,12 @@ class FlowState(SessionState):
         return (self._following == iid and self.iid == iid
                 and route_id(self.router.url.path) == iid)
 
+    def _catch_up(self, iid: str) -> None:
+        """Re-read the flow if its event counter moved (one small query)."""
+        stamp = store_for(self._caller()).instance_stamp(iid)
+        if stamp is not None and stamp[0] != self._seq:
+            self._reload()
+
     @rx.event(background=True)
     async def follow(self):
         """Re-read the flow when a step of it commits, wherever it was made; stop when
@@ -215,16 +221,16 @@ class FlowState(SessionState):
                 hub = store_for(self._caller()).changes
             with hub.subscribe([instance_key(iid)]) as changes:
                 async with self:  # what committed before the subscription
-                    stamp = store_for(self._caller()).instance_stamp(iid)
-                    if stamp is not None and stamp[0] != self._seq:
-                        self._reload()
+                    self._catch_up(iid)
                 end = loop.time() + FOLLOW_S
                 while loop.time() < end:
                     news = await changes.next(ALIVE_S)
                     async with self:
                         if not self._shown(iid):
                             break
-                        if any(c.seq is None or c.seq != self._seq for c in news):
+                        if any(c.seq is None for c in news):  # anything may have changed
+                            self._catch_up(iid)
+                        elif any(c.seq != self._seq for c in news):
                             self._reload()
         except Unauthorized:
             pass

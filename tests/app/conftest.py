@@ -1,9 +1,11 @@
-"""Fixtures for the web app's state handlers, run without a browser: a SQLite store with
-the example templates and three users installed as the process-wide store, and states
-built the way Reflex builds them (a root state, the page's substate, router data)."""
+"""Fixtures for the web app's state handlers, run without a browser: a SQLite (or, asked
+for, PostgreSQL) store with the example templates and three users installed as the
+process-wide store, and states built the way Reflex builds them (a root state, the page's
+substate, router data)."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -16,14 +18,17 @@ from bpflow.auth import issue_token
 from bpflow.store import Store
 from bpflow.store.migrate import upgrade
 from bpflow.worker import Worker
+from tests.conftest import pg_schema
 
 SECRET = "app-state-test-secret-of-32-bytes-or-more"  # SPEC §13: at least 32 bytes
 
 
-def open_web_store(folder) -> Store:
-    """A new SQLite store in `folder` with the example templates and three users."""
-    url = f"sqlite:///{folder / 'app.db'}"
-    upgrade(url)
+def open_web_store(folder, url: str | None = None) -> Store:
+    """A new SQLite store in `folder` (or the upgraded database at `url`) with the
+    example templates and three users."""
+    if url is None:
+        url = f"sqlite:///{folder / 'app.db'}"
+        upgrade(url)
     store = Store(url, secret=SECRET.encode())
     store.import_dir(backend.TEMPLATES)
     for name, role in (("alice", "user"), ("bob", "approver"), ("root", "admin"),
@@ -33,12 +38,21 @@ def open_web_store(folder) -> Store:
 
 
 @pytest.fixture
-def web_store(tmp_path, monkeypatch) -> Iterator[Store]:
+def web_store(request, tmp_path, monkeypatch, pg_available) -> Iterator[Store]:
+    """The process-wide store: on SQLite, or on PostgreSQL (a schema of its own) for a
+    test that asks for it with `@pytest.mark.parametrize("web_store", ["postgres"],
+    indirect=True)`."""
     monkeypatch.setenv("BPFLOW_SECRET", SECRET)
-    store = open_web_store(tmp_path)
-    monkeypatch.setattr(backend, "_store", store)
-    yield store
-    store.close()
+    with contextlib.ExitStack() as stack:
+        url = None
+        if getattr(request, "param", "sqlite") == "postgres":
+            if pg_available:
+                pytest.skip(f"SKIPPING POSTGRESQL TESTS: {pg_available}")
+            url = stack.enter_context(pg_schema())
+        store = open_web_store(tmp_path, url)
+        monkeypatch.setattr(backend, "_store", store)
+        yield store
+        store.close()
 
 
 @pytest.fixture

@@ -3,6 +3,8 @@ data flowing up to the circle, the reset preview and confirmation, nested flows.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from datetime import timedelta
 
 import pytest
@@ -14,7 +16,7 @@ from bpflow.store import Store
 from bpflow_app.pages import flow_state
 from bpflow_app.pages.flow_state import FlowState, route_id, work_step
 from tests.app.conftest import SECRET
-from tests.app.helpers import follow_while, run
+from tests.app.helpers import WAIT_S, follow_while, run
 
 CLAIM = {"amount": "12.5", "reason": "Taxi", "manager": "bob"}
 
@@ -382,3 +384,24 @@ def test_a_step_made_elsewhere_is_pushed_to_the_open_page(make_state, web_store,
     finally:
         other.close()
     assert state._seq == web_store.get(inst.id).seq and state._following == ""
+
+
+@pytest.mark.parametrize("web_store", ["postgres"], indirect=True)
+def test_a_step_of_another_process_is_pushed_to_the_open_page(make_state, web_store,
+                                                               monkeypatch):
+    """On PostgreSQL: the other process's NOTIFY reaches this one's LISTEN, which wakes
+    the page's follow."""
+    monkeypatch.setattr(flow_state, "ALIVE_S", 0.1)
+    state, inst = _open(make_state, web_store)
+    url = web_store.db.url.render_as_string(hide_password=False)
+    script = ("import sys; from bpflow.store import Store; "
+              "s = Store(sys.argv[1], secret=sys.argv[2].encode()); "
+              "s.suspend(sys.argv[3], 'alice'); s.close()")
+
+    def elsewhere():
+        assert web_store.changes.listening.wait(WAIT_S)
+        subprocess.run([sys.executable, "-c", script, url, SECRET, inst.id], check=True,
+                       timeout=120)
+    follow_while(state, elsewhere, lambda: state.head.status == "suspended",
+                 lambda: setattr(state, "iid", ""))
+    assert state._seq == web_store.get(inst.id).seq
