@@ -6,6 +6,7 @@ substate, router data)."""
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -47,6 +48,8 @@ def web_store(request, tmp_path, monkeypatch, pg_available) -> Iterator[Store]:
         url = None
         if getattr(request, "param", "sqlite") == "postgres":
             if pg_available:
+                if os.environ.get("CI") == "true":
+                    pytest.fail(f"CI requires PostgreSQL: {pg_available}")
                 pytest.skip(f"SKIPPING POSTGRESQL TESTS: {pg_available}")
             url = stack.enter_context(pg_schema())
         store = open_web_store(tmp_path, url)
