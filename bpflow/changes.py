@@ -146,7 +146,7 @@ class Hub:
 
     def publish(self, changes: list[Change]) -> None:
         """Hand committed changes to this process's subscribers (and, on PostgreSQL, to
-        the other processes'). Any thread; never raises."""
+        the other processes'). Any thread; never raises, never waits for the network."""
         if changes:
             self.deliver(changes)
 
@@ -174,10 +174,11 @@ class Hub:
             return len({s for group in self._subs.values() for s in group})
 
     def _listen(self) -> None:
-        """Start receiving other processes' changes (PostgreSQL)."""
+        """Start hearing other processes' changes (PostgreSQL, an SQLite file)."""
 
     def close(self) -> None:
-        """Stop the hub's threads (PostgreSQL); subscribers are left as they are."""
+        """Stop the hub's threads (PostgreSQL, an SQLite file); subscribers are left as
+        they are."""
 
 
 class PgHub(Hub):
