@@ -198,6 +198,7 @@ class PgHub(Hub):
         self._stop = threading.Event()
         self._started = threading.Lock()
         self.listening.clear()  # set while the listener's LISTEN holds
+        self.listener_pid = 0  # its server process
 
     def publish(self, changes: list[Change]) -> None:
         if not changes:
@@ -322,6 +323,7 @@ class PgHub(Hub):
             try:
                 with psycopg.connect(self.conninfo, autocommit=True) as conn:
                     conn.execute(f"LISTEN {CHANNEL}")
+                    self.listener_pid = conn.info.backend_pid
                     self.listening.set()
                     if lost:
                         self.deliver([EVERYTHING])

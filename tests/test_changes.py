@@ -10,6 +10,7 @@ import sqlite3
 import threading
 
 import pytest
+from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
 from bpflow.changes import (
@@ -168,3 +169,18 @@ def test_another_process_writing_the_sqlite_file_tells_every_subscriber(tmp_path
         assert run_async(main()) == [EVERYTHING]
     finally:
         hub.close()
+
+
+def test_after_losing_its_connection_the_listener_tells_everyone_to_look_again(pg_hubs):
+    _, receiver = pg_hubs
+
+    async def main():
+        with receiver.subscribe([instance_key("a")]) as sub:
+            assert await asyncio.to_thread(receiver.listening.wait, WAIT_S)
+            admin = create_engine(PG_URL)
+            with admin.connect() as conn:  # the server drops the listening session
+                conn.execute(text("SELECT pg_terminate_backend(:pid)"),
+                             {"pid": receiver.listener_pid})
+            admin.dispose()
+            return await sub.next(WAIT_S)
+    assert run_async(main()) == [EVERYTHING]
