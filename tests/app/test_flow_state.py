@@ -3,11 +3,13 @@ data flowing up to the circle, the reset preview and confirmation, nested flows.
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 from datetime import timedelta
 
 import pytest
+from sqlalchemy import event
 
 from bpflow.access import Caller
 from bpflow.errors import Forbidden
@@ -17,6 +19,7 @@ from bpflow_app.pages import flow_state
 from bpflow_app.pages.flow_state import FlowState, route_id, work_step
 from tests.app.conftest import SECRET
 from tests.app.helpers import WAIT_S, follow_while, run
+from tests.conftest import run_async
 
 CLAIM = {"amount": "12.5", "reason": "Taxi", "manager": "bob"}
 
@@ -405,3 +408,24 @@ def test_a_step_of_another_process_is_pushed_to_the_open_page(make_state, web_st
     follow_while(state, elsewhere, lambda: state.head.status == "suspended",
                  lambda: setattr(state, "iid", ""))
     assert state._seq == web_store.get(inst.id).seq
+
+
+def test_an_open_page_does_not_query_the_database_while_nothing_changes(
+        make_state, web_store, monkeypatch):
+    monkeypatch.setattr(flow_state, "ALIVE_S", 0.05)  # checks its route 20 times a second
+    state, _ = _open(make_state, web_store)
+    queries: list[str] = []
+    event.listen(web_store.db, "before_cursor_execute",
+                 lambda conn, cursor, statement, *rest: queries.append(statement))
+
+    async def main() -> tuple[int, int]:
+        task = asyncio.create_task(FlowState.follow.fn(state))
+        await asyncio.sleep(0.3)  # subscribed, caught up
+        settled = len(queries)
+        await asyncio.sleep(1.0)
+        idle = len(queries) - settled
+        state.iid = ""  # the page left
+        await asyncio.wait_for(task, WAIT_S)
+        return settled, idle
+    settled, idle = run_async(main())
+    assert settled >= 1 and idle == 0
