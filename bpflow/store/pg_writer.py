@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import asyncio
 import os
+import queue
 import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any
 
 import orjson
@@ -159,10 +161,39 @@ START = text(select(ONE).add_cte(*[rows.statement.cte(f"new_{n}")
                                           for n, rows in enumerate(NEW.values())]))
 BATCH = (text(sql.batch_insert), single(sql.batch_insert))
 _quote = DIALECT.identifier_preparer.quote
-COPY = {statement: (f"COPY {_quote(statement.table.name)}"
-                    f" ({', '.join(_quote(k) for k in _binds(statement))}) FROM STDIN",
-                    [(k, _converter(statement.table.c[k].type)) for k in _binds(statement)])
-        for statement in NEW}  # a crowd's rows (`PgWriter.insert_many`)
+
+
+@dataclass(frozen=True)
+class Copy:
+    """An insert of `statements` as COPY: its command, and `rows(rows)` giving the
+    values of rows keyed by column, in the command's order (JSON as its text)."""
+
+    command: str
+    rows: Callable[[list[dict[str, Any]]], list[list[Any]]]
+
+
+def for_copy(statement: Executable) -> Copy:
+    keys = _binds(statement)
+    types = [statement.table.c[k].type for k in keys]
+    texts = [i for i, t in enumerate(types) if isinstance(t, JSON)]
+    times = [i for i, t in enumerate(types) if isinstance(t, UTCDateTime)]
+    get = itemgetter(*keys)
+
+    def rows(rows: list[dict[str, Any]]) -> list[list[Any]]:
+        out = []
+        for row in rows:
+            values = list(get(row))
+            for i in texts:
+                values[i] = sql.dumps(values[i])
+            for i in times:
+                _aware(values[i])
+            out.append(values)
+        return out
+    return Copy(f"COPY {_quote(statement.table.name)}"
+                f" ({', '.join(_quote(k) for k in keys)}) FROM STDIN", rows)
+
+
+COPY = {statement: for_copy(statement) for statement in NEW}  # a crowd's (`insert_many`)
 
 
 def step_params(w: Write) -> dict[str, Any]:
@@ -294,17 +325,17 @@ class PgWriter:
     def insert_many(self, chunks: Iterable[list[NewInstance]], batch: dict[str, Any]) -> None:
         """A crowd (`Crowds`): every chunk's rows copied (COPY, table by table in the
         order of the foreign keys), then the batch row, in one transaction of a
-        connection of its own: all of it or nothing."""
+        connection of its own: all of it or nothing. A thread copies each chunk while the
+        next one is built (the server checks the rows' foreign keys meanwhile)."""
         with psycopg.connect(self.conninfo) as conn:  # commits at the end, or rolls back
-            cursor = conn.cursor()
-            for chunk in chunks:
-                for statement, rows in sql.new_rows(chunk):
-                    command, convert = COPY[statement]
-                    with cursor.copy(command) as copy:
-                        for row in rows:
-                            copy.write_row([conv(row[k]) for k, conv in convert])
+            copier = Copier(conn)
+            try:
+                for chunk in chunks:
+                    copier.put(chunk)
+            finally:
+                copier.finish()
             statement, params = BATCH
-            cursor.execute(statement, params(batch))
+            conn.execute(statement, params(batch))
 
     # ------------------------------------------------------------- writing
     def write(self, job: Job) -> Any:
@@ -349,6 +380,44 @@ class PgWriter:
             conn.close()
         for writer in loops.values():
             writer.close()
+
+
+class Copier:
+    """Copies chunks of new instances on a thread of its own (`PgWriter.insert_many`):
+    `put` hands one over (waiting while two are queued), `finish` waits for the last
+    and raises what failed on either side."""
+
+    def __init__(self, conn: psycopg.Connection):
+        self.conn = conn
+        self.queue: queue.Queue[list[NewInstance] | None] = queue.Queue(maxsize=2)
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._copy, name="bpflow-copy", daemon=True)
+        self.thread.start()
+
+    def put(self, chunk: list[NewInstance]) -> None:
+        if self.error is not None:
+            raise self.error
+        self.queue.put(chunk)
+
+    def finish(self) -> None:
+        self.queue.put(None)
+        self.thread.join()
+        if self.error is not None:
+            raise self.error
+
+    def _copy(self) -> None:
+        cursor = self.conn.cursor()
+        while (chunk := self.queue.get()) is not None:
+            if self.error is not None:
+                continue  # what is left is dropped: the transaction will roll back
+            try:
+                for statement, rows in sql.new_rows(chunk):
+                    form = COPY[statement]
+                    with cursor.copy(form.command) as copy:
+                        for values in form.rows(rows):
+                            copy.write_row(values)
+            except BaseException as exc:  # handed to the building thread
+                self.error = exc
 
 
 def _alive(conn: psycopg.Connection) -> bool:
