@@ -152,6 +152,17 @@ class SqliteWriter:
         row = self._own("reader").execute(statement.sql, statement.bind(values)).fetchone()
         return row[0] if row else None
 
+    def rows(self, *reads: tuple[sql.SqliteRead, dict[str, Any]]) -> list[list[Any]]:
+        """The rows of each read, as its `row` makes them, all from one snapshot of the
+        database (one read transaction on the connection of `scalar`)."""
+        conn = self._own("reader")
+        conn.execute("BEGIN")
+        try:
+            return [[query.row(r) for r in conn.execute(query.sql, query.bind(values))]
+                    for query, values in reads]
+        finally:
+            conn.execute("COMMIT")
+
     def _own(self, name: str) -> sqlite3.Connection:
         """This thread's connection `name` (made anew when there is none yet in this
         thread, or the one there was inherited through a fork)."""

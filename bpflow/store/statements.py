@@ -10,6 +10,7 @@ SQLAlchemy would store them, so either side reads what the other wrote.
 
 from __future__ import annotations
 
+from collections import namedtuple
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -17,7 +18,7 @@ from operator import attrgetter, itemgetter
 from typing import Any
 
 import orjson
-from sqlalchemy import JSON, bindparam, delete, insert, select, update
+from sqlalchemy import JSON, Select, bindparam, delete, func, insert, select, update
 from sqlalchemy.dialects import sqlite
 from sqlalchemy.sql import Executable
 
@@ -181,11 +182,17 @@ class SqliteStatement:
 
 def for_sqlite(statement: Executable) -> SqliteStatement:
     compiled = statement.compile(dialect=sqlite.dialect())
+    table = statement.table if hasattr(statement, "table") else None
+    return SqliteStatement(compiled.string,
+                           _binder(compiled, table.c if table is not None else {}))
+
+
+def _binder(compiled: Any, columns: Any) -> Callable[[dict[str, Any]], list[Any]]:
+    """`bind` of a compiled statement: the positional values of a row keyed by column,
+    JSON and times of `columns` converted as SQLAlchemy stores them in SQLite."""
     names = list(compiled.positiontup)
     constants = {i: compiled.params[n] for i, n in enumerate(names) if not n.startswith("b_")}
     keys = [n[2:] if n.startswith("b_") else n for n in names]
-    table = statement.table if hasattr(statement, "table") else None
-    columns = table.c if table is not None else {}
     convert = []
     for i, key in enumerate(keys):
         column_type = columns[key].type if key in columns else None
@@ -203,4 +210,47 @@ def for_sqlite(statement: Executable) -> SqliteStatement:
         for i, conv in convert:
             values[i] = conv(values[i])
         return values
-    return SqliteStatement(compiled.string, bind)
+    return bind
+
+
+# --------------------------------------------------- reads through sqlite3 straight
+def ids_in(column: Any) -> Any:
+    """`column` among the ids of the JSON array bound as `ids` (one statement for any
+    number of them: sqlite3 has no expanding parameters)."""
+    return column.in_(select(func.json_each(bindparam("b_ids")).table_valued("value").c.value))
+
+
+def _sqlite_json(text: Any) -> Any:
+    """A JSON column's value (a column of numeric affinity: SQLite keeps the JSON text of
+    a number as that number, as SQLAlchemy's SQLite JSON type knows)."""
+    return orjson.loads(text) if isinstance(text, str) else text
+
+
+def _sqlite_time(text: str | None) -> datetime | None:
+    return None if text is None else datetime.fromisoformat(text).replace(tzinfo=UTC)
+
+
+@dataclass(frozen=True)
+class SqliteRead:
+    """A query as sqlite3 runs it: its text, `bind` (as `SqliteStatement`'s) and `row`
+    making a row read into what SQLAlchemy would give (the columns by name, JSON and
+    times converted), so code reading rows takes either."""
+
+    sql: str
+    bind: Callable[[dict[str, Any]], list[Any]]
+    row: Callable[[tuple[Any, ...]], Any]
+
+
+def read_for_sqlite(query: Select) -> SqliteRead:
+    compiled = query.compile(dialect=sqlite.dialect())
+    columns = list(query.selected_columns)
+    make = namedtuple("Row", [c.key for c in columns])._make  # noqa: PYI024
+    convert = [(i, _sqlite_json if isinstance(c.type, JSON) else _sqlite_time)
+               for i, c in enumerate(columns) if isinstance(c.type, JSON | UTCDateTime)]
+
+    def row(values: tuple[Any, ...]) -> Any:
+        values = list(values)
+        for i, conv in convert:
+            values[i] = conv(values[i])
+        return make(values)
+    return SqliteRead(compiled.string, _binder(compiled, {}), row)
