@@ -170,6 +170,7 @@ class Copy:
 
     command: str
     rows: Callable[[list[dict[str, Any]]], list[list[Any]]]
+    types: list[str]  # the binary format's, by column (JSON goes as its text)
 
 
 def for_copy(statement: Executable) -> Copy:
@@ -189,8 +190,11 @@ def for_copy(statement: Executable) -> Copy:
                 _aware(values[i])
             out.append(values)
         return out
+    names = ["text" if isinstance(t, JSON) else t.compile(dialect=DIALECT).lower()
+             for t in types]
     return Copy(f"COPY {_quote(statement.table.name)}"
-                f" ({', '.join(_quote(k) for k in keys)}) FROM STDIN", rows)
+                f" ({', '.join(_quote(k) for k in keys)}) FROM STDIN (FORMAT BINARY)", rows,
+                [n.split("(")[0] for n in names])
 
 
 COPY = {statement: for_copy(statement) for statement in NEW}  # a crowd's (`insert_many`)
@@ -414,6 +418,7 @@ class Copier:
                 for statement, rows in sql.new_rows(chunk):
                     form = COPY[statement]
                     with cursor.copy(form.command) as copy:
+                        copy.set_types(form.types)
                         for values in form.rows(rows):
                             copy.write_row(values)
             except BaseException as exc:  # handed to the building thread
