@@ -16,18 +16,22 @@ making the state durable, starts not counted. bpflow: `durable_transitions.durab
 (the Store, one SQLite transaction a step, WAL, synchronous=FULL). SpiffWorkflow: the BPMN
 chain of 10 user tasks, each step running the task and the engine steps after it,
 serializing the workflow with its `BpmnWorkflowSerializer` and writing it to its row in
-SQLite + COMMIT (WAL, synchronous=FULL). DBOS: a workflow of `--dbos-steps` steps, each
-step a durable checkpoint (one transaction), the workflows run one after another, on
-SQLite (WAL, synchronous=FULL, a temporary folder) and on PostgreSQL (its own database
-`bench_dbos`); each round runs in its own process (DBOS is a process-wide singleton with
-background threads). bpflow on PostgreSQL runs `durable_transitions.py --url` in the
-database `bench_bpflow` once that script takes `--url` (else the figure is left open).
+SQLite + COMMIT (WAL, synchronous=FULL). DBOS: workflows of `--dbos-steps` steps, each
+step a durable checkpoint (its own transaction), on SQLite (WAL, synchronous=FULL, a
+temporary folder) and on PostgreSQL (its own database `bench_dbos`); each round runs in its
+own process (DBOS is a process-wide singleton with background threads). On PostgreSQL,
+bpflow is `durable_transitions.py --url ... --json` in the database `bench_bpflow`, and
+both run twice a round: one flow at a time, then `--flows` at once (bpflow's `--flows`,
+DBOS's workflows on a thread pool). Beside them, the raw commit rate of the disk and of
+the server in the same round (one-row UPDATE + COMMIT).
 
-Every figure is the median of `--rounds` rounds, bpflow's round and each peer's taken in
-turns. Exit status 0 when every target measured is met.
+Engine-core figures are medians of `--rounds` rounds, durable ones of `--durable-rounds`;
+in each round bpflow runs first, then each peer. Exit status 0 when every target measured
+is met.
 
     .venv/bin/python bench/peers.py [--rounds 5] [--sizes 4,20,50,200] [--core-max 50]
-        [--transitions 1000] [--parts core,durable,dbos] [--pg postgresql://...] [--json]
+        [--durable-rounds 3] [--transitions 1000] [--dbos-steps 100] [--flows 16]
+        [--parts core,durable,dbos] [--pg postgresql://...] [--json]
 """
 
 from __future__ import annotations
