@@ -62,9 +62,12 @@ class _Lookups:
         self.queued: list[tuple[Any, str, Any, asyncio.Future]] = []
         self.running = False
 
-    def ask(self, view: Any, name: str, key: Any) -> asyncio.Future:
+    def ask(self, view: Any, name: str, key: Any,
+            found: list[tuple[str, str]] | None) -> asyncio.Future:
+        """The circles waiting for `name` and `key` (`found`, when already looked up),
+        their instances read into the cache."""
         answer = asyncio.get_running_loop().create_future()
-        self.queued.append((view, name, key, answer))
+        self.queued.append((view, name, key, found, answer))
         if not self.running:
             self.running = True
             asyncio.get_running_loop().create_task(self._run())
@@ -76,7 +79,7 @@ class _Lookups:
                 batch, self.queued = self.queued, []
                 try:
                     found = await asyncio.to_thread(self.store._looked_up,
-                                                    [ask[:3] for ask in batch])
+                                                    [ask[:4] for ask in batch])
                 except Exception as exc:  # each asker gets the error
                     found = [exc] * len(batch)
                 for (*_, answer), rows in zip(batch, found, strict=True):
@@ -117,11 +120,13 @@ class Signals:
             return [(row.instance_id, row.circle)
                     for row in conn.execute(_WAITING, sql.prefixed(values))]
 
-    def _looked_up(self, asks: list[tuple[Any, str, Any]]) -> list[list[tuple[str, str]]]:
-        """`waiting` of each (store of a tenant, name, key), with the instances found read
-        into the cache (those not there yet, in one read for all) so that the steps
-        completing them need not read them again."""
-        found = [view.waiting(name, key) for view, name, key in asks]
+    def _looked_up(self, asks: list[tuple[Any, str, Any, list | None]]
+                   ) -> list[list[tuple[str, str]]]:
+        """`waiting` of each (store of a tenant, name, key, what it found if it looked
+        already), with the instances found read into the cache (those not there yet, in
+        one read for all) so that the steps completing them need not read them again."""
+        found = [view.waiting(name, key) if rows is None else rows
+                 for view, name, key, rows in asks]
         missing = list({iid for rows in found for iid, _ in rows if self._cached(iid) is None})
         if missing:  # ids of the tenants' own circles: read with the view of every tenant
             every = self.of(None)
@@ -152,7 +157,7 @@ class Signals:
         wanted = token(name, key)
         found = self.waiting(name, key) if self._sqlite is not None else None
         if found is None or any(self._cached(iid) is None for iid, _ in found):
-            found = await _lookups(self).ask(self, name, key)
+            found = await _lookups(self).ask(self, name, key, found)
 
         async def one(iid: str, cid: str) -> int:
             try:
