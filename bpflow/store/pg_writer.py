@@ -19,6 +19,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Iterable
+from contextlib import nullcontext
 from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any
@@ -261,10 +262,11 @@ def _refused(exc: Exception) -> Exception:
 
 
 def send(conn: psycopg.Connection, jobs: list[Job]) -> list[Any]:
-    """Run jobs in one pipeline (one round trip, one transaction); their answers."""
+    """Run jobs in one pipeline (one round trip, one transaction); their answers. A
+    single statement goes without one (a pipeline's sync costs client time)."""
     framed = _framed(jobs)
     try:
-        with conn.pipeline():
+        with conn.pipeline() if len(framed) > 1 else nullcontext():
             cursors = [conn.execute(t, p, prepare=p is not None) for t, p in framed]
     except Exception as exc:
         if not conn.broken and conn.info.transaction_status != TransactionStatus.IDLE:
@@ -278,7 +280,7 @@ async def send_async(conn: psycopg.AsyncConnection, jobs: list[Job]) -> list[Any
     """`send` on an event loop."""
     framed = _framed(jobs)
     try:
-        async with conn.pipeline():
+        async with conn.pipeline() if len(framed) > 1 else nullcontext():
             cursors = [await conn.execute(t, p, prepare=p is not None) for t, p in framed]
     except Exception as exc:
         if not conn.broken and conn.info.transaction_status != TransactionStatus.IDLE:
