@@ -13,6 +13,8 @@ BUN_VERSION := 1.4.4
 BUN := $(CURDIR)/.tools/node_modules/bun/bin/bun.exe
 CHROMIUM := /usr/bin/chromium
 PORT ?= 3000
+BACKENDS ?= 2
+WORKERS ?= 2
 
 # Reflex would download bun itself, which cannot work here: use the one from npm.
 export REFLEX_BUN_PATH := $(BUN)
@@ -23,10 +25,12 @@ WEB_STAMP := .web/reflex.json
 REFLEX_RUN = $(VENV)/bin/reflex run --env prod --single-port --frontend-port $(PORT) \
 	--backend-port $(PORT)
 
-.PHONY: help venv install bun chromium db run test soak bench lint clean distclean
+.PHONY: help venv install bun chromium db run run-scaled test soak bench lint clean distclean
 
 help:
 	@echo "make run        set up and serve the app on http://localhost:$(PORT)"
+	@echo "make run-scaled $(BACKENDS) backends + $(WORKERS) workers on PostgreSQL and Redis" \
+		"(BACKENDS=N WORKERS=M)"
 	@echo "make test       set up (browser included) and run the whole test suite"
 	@echo "make soak       the long crash test (20 kills of the server under load)"
 	@echo "make bench      bpflow against SpiffWorkflow and DBOS (installs the bench extra)"
@@ -91,6 +95,14 @@ $(WEB_STAMP): $(INSTALL_STAMP) | $(BUN)
 run: install bun db $(WEB_STAMP)
 	@echo "$(REFLEX_RUN)"
 	@BPFLOW_EGRESS_ALLOW="$${BPFLOW_EGRESS_ALLOW-127.0.0.1}" $(REFLEX_ENV) $(REFLEX_RUN)
+
+# Scale-out on this machine (docs/operations.md#make-run-scaled): BACKENDS backend processes
+# behind PORT, WORKERS `bpflow worker`s, on the PostgreSQL of DATABASE_URL (default
+# postgresql://postgres@127.0.0.1:5432/bpflow, created when missing) and the Redis of
+# REFLEX_REDIS_URL (default redis://127.0.0.1:6379). The database is prepared as for run.
+run-scaled: install bun $(WEB_STAMP)
+	@$(REFLEX_ENV) $(PY) -m bpflow.scaled --backends $(BACKENDS) --workers $(WORKERS) \
+		--port $(PORT)
 
 test: install bun chromium
 	$(PY) -m pytest -q
