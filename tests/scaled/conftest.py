@@ -50,7 +50,7 @@ def _redis_reason() -> str | None:
         return f"Redis at {REDIS_URL} is unreachable: {exc}"
 
 
-def _require_servers(pg_reason: str | None) -> None:
+def require_servers(pg_reason: str | None) -> None:
     reason = pg_reason or _redis_reason()
     if not reason:
         return
@@ -60,13 +60,13 @@ def _require_servers(pg_reason: str | None) -> None:
     pytest.skip(f"SKIPPING SCALED-OUT TESTS: {reason}")
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
 
 
-def _answers(url: str) -> bool:
+def answers(url: str) -> bool:
     try:
         with urllib.request.urlopen(url, timeout=3) as response:
             return response.status == 200
@@ -102,7 +102,7 @@ class Cluster:
     workers: list[subprocess.Popen] = field(default_factory=list)
 
 
-def _env(url: str) -> dict[str, str]:
+def server_env(url: str) -> dict[str, str]:
     env = dict(os.environ)
     env.setdefault("REFLEX_BUN_PATH", str(ROOT / ".tools/node_modules/bun/bin/bun.exe"))
     env.pop("REFLEX_FRONTEND_PORT", None)
@@ -113,7 +113,7 @@ def _env(url: str) -> dict[str, str]:
     return env
 
 
-def _spawn(command: list[str], env: dict[str, str], log: Path) -> subprocess.Popen:
+def spawn(command: list[str], env: dict[str, str], log: Path) -> subprocess.Popen:
     with log.open("wb") as out:
         out.write(f"$ {' '.join(command)}\n".encode())
         out.flush()
@@ -121,12 +121,15 @@ def _spawn(command: list[str], env: dict[str, str], log: Path) -> subprocess.Pop
                                 stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
 
 
-def _wait_for(urls: dict[str, subprocess.Popen], logs: dict[str, Path]) -> None:
+def wait_for(urls: dict[str, subprocess.Popen], logs: dict[str, Path],
+             path: str = "/api/health") -> None:
+    """Until every base URL answers `path`; a process that exits fails the test with its
+    log's tail."""
     deadline = time.monotonic() + STARTUP_S
     pending = dict(urls)
     while pending:
         for url, process in list(pending.items()):
-            if _answers(url + "/api/health"):
+            if answers(url + path):
                 del pending[url]
             elif process.poll() is not None:
                 tail = logs[url].read_text(errors="replace").splitlines()[-30:]
@@ -140,26 +143,26 @@ def _wait_for(urls: dict[str, subprocess.Popen], logs: dict[str, Path]) -> None:
 
 @pytest.fixture(scope="module")
 def cluster(pg_available) -> Iterator[Cluster]:
-    _require_servers(pg_available)
+    require_servers(pg_available)
     OUTPUT.mkdir(parents=True, exist_ok=True)
     with pg_schema() as url:
-        env = _env(url)
+        env = server_env(url)
         store = Store(url, secret=SECRET.encode())
-        a, b = (f"http://127.0.0.1:{_free_port()}" for _ in range(2))
+        a, b = (f"http://127.0.0.1:{free_port()}" for _ in range(2))
         cluster = Cluster(store, a, b)
         logs = {}
         try:
             for name, base in (("a", a), ("b", b)):
                 logs[base] = OUTPUT / f"backend-{name}.log"
-                cluster.backends.append(_spawn(
+                cluster.backends.append(spawn(
                     [sys.executable, "-m", "reflex", "run", "--env", "prod", "--backend-only",
                      "--backend-port", base.rsplit(":", 1)[1], "--loglevel", "info"],
                     env, logs[base]))
             for i in (1, 2):
-                cluster.workers.append(_spawn(
+                cluster.workers.append(spawn(
                     [sys.executable, "-m", "bpflow.cli", "worker", "--poll", "0.1",
                      "--lease", str(LEASE_S)], env, OUTPUT / f"worker-{i}.log"))
-            _wait_for(dict(zip((a, b), cluster.backends, strict=True)), logs)
+            wait_for(dict(zip((a, b), cluster.backends, strict=True)), logs)
             yield cluster
         finally:
             for process in cluster.backends + cluster.workers:
