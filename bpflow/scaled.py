@@ -120,9 +120,9 @@ def run(backends: int, workers: int, port: int) -> int:
     # its own secret and demo-users file: those of `make run` belong to the SQLite file
     env.setdefault("BPFLOW_HOME", str(ROOT / ".bpflow" / "scaled"))
     try:
-        print(ensure_database(env["DATABASE_URL"]), flush=True)
         check_redis(env["REFLEX_REDIS_URL"])
         print(f"Reflex state in Redis at {env['REFLEX_REDIS_URL']}", flush=True)
+        print(ensure_database(env["DATABASE_URL"]), flush=True)
         prepare(env)
     except SetupError as exc:
         print(f"bpflow: {exc}", file=sys.stderr)
