@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parents[2]
 OUTPUT = ROOT / "test-output" / "scaled"
 REDIS_URL = os.environ.get("BPFLOW_TEST_REDIS_URL", "redis://127.0.0.1:6379")
 SECRET = "scaled-test-secret-0123456789-abcdefgh"
-LEASE_S = 5  # the workers' lease: a killed worker's instance is due again this soon
+LEASE_S = 8  # the workers' lease: a killed worker's instance is due again this soon
 # A backend starts in about 10 s on a busy machine; the first start on a fresh checkout
 # may set up .web/ first.
 STARTUP_S = float(os.environ.get("BPFLOW_SCALED_STARTUP_TIMEOUT", "180"))
