@@ -188,7 +188,7 @@ def test_every_answer_has_exactly_its_models_keys(store, short_path):
 
     assert call.checked == {(m, r.path) for r in ROUTES for m in r.methods}
     if short_path:
-        assert app.hot.served == 8  # the four starts and four completions
+        assert app.hot.served == 9  # the four starts, four completions and the signal
 
 
 def test_summary_payload_is_the_models_fields_in_iso_time(store):
