@@ -1,14 +1,14 @@
 """The PostgreSQL writer: the store's statements through psycopg 3, a step in one round trip.
 
-A step is ONE statement: the compare-and-set of `statements.cas` is a data-modifying CTE
+A step is ONE statement: the compare-and-set of `statements.cas` is a data-modifying CTE,
 and the step's circle rows, task audience and history events are written by CTEs that
-hold only when it matched (`EXISTS (SELECT 1 FROM cas)`), so a lost compare-and-set
-writes nothing and answers 0. Rows go as one JSON array per table: the text is the same
-for every step, and psycopg prepares it once per connection. A start is one statement the
-same way.
-Steps that arrive together from an event loop travel in one pipeline (BEGIN, their
-statements, COMMIT): one round trip and one commit for all of them. A crowd is copied
-with COPY. Each statement here is derived from its definition in `statements`.
+hold only for the instance it matched (`... IN (SELECT id FROM cas)`, `EXISTS`), so a
+lost compare-and-set writes nothing and answers 0. Rows go as one JSON array per table:
+the text is the same for every step, and psycopg prepares it once per connection. A
+start is one statement the same way. Steps that arrive together from an event loop
+travel in one pipeline (BEGIN, their statements, COMMIT): one round trip and one commit
+for all of them. A crowd is copied with COPY. Each statement here is derived from its
+definition in `statements`; the events' `tx` is left to its server default.
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.sql import Executable, visitors
 from sqlalchemy.sql.dml import Insert
+from sqlalchemy.sql.elements import BindParameter
 
 from bpflow.store import statements as sql
 from bpflow.store.connection import UTCDateTime
@@ -76,7 +77,7 @@ def _binds(statement: Executable) -> list[str]:
     """The row keys a statement of `statements` binds (its `b_` parameters), in order."""
     keys: dict[str, None] = {}
     for element in visitors.iterate(statement):
-        if isinstance(element, type(bindparam("x"))) and element.key.startswith("b_"):
+        if isinstance(element, BindParameter) and element.key.startswith("b_"):
             keys[element.key[2:]] = None
     return list(keys)
 
@@ -353,7 +354,7 @@ class PgWriter:
         inherited through a fork, or it was idle long enough to have been dropped)."""
         pid, conn, used = getattr(self._local, "conn", (None, None, 0.0))
         now = time.monotonic()
-        if conn is not None and pid == os.getpid() and not conn.broken and (
+        if conn is not None and pid == os.getpid() and not conn.closed and (
                 now - used < IDLE_CHECK_S or _alive(conn)):
             self._local.conn = (pid, conn, now)
             return conn
@@ -478,12 +479,16 @@ class PgLoopWriter:
         """Send a batch on a lane's connection (made anew when there is none or it
         broke); the connection, for the next batch."""
         try:
-            if conn is None or conn.broken:
+            if conn is None or conn.closed:
                 conn = await psycopg.AsyncConnection.connect(self.conninfo, autocommit=True)
                 self.conns.append(conn)
             answers = await send_async(conn, [job for job, _ in batch])
+        except asyncio.CancelledError:  # the loop is going away, perhaps mid-transaction:
+            if conn is not None:  # closed, the server rolls it back (no transaction left
+                conn.pgconn.finish()  # open to hold back the event feed)
+            raise
         except Exception as exc:
-            if len(batch) == 1 or conn is None or conn.broken:
+            if len(batch) == 1 or conn is None or conn.closed:
                 _settle([(f, None, exc) for _, f in batch])
                 return conn
             for job, future in batch:  # each alone: only the failing one fails
