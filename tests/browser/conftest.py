@@ -58,7 +58,7 @@ ACCOUNTS = {"alice": ("alice-pass-1", "user"), "bob": ("bob-pass-1", "approver")
 
 def pytest_configure(config: pytest.Config) -> None:
     """Assertions wait up to 15 s (Playwright's default is 5): a page follows the worker and
-    the poll, which a busy machine slows down."""
+    the changes pushed to it, which a busy machine slows down."""
     from playwright.sync_api import expect
 
     expect.set_options(timeout=15_000)
