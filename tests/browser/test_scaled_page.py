@@ -63,12 +63,14 @@ def site(pg_available) -> Iterator[tuple[str, str, Store]]:
         a, b = f"http://127.0.0.1:{port_a}", f"http://localhost:{port_b}"
         reflex = [sys.executable, "-m", "reflex", "run", "--env", "prod"]
         logs = {a: OUTPUT / "page-backend-a.log", b: OUTPUT / "page-backend-b.log"}
+        # one after the other: a starting Reflex clears the folder's disk state files
         processes = [
-            spawn([*reflex, "--backend-only", "--backend-port", str(port_a)], env, logs[a]),
-            spawn([*reflex, "--single-port", "--frontend-port", str(port_b),
-                   "--backend-port", str(port_b)], env, logs[b])]
+            spawn([*reflex, "--backend-only", "--backend-port", str(port_a)], env, logs[a])]
         try:
-            wait_for(dict(zip((a, b), processes, strict=True)), logs)
+            wait_for({a: processes[0]}, logs)
+            processes.append(spawn([*reflex, "--single-port", "--frontend-port", str(port_b),
+                                    "--backend-port", str(port_b)], env, logs[b]))
+            wait_for({b: processes[1]}, logs)
             wait_for({b: processes[1]}, logs, "/")
             yield a, b, store
         finally:

@@ -152,17 +152,19 @@ def cluster(pg_available) -> Iterator[Cluster]:
         cluster = Cluster(store, a, b)
         logs = {}
         try:
+            # one after the other: a starting Reflex clears the disk state files of the
+            # folder, and two at once raced on the same file
             for name, base in (("a", a), ("b", b)):
                 logs[base] = OUTPUT / f"backend-{name}.log"
                 cluster.backends.append(spawn(
                     [sys.executable, "-m", "reflex", "run", "--env", "prod", "--backend-only",
                      "--backend-port", base.rsplit(":", 1)[1], "--loglevel", "info"],
                     env, logs[base]))
+                wait_for({base: cluster.backends[-1]}, logs)
             for i in (1, 2):
                 cluster.workers.append(spawn(
                     [sys.executable, "-m", "bpflow.cli", "worker", "--poll", "0.1",
                      "--lease", str(LEASE_S)], env, OUTPUT / f"worker-{i}.log"))
-            wait_for(dict(zip((a, b), cluster.backends, strict=True)), logs)
             yield cluster
         finally:
             for process in cluster.backends + cluster.workers:
