@@ -35,6 +35,7 @@ from typing import Any
 
 from sqlalchemy import true
 
+from bpflow.changes import Hub, hub_for
 from bpflow.errors import Conflict, NotFound
 from bpflow.security import derive, load_secret
 from bpflow.store.connection import make_engine
@@ -44,7 +45,7 @@ from bpflow.store.instances import Instances, Loaded
 from bpflow.store.leases import Leases
 from bpflow.store.mail import MailRows
 from bpflow.store.migrating import Migrating
-from bpflow.store.pg_writer import PgWriter
+from bpflow.store.pg_writer import PgWriter, conninfo
 from bpflow.store.queries import Queries
 from bpflow.store.signals import Signals
 from bpflow.store.sqlite_writer import SqliteWriter
@@ -100,6 +101,12 @@ class Store(Templates, Users, Instances, Steps, Queries, MailRows, Leases, Tenan
         self.writer: Writer = self._sqlite or (  # chosen once
             PgWriter(self.db) if self.postgres and os.environ.get("BPFLOW_PG_WRITER")
             != "sqlalchemy" else SqlAlchemyWriter(self.db))
+        # where committed steps and starts are published for the pages (`bpflow.changes`):
+        # one hub per database and process, shared by the views
+        self.changes: Hub = hub_for(
+            conninfo(self.db) if self.postgres
+            else self.db.url.render_as_string(hide_password=False),
+            self.postgres, database if self._sqlite is not None else None)
 
     def on_due(self, callback: Callable[[], None] | None) -> None:
         """Call `callback` after a write of this store leaves work due now (the worker of

@@ -131,6 +131,13 @@ def begin_immediate(dbapi_conn: sqlite3.Connection) -> None:
             time.sleep(pause)
 
 
+def aware(t: datetime | None) -> datetime | None:
+    """`t`, refused when naive: every write path stores aware UTC times only."""
+    if t is not None and t.tzinfo is None:
+        raise ValueError("naive datetime given to the database; use UTC-aware ones")
+    return t
+
+
 class UTCDateTime(TypeDecorator):
     """Aware UTC datetimes on every backend (SQLite keeps naive ones)."""
 
@@ -138,10 +145,8 @@ class UTCDateTime(TypeDecorator):
     cache_ok = True
 
     def process_bind_param(self, value: datetime | None, dialect) -> datetime | None:
-        if value is None:
+        if aware(value) is None:
             return None
-        if value.tzinfo is None:
-            raise ValueError("naive datetime given to the database; use UTC-aware ones")
         value = value.astimezone(UTC)
         return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
 

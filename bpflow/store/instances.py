@@ -19,7 +19,7 @@ from typing import Any
 import orjson
 from sqlalchemy import bindparam, select
 
-from bpflow.changes import Change, Hub, hub_for
+from bpflow.changes import Change
 from bpflow.errors import NotFound
 from bpflow.store import statements as sql
 from bpflow.store.tables import circles_t, instances_t, templates_t
@@ -241,19 +241,6 @@ class Instances:
             w.loaded.listed = w.row["status"] in ACTIVE
             self._keep(w.loaded)
             self._notify(w.row["due_at"])
-
-    @property
-    def changes(self) -> Hub:
-        """This database's hub of changes in this process (`bpflow.changes`): a step
-        or start publishes there once committed; pages subscribe."""
-        hub = self.__dict__.get("_hub")
-        if hub is None:
-            url = self.db.url.set(drivername="postgresql") if self.postgres else self.db.url
-            database = self.db.url.database if self.db.dialect.name == "sqlite" else None
-            hub = self._hub = hub_for(url.render_as_string(hide_password=False),
-                                      self.postgres,
-                                      database if database not in ("", ":memory:") else None)
-        return hub
 
     def _notify(self, due_at: datetime | None) -> None:
         if self._on_due is not None and due_at is not None and due_at <= self.clock():

@@ -47,10 +47,15 @@ from sqlalchemy.sql.dml import Insert
 from sqlalchemy.sql.elements import BindParameter
 
 from bpflow.store import statements as sql
-from bpflow.store.connection import UTCDateTime
-from bpflow.store.sqlite_writer import _settle
+from bpflow.store.connection import UTCDateTime, aware
 from bpflow.store.tables import audience_t, circles_t, instances_t
-from bpflow.store.writing import NewInstance, SqlAlchemyWriter, Write, writer_of_loop
+from bpflow.store.writing import (
+    NewInstance,
+    SqlAlchemyWriter,
+    Write,
+    settle,
+    writer_of_loop,
+)
 
 DIALECT = postgresql.psycopg.dialect()
 LANES = 3  # batches of an event loop on their way at once, each on a connection of its own
@@ -58,18 +63,12 @@ IDLE_CHECK_S = 10.0  # a connection idle this long is checked before it writes
 
 
 # ------------------------------------------------------ the statements, for PostgreSQL
-def _aware(t: Any) -> Any:
-    if t is not None and t.tzinfo is None:  # as UTCDateTime refuses it on the other paths
-        raise ValueError("naive datetime given to the database; use UTC-aware ones")
-    return t
-
-
 def _converter(column_type: Any) -> Callable[[Any], Any]:
     """How a value of a column goes to psycopg: JSON as its text, times checked aware."""
     if isinstance(column_type, JSON):
         return sql.dumps
     if isinstance(column_type, UTCDateTime):
-        return _aware
+        return aware
     return lambda value: value
 
 
@@ -122,7 +121,7 @@ def many(statement: Executable, name: str, when: Any = None) -> Rows:
         """The rows as JSON (keys it does not name are ignored by `json_to_recordset`)."""
         for r in rows:
             for k in times:
-                _aware(r[k])
+                aware(r[k])
         return {name: orjson.dumps([r | {k: sql.dumps(r[k]) for k in texts}
                                     for r in rows]).decode()}
     return Rows(derived, values)
@@ -189,7 +188,7 @@ def for_copy(statement: Executable) -> Copy:
             for i in texts:
                 values[i] = sql.dumps(values[i])
             for i in times:
-                _aware(values[i])
+                aware(values[i])
             out.append(values)
         return out
     names = ["text" if isinstance(t, JSON) else t.compile(dialect=DIALECT).lower()
@@ -489,14 +488,14 @@ class PgLoopWriter:
             raise
         except Exception as exc:
             if len(batch) == 1 or conn is None or conn.closed:
-                _settle([(f, None, exc) for _, f in batch])
+                settle([(f, None, exc) for _, f in batch])
                 return conn
             for job, future in batch:  # each alone: only the failing one fails
                 conn = await self._write(conn, [(job, future)])
             return conn
         self.commits += 1
         self.jobs += len(batch)
-        _settle([(f, a, None) for (_, f), a in zip(batch, answers, strict=True)])
+        settle([(f, a, None) for (_, f), a in zip(batch, answers, strict=True)])
         return conn
 
     def close(self) -> None:

@@ -18,7 +18,7 @@ from typing import Any
 
 from bpflow.store import statements as sql
 from bpflow.store.connection import LockWait, begin_immediate, sqlite_connect
-from bpflow.store.writing import NewInstance, Write, writer_of_loop
+from bpflow.store.writing import NewInstance, Write, settle, writer_of_loop
 
 Job = Callable[[sqlite3.Connection], Any]
 Waiter = asyncio.Future  # of an event loop, resolved on that loop
@@ -39,16 +39,6 @@ STAGED = ("instances", "instance_templates", "circle_states", "events", "task_au
 MOVED = {statement: sql.for_sqlite(statement) for statement in (
     sql.circle_delete, sql.circle_insert, sql.instance_moved, sql.pinned_delete,
     sql.pinned_insert)}  # a migration's statements (`writing.moved_rows`)
-
-
-def _settle(items: list[tuple[Waiter, Any, BaseException | None]]) -> None:
-    for future, value, error in items:
-        if future.done():  # the waiting request was cancelled
-            continue
-        if error is not None:
-            future.set_exception(error)
-        else:
-            future.set_result(value)
 
 
 class SqliteWriter:
@@ -265,7 +255,7 @@ class LoopWriter:
                 self.pending[:0] = batch
                 self.loop.call_later(pause, self._flush)
                 return
-            _settle([(f, None, exc) for _, f in batch])
+            settle([(f, None, exc) for _, f in batch])
             self._next()
             return
         self.wait.reset()
@@ -283,13 +273,13 @@ class LoopWriter:
             return
         self.commits += 1
         self.jobs += len(batch)
-        _settle(outcomes)
+        settle(outcomes)
         self._next()
 
     def _failed(self, batch, exc: BaseException) -> None:
         if self.conn.in_transaction:
             self.conn.execute("ROLLBACK")
-        _settle([(f, None, exc) for _, f in batch])
+        settle([(f, None, exc) for _, f in batch])
         self._next()
 
     def _next(self) -> None:

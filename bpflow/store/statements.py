@@ -22,7 +22,7 @@ from sqlalchemy import JSON, Select, bindparam, delete, func, insert, select, up
 from sqlalchemy.dialects import sqlite
 from sqlalchemy.sql import Executable
 
-from bpflow.store.connection import UTCDateTime
+from bpflow.store.connection import UTCDateTime, aware
 from bpflow.store.tables import (
     audience_t,
     batches_t,
@@ -162,10 +162,8 @@ def dumps(value: Any) -> str:
 
 def sql_time(t: datetime | None) -> str | None:
     """A UTC time as SQLAlchemy stores it in SQLite ("YYYY-MM-DD HH:MM:SS.ffffff")."""
-    if t is None:
+    if aware(t) is None:
         return None
-    if t.tzinfo is None:  # as UTCDateTime refuses it on the SQLAlchemy path
-        raise ValueError("naive datetime given to the database; use UTC-aware ones")
     if t.tzinfo is not UTC:
         t = t.astimezone(UTC)
     return t.isoformat(" ", "microseconds")[:26]  # without its "+00:00"

@@ -81,6 +81,18 @@ class Writer(Protocol):
     def close(self) -> None: ...
 
 
+def settle(items: list[tuple[asyncio.Future, Any, BaseException | None]]) -> None:
+    """Resolve the futures of a group commit's writes, each with its value or error (one
+    whose request was cancelled meanwhile is left alone)."""
+    for future, value, error in items:
+        if future.done():
+            continue
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(value)
+
+
 def writer_of_loop(loops: dict[asyncio.AbstractEventLoop, Any],
                    loop: asyncio.AbstractEventLoop, make: Callable[[], L]) -> L:
     """(Under the writer's lock) the group-commit writer of an event loop, made by `make`
