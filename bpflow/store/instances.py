@@ -46,6 +46,7 @@ class Loaded:
     circles: dict[str, sql.Snapshot]  # circle rows as last written, to write only changes
     listed: bool = True  # whether its open tasks are in `task_audience` (it is active)
     kept_at: float = 0.0  # (monotonic) when it was read or written last
+    batch: str | None = None  # the crowd it was started in (`instances.batch`)
 
 
 class Instances:
@@ -157,7 +158,7 @@ class Instances:
                 reason=row.reason, seq=row.seq, tenant=row.tenant)
             out[row.id] = Loaded(inst, row.lock_version,
                                  {cid: sql.snapshot(run) for cid, run in inst.circles.items()},
-                                 row.status in ACTIVE)
+                                 row.status in ACTIVE, batch=row.batch)
         return out
 
     # ------------------------------------------------------------------ rows
@@ -192,14 +193,14 @@ class Instances:
                   "created_at": inst.created_at, "updated_at": inst.updated_at,
                   "batch": batch}
         new = NewInstance(
-            values, [sql.circle_row(inst.id, cid, d, tenant) for cid, d in circles.items()],
+            values, [sql.circle_row(inst.id, cid, d, tenant, batch) for cid, d in circles.items()],
             sql.event_rows(inst.id, tenant, events),
             [{"instance_id": inst.id, "tenant": tenant,
               "template_id": self._template_row(n, v).id} for n, v in nested.items()],
             [a for cid, d in circles.items()
              for a in sql.audience_rows(inst.id, tenant, cid, d)]
             if inst.status in ACTIVE else [])
-        return Loaded(inst, 1, circles, inst.status in ACTIVE), new
+        return Loaded(inst, 1, circles, inst.status in ACTIVE, batch=batch), new
 
     def _step_write(self, loaded: Loaded, events: list[Event]) -> Write:
         """The rows of a step: the instance row's compare-and-set, the circles that

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from alembic import command
+from alembic.autogenerate import compare_metadata
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy.engine import Connection, Engine
+from sqlmodel import SQLModel
 
+import bpflow.store.tables  # noqa: F401  (the models `drift` compares with)
 from bpflow.store.connection import database_url, make_engine, normalize_url
 
 
@@ -38,3 +43,17 @@ def upgrade(target: str | Engine | None = None) -> tuple[str | None, str]:
         return upgrade(engine)
     finally:
         engine.dispose()
+
+
+def drift(conn: Connection) -> list[Any]:
+    """What the database's schema lacks or has more than the models (Alembic's
+    comparison), leaving out what the models create on other databases only
+    (`Index(...).ddl_if(dialect=...)`, which Alembic does not read)."""
+    dialect = conn.dialect.name
+
+    def here(obj: Any, name: str | None, kind: str, reflected: bool, compare_to: Any) -> bool:
+        only = getattr(obj, "_ddl_if", None)
+        return reflected or only is None or only.dialect in (None, dialect)
+
+    context = MigrationContext.configure(conn, opts={"include_object": here})
+    return compare_metadata(context, SQLModel.metadata)

@@ -136,8 +136,8 @@ class Migrating:
                   for n, v in pins.items()]
         write.moved = moved_rows(
             [{"instance_id": inst.id, "circle": cid} for cid in gone],
-            [sql.circle_row(inst.id, cid, write.circles[cid], tenant) for cid in write.circles
-             if cid in new], instance, pinned)
+            [sql.circle_row(inst.id, cid, write.circles[cid], tenant, loaded.batch)
+             for cid in write.circles if cid in new], instance, pinned)
 
     def _version_of(self, template) -> tuple[int, dict[str, int]]:
         """(version row id, pinned nested versions) a built Template was made from."""

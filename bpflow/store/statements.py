@@ -67,10 +67,11 @@ def circle_run(row: Any) -> CircleRun:
     return CircleRun(**{k: getattr(row, k) for k in RUN_COLUMNS})
 
 
-def circle_row(instance_id: str, cid: str, values: Snapshot,
-               tenant: str | None = None) -> dict[str, Any]:
-    """A circle's row (`tenant` only for an insert: a step never moves a row)."""
-    return {"instance_id": instance_id, "circle": cid, "tenant": tenant,
+def circle_row(instance_id: str, cid: str, values: Snapshot, tenant: str | None = None,
+               batch: str | None = None) -> dict[str, Any]:
+    """A circle's row (`tenant` and the instance's crowd `batch` only for an insert: a
+    step never moves a row to another instance)."""
+    return {"instance_id": instance_id, "circle": cid, "tenant": tenant, "batch": batch,
             **dict(zip(CIRCLE_COLUMNS, values, strict=True))}
 
 
@@ -134,7 +135,7 @@ instance_moved = (update(instances_t).where(instances_t.c.id == b("b_id"))
                           nested_versions=b("b_nested_versions")))
 pinned_delete = delete(pinned_t).where(pinned_t.c.instance_id == b("b_instance_id"))
 circle_insert = insert(circles_t).values(_binds(CIRCLE_COLUMNS + ("instance_id", "circle",
-                                                                  "tenant")))
+                                                                  "tenant", "batch")))
 event_insert = insert(events_t).values(_binds(EVENT_COLUMNS))
 audience_insert = insert(audience_t).values(_binds(("instance_id", "tenant", "circle", "who",
                                                    "ready_at")))

@@ -164,7 +164,11 @@ class CircleStateRow(SQLModel, table=True):
         Index("ix_circle_states_signal", "tenant", "signal",
               sqlite_where=text("signal IS NOT NULL"),
               postgresql_where=text("signal IS NOT NULL")),
-        Index("ix_circle_states_state", "circle", "state", "tenant", "instance_id"),  # crowds
+        # a crowd's counts per circle and state (`Crowds.batch_stats`): only its rows, so
+        # a step of any other instance has no index entry to move
+        Index("ix_circle_states_batch", "tenant", "batch", "circle", "state",
+              sqlite_where=text("batch IS NOT NULL"),
+              postgresql_where=text("batch IS NOT NULL")),
         _in_tenant(("instance_id",), "instances", ("id",), "CASCADE",
                    name="fk_circle_states_instance"),
     )
@@ -187,6 +191,8 @@ class CircleStateRow(SQLModel, table=True):
     people: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
     # the signal a ready `signal` circle waits for ("name\x1fkey", SPEC §11), else null
     signal: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    # the crowd (`instances.batch`) of its instance, written when the row is inserted
+    batch: str | None = Field(default=None, sa_column=Column(String(32), nullable=True))
 
 
 class TaskAudienceRow(SQLModel, table=True):
@@ -213,7 +219,9 @@ class EventRow(SQLModel, table=True):
     __tablename__ = "events"
     __table_args__ = (
         UniqueConstraint("instance_id", "seq", name="uq_events_instance_seq"),
-        Index("ix_events_feed", "tenant", "tx", "id"),  # the event feed (SPEC §11)
+        # the event feed (SPEC §11) on PostgreSQL; SQLite's feed reads ids in order (one
+        # writer at a time), so each step there is spared the index's page
+        Index("ix_events_feed", "tenant", "tx", "id").ddl_if(dialect="postgresql"),
         _in_tenant(("instance_id",), "instances", ("id",), "CASCADE",
                    name="fk_events_instance"),
     )

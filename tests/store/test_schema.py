@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 import pytest
-from alembic.autogenerate import compare_metadata
-from alembic.migration import MigrationContext
 from sqlalchemy import inspect
-from sqlmodel import SQLModel
 
-import bpflow.store.tables  # noqa: F401
+from bpflow.store.migrate import drift
 
 
 def test_migrations_match_the_models(store):
     with store.db.connect() as conn:
-        diff = compare_metadata(MigrationContext.configure(conn), SQLModel.metadata)
+        diff = drift(conn)
     assert diff == []
 
 
@@ -236,7 +233,7 @@ def test_the_tenants_migration_puts_every_row_in_default(url_at_0007):
             for table, count in counts.items():
                 assert conn.execute(text(f"SELECT tenant, count(*) FROM {table}"
                                          " GROUP BY tenant")).all() == [("default", count)]
-            diff = compare_metadata(MigrationContext.configure(conn), SQLModel.metadata)
+            diff = drift(conn)
             assert diff == []
             if sqlite:
                 assert conn.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
@@ -300,7 +297,44 @@ def test_the_tenants_migration_puts_every_row_in_default(url_at_0007):
         db.dispose()
         upgrade(url)
         with db.connect() as conn:
-            diff = compare_metadata(MigrationContext.configure(conn), SQLModel.metadata)
+            diff = drift(conn)
             assert diff == []
     finally:
         db.dispose()
+
+
+def test_only_a_crowds_circle_rows_carry_its_batch_and_0010_fills_older_crowds(db_url, store):
+    """A step of an instance outside any crowd has no entry of `ix_circle_states_batch`
+    to move (its rows' batch is null); a crowd's rows name it, also those written before
+    0010 (taken back to 0009 and upgraded again: filled from `instances.batch`)."""
+    from alembic import command
+    from sqlalchemy import text
+
+    from bpflow.store.migrate import alembic_config, upgrade
+    store.put_template({"name": "c", "circles": [
+        {"uri": "a", "box": {"form": [{"name": "v", "type": "integer"}]}},
+        {"uri": "b", "deps": [["a"]]}]})
+    store.add_user("amy", "pw-of-amy-123456", roles=["crowd"])
+    store.add_user("bo", "pw-of-bo-1234567", roles=["crowd"])
+    single = store.start("c").id
+    batch, started = store.start_batch("c", role="crowd")
+    assert started == 2
+
+    def rows() -> dict[str, set]:
+        with store.db.connect() as conn:
+            found: dict[str, set] = {}
+            for iid, b in conn.execute(text("SELECT instance_id, batch FROM circle_states")):
+                found.setdefault(iid, set()).add(b)
+            return found
+    before = rows()
+    assert before.pop(single) == {None}
+    assert len(before) == 2 and all(b == {batch} for b in before.values())
+    stats = store.batch_stats(batch)["circles"]
+    store.db.dispose()
+    cfg = alembic_config(db_url)
+    command.downgrade(cfg, "0009")
+    upgrade(db_url)
+    assert rows() == {single: {None}, **before}
+    assert store.batch_stats(batch)["circles"] == stats == {
+        "a": {"waiting": 2, "success": 0, "failure": 0, "skipped": 0},
+        "b": {"waiting": 2, "success": 0, "failure": 0, "skipped": 0}}
