@@ -12,7 +12,13 @@ Server: its own process on a fresh SQLite database in a temporary folder beside 
 serves it (`reflex run --env prod`, granian, one worker), run from a copy of the working
 tree because Reflex writes beside the app. `--servers` also takes `granian` (the API app
 alone, `--factory bpflow.api:create_app`, as Reflex runs granian), `uvicorn` (h11 and the
-asyncio loop) and `uvicorn-httptools` (httptools + uvloop).
+asyncio loop), `uvicorn-httptools` (httptools + uvloop) and `scaled`: the scale-out mode
+as `make run-scaled` starts it (SPEC §14; `python -m bpflow.scaled --backends 2 --workers 0
+--backend-only`: Granian with 2 backend processes behind one port, Reflex's Redis state
+manager at $REFLEX_REDIS_URL), also from a copy of the tree, on a PostgreSQL database of
+its own created for the round on the server of $BENCH_PG_URL (default
+postgresql://postgres@127.0.0.1:5432/postgres) and dropped after it, BPFLOW_HOME in the
+round's folder. The server's CPU figure is always its whole process tree (every backend).
 
 Load generator: this process, asyncio, a minimal HTTP/1.1 client over at most
 `--connections` keep-alive connections. Open loop: request i is due at t0 + i/rate
@@ -35,11 +41,11 @@ collections; logged by a sitecustomize hook put on the server's PYTHONPATH) and 
 other processes on the machine used meanwhile. Every instance the load completed is read
 back through the API at the end and must be `completed`.
 
-Each server runs `--rounds` times, each round on a fresh server and database; the figure
-judged is the median over the rounds of each rate's p99 (single rounds on this shared
-2-CPU machine move with the noise of the moment, the health peer's p99 with them). Exit
-status 0 when the first server meets the target: 1,000 req/s at a median p99 <= 20 ms
-with no errors in any round.
+Each server runs `--rounds` times, the servers taking turns round by round, each round
+on a fresh server and database; the figure judged is the median over the rounds of each
+rate's p99 (single rounds on this shared 2-CPU machine move with the noise of the moment,
+the health peer's p99 with them). Exit status 0 when the first server meets the target:
+1,000 req/s at a median p99 <= 20 ms with no errors in any round.
 
     .venv/bin/python bench/paper_flow.py [--rates 100,500,1000] [--duration 10]
         [--warmup 2] [--connections 100] [--rounds 3] [--servers reflex,granian,uvicorn]
@@ -49,6 +55,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import importlib.util
 import json
 import os
@@ -61,10 +68,11 @@ import sys
 import tempfile
 import time
 from collections import Counter, deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from uuid import uuid4
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -95,10 +103,20 @@ if os.environ.get("BENCH_GC_LOG"):
 
 
 # ------------------------------------------------------------------ servers
-def server_command(kind: str, port: int,
-                   tmp: Path) -> tuple[list[str], dict[str, str], Path] | str:
+def app_copy(tmp: Path) -> Path:
+    """The working tree copied into `tmp`: Reflex writes beside the app."""
+    copy = tmp / "app"
+    shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns(
+        ".git", ".venv", ".tools", ".web", ".states", "test-output", ".*_cache",
+        ".hypothesis", "__pycache__", "*.db", "*.db-*", "bench"))
+    return copy
+
+
+def server_command(kind: str, port: int, tmp: Path, backends: int = 2,
+                   workers: int = 0) -> tuple[list[str], dict[str, str], Path] | str:
     """The command serving the API on `port`, its extra environment and folder; or why
-    it cannot run."""
+    it cannot run. `backends` and `workers` are those of `scaled`."""
+    bun = {"REFLEX_BUN_PATH": str(ROOT / ".tools" / "node_modules" / "bun" / "bin" / "bun.exe")}
     app = "bpflow.api:create_app"
     uvicorn = [str(BIN / "uvicorn"), "--factory", app, "--host", "127.0.0.1", "--port",
                str(port), "--log-level", "warning", "--no-access-log"]
@@ -114,15 +132,51 @@ def server_command(kind: str, port: int,
                 "127.0.0.1", "--port", str(port), "--workers", "1", "--log-level",
                 "warning", "--no-access-log", app], {}, ROOT
     if kind == "reflex":  # the whole backend, from a copy: Reflex writes beside the app
-        bun = ROOT / ".tools" / "node_modules" / "bun" / "bin" / "bun.exe"
-        copy = tmp / "app"
-        shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns(
-            ".git", ".venv", ".tools", ".web", ".states", "test-output", ".*_cache",
-            ".hypothesis", "__pycache__", "*.db", "*.db-*", "bench"))
+        copy = app_copy(tmp)
         return ([str(BIN / "reflex"), "run", "--env", "prod", "--backend-only",
                  "--backend-port", str(port), "--loglevel", "warning"],
-                {"REFLEX_BUN_PATH": str(bun), "PYTHONPATH": str(copy)}, copy)
+                {**bun, "PYTHONPATH": str(copy)}, copy)
+    if kind == "scaled":  # `make run-scaled` without the frontend, from a copy as well
+        copy = app_copy(tmp)
+        (tmp / "home").mkdir()
+        return ([sys.executable, "-m", "bpflow.scaled", "--backends", str(backends),
+                 "--workers", str(workers), "--port", str(port), "--backend-only"],
+                {**bun, "PYTHONPATH": str(copy), "BPFLOW_HOME": str(tmp / "home"),
+                 "GRANIAN_LOG_LEVEL": "warning"}, copy)
     return f"unknown server '{kind}'"
+
+
+def pg_admin_url() -> str:
+    return os.environ.get("BENCH_PG_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
+
+
+@contextlib.contextmanager
+def database(kind: str, tmp: Path) -> Iterator[str]:
+    """The URL of the round's fresh database: a SQLite file in `tmp`, or for `scaled` a
+    PostgreSQL database created for it (uniquely named) and dropped afterwards."""
+    if kind != "scaled":
+        yield f"sqlite:///{tmp / 'bench.db'}"
+        return
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.engine import make_url
+
+    from bpflow.scaled import ensure_database
+    from bpflow.store.connection import normalize_url
+
+    server = make_url(normalize_url(pg_admin_url()))
+    name = f"bench_{os.getpid()}_{uuid4().hex[:8]}"
+    ensure_database(server.set(database=name).render_as_string(hide_password=False))
+    try:
+        yield server.set(database=name).render_as_string(hide_password=False)
+    finally:
+        admin = create_engine(server, isolation_level="AUTOCOMMIT")
+        try:
+            with admin.connect() as conn:
+                conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        finally:
+            admin.dispose()
+
+
 SECRET = "bench-secret-of-at-least-32-bytes-0123"  # the server refuses a shorter one
 
 
@@ -137,10 +191,15 @@ def tenant_user(k: int) -> str:
     return USER if k == 0 else f"{USER}{k}"
 
 
-def prepare_database(env: dict[str, str], tenants: int = 1) -> None:
+def prepare_database(env: dict[str, str], tenants: int = 1,
+                     approvers: tuple[str, ...] = ()) -> None:
+    """Schema, templates and the load's admin (per tenant), and `approvers`: users of the
+    default tenant with the approver role only."""
     cli = str(BIN / "bpflow")
     steps = [(["db", "upgrade"], None), (["import", "upload/workflow"], None),
              (["user", "add", USER, "--role", "admin,approver", "--password-stdin"], PASSWORD)]
+    steps += [(["user", "add", name, "--role", "approver", "--password-stdin"], PASSWORD)
+              for name in approvers]
     for k in range(1, tenants):  # each tenant with the same templates and its own user
         steps += [(["tenant", "add", f"t{k}", "--admin", f"admin{k}", "--password-stdin"],
                    PASSWORD),
@@ -154,7 +213,12 @@ def prepare_database(env: dict[str, str], tenants: int = 1) -> None:
 
 def tree_cpu(pid: int) -> float:
     """CPU seconds (user + system) of process `pid` and its descendants."""
-    parents, cpu = {}, {}
+    return sum(cpu for _, cpu in process_tree(pid).values())
+
+
+def process_tree(pid: int) -> dict[int, tuple[int, float]]:
+    """Process `pid` and its descendants: pid → (parent pid, CPU seconds used)."""
+    procs = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -162,14 +226,14 @@ def tree_cpu(pid: int) -> float:
             fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        parents[int(entry.name)] = int(fields[1])
-        cpu[int(entry.name)] = (int(fields[11]) + int(fields[12])) / TICK
-    total, todo = 0.0, [pid]
+        procs[int(entry.name)] = (int(fields[1]), (int(fields[11]) + int(fields[12])) / TICK)
+    tree, todo = {}, [pid]
     while todo:
         p = todo.pop()
-        total += cpu.get(p, 0.0)
-        todo.extend(c for c, parent in parents.items() if parent == p)
-    return total
+        if p in procs:
+            tree[p] = procs[p]
+            todo.extend(c for c, (parent, _) in procs.items() if parent == p)
+    return tree
 
 
 # --------------------------------------------------------------- HTTP client
@@ -342,6 +406,8 @@ class Server:
     port: int
     pid: int
     gc_log: Path  # its garbage-collector pauses (see GC_HOOK)
+    store: str = ""  # what it stores on, said in the report
+    log: Path | None = None  # its output
 
 
 class Meter:
@@ -483,6 +549,19 @@ async def quiesce(http: Http, server: Server, limit: float = 120.0) -> None:
     print(f"  (the server was still busy after {limit:.0f} s)")
 
 
+async def read_back(http: Http, server: Server, completed: list[str],
+                    prefix: str = "") -> list[str]:
+    """Once the server is idle, the instances the load completed read back (`verify`) and
+    said; the client closed. The ids not `completed`."""
+    await quiesce(http, server)
+    bad = await verify(http, completed)
+    http.close()
+    print(f"{prefix}instances the load completed: {len(completed):,}; read back through the"
+          f" API: {len(completed) - len(bad):,} completed"
+          + (f", {len(bad)} NOT (e.g. {bad[0]})" if bad else ""))
+    return bad
+
+
 async def verify(http: Http, ids: list[str]) -> list[str]:
     """The ids whose stored instance is not `completed` with every circle a success."""
     bad: list[str] = []
@@ -518,7 +597,11 @@ def line(label: str, f: Figures, target: str) -> str:
             f"{detail}")
 
 
-async def measure(server: Server, args: argparse.Namespace) -> list[Figures] | None:
+async def connect(server: Server, args: argparse.Namespace,
+                  flow: type[Flow] = Flow) -> tuple[Http, list[str]]:
+    """A client of `args.connections` signed in as the users of the load (Flow.auths),
+    and the server warmed by 2 s of `flow`s at 50/s (template loaded, code paths run,
+    connections open); the ids of the instances that warming completed."""
     http = Http(server.port, args.connections)
     status, data = await http.call("POST", "/api/auth/token",
                                    {"username": USER, "password": PASSWORD})
@@ -532,9 +615,13 @@ async def measure(server: Server, args: argparse.Namespace) -> list[Figures] | N
         if status != 200:
             raise SystemExit(f"sign-in of {tenant_user(k)} failed: HTTP {status}")
         Flow.auths.append(f"Authorization: Bearer {json.loads(data)['access_token']}\r\n")
-    warm = Flow()  # the process warmed: template loaded, code paths run, connections open
+    warm = flow()
     await open_loop(http, warm, 50, 2, 0, args.timeout, server)
-    completed = list(warm.completed)
+    return http, list(warm.completed)
+
+
+async def measure(server: Server, args: argparse.Namespace) -> list[Figures] | None:
+    http, completed = await connect(server, args)
     print(HEADER)
     flows: list[Figures] = []
     for rate in args.rates:
@@ -564,12 +651,8 @@ async def measure(server: Server, args: argparse.Namespace) -> list[Figures] | N
     health = saturated["health"]
     print(f"  generator alone: {1 / health.gen_cpu:,.0f} req/s of one CPU"
           f" ({health.gen_cpu * 1e6:.0f} µs a request, closed loop on /api/health)")
-    await quiesce(http, server)
-    bad = await verify(http, completed)
-    http.close()
-    print(f"connections used at most: {http.peak}; instances the load completed:"
-          f" {len(completed):,}; read back through the API: {len(completed) - len(bad):,}"
-          " completed" + (f", {len(bad)} NOT (e.g. {bad[0]})" if bad else ""))
+    bad = await read_back(http, server, completed,
+                          f"connections used at most: {http.peak}; ")
     passing = [f.rate for f in flows if f.ok]
     best = max(passing) if passing else None
     print(f"this round: highest rate with p99 <= {TARGET_P99_MS:.0f} ms and zero errors: "
@@ -608,13 +691,32 @@ def summary(kind: str, rounds: list[list[Figures] | None]) -> bool:
 
 def run_server(kind: str, args: argparse.Namespace) -> list[Figures] | None | str:
     """Serve the API with `kind` on a fresh database and measure it; None if it cannot run."""
+    with serve(kind, args) as server:
+        if not isinstance(server, Server):
+            return server
+        load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+        print(f"\n== {kind} (pid {server.pid}) on {server.store};"
+              f" {args.connections} connections, {args.warmup:g} s warm-up +"
+              f" {args.duration:g} s a rate; load average before: {load}")
+        return asyncio.run(measure(server, args))
+
+
+@contextlib.contextmanager
+def serve(kind: str, args: argparse.Namespace,
+          workers: int = 0) -> Iterator[Server | str | None]:
+    """The server `kind` on a fresh database, prepared (`args.tenants`, and
+    `args.approvers` if given) and answering
+    /api/health within `args.startup` seconds; what it cannot run for (str), or None
+    when it did not start. Stopped afterwards, every process of its tree."""
     port = free_port()
-    with tempfile.TemporaryDirectory(dir=Path(__file__).parent) as name:
+    with (tempfile.TemporaryDirectory(dir=Path(__file__).parent) as name,
+          database(kind, Path(name)) as url):
         tmp = Path(name)
-        command = server_command(kind, port, tmp)
+        command = server_command(kind, port, tmp, getattr(args, "backends", 2), workers)
         if isinstance(command, str):
             print(f"\n== {kind}: skipped ({command})")
-            return command
+            yield command
+            return
         argv, extra, folder = command
         (tmp / "hook").mkdir()
         (tmp / "hook" / "sitecustomize.py").write_text(GC_HOOK)
@@ -622,10 +724,10 @@ def run_server(kind: str, args: argparse.Namespace) -> list[Figures] | None | st
         gc_log.touch()
         path = os.pathsep.join(p for p in (str(tmp / "hook"), extra.pop("PYTHONPATH", ""),
                                            os.environ.get("PYTHONPATH", "")) if p)
-        env = {**os.environ, "DATABASE_URL": f"sqlite:///{tmp / 'bench.db'}",
-               "BPFLOW_SECRET": SECRET, "BPFLOW_INPROCESS_WORKER": "0",
+        env = {**os.environ, "DATABASE_URL": url, "BPFLOW_SECRET": SECRET,
+               "BPFLOW_INPROCESS_WORKER": "0",
                "PYTHONPATH": path, "BENCH_GC_LOG": str(gc_log), **extra}
-        prepare_database(env, args.tenants)
+        prepare_database(env, args.tenants, getattr(args, "approvers", ()))
         log_path = tmp / "server.log"
         with open(log_path, "w") as log:
             proc = subprocess.Popen(argv, env=env, cwd=folder, stdout=log,
@@ -634,19 +736,23 @@ def run_server(kind: str, args: argparse.Namespace) -> list[Figures] | None | st
             if not wait_healthy(port, proc, args.startup):
                 print(f"\n== {kind}: did not serve /api/health within {args.startup:.0f} s;"
                       f" log:\n{log_path.read_text()[-2000:]}")
-                return None
-            load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
-            print(f"\n== {kind} (pid {proc.pid}) on SQLite (WAL, synchronous=FULL);"
-                  f" {args.connections} connections, {args.warmup:g} s warm-up +"
-                  f" {args.duration:g} s a rate; load average before: {load}")
-            return asyncio.run(measure(Server(port, proc.pid, gc_log), args))
+                yield None
+                return
+            store = ("SQLite (WAL, synchronous=FULL)" if url.startswith("sqlite") else
+                     f"PostgreSQL (database {url.rsplit('/', 1)[1]})")
+            yield Server(port, proc.pid, gc_log, store, log_path)
         finally:
+            tree = process_tree(proc.pid)  # `scaled` starts its processes in their own groups
             os.killpg(proc.pid, signal.SIGTERM)
             try:
                 proc.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
+            for pid in tree:  # a process of the tree still running after the stop
+                with contextlib.suppress(OSError):
+                    if process_tree(pid):
+                        os.kill(pid, signal.SIGKILL)
 
 
 def wait_healthy(port: int, proc: subprocess.Popen, limit: float) -> bool:
@@ -678,28 +784,34 @@ def main() -> int:
     parser.add_argument("--timeout", type=float, default=5.0,
                         help="a request is an error after this long (s, from its slot)")
     parser.add_argument("--servers", type=lambda s: numbers(s, str.strip), default=["reflex"],
-                        help="uvicorn, uvicorn-httptools, granian, reflex (comma-separated)")
+                        help="uvicorn, uvicorn-httptools, granian, reflex, scaled"
+                             " (comma-separated)")
     parser.add_argument("--saturation", type=float, default=5.0,
                         help="seconds of each closed-loop (maximum throughput) run")
     parser.add_argument("--rounds", type=int, default=3,
                         help="rounds a server (each on a fresh server and database)")
     parser.add_argument("--startup", type=float, default=120.0,
                         help="seconds to wait for the server")
+    parser.add_argument("--backends", type=int, default=2,
+                        help="backend processes of `scaled`")
     parser.add_argument("--tenants", type=int, default=1,
                         help="spread the instances over this many tenants (default and"
                              " t1, t2, ...: each its own user and templates)")
     args = parser.parse_args()
     args.rates = sorted(args.rates)
     print(f"{os.cpu_count()} CPUs shared by the server and this load generator")
-    outcomes = []
-    for kind in args.servers:
-        rounds = []
-        for _ in range(args.rounds):
+    # the servers take turns, round by round: the machine's noise of a moment falls on
+    # them alike, not on all of one server's rounds
+    rounds: dict[str, list[list[Figures] | None]] = {kind: [] for kind in args.servers}
+    for _ in range(args.rounds):
+        for kind in [k for k in args.servers if rounds[k] is not None]:
             flows = run_server(kind, args)
             if isinstance(flows, str):  # cannot run here
-                break
-            rounds.append(flows)
-        outcomes.append(summary(kind, rounds) if rounds else False)
+                rounds[kind] = None
+            else:
+                rounds[kind].append(flows)
+    outcomes = [summary(kind, rounds[kind]) if rounds[kind] else False
+                for kind in args.servers]
     return 0 if outcomes and outcomes[0] else 1
 
 

@@ -6,7 +6,11 @@ all on one PostgreSQL database; Ctrl-C stops all of them. Before that it creates
 database when the server does not have it, and prepares it as `make run` does (schema
 upgrade, the templates of upload/workflow/ whose names are unknown, the demo users).
 
-    python -m bpflow.scaled [--backends N] [--workers M] [--port PORT]
+    python -m bpflow.scaled [--backends N] [--workers M] [--port PORT] [--backend-only]
+
+`--backend-only` serves the REST API and the Reflex event socket without the frontend
+(`reflex run --backend-only`: no frontend build to wait for), as bench/paper_flow.py and
+bench/soak.py measure it.
 
 `DATABASE_URL` (default postgresql://postgres@127.0.0.1:5432/bpflow) and
 `REFLEX_REDIS_URL` (default redis://127.0.0.1:6379) name the servers; the secret and the
@@ -81,10 +85,13 @@ def prepare(env: dict[str, str]) -> None:
             raise SetupError(f"bpflow {' '.join(args)} failed")
 
 
-def commands(backends: int, workers: int, port: int) -> list[tuple[str, list[str], dict]]:
+def commands(backends: int, workers: int, port: int,
+             backend_only: bool = False) -> list[tuple[str, list[str], dict]]:
     """What runs: (label, command, extra environment) of each process."""
-    reflex = [sys.executable, "-m", "reflex", "run", "--env", "prod", "--single-port",
-              "--frontend-port", str(port), "--backend-port", str(port)]
+    reflex = [sys.executable, "-m", "reflex", "run", "--env", "prod",
+              *(["--backend-only"] if backend_only else
+                ["--single-port", "--frontend-port", str(port)]),
+              "--backend-port", str(port)]
     # the backends serve requests only: the work is the `bpflow worker`s'
     out = [(f"reflex ({backends} backend processes)", reflex,
             {"GRANIAN_WORKERS": str(backends), "BPFLOW_INPROCESS_WORKER": "0"})]
@@ -112,7 +119,7 @@ def stop_all(procs: list[subprocess.Popen]) -> None:
                 pass
 
 
-def run(backends: int, workers: int, port: int) -> int:
+def run(backends: int, workers: int, port: int, backend_only: bool = False) -> int:
     env = dict(os.environ)
     env["DATABASE_URL"] = env.get("DATABASE_URL") or DEFAULT_DATABASE
     env["REFLEX_REDIS_URL"] = env.get("REFLEX_REDIS_URL") or DEFAULT_REDIS
@@ -136,7 +143,7 @@ def run(backends: int, workers: int, port: int) -> int:
 
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
-    for label, command, extra in commands(backends, workers, port):
+    for label, command, extra in commands(backends, workers, port, backend_only):
         print(f"starting {label}: {' '.join(command[1:])}", flush=True)
         # each in its own process group: Ctrl-C reaches this process only, which then
         # stops every group in order
@@ -166,10 +173,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--backends", type=int, default=2, help="backend processes (N)")
     parser.add_argument("--workers", type=int, default=2, help="bpflow workers (M)")
     parser.add_argument("--port", type=int, default=3000)
+    parser.add_argument("--backend-only", action="store_true",
+                        help="no frontend: the API and the event socket only")
     args = parser.parse_args(argv)
     if args.backends < 1 or args.workers < 0:
         parser.error("--backends must be at least 1 and --workers at least 0")
-    return run(args.backends, args.workers, args.port)
+    return run(args.backends, args.workers, args.port, args.backend_only)
 
 
 if __name__ == "__main__":
