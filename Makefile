@@ -32,7 +32,8 @@ help:
 	@echo "make run-scaled $(BACKENDS) backends + $(WORKERS) workers on PostgreSQL and Redis" \
 		"(BACKENDS=N WORKERS=M)"
 	@echo "make test       set up (browser included) and run the whole test suite"
-	@echo "make soak       the long crash test (20 kills of the server under load)"
+	@echo "make soak       the long crash test (20 kills of the server under load), then the" \
+		"paper flow scaled out for 10 minutes (SOAK_ARGS=\"--minutes M --rate R\")"
 	@echo "make bench      bpflow against SpiffWorkflow and DBOS (installs the bench extra)"
 	@echo "make lint       ruff check"
 	@echo "make install    create $(VENV) and install bpflow with its dev extras"
@@ -107,8 +108,15 @@ run-scaled: install bun $(WEB_STAMP)
 test: install bun chromium
 	$(PY) -m pytest -q
 
+# Two soaks, one after the other: the crash test (20 kills of the server under load) and
+# the paper flow in scale-out mode (bench/soak.py: 2 backends, 2 workers, a PostgreSQL
+# database of its own, Redis), which fails on any error or on a process whose memory grows
+# more than 10 % after the first minute. The second needs PostgreSQL and Redis at their
+# default addresses (DATABASE_URL is not its: it makes a database of its own on
+# BENCH_PG_URL); SOAK_ARGS passes options to it (`bench/soak.py --help`).
 soak: install
 	BPFLOW_SOAK=1 $(PY) -m pytest -q tests/store/test_crash.py
+	$(PY) bench/soak.py $(SOAK_ARGS)
 
 # The peers are pinned in the `bench` extra, installed here only: `make test` does not need them.
 bench: install
