@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import hashlib
 import json
 import logging
 import os
@@ -33,7 +34,7 @@ from dataclasses import dataclass, field
 
 log = logging.getLogger("bpflow.changes")
 
-CHANNEL = "bpflow_changes"
+CHANNEL = "bpflow_changes"  # followed by the schema's name: `PgHub.channel`
 PAYLOAD_MAX = 7000  # bytes of one notification (PostgreSQL's limit is 8000)
 PENDING_MAX = 256  # changes a subscriber keeps unread; more and it is told "everything"
 IDLE_S = 2.0  # seconds without a change before the sending connection is closed
@@ -183,7 +184,7 @@ class Hub:
 
 class PgHub(Hub):
     """A hub that also sends its changes to, and receives those of, the other processes
-    on the same PostgreSQL database (NOTIFY / LISTEN on CHANNEL).
+    on the same PostgreSQL database and schema (NOTIFY / LISTEN on `channel`).
 
     Sending happens on a thread of its own, so a step never waits for it: it gathers the
     changes that arrive together into as few notifications as fit. Each carries this
@@ -199,6 +200,7 @@ class PgHub(Hub):
         self._started = threading.Lock()
         self.listening.clear()  # set while the listener's LISTEN holds
         self.listener_pid = 0  # its server process
+        self._channel: str | None = None
 
     def publish(self, changes: list[Change]) -> None:
         if not changes:
@@ -261,13 +263,26 @@ class PgHub(Hub):
                 if conn is None or conn.closed:
                     conn = psycopg.connect(self.conninfo, autocommit=True)
                 conn.execute("SELECT pg_notify(%s, p) FROM unnest(%s::text[]) AS p",
-                             (CHANNEL, payloads))
+                             (self.channel(conn), payloads))
                 return conn
             except psycopg.Error as exc:
                 conn = None
                 if attempt:
                     log.warning("changes not sent to the other processes: %s", exc)
         return None
+
+    def channel(self, conn) -> str:
+        """The channel of this database's schema: installations sharing a database in
+        schemas of their own (`-csearch_path`) hear only their own changes. A channel
+        is an identifier (63 bytes at most): a long schema name is shortened to its
+        digest."""
+        if self._channel is None:
+            schema = conn.execute("SELECT current_schema()").fetchone()[0] or "public"
+            name = f"{CHANNEL}_{schema}"
+            if len(name.encode()) > 63 or '"' in name:
+                name = f"{CHANNEL}_{hashlib.sha256(schema.encode()).hexdigest()[:32]}"
+            self._channel = name
+        return self._channel
 
     def _drain(self, timeout: float | None) -> tuple[list[Change], bool]:
         """(the changes waiting, up to 1000, after up to `timeout` seconds for the
@@ -322,7 +337,7 @@ class PgHub(Hub):
         while not self._stop.is_set():
             try:
                 with psycopg.connect(self.conninfo, autocommit=True) as conn:
-                    conn.execute(f"LISTEN {CHANNEL}")
+                    conn.execute(f'LISTEN "{self.channel(conn)}"')
                     self.listener_pid = conn.info.backend_pid
                     self.listening.set()
                     if lost:

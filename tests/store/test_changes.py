@@ -99,3 +99,42 @@ def test_a_step_of_another_process_reaches_this_ones_subscribers(store, db_url):
         assert [(c.instance, c.seq) for c in got] == [(inst.id, store.get(inst.id).seq)]
     else:
         assert got == [EVERYTHING]
+
+
+def test_installations_in_schemas_of_their_own_hear_only_their_own_changes(store):
+    """Two PostgreSQL schemas of one database (as the tests and shared servers use them):
+    a change published in one reaches the other processes of that schema, not those of
+    the other schema (each schema has its own channel)."""
+    if not store.postgres:
+        return  # SQLite: a hub per file
+    from sqlalchemy import create_engine
+
+    from bpflow.changes import PgHub
+    from bpflow.store.pg_writer import conninfo
+    from tests.conftest import pg_schema
+
+    def address(url: str) -> str:
+        db = create_engine(url)
+        try:
+            return conninfo(db)
+        finally:
+            db.dispose()
+    ours = address(str(store.db.url.render_as_string(hide_password=False)))
+    with pg_schema() as elsewhere:
+        sender, same, other = PgHub(ours), PgHub(ours), PgHub(address(elsewhere))
+        change = Change("i1", 3, "default", frozenset({"r:finance"}))
+
+        async def main():
+            keys = [instance_key("i1")]
+            with same.subscribe(keys) as near, other.subscribe(keys) as far:
+                for hub in (same, other):
+                    assert await asyncio.to_thread(hub.listening.wait, WAIT_S)
+                sender.publish([change])
+                return await near.next(WAIT_S), await far.next(1.0)
+        try:
+            heard, overheard = run_async(main())
+        finally:
+            for hub in (sender, same, other):
+                hub.close()
+    assert heard == [change] and overheard == []
+    assert sender.channel is not None and same._channel != other._channel
