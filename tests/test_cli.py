@@ -165,7 +165,9 @@ def test_seed_demo_adds_users_once_with_private_passwords(tmp_path):
     assert first.returncode == 0 and "approver" in first.stdout
     saved = tmp_path / "home" / "demo-users.txt"
     assert oct(saved.stat().st_mode & 0o777) == "0o600"
-    name, password = saved.read_text().splitlines()[0].split()[:2]
+    header, first_user = saved.read_text().splitlines()[:2]
+    assert header == f"# {env['DATABASE_URL']}"
+    name, password = first_user.split()[:2]
     again = run_cli("seed-demo", env_extra=env)
     assert "no demo users added" in again.stdout and str(saved) in again.stdout
     from bpflow.store import Store
@@ -174,6 +176,15 @@ def test_seed_demo_adds_users_once_with_private_passwords(tmp_path):
         assert store.authenticate(name, password)["roles"] == ["admin"]
     finally:
         store.close()
+    # another database seeded with the same BPFLOW_HOME keeps the first one's passwords
+    other = {**env, "DATABASE_URL": f"sqlite:///{tmp_path / 'other.db'}"}
+    assert run_cli("db", "upgrade", env_extra=other).returncode == 0
+    seeded = run_cli("seed-demo", env_extra=other)
+    assert seeded.returncode == 0 and str(saved) not in seeded.stdout
+    assert saved.read_text().splitlines()[:2] == [header, first_user]
+    [own] = (tmp_path / "home").glob("demo-users-*.txt")
+    assert own.read_text().splitlines()[0] == f"# {other['DATABASE_URL']}"
+    assert str(own) in run_cli("seed-demo", env_extra=other).stdout
 
 
 # ------------------------------------------------- the secret (SPEC §13)
