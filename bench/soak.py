@@ -22,7 +22,7 @@ Verdict: PASS only with no error (none answered wrongly or late, none read back 
 than completed, no process gone) and no process whose RSS grew more than `--growth` %
 (default 10) after the first minute. Exit status 0 on PASS, 1 otherwise.
 
-    .venv/bin/python bench/soak.py [--minutes 10] [--rate 100] [--backends 2] [--workers 2]
+    .venv/bin/python bench/soak.py [--minutes 10] [--rate 50] [--backends 2] [--workers 2]
         [--sample 5] [--connections 100] [--timeout 5] [--growth 10]
 """
 
@@ -223,7 +223,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--minutes", type=float, default=10.0,
                         help="how long the load runs (fractions allowed)")
-    parser.add_argument("--rate", type=float, default=100.0, help="requests a second")
+    # scaled out on PostgreSQL a step costs this 2-CPU machine more than on SQLite, and
+    # the soak judges errors and memory, not capacity: well below what it serves at most
+    parser.add_argument("--rate", type=float, default=50.0, help="requests a second")
     parser.add_argument("--backends", type=int, default=2, help="backend processes")
     parser.add_argument("--workers", type=int, default=2, help="`bpflow worker`s")
     parser.add_argument("--sample", type=float, default=5.0,
