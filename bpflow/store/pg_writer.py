@@ -50,11 +50,11 @@ from bpflow.store import statements as sql
 from bpflow.store.connection import UTCDateTime, aware
 from bpflow.store.tables import audience_t, circles_t, instances_t
 from bpflow.store.writing import (
+    LoopWriters,
     NewInstance,
     SqlAlchemyWriter,
     Write,
     settle,
-    writer_of_loop,
 )
 
 DIALECT = postgresql.psycopg.dialect()
@@ -307,10 +307,9 @@ class PgWriter:
         self.conninfo = conninfo(db)
         self.fallback = SqlAlchemyWriter(db)
         self._lock = threading.Lock()
-        self._pid = os.getpid()
         self._local = threading.local()
         self._conns: list[psycopg.Connection] = []
-        self._loops: dict[asyncio.AbstractEventLoop, PgLoopWriter] = {}
+        self._loops: LoopWriters[PgLoopWriter] = LoopWriters()
 
     def insert(self, new: NewInstance) -> None:
         self.write(insert_job([new]))
@@ -367,25 +366,19 @@ class PgWriter:
         """`write` for an event loop: its `PgLoopWriter` sends it with the jobs that
         arrive together."""
         loop = asyncio.get_running_loop()
-        with self._lock:
-            if self._pid != os.getpid():  # a forked child: the parent's writers are not ours
-                self._pid, self._loops = os.getpid(), {}
-            writer = writer_of_loop(self._loops, loop, lambda: PgLoopWriter(self.conninfo, loop))
+        writer = self._loops.of(loop, lambda: PgLoopWriter(self.conninfo, loop))
         return await writer.run(job)
 
     def loop_writer(self, loop: asyncio.AbstractEventLoop) -> PgLoopWriter | None:
-        with self._lock:
-            return self._loops.get(loop)
+        return self._loops.get(loop)
 
     def close(self) -> None:
         with self._lock:
             conns, self._conns = self._conns, []
             self._local = threading.local()
-            loops, self._loops = self._loops, {}
         for conn in conns:
             conn.close()
-        for writer in loops.values():
-            writer.close()
+        self._loops.close()
 
 
 class Copier:

@@ -18,7 +18,7 @@ from typing import Any
 
 from bpflow.store import statements as sql
 from bpflow.store.connection import LockWait, begin_immediate, sqlite_connect
-from bpflow.store.writing import NewInstance, Write, settle, writer_of_loop
+from bpflow.store.writing import LoopWriters, NewInstance, Write, settle
 
 Job = Callable[[sqlite3.Connection], Any]
 Waiter = asyncio.Future  # of an event loop, resolved on that loop
@@ -51,10 +51,9 @@ class SqliteWriter:
     def __init__(self, path: str):
         self.path = path
         self._lock = threading.Lock()
-        self._pid = os.getpid()
         self._local = threading.local()
         self._conns: list[sqlite3.Connection] = []  # of every thread
-        self._loops: dict[asyncio.AbstractEventLoop, LoopWriter] = {}
+        self._loops: LoopWriters[LoopWriter] = LoopWriters()
 
     # ------------------------------------------------------------ the jobs
     def insert(self, new: NewInstance) -> None:
@@ -170,8 +169,6 @@ class SqliteWriter:
         once committed, or the error that rolled it back. Threads write on their own
         connections (a hand-off to a writer thread costs more than sharing the flush
         saves: bench/RESULTS.md)."""
-        with self._lock:
-            self._started()
         conn = self._own("writer")
         begin_immediate(conn)
         try:
@@ -183,25 +180,16 @@ class SqliteWriter:
             raise
         return value
 
-    def _started(self) -> None:
-        """(Under the lock) forget the loop writers a forked child inherited without
-        their threads."""
-        if self._pid != os.getpid():
-            self._pid, self._loops = os.getpid(), {}
-
     async def run(self, job: Job) -> Any:
         """`write` for an event loop: awaits the commit without blocking the loop (the
         loop's own `LoopWriter` writes it)."""
         loop = asyncio.get_running_loop()
-        with self._lock:
-            self._started()
-            writer = writer_of_loop(self._loops, loop, lambda: LoopWriter(self.path, loop))
+        writer = self._loops.of(loop, lambda: LoopWriter(self.path, loop))
         return await writer.run(job)
 
     def loop_writer(self, loop: asyncio.AbstractEventLoop) -> LoopWriter | None:
         """The group-commit writer of an event loop (once that loop has written)."""
-        with self._lock:
-            return self._loops.get(loop)
+        return self._loops.get(loop)
 
     def close(self) -> None:
         with self._lock:
@@ -209,9 +197,7 @@ class SqliteWriter:
                 conn.close()
             self._conns.clear()
             self._local = threading.local()
-            loops, self._loops = self._loops, {}
-        for writer in loops.values():
-            writer.close()
+        self._loops.close()
 
 
 class LoopWriter:

@@ -9,9 +9,11 @@ the statements of `bpflow.store.statements`.
 from __future__ import annotations
 
 import asyncio
+import os
+import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from sqlalchemy.engine import Connection, Engine
 
@@ -93,16 +95,37 @@ def settle(items: list[tuple[asyncio.Future, Any, BaseException | None]]) -> Non
             future.set_result(value)
 
 
-def writer_of_loop(loops: dict[asyncio.AbstractEventLoop, Any],
-                   loop: asyncio.AbstractEventLoop, make: Callable[[], L]) -> L:
-    """(Under the writer's lock) the group-commit writer of an event loop, made by `make`
-    on its first write; the writers of loops closed since are closed."""
-    writer = loops.get(loop)
-    if writer is None:
-        for gone in [lp for lp in loops if lp.is_closed()]:
-            loops.pop(gone).close()
-        writer = loops[loop] = make()
-    return writer
+class LoopWriters(Generic[L]):
+    """The group-commit writers of a store's event loops, one a loop, made on its first
+    write; those of loops closed since are closed. A forked child forgets its parent's
+    (their threads did not come with it)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pid = os.getpid()
+        self._loops: dict[asyncio.AbstractEventLoop, L] = {}
+
+    def of(self, loop: asyncio.AbstractEventLoop, make: Callable[[], L]) -> L:
+        with self._lock:
+            if self._pid != os.getpid():
+                self._pid, self._loops = os.getpid(), {}
+            writer = self._loops.get(loop)
+            if writer is None:
+                for gone in [lp for lp in self._loops if lp.is_closed()]:
+                    self._loops.pop(gone).close()
+                writer = self._loops[loop] = make()
+            return writer
+
+    def get(self, loop: asyncio.AbstractEventLoop) -> L | None:
+        """The writer of `loop`, once that loop has written."""
+        with self._lock:
+            return self._loops.get(loop)
+
+    def close(self) -> None:
+        with self._lock:
+            loops, self._loops = self._loops, {}
+        for writer in loops.values():
+            writer.close()
 
 
 def insert_rows(conn: Connection, news: list[NewInstance]) -> None:

@@ -159,3 +159,33 @@ def test_async_operations_refuse_what_does_not_exist(sqlite_store):
             await sqlite_store.start_async("no-such-template")
     run_async(main())
 
+
+
+def test_loop_writers_one_a_loop_and_none_inherited_through_a_fork():
+    """A loop's writer is made once; a closed loop's is closed when another loop comes;
+    a forked child (Granian forks its workers) makes its own instead of using the
+    parent's, whose threads did not come with it."""
+    import os
+
+    from bpflow.store.writing import LoopWriters
+
+    class Made:
+        closed = False
+
+        def close(self):
+            self.closed = True
+    writers: LoopWriters[Made] = LoopWriters()
+    old, loop = asyncio.new_event_loop(), asyncio.new_event_loop()
+    first = writers.of(old, Made)
+    assert writers.of(old, Made) is first and writers.get(loop) is None
+    old.close()
+    mine = writers.of(loop, Made)
+    assert first.closed and writers.get(old) is None and writers.get(loop) is mine
+    pid = os.fork()
+    if pid == 0:  # the child: only this check, then out without the parent's cleanup
+        os._exit(0 if writers.of(loop, Made) is not mine and not mine.closed else 1)
+    assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
+    assert writers.of(loop, Made) is mine
+    writers.close()
+    loop.close()
+    assert mine.closed
