@@ -18,6 +18,11 @@ WORKERS ?= 2
 
 # Reflex would download bun itself, which cannot work here: use the one from npm.
 export REFLEX_BUN_PATH := $(BUN)
+# With PYTHONDONTWRITEBYTECODE set (some machines' environments set it), every Python
+# process compiles every module it imports from source: several seconds of CPU for each
+# server, worker and command the tests and `make run-scaled` start. Ours keep bytecode
+# (__pycache__/ is ignored by git).
+unexport PYTHONDONTWRITEBYTECODE
 # Reflex picks its npm registry by timing registry.npmjs.org against a mirror, and prints
 # "Failed to connect" for the one it cannot reach: give it the registry npm is set up with.
 REFLEX_ENV = NPM_CONFIG_REGISTRY="$${NPM_CONFIG_REGISTRY:-$$(npm config get registry 2>/dev/null)}"
