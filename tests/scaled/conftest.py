@@ -6,6 +6,11 @@ worker`s, all on a PostgreSQL schema of the module's own (SPEC §14).
   ``cluster.b`` are the backends' base URLs, ``cluster.store`` a Store on their database
   with their secret, ``cluster.workers`` the worker processes. Logs go to
   ``test-output/scaled/``.
+- ``app_site(url, ...)``: a context manager for the pages' tests and bench/push_latency.py:
+  the built app served (`--single-port`) from a frontend folder of its own, optionally with
+  several Granian workers and beside an API-only backend; see ``AppSite``. With it
+  ``started_flow``, ``sign_in`` and ``complete``: a flow started, signed in on its page,
+  and a step made, through the REST API.
 
 Without PostgreSQL or Redis the tests skip with a loud reason, except under CI (CI=true),
 where an absent server fails the run (as tests/conftest.py does for PostgreSQL).
@@ -14,6 +19,7 @@ where an absent server fails the run (as tests/conftest.py does for PostgreSQL).
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -23,9 +29,11 @@ import urllib.error
 import urllib.request
 import warnings
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import httpx
 import pytest
 
 from bpflow.store import Store
@@ -170,3 +178,109 @@ def cluster(pg_available) -> Iterator[Cluster]:
             for process in cluster.backends + cluster.workers:
                 stop(process)
             store.close()
+
+
+def own_web_dir(name: str = "web") -> Path:
+    """A frontend folder of the app's own: a build bakes its backend's port into the bundle,
+    and the browser session's app (tests/browser/conftest.py) serves its build from .web/
+    meanwhile. The copy shares .web/'s installed packages; without them (no app started in
+    this checkout yet) Reflex sets the folder up itself."""
+    web = OUTPUT / name
+    shutil.rmtree(web, ignore_errors=True)
+    if not (ROOT / ".web" / "node_modules").is_dir():
+        return web
+    shutil.copytree(ROOT / ".web", web, symlinks=True,
+                    ignore=shutil.ignore_patterns("node_modules", "build", ".react-router"))
+    (web / "node_modules").symlink_to(ROOT / ".web" / "node_modules")
+    return web
+
+
+@dataclass
+class AppSite:
+    """``app``: the base URL of the built app (``http://localhost:PORT``: its frontend
+    talks to its backend there); ``api``: the API-only backend's, when one was asked for;
+    ``server``: the app's process (Reflex's CLI; its Granian workers are its children);
+    ``store``: a Store on their database with their secret."""
+    app: str
+    server: subprocess.Popen
+    store: Store
+    api: str | None = None
+
+
+@contextmanager
+def app_site(url: str, *, api: bool = True, workers: int = 1,
+             web: str = "web") -> Iterator[AppSite]:
+    """The built app served by `reflex run --env prod --single-port` with `workers` Granian
+    workers behind its port, and with `api` a backend serving the API only
+    (`--backend-only`) before it; on the database `url` and Reflex's Redis state manager;
+    every process stopped afterwards. Logs go to ``test-output/scaled/<web>-*.log``."""
+    OUTPUT.mkdir(parents=True, exist_ok=True)
+    env = {**server_env(url), "REFLEX_WEB_WORKDIR": str(own_web_dir(web))}
+    reflex = [sys.executable, "-m", "reflex", "run", "--env", "prod"]
+    processes: list[subprocess.Popen] = []
+    store = Store(url, secret=SECRET.encode())
+    try:
+        base_api = None
+        if api:
+            port = free_port()
+            base_api = f"http://127.0.0.1:{port}"
+            log = OUTPUT / f"{web}-backend-api.log"
+            processes.append(spawn([*reflex, "--backend-only", "--backend-port", str(port)],
+                                   env, log))
+            # one after the other: a starting Reflex clears the folder's disk state files
+            wait_for({base_api: processes[-1]}, {base_api: log})
+        port = free_port()
+        base = f"http://localhost:{port}"
+        log = OUTPUT / f"{web}-backend-app.log"
+        processes.append(spawn([*reflex, "--single-port", "--frontend-port", str(port),
+                                "--backend-port", str(port)],
+                               {**env, "GRANIAN_WORKERS": str(workers)}, log))
+        wait_for({base: processes[-1]}, {base: log})
+        wait_for({base: processes[-1]}, {base: log}, "/")
+        yield AppSite(base, processes[-1], store, base_api)
+    finally:
+        for process in processes:
+            stop(process)
+        store.close()
+
+
+FORM = {"name": "storm", "circles": [
+    {"uri": "fill", "box": {"form": [{"name": "n", "type": "integer"}]}},
+    {"uri": "end", "deps": [["fill"]]}]}
+USER = ("alice", "pw-alice")
+
+
+def started_flow(store: Store, api: str, template: dict = FORM) -> tuple[dict, dict]:
+    """alice (a user), `template`, and an instance of it started by alice through the REST
+    API at `api`: (alice's bearer header, the instance as the API answered it)."""
+    store.add_user(USER[0], USER[1], ["user"])
+    store.put_template(template)
+    token = httpx.post(f"{api}/api/auth/token", timeout=30,
+                       json={"username": USER[0], "password": USER[1]}).json()
+    bearer = {"Authorization": f"Bearer {token['access_token']}"}
+    inst = httpx.post(f"{api}/api/instances", json={"template": template["name"]},
+                      headers=bearer, timeout=30).json()
+    return bearer, inst
+
+
+def sign_in(page, path: str, user: tuple[str, str] = USER) -> None:
+    """Open `path` and sign `user` (name, password) in through its sign-in form."""
+    from playwright.sync_api import expect
+
+    page.goto(path)
+    page.get_by_label("Username").fill(user[0])
+    page.get_by_label("Password").fill(user[1])
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.locator("#user-menu")).to_contain_text(user[0])
+
+
+def complete(api: str, inst: dict, bearer: dict, circle: str = "fill",
+             result: dict | None = None) -> httpx.Response:
+    """Complete `circle` of `inst` through the REST API at `api`, with the bookmark the
+    instance's answer gave."""
+    answer = httpx.post(f"{api}/api/instances/{inst['id']}/circles/{circle}/complete",
+                        json={"bookmark": inst["circles"][circle]["bookmark"],
+                              "result": {"n": 7} if result is None else result},
+                        headers=bearer, timeout=30)
+    assert answer.status_code == 200, answer.text
+    return answer
