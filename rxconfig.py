@@ -8,6 +8,31 @@ import os
 
 import reflex as rx
 
+
+def _respawn_failed_workers() -> None:
+    """Granian, as Reflex starts it in production (``reflex.utils.exec.
+    run_granian_backend_prod``, no respawn option), stops the whole server when one of its
+    workers dies: have it start a new worker instead while the others keep serving (SPEC
+    §14). Reflex imports ``granian.server.Server`` when it starts the server, so it gets
+    this subclass."""
+    import granian.server
+
+    base = granian.server.Server
+    if getattr(base, "respawns_failed_workers", False):
+        return
+
+    class Server(base):
+        respawns_failed_workers = True
+
+        def __init__(self, *args, **kwargs) -> None:
+            kwargs.setdefault("respawn_failed_workers", True)
+            super().__init__(*args, **kwargs)
+
+    granian.server.Server = Server
+
+
+_respawn_failed_workers()
+
 config = rx.Config(
     app_name="bpflow_app",
     telemetry_enabled=False,
