@@ -41,6 +41,7 @@ IDLE_S = 2.0  # seconds without a change before the sending connection is closed
 RETRY_S = 2.0  # before the listener connects again after losing its connection
 WATCH_S = 1.0  # how often an SQLite file is checked for other processes' writes
 BUSY_S = 5.0  # at most this often "everything" when their writes mix with ours
+HEARD_S = 10.0  # how long a new subscriber waits for the listener's LISTEN at most
 Key = tuple[str, ...]
 
 
@@ -135,6 +136,16 @@ class Hub:
                 self._subs.setdefault(key, set()).add(sub)
         self._listen()
         return sub
+
+    async def heard(self, timeout: float = HEARD_S) -> bool:
+        """Wait until the other processes' changes are heard (the listener's LISTEN
+        holds): a read made after `subscribe` and this misses none of their commits, where
+        one right after `subscribe` could miss those made before the LISTEN (the first
+        subscription starts the listener). Whether they are (False after `timeout`
+        seconds: the listener cannot connect)."""
+        if self.listening.is_set():
+            return True
+        return await asyncio.to_thread(self.listening.wait, timeout)
 
     def _drop(self, sub: Subscription) -> None:
         with self._lock:

@@ -220,6 +220,7 @@ class FlowState(SessionState):
             async with self:
                 hub = store_for(self._caller()).changes
             with hub.subscribe([instance_key(iid)]) as changes:
+                await hub.heard()
                 async with self:  # what committed before the subscription
                     self._catch_up(iid)
                 end = loop.time() + FOLLOW_S

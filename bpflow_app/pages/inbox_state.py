@@ -275,6 +275,7 @@ class InboxState(SessionState):
             hub = store_for(caller).changes
             keys = task_keys(caller.tenant, caller.username, caller.roles)
             with hub.subscribe(keys) as changes:
+                await hub.heard()
                 # first, what may have committed before the subscription
                 end, news = loop.time() + FOLLOW_S, [EVERYTHING]
                 while loop.time() < end:
