@@ -175,12 +175,18 @@ class Signals:
 
     def expired(self, limit: int = 100) -> list[str]:
         """Ids of instances still running, failed or suspended whose template version's
-        `stop_at` has passed (of every tenant for the worker's view), oldest first."""
-        q = (select(instances_t.c.id)
-             .join(templates_t, templates_t.c.id == instances_t.c.template_id)
-             .where(self._here(instances_t), templates_t.c.stop_at.is_not(None),
-                    templates_t.c.stop_at <= self.clock(),
-                    instances_t.c.status.in_(EXPIRING))
-             .order_by(instances_t.c.created_at, instances_t.c.id).limit(limit))
+        `stop_at` has passed (of every tenant for the worker's view), oldest first.
+        The versions past their `stop_at` are looked up first (a few rows): the worker
+        asks every round, and as one join the planner could walk every instance in
+        the order of their creation to find none."""
         with self.reader() as conn:
-            return list(conn.execute(q).scalars())
+            versions = list(conn.execute(select(templates_t.c.id).where(
+                templates_t.c.stop_at.is_not(None), templates_t.c.stop_at <= self.clock()))
+                .scalars())
+            if not versions:
+                return []
+            return list(conn.execute(
+                select(instances_t.c.id)
+                .where(self._here(instances_t), instances_t.c.template_id.in_(versions),
+                       instances_t.c.status.in_(EXPIRING))
+                .order_by(instances_t.c.created_at, instances_t.c.id).limit(limit)).scalars())
