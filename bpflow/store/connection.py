@@ -49,24 +49,21 @@ WRITE_LOCK_TIMEOUT_S = 30.0
 
 
 def sqlite_pragmas(conn: sqlite3.Connection, busy_ms: int = SQLITE_BUSY_MS,
-                   wal: bool = True, checkpoints: bool = True) -> None:
+                   wal: bool = True) -> None:
     """The settings of every connection to the store's SQLite file: write-ahead log,
     full sync at commit (a step answered is on disk), foreign keys, a short busy wait.
-    SQLite checkpoints the log in the commit that crosses 1,000 pages, unless
-    `checkpoints` is False (the writer's connections: its `Checkpointer` does it)."""
+    SQLite checkpoints the log in the commit that crosses 1,000 pages."""
     if wal:
         conn.execute("PRAGMA journal_mode=WAL")
-    for pragma in ("synchronous=FULL", "foreign_keys=ON", f"busy_timeout={busy_ms}",
-                   *(() if checkpoints else ("wal_autocheckpoint=0",))):
+    for pragma in ("synchronous=FULL", "foreign_keys=ON", f"busy_timeout={busy_ms}"):
         conn.execute(f"PRAGMA {pragma}")
 
 
-def sqlite_connect(path: str, busy_ms: int = SQLITE_BUSY_MS,
-                   checkpoints: bool = True) -> sqlite3.Connection:
+def sqlite_connect(path: str, busy_ms: int = SQLITE_BUSY_MS) -> sqlite3.Connection:
     """A plain sqlite3 connection with the store's settings; transactions are begun by
     the caller (`isolation_level=None`)."""
     conn = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
-    sqlite_pragmas(conn, busy_ms, checkpoints=checkpoints)
+    sqlite_pragmas(conn, busy_ms)
     return conn
 
 

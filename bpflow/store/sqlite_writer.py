@@ -9,7 +9,6 @@ the store hands its prepared rows to this writer instead (the statements are tho
 from __future__ import annotations
 
 import asyncio
-import logging
 import os
 import sqlite3
 import threading
@@ -21,8 +20,6 @@ from bpflow.store import statements as sql
 from bpflow.store.connection import LockWait, begin_immediate, sqlite_connect
 from bpflow.store.writing import LoopWriters, NewInstance, Write, settle
 
-log = logging.getLogger(__name__)
-CHECKPOINT_S = 0.25  # between checkpoints while steps are committed (~1,000 pages at 500/s)
 Job = Callable[[sqlite3.Connection], Any]
 Waiter = asyncio.Future  # of an event loop, resolved on that loop
 CAS = sql.for_sqlite(sql.cas)
@@ -57,7 +54,6 @@ class SqliteWriter:
         self._local = threading.local()
         self._conns: list[sqlite3.Connection] = []  # of every thread
         self._loops: LoopWriters[LoopWriter] = LoopWriters()
-        self.checkpointer = Checkpointer(path)
 
     # ------------------------------------------------------------ the jobs
     def insert(self, new: NewInstance) -> None:
@@ -161,7 +157,7 @@ class SqliteWriter:
         thread, or the one there was inherited through a fork)."""
         pid, conn = getattr(self._local, name, (None, None))
         if pid != os.getpid():
-            conn = sqlite_connect(self.path, checkpoints=name != "writer")
+            conn = sqlite_connect(self.path)
             setattr(self._local, name, (os.getpid(), conn))
             with self._lock:
                 self._conns.append(conn)
@@ -182,14 +178,13 @@ class SqliteWriter:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise
-        self.checkpointer.committed()
         return value
 
     async def run(self, job: Job) -> Any:
         """`write` for an event loop: awaits the commit without blocking the loop (the
         loop's own `LoopWriter` writes it)."""
         loop = asyncio.get_running_loop()
-        writer = self._loops.of(loop, lambda: LoopWriter(self.path, loop, self.checkpointer))
+        writer = self._loops.of(loop, lambda: LoopWriter(self.path, loop))
         return await writer.run(job)
 
     def loop_writer(self, loop: asyncio.AbstractEventLoop) -> LoopWriter | None:
@@ -203,7 +198,6 @@ class SqliteWriter:
             self._conns.clear()
             self._local = threading.local()
         self._loops.close()
-        self.checkpointer.close()
 
 
 class LoopWriter:
@@ -216,11 +210,9 @@ class LoopWriter:
     the next batch. Taking the write lock never waits on the loop: when another
     connection holds it, the batch is tried again a little later."""
 
-    def __init__(self, path: str, loop: asyncio.AbstractEventLoop,
-                 checkpointer: Checkpointer):
+    def __init__(self, path: str, loop: asyncio.AbstractEventLoop):
         self.loop = loop
-        self.conn = sqlite_connect(path, busy_ms=0, checkpoints=False)
-        self.checkpointer = checkpointer
+        self.conn = sqlite_connect(path, busy_ms=0)
         self.pending: list[tuple[Job, Waiter]] = []
         self.busy = False  # a batch is being written or committed
         self.wait = LockWait(longest=0.005)  # for the write lock, taken without blocking
@@ -267,7 +259,6 @@ class LoopWriter:
             return
         self.commits += 1
         self.jobs += len(batch)
-        self.checkpointer.committed()
         settle(outcomes)
         self._next()
 
@@ -285,66 +276,6 @@ class LoopWriter:
     def close(self) -> None:
         self.committer.shutdown(wait=True)
         self.conn.close()
-
-
-class Checkpointer:
-    """Copies the write-ahead log back into the database file on a thread of its own,
-    so that no commit does it: SQLite would, in the commit that takes the log past
-    1,000 pages (the copy and the database file's fsync held that commit and every
-    step waiting on it: the tail of the latencies). The writer's connections do not
-    checkpoint (`wal_autocheckpoint=0`); after commits this thread runs a PASSIVE
-    checkpoint every CHECKPOINT_S seconds, which waits for nobody and lets the log
-    start over once all of it is copied. It starts with the first commit (in a forked
-    child too) and stops at `close`, checkpointing what is left."""
-
-    def __init__(self, path: str):
-        self.path = path
-        self.dirty = False
-        self.checkpoints = 0  # run so far
-        self._lock = threading.Lock()
-        self._wake = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._pid = 0
-
-    def committed(self) -> None:
-        self.dirty = True
-        if self._pid != os.getpid():
-            self._start()
-
-    def _start(self) -> None:
-        with self._lock:
-            if self._pid == os.getpid():
-                return
-            self._wake = threading.Event()
-            self._thread = threading.Thread(target=self._run, args=(self._wake,),
-                                            name="bpflow-checkpoint", daemon=True)
-            self._thread.start()
-            self._pid = os.getpid()
-
-    def _run(self, wake: threading.Event) -> None:
-        conn = sqlite_connect(self.path)
-        try:
-            while True:
-                stop = wake.wait(CHECKPOINT_S)
-                if self.dirty:
-                    self.dirty = False
-                    try:
-                        conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
-                        self.checkpoints += 1
-                    except sqlite3.Error as exc:  # tried again after the next commit
-                        log.warning("checkpoint of %s failed: %s", self.path, exc)
-                if stop:
-                    return
-        finally:
-            conn.close()
-
-    def close(self) -> None:
-        with self._lock:
-            thread, self._thread = self._thread, None
-            if thread is not None and self._pid == os.getpid():
-                self._wake.set()
-                thread.join(timeout=30)
-            self._pid = 0
 
 
 def _run_jobs(conn: sqlite3.Connection, batch: list[tuple[Job, Waiter]]

@@ -189,35 +189,3 @@ def test_loop_writers_one_a_loop_and_none_inherited_through_a_fork():
     writers.close()
     loop.close()
     assert mine.closed
-
-
-def test_the_log_is_checkpointed_by_a_thread_of_its_own_not_by_a_commit(sqlite_store):
-    """The writer's connections never checkpoint in a commit (wal_autocheckpoint=0): the
-    checkpointer's thread copies what steps committed, from the loop and from a thread,
-    into the database file soon after."""
-    async def main():
-        insts = await asyncio.gather(*(sqlite_store.start_async("pair", user=USER)
-                                       for _ in range(40)))
-        await asyncio.gather(*(sqlite_store.apply_async(
-            i.id, lambda e, inst: e.complete(inst, "a", e.bookmark(inst, "a"), {"x": 1}))
-            for i in insts))
-        return writer(sqlite_store, asyncio.get_running_loop())
-
-    loop_writer = run_async(main())
-    inst = sqlite_store.start("pair", user=USER)
-    sqlite_store.complete(inst.id, "a", sqlite_store.engine.bookmark(inst, "a"), {"x": 1})
-    own = sqlite_store.writer._own("writer")
-    for conn in (loop_writer.conn, own):
-        assert conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 0
-    checkpointer = sqlite_store.writer.checkpointer
-    deadline = time.monotonic() + 5
-    while checkpointer.dirty and time.monotonic() < deadline:
-        time.sleep(0.05)
-    time.sleep(0.3)  # the checkpoint in progress
-    assert checkpointer.checkpoints > 0 and not checkpointer.dirty
-    probe = sqlite3.connect(path_of(sqlite_store))
-    try:
-        busy, frames, copied = probe.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
-    finally:
-        probe.close()
-    assert busy == 0 and frames == copied  # nothing left that the checkpointer had not copied
