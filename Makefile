@@ -110,8 +110,9 @@ run-scaled: install bun $(WEB_STAMP)
 	@$(REFLEX_ENV) $(PY) -m bpflow.scaled --backends $(BACKENDS) --workers $(WORKERS) \
 		--port $(PORT)
 
+# The 25 slowest tests are listed at the end: the suite is meant to stay near 15 minutes.
 test: install bun chromium
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q --durations=25
 
 # Two soaks, one after the other: the crash test (20 kills of the server under load) and
 # the paper flow in scale-out mode (bench/soak.py: 2 backends, 2 workers, a PostgreSQL
