@@ -394,6 +394,7 @@ class SqliteHub(Hub):
         self._watching = threading.Lock()
         self._watcher: threading.Thread | None = None
         self._stop = threading.Event()
+        self._wake = threading.Event()  # a new subscriber or the close: look at once
         self.listening.clear()  # set while the watcher knows the file's version
 
     def publish(self, changes: list[Change]) -> None:
@@ -407,17 +408,27 @@ class SqliteHub(Hub):
                 self._watcher = threading.Thread(target=self._watch, daemon=True,
                                                  name="bpflow-changes-watch")
                 self._watcher.start()
+        self._wake.set()  # when not watching yet, a look at once: `heard` is quick
 
     def _watch(self) -> None:
         import sqlite3
         conn = sqlite3.connect(self.path, check_same_thread=False)
         try:
             version, published, told = None, self._published, 0.0
-            while not self._stop.wait(WATCH_S):
+            look = time.monotonic()  # the next look at the file's version
+            while True:
+                self._wake.wait(max(0.0, look - time.monotonic()))
+                self._wake.clear()
+                if self._stop.is_set():
+                    break
                 if not self.subscribers():
                     version = None
                     self.listening.clear()
+                    look = time.monotonic() + WATCH_S
                     continue
+                if version is not None and time.monotonic() < look:
+                    continue  # a new subscriber while watching already: heard
+                look = time.monotonic() + WATCH_S
                 now, mine = conn.execute("PRAGMA data_version").fetchone()[0], self._published
                 self.listening.set()
                 moved = version is not None and now != version
@@ -436,6 +447,7 @@ class SqliteHub(Hub):
 
     def close(self) -> None:
         self._stop.set()
+        self._wake.set()
         watcher = self._watcher
         if watcher is not None:
             watcher.join(timeout=10)
