@@ -1,7 +1,8 @@
 """What the server's garbage-collector settings rely on (`bpflow.backend.settle_memory`):
-the survivors of every full collection are frozen, which frees no reference cycle among
-them until a later walk of everything, so the store's instances (read, stepped, cached,
-dropped) must form none; and the freezing itself."""
+the survivors of every collection of the middle generation and of every full one are
+frozen, which frees no reference cycle among them until a later walk of everything, so
+the store's instances (read, stepped, cached, dropped) must form none; and the freezing
+itself, and the walk of everything every WALK_ALL_S."""
 
 from __future__ import annotations
 
@@ -32,10 +33,7 @@ def test_instances_read_stepped_and_dropped_leave_no_cycles(tmp_path):
         store.of(None)._load_many(ids[:2])  # templates read and built once
         # a server's settings (an app's lifespan in an earlier test) off while we look,
         # and the garbage of earlier tests gone
-        settled = [c for c in gc.callbacks if c is backend._after_collection]
-        for c in settled:
-            gc.callbacks.remove(c)
-        gc.unfreeze()
+        saved = _unsettled()
         gc.collect()
         gc.set_debug(gc.DEBUG_SAVEALL)
         try:
@@ -57,27 +55,62 @@ def test_instances_read_stepped_and_dropped_leave_no_cycles(tmp_path):
         finally:
             gc.set_debug(0)
             gc.garbage.clear()
-            gc.callbacks.extend(settled)
+            _resettle(saved)
         assert cycles == [], {type(o).__name__ for o in cycles}
     finally:
         store.close()
 
 
-def test_survivors_of_a_full_collection_are_frozen():
+def _unsettled():
+    """The server's callback taken off (an app's lifespan in an earlier test may have
+    added it), with its state, to be put back by `_resettle`."""
     settled = [c for c in gc.callbacks if c is backend._after_collection]
     for c in settled:
         gc.callbacks.remove(c)
     gc.unfreeze()
-    counted = backend._full_collections
-    backend._full_collections = 0  # far from the full collection that unfreezes
+    return settled, backend._walked_at, backend._walk_all
+
+
+def _resettle(saved) -> None:
+    settled, backend._walked_at, backend._walk_all = saved
+    while backend._after_collection in gc.callbacks:
+        gc.callbacks.remove(backend._after_collection)
+    gc.callbacks.extend(settled)
+    gc.unfreeze()
+
+
+def test_survivors_of_a_full_or_a_middle_collection_are_frozen():
+    saved = _unsettled()
     try:
         backend.settle_memory()
         frozen = gc.get_freeze_count()
         kept = [[i] for i in range(10_000)]  # lists: always tracked
         gc.collect()  # a full collection: its survivors frozen afterwards
         assert gc.get_freeze_count() >= frozen + len(kept)
+        more = [[i] for i in range(10_000)]
+        gc.collect(1)  # the middle generation: its survivors frozen too
+        assert gc.get_freeze_count() >= frozen + len(kept) + len(more)
+        young = [[i] for i in range(10_000)]
+        gc.collect(0)  # the youngest: nothing frozen
+        assert gc.get_freeze_count() < frozen + len(kept) + len(more) + len(young)
     finally:
-        gc.callbacks.remove(backend._after_collection)
-        gc.callbacks.extend(settled)
-        backend._full_collections = counted
-        gc.unfreeze()
+        _resettle(saved)
+
+
+def test_everything_is_walked_again_after_walk_all_s():
+    saved = _unsettled()
+    try:
+        backend.settle_memory()
+        backend._walked_at -= backend.WALK_ALL_S + 1  # the last walk of all is due
+        kept = [[i] for i in range(10_000)]
+        gc.collect(1)  # everything unfrozen for the next full collection
+        assert backend._walk_all and gc.get_freeze_count() == 0
+        more = [[i] for i in range(10_000)]
+        gc.collect(1)  # meanwhile nothing is frozen
+        assert gc.get_freeze_count() == 0
+        gc.collect()  # the walk of everything; its survivors frozen again afterwards
+        assert not backend._walk_all
+        assert gc.get_freeze_count() >= len(kept) + len(more)
+        assert backend.time.monotonic() - backend._walked_at < 5
+    finally:
+        _resettle(saved)
