@@ -13,7 +13,7 @@ from sqlalchemy.exc import IntegrityError
 
 from bpflow.store import Store
 from bpflow.store import crowds as crowds_module
-from bpflow.store.pg_writer import Job, PgWriter, save_job
+from bpflow.store.pg_writer import LANES, MIN_BATCH, Job, PgWriter, save_job
 from bpflow.store.tables import batches_t, circles_t, events_t, instances_t
 from engine.errors import TransitionError
 from tests.conftest import SECRET, run_async
@@ -66,6 +66,23 @@ def test_steps_that_arrive_together_share_a_commit(pg, db_url):
                       .where(events_t.c.tx.is_(None))) == 0  # the server's default
     finally:
         other.close()
+
+
+def test_steps_that_arrive_together_are_shared_among_the_free_lanes(pg):
+    """Shared, the batches of concurrent flows fall out of step, so the server writes one
+    while the loop computes the steps of another's flows."""
+    ids = [pg.start("pair", user=USER).id for _ in range(LANES * MIN_BATCH)]
+    writes = [pending_write(pg, iid, 1) for iid in ids]
+
+    async def main():
+        answers = await asyncio.gather(*(pg.writer.run(save_job([w])) for w in writes))
+        return answers, pg.writer.loop_writer(asyncio.get_running_loop())
+
+    answers, writer = run_async(main())
+    assert answers == [set()] * len(ids)
+    assert (writer.commits, writer.jobs, len(writer.conns)) == (LANES, len(ids), LANES)
+    pg._cache.clear()
+    assert {pg.get(iid).status for iid in ids} == {"completed"}
 
 
 def test_a_lost_compare_and_set_in_a_group_writes_nothing_of_it(pg, db_url):
