@@ -26,6 +26,7 @@ from typing import Any
 
 import orjson
 import psycopg
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.pq import TransactionStatus
 from sqlalchemy import (
     JSON,
@@ -66,7 +67,7 @@ IDLE_CHECK_S = 10.0  # a connection idle this long is checked before it writes
 # as much as running it (steps/s, 3,000 steps, six runs in turns with the default: one flow
 # median 866 against 806, 16 flows 1,878 against 1,628; always re-planned: 470-600 and
 # 1,000-1,275).
-SESSION = "SET plan_cache_mode = force_generic_plan"
+PLANS = "-c plan_cache_mode=force_generic_plan"
 
 
 # ------------------------------------------------------ the statements, for PostgreSQL
@@ -304,6 +305,14 @@ def conninfo(db: Engine) -> str:
     return db.url.set(drivername="postgresql").render_as_string(hide_password=False)
 
 
+def writing(address: str) -> str:
+    """The address for the writer's connections: the same, with `PLANS` among its
+    options (beside the URL's own, e.g. a schema's search_path)."""
+    params = conninfo_to_dict(address)
+    params["options"] = f"{params.get('options', '')} {PLANS}".strip()
+    return make_conninfo("", **params)
+
+
 class PgWriter:
     """The write path on PostgreSQL through psycopg: a thread writes on a connection of
     its own (`save`, `insert`), an event loop hands its jobs to its `PgLoopWriter`, which
@@ -311,7 +320,7 @@ class PgWriter:
     need their compare-and-set answered before the rest: they go through SQLAlchemy."""
 
     def __init__(self, db: Engine):
-        self.conninfo = conninfo(db)
+        self.conninfo = writing(conninfo(db))
         self.fallback = SqlAlchemyWriter(db)
         self._lock = threading.Lock()
         self._local = threading.local()
@@ -364,7 +373,6 @@ class PgWriter:
             self._local.conn = (pid, conn, now)
             return conn
         conn = psycopg.connect(self.conninfo, autocommit=True)
-        conn.execute(SESSION)
         self._local.conn = (os.getpid(), conn, now)
         with self._lock:
             self._conns.append(conn)
@@ -464,13 +472,15 @@ class PgLoopWriter:
         return future
 
     def _call(self) -> None:
+        """Each free lane takes its share of the pending jobs."""
         self.calling = False
         while self.pending and self.idle:
-            self.loop.create_task(self._drain(self.idle.pop(), self._share(len(self.idle) + 1)))
+            conn = self.idle.pop()
+            self.loop.create_task(self._drain(conn, self._share()))
 
-    def _share(self, lanes: int) -> list[tuple[Job, asyncio.Future]]:
-        """A lane's share of the pending jobs when `lanes` lanes take them."""
-        share = max(MIN_BATCH, -(-len(self.pending) // lanes))
+    def _share(self) -> list[tuple[Job, asyncio.Future]]:
+        """A lane's share of the pending jobs, shared with the free lanes."""
+        share = max(MIN_BATCH, -(-len(self.pending) // (len(self.idle) + 1)))
         batch, self.pending = self.pending[:share], self.pending[share:]
         return batch
 
@@ -481,10 +491,8 @@ class PgLoopWriter:
                 batch = [(job, f) for job, f in batch if not f.done()]
                 if batch:
                     conn = await self._write(conn, batch)
-                batch = self._share(len(self.idle) + 1)
-                if self.pending and self.idle and not self.calling:
-                    self.calling = True
-                    self.loop.call_soon(self._call)
+                batch = self._share()
+                self._call()  # the free lanes take the rest
         finally:
             self.idle.append(conn)
 
@@ -495,7 +503,6 @@ class PgLoopWriter:
         try:
             if conn is None or conn.closed:
                 conn = await psycopg.AsyncConnection.connect(self.conninfo, autocommit=True)
-                await conn.execute(SESSION)
                 self.conns.append(conn)
             answers = await send_async(conn, [job for job, _ in batch])
         except asyncio.CancelledError:  # the loop is going away, perhaps mid-transaction:

@@ -85,6 +85,19 @@ def test_steps_that_arrive_together_are_shared_among_the_free_lanes(pg):
     assert {pg.get(iid).status for iid in ids} == {"completed"}
 
 
+def test_the_writers_connections_plan_once_in_the_stores_schema(pg):
+    async def loop_side():
+        await pg.start_async("pair", user=USER)  # the loop's first lane connects
+        writer = pg.writer.loop_writer(asyncio.get_running_loop())
+        return [(await (await c.execute(q)).fetchone())[0] for c in writer.conns
+                for q in ("SHOW plan_cache_mode", "SHOW search_path")]
+
+    thread = [pg.writer._own().execute(q).fetchone()[0]
+              for q in ("SHOW plan_cache_mode", "SHOW search_path")]
+    for mode, path in (thread, run_async(loop_side())):
+        assert mode == "force_generic_plan" and path.startswith("bpflow_test_")
+
+
 def test_a_lost_compare_and_set_in_a_group_writes_nothing_of_it(pg, db_url):
     ids = [pg.start("pair", user=USER).id for _ in range(3)]
     writes = [pending_write(pg, iid, 1) for iid in ids]
