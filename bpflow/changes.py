@@ -38,6 +38,10 @@ CHANNEL = "bpflow_changes"  # followed by the schema's name: `PgHub.channel`
 PAYLOAD_MAX = 7000  # bytes of one notification (PostgreSQL's limit is 8000)
 PENDING_MAX = 256  # changes a subscriber keeps unread; more and it is told "everything"
 IDLE_S = 2.0  # seconds without a change before the sending connection is closed
+# at most one notification round trip this often: a change after a quiet spell goes at
+# once, a steady stream is gathered (one flow's steps on PostgreSQL, one notification a
+# step: ~0.1 ms of each ~1.3 ms step; bench/RESULTS.md)
+GATHER_S = 0.005
 RETRY_S = 2.0  # before the listener connects again after losing its connection
 WATCH_S = 1.0  # how often an SQLite file is checked for other processes' writes
 BUSY_S = 5.0  # at most this often "everything" when their writes mix with ours
@@ -254,14 +258,15 @@ class PgHub(Hub):
     def _notifier(self) -> None:
         """Send what is published, gathered; the connection is closed after IDLE_S
         seconds with nothing to send (opened again on the next change)."""
-        conn = None
+        conn, sent = None, 0.0
         while True:
-            batch, more = self._drain(IDLE_S if conn is not None else None)
+            batch, more = self._drain(IDLE_S if conn is not None else None, sent + GATHER_S)
             if not batch and conn is not None:
                 conn.close()  # idle
                 conn = None
             if batch:
                 conn = self._send(conn, self.payloads(batch))
+                sent = time.monotonic()
             if not more:
                 break
         if conn is not None:
@@ -295,13 +300,18 @@ class PgHub(Hub):
             self._channel = name
         return self._channel
 
-    def _drain(self, timeout: float | None) -> tuple[list[Change], bool]:
+    def _drain(self, timeout: float | None, gather_until: float = 0.0,
+               ) -> tuple[list[Change], bool]:
         """(the changes waiting, up to 1000, after up to `timeout` seconds for the
-        first; whether to go on: False once the hub closes)."""
+        first and, once it came, until the monotonic time `gather_until` for more;
+        whether to go on: False once the hub closes)."""
         try:
             first = self._outbox.get(timeout=timeout)
         except queue.Empty:
             return [], True
+        wait = gather_until - time.monotonic()
+        if wait > 0 and first is not None:
+            time.sleep(wait)
         batch: list[Change] = []
         while first is not None:
             batch.append(first)

@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 import sqlite3
 import threading
+import time
 
 import pytest
 from sqlalchemy import create_engine, text
@@ -15,6 +16,7 @@ from sqlalchemy.engine import make_url
 
 from bpflow.changes import (
     EVERYTHING,
+    GATHER_S,
     PENDING_MAX,
     Change,
     Hub,
@@ -148,6 +150,32 @@ def test_many_changes_travel_in_notifications_under_the_size_limit(pg_hubs):
                for n in range(400)]
     payloads = sender.payloads(changes)
     assert len(payloads) > 1 and all(len(p.encode()) < 8000 for p in payloads)
+
+
+def test_a_steady_stream_of_changes_is_gathered_into_few_notifications(pg_hubs):
+    """One flow's steps publish one change each, ~1,000 a second: they go in at most one
+    notification round trip every GATHER_S, and every one still arrives."""
+    sender, receiver = pg_hubs
+    sends = []
+    send = sender._send
+    sender._send = lambda conn, payloads: (sends.append(len(payloads)), send(conn, payloads))[1]
+    count = 200  # under PENDING_MAX: the subscriber reads them after
+
+    async def main():
+        with receiver.subscribe([instance_key(f"s{n}") for n in range(count)]) as sub:
+            assert await asyncio.to_thread(receiver.listening.wait, WAIT_S)
+            start = time.monotonic()
+            for n in range(count):
+                sender.publish([Change(f"s{n}", 1, "t")])
+                await asyncio.to_thread(time.sleep, 0.0005)
+            elapsed = time.monotonic() - start
+            got: list[Change] = []
+            while len(got) < count and (more := await sub.next(WAIT_S)):
+                got.extend(more)
+            return elapsed, got
+    elapsed, got = run_async(main())
+    assert sorted(c.instance for c in got) == sorted(f"s{n}" for n in range(count))
+    assert len(sends) <= elapsed / GATHER_S + 2, (len(sends), elapsed)
 
 
 def test_another_process_writing_the_sqlite_file_tells_every_subscriber(tmp_path):
