@@ -21,6 +21,7 @@ from sqlalchemy import bindparam, select
 
 from bpflow.changes import Change
 from bpflow.errors import NotFound
+from bpflow.store import pg_writer as pg
 from bpflow.store import statements as sql
 from bpflow.store.tables import circles_t, instances_t, templates_t
 from bpflow.store.writing import NewInstance, Write
@@ -35,6 +36,10 @@ _INSTANCES_SQLITE = {False: sql.read_for_sqlite(_INSTANCES),  # of every tenant,
                          instances_t.c.tenant == bindparam("b_tenant")))}
 _CIRCLES_SQLITE = sql.read_for_sqlite(select(circles_t).where(
     sql.ids_in(circles_t.c.instance_id)))
+_INSTANCES_PG = {False: pg.read(select(instances_t).where(pg.ids_any(instances_t.c.id))),
+                 True: pg.read(select(instances_t).where(
+                     pg.ids_any(instances_t.c.id), instances_t.c.tenant == bindparam("b_tenant")))}
+_CIRCLES_PG = pg.read(select(circles_t).where(pg.ids_any(circles_t.c.instance_id)))
 
 
 @dataclass
@@ -121,6 +126,11 @@ class Instances:
             values = {"ids": orjson.dumps(ids).decode(), "tenant": self.tenant}
             rows, circles = self._sqlite.rows(
                 (_INSTANCES_SQLITE[self.tenant is not None], values), (_CIRCLES_SQLITE, values))
+            return self._loaded(rows, circles)
+        if conn is None and isinstance(self.writer, pg.PgWriter):  # psycopg straight
+            values = {"b_ids": ids, "b_tenant": self.tenant}
+            rows, circles = self.writer.rows(
+                (_INSTANCES_PG[self.tenant is not None], values), (_CIRCLES_PG, values))
             return self._loaded(rows, circles)
         if conn is None:
             with self.reader() as conn:

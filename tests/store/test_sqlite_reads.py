@@ -1,15 +1,20 @@
-"""Instances read through sqlite3 straight (`Instances._load_many` on an SQLite file) are
-exactly what the SQLAlchemy read gives: every JSON value (numbers SQLite keeps as numbers,
-text that looks like one, null, nested), every time, every circle, the lock version."""
+"""Instances read straight (`Instances._load_many`: sqlite3 on an SQLite file, psycopg on
+PostgreSQL) are exactly what the SQLAlchemy read gives: every JSON value (numbers SQLite
+keeps as numbers, text that looks like one, null, nested), every time, every circle, the
+lock version."""
 
 from __future__ import annotations
 
+import os
+
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bpflow.store import Store
 from bpflow.store.migrate import upgrade
-from tests.conftest import SECRET
+from bpflow.store.pg_writer import PgWriter
+from tests.conftest import SECRET, pg_schema
 
 TEMPLATE = {"name": "any", "inputs": {"v": "any"}, "circles": [
     {"uri": "a", "box": {"action": {"type": "signal", "name": "s", "key": "k"}}},
@@ -34,6 +39,22 @@ def shape(loaded) -> tuple:
     return loaded.inst.to_dict(), loaded.lock_version, loaded.circles, loaded.listed
 
 
+@pytest.fixture(scope="module")
+def pg_store(pg_available):
+    """One PostgreSQL store for every example (each starts instances of its own)."""
+    if pg_available:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI requires PostgreSQL: {pg_available}")
+        pytest.skip(f"SKIPPING POSTGRESQL TESTS: {pg_available}")
+    with pg_schema() as url:
+        store = Store(url, secret=SECRET)
+        assert isinstance(store.writer, PgWriter)
+        store.put_template(TEMPLATE)
+        store.add_user("ann", "pw-ann-123456")
+        yield store
+        store.close()
+
+
 @settings(max_examples=25, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(inputs=JSON, first=JSON, complete=st.booleans())
@@ -44,14 +65,27 @@ def test_sqlite3_reads_what_sqlalchemy_reads(tmp_path_factory, inputs, first, co
     try:
         store.put_template(TEMPLATE)
         store.add_user("ann", "pw-ann-123456")
-        inst = store.start("any", {"v": inputs}, store.user("ann"))
-        other = store.start("any", {"v": first}, store.user("ann"))
-        if complete:  # both wait for the signal: each gets `first` as its result
-            assert store.signal("s", "k", first) == 2
-        fast, slow = both(store, [inst.id, other.id, "missing"])
-        assert sorted(fast) == sorted(slow) == sorted([inst.id, other.id])
-        for iid in fast:
-            assert shape(fast[iid]) == shape(slow[iid])
-        assert fast[inst.id].inst.inputs == {"v": inputs}
+        check(store, inputs, first, complete)
     finally:
         store.close()
+
+
+@settings(max_examples=25, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(inputs=JSON, first=JSON, complete=st.booleans())
+def test_psycopg_reads_what_sqlalchemy_reads(pg_store, inputs, first, complete):
+    check(pg_store, inputs, first, complete)
+
+
+def check(store: Store, inputs, first, complete) -> None:
+    inst = store.start("any", {"v": inputs}, store.user("ann"))
+    other = store.start("any", {"v": first}, store.user("ann"))
+    if complete:  # both wait for the signal: each gets `first` as its result
+        assert store.signal("s", "k", first) == 2
+    fast, slow = both(store, [inst.id, other.id, "missing"])
+    assert sorted(fast) == sorted(slow) == sorted([inst.id, other.id])
+    for iid in fast:
+        assert shape(fast[iid]) == shape(slow[iid])
+    assert fast[inst.id].inst.inputs == {"v": inputs}
+    if not complete:  # no instance of this example is left waiting for the next one's signal
+        assert store.signal("s", "k", None) == 2
