@@ -186,7 +186,7 @@ def ids_any(column: Any) -> Any:
 
 @dataclass(frozen=True)
 class Read:
-    """A query as psycopg runs it (prepared once per connection): its text, and `row`
+    """A query as psycopg runs it (planned each time: see `PgWriter.rows`): its text, and `row`
     making a row read into what SQLAlchemy would give (the columns by name, times in
     UTC; psycopg loads JSON), so code reading rows takes either."""
 
@@ -405,12 +405,16 @@ class PgWriter:
     def rows(self, *reads: tuple[Read, dict[str, Any]]) -> list[list[Any]]:
         """The rows of each read, as its `row` makes them, all from one snapshot (a
         read-only transaction on this thread's connection: one round trip; a pooled
-        SQLAlchemy connection costs three and several times the client's CPU)."""
+        SQLAlchemy connection costs three and several times the client's CPU).
+
+        Reads are planned each time, not prepared: a plan kept from when the tables were
+        nearly empty (a new database) scans whole tables once they have grown (seen: a
+        sequential scan of `circle_states` for every read until the connection closed)."""
         conn = self._own()
         try:
             with conn.pipeline():
                 conn.execute(READ_BEGIN)
-                cursors = [conn.execute(r.sql, values, prepare=True) for r, values in reads]
+                cursors = [conn.execute(r.sql, values, prepare=False) for r, values in reads]
                 conn.execute("COMMIT")
         except Exception:
             if not conn.broken and conn.info.transaction_status != TransactionStatus.IDLE:
