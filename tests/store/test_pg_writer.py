@@ -222,3 +222,30 @@ def test_rows_read_the_same_as_the_sqlalchemy_writer_writes_them(pg, db_url, mon
         nulls = conn.execute(text("SELECT instance_id, count(*) FROM circle_states WHERE"
                                   " result IS NULL GROUP BY instance_id")).all()
     assert nulls == []
+
+
+def test_a_read_first_planned_on_nearly_empty_tables_finds_rows_by_key_once_they_grew(pg):
+    """A new database: the first read is planned while the tables hold one instance. Kept,
+    that plan read `circle_states` whole for every later read; each read is planned
+    again, so once the tables have grown it goes by the key (the plans actually run,
+    from auto_explain on the writer's own connection)."""
+    conn = pg.writer._own()
+    plans: list[str] = []
+    conn.add_notice_handler(lambda notice: plans.append(notice.message_primary or ""))
+    for setting in ("LOAD 'auto_explain'", "SET auto_explain.log_min_duration = 0",
+                    "SET client_min_messages = log"):
+        conn.execute(setting)
+    every = pg.of(None)
+    first = pg.start("pair", user=USER)
+    every._load_many([first.id])
+    assert any("Seq Scan on circle_states" in p for p in plans)  # nearly empty: cheapest
+    with pg.db.begin() as db:  # 5,000 copies of it, as if started since
+        for table, key in (("instances", "id"), ("circle_states", "instance_id")):
+            db.execute(text(
+                f"INSERT INTO {table} SELECT (jsonb_populate_record(NULL::{table}, to_jsonb(t)"
+                f" || jsonb_build_object('{key}', 'copy' || g))).* FROM {table} t,"
+                f" generate_series(1, 5000) g"))
+    plans.clear()
+    assert list(every._load_many([first.id])) == [first.id]
+    read = "\n".join(p for p in plans if "FROM circle_states" in p)
+    assert "Index Cond" in read and "circle_states_pkey" in read and "Seq Scan" not in read
