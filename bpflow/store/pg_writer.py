@@ -14,6 +14,7 @@ definition in `statements`; the events' `tx` is left to its server default.
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import queue
 import threading
@@ -63,6 +64,7 @@ from bpflow.store.writing import (
     settle,
 )
 
+log = logging.getLogger(__name__)
 DIALECT = postgresql.psycopg.dialect()
 LANES = 3  # batches of an event loop on their way at once, each on a connection of its own
 MIN_BATCH = 4  # jobs: the pending ones are shared among the free lanes, at least this many each
@@ -73,6 +75,16 @@ IDLE_CHECK_S = 10.0  # a connection idle this long is checked before it writes
 # median 866 against 806, 16 flows 1,878 against 1,628; always re-planned: 470-600 and
 # 1,000-1,275).
 PLANS = "-c plan_cache_mode=force_generic_plan"
+# A new database's tables have no statistics until autovacuum analyzes them (a minute or
+# more after they start to fill): meanwhile PostgreSQL checks the foreign keys to
+# `instances` with plans made on the empty tables, through its (tenant, created_at) index,
+# reading every instance of the tenant for each new row. After this many instances started
+# in this process, tables never analyzed are analyzed once (`analyze_new_tables`): with
+# fewer rows a whole-table scan is the cheapest plan, and it would be kept as they grow.
+ANALYZE_AFTER = 1000
+NEVER_ANALYZED = ("SELECT relname FROM pg_stat_user_tables WHERE schemaname = current_schema()"
+                  " AND relname IN ('instances', 'templates', 'users')"
+                  " AND last_analyze IS NULL AND last_autoanalyze IS NULL")
 
 
 # ------------------------------------------------------ the statements, for PostgreSQL
@@ -365,12 +377,38 @@ class PgWriter:
         self._local = threading.local()
         self._conns: list[psycopg.Connection] = []
         self._loops: LoopWriters[PgLoopWriter] = LoopWriters()
+        self._started = 0  # instances started through this writer, up to ANALYZE_AFTER
 
     def insert(self, new: NewInstance) -> None:
         self.write(insert_job([new]))
+        self._count_starts(1)
 
     async def insert_async(self, new: NewInstance) -> None:
         await self.run(insert_job([new]))
+        self._count_starts(1)
+
+    def _count_starts(self, n: int) -> None:
+        if self._started >= ANALYZE_AFTER:
+            return
+        with self._lock:
+            before, self._started = self._started, self._started + n
+        if before < ANALYZE_AFTER <= self._started:
+            threading.Thread(target=self.analyze_new_tables, daemon=True,
+                             name="bpflow-analyze").start()
+
+    def analyze_new_tables(self) -> list[str]:
+        """ANALYZE the tables whose plans matter that were never analyzed (see
+        ANALYZE_AFTER): the cached plans of every connection are then made again. The
+        names analyzed; none once autovacuum (or this) has been there."""
+        try:
+            with psycopg.connect(self.conninfo, autocommit=True) as conn:
+                names = [name for (name,) in conn.execute(NEVER_ANALYZED)]
+                for name in names:
+                    conn.execute(f"ANALYZE {_quote(name)}")
+                return names
+        except psycopg.Error as exc:  # only a matter of speed: autovacuum will do it
+            log.warning("analyzing a new database's tables failed: %s", exc)
+            return []
 
     def save(self, writes: list[Write]) -> set[str]:
         if any(w.moved for w in writes):
@@ -387,15 +425,18 @@ class PgWriter:
         order of the foreign keys), then the batch row, in one transaction of a
         connection of its own: all of it or nothing. A thread copies each chunk while the
         next one is built (the server checks the rows' foreign keys meanwhile)."""
+        started = 0
         with psycopg.connect(self.conninfo) as conn:  # commits at the end, or rolls back
             copier = Copier(conn)
             try:
                 for chunk in chunks:
                     copier.put(chunk)
+                    started += len(chunk)
             finally:
                 copier.finish()
             statement, params = BATCH
             conn.execute(statement, params(batch))
+        self._count_starts(started)
 
     # ------------------------------------------------------------- writing
     def write(self, job: Job) -> Any:

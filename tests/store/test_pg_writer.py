@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from datetime import datetime
 
 import pytest
 from sqlalchemy import func, select, text
 from sqlalchemy.exc import IntegrityError
 
-from bpflow.store import Store
+from bpflow.store import Store, pg_writer
 from bpflow.store import crowds as crowds_module
 from bpflow.store.pg_writer import LANES, MIN_BATCH, Job, PgWriter, save_job
 from bpflow.store.tables import batches_t, circles_t, events_t, instances_t
@@ -249,3 +250,49 @@ def test_a_read_first_planned_on_nearly_empty_tables_finds_rows_by_key_once_they
     assert list(every._load_many([first.id])) == [first.id]
     read = "\n".join(p for p in plans if "FROM circle_states" in p)
     assert "Index Cond" in read and "circle_states_pkey" in read and "Seq Scan" not in read
+
+
+def ri_plans(conn) -> list[str]:
+    """The plans auto_explain reports from now on for `conn`'s statements and the
+    foreign-key checks inside them (a list that fills)."""
+    plans: list[str] = []
+    conn.add_notice_handler(lambda notice: plans.append(notice.message_primary or ""))
+    for setting in ("LOAD 'auto_explain'", "SET auto_explain.log_min_duration = 0",
+                    "SET auto_explain.log_nested_statements = on",
+                    "SET client_min_messages = log"):
+        conn.execute(setting)
+    return plans
+
+
+def test_a_new_databases_tables_are_analyzed_once_instances_were_started(pg):
+    """Never analyzed, the tables have the foreign keys to `instances` checked through
+    its (tenant, created_at) index: every instance of the tenant read for each new row.
+    After ANALYZE_AFTER starts the writer analyzes them once (on a thread), and the
+    checks of a connection that was already running go by the key."""
+    plans = ri_plans(pg.writer._own())
+
+    def checks() -> set[str]:
+        found = {line.split(" on ")[0].strip(" ->") for p in plans if "FROM ONLY" in p
+                 and '"instances" x WHERE "tenant"' in p for line in p.splitlines()
+                 if "Scan" in line}
+        plans.clear()
+        return found
+
+    def analyzed() -> bool:
+        with pg.db.connect() as conn:
+            return conn.execute(text(
+                "SELECT last_analyze IS NOT NULL FROM pg_stat_user_tables"
+                " WHERE schemaname = current_schema() AND relname = 'instances'")).scalar()
+    pg.start("pair", user=USER)
+    assert checks() == {"Index Scan using ix_instances_tenant_created"}
+    for _ in range(pg_writer.ANALYZE_AFTER - 2):
+        pg.start("pair", user=USER)
+    assert not analyzed()
+    pg.start("pair", user=USER)  # the last: fewer rows, and a whole-table scan is cheapest
+    deadline = time.monotonic() + 10
+    while not analyzed() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    checks()
+    pg.start("pair", user=USER)
+    assert checks() == {"Index Scan using uq_instances_tenant_id"}
+    assert pg.writer.analyze_new_tables() == []  # once: autovacuum keeps them up after
