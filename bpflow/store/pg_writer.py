@@ -69,6 +69,7 @@ DIALECT = postgresql.psycopg.dialect()
 LANES = 3  # batches of an event loop on their way at once, each on a connection of its own
 MIN_BATCH = 4  # jobs: the pending ones are shared among the free lanes, at least this many each
 IDLE_CHECK_S = 10.0  # a connection idle this long is checked before it writes
+READERS = 4  # connections a writer keeps for reads (`rows`); more reads at once wait
 # A writer's connections plan each prepared statement once: the server's default re-plans
 # the step's statement for its parameters from time to time, and a plan of it costs about
 # as much as running it (steps/s, 3,000 steps, six runs in turns with the default: one flow
@@ -378,6 +379,8 @@ class PgWriter:
         self._conns: list[psycopg.Connection] = []
         self._loops: LoopWriters[PgLoopWriter] = LoopWriters()
         self._started = 0  # instances started through this writer, up to ANALYZE_AFTER
+        self._readers: list[tuple[int, psycopg.Connection, float]] = []  # idle: pid, used
+        self._reading = threading.BoundedSemaphore(READERS)
 
     def insert(self, new: NewInstance) -> None:
         self.write(insert_job([new]))
@@ -451,18 +454,37 @@ class PgWriter:
         Reads are planned each time, not prepared: a plan kept from when the tables were
         nearly empty (a new database) scans whole tables once they have grown (seen: a
         sequential scan of `circle_states` for every read until the connection closed)."""
-        conn = self._own()
-        try:
-            with conn.pipeline():
-                conn.execute(READ_BEGIN)
-                cursors = [conn.execute(r.sql, values, prepare=False) for r, values in reads]
-                conn.execute("COMMIT")
-        except Exception:
-            if not conn.broken and conn.info.transaction_status != TransactionStatus.IDLE:
-                conn.execute("ROLLBACK")
-            raise
-        return [[r.row(t) for t in c.fetchall()]
-                for (r, _), c in zip(reads, cursors, strict=True)]
+        with self._reading:
+            conn = self._reader()
+            try:
+                with conn.pipeline():
+                    conn.execute(READ_BEGIN)
+                    cursors = [conn.execute(r.sql, values, prepare=False)
+                               for r, values in reads]
+                    conn.execute("COMMIT")
+                return [[r.row(t) for t in c.fetchall()]
+                        for (r, _), c in zip(reads, cursors, strict=True)]
+            except Exception:
+                if not conn.broken and conn.info.transaction_status != TransactionStatus.IDLE:
+                    conn.execute("ROLLBACK")
+                raise
+            finally:
+                if not conn.closed and not conn.broken:
+                    with self._lock:
+                        self._readers.append((os.getpid(), conn, time.monotonic()))
+
+    def _reader(self) -> psycopg.Connection:
+        """An idle read connection of this process (checked when it was idle long
+        enough to have been dropped), else a new one. Reads share READERS connections
+        whatever thread they come from: a connection per thread, as writes have, ran
+        the server out of connections under a web server's thread pool."""
+        with self._lock:
+            while self._readers:
+                pid, conn, used = self._readers.pop()
+                if pid == os.getpid() and not conn.closed and (
+                        time.monotonic() - used < IDLE_CHECK_S or _alive(conn)):
+                    return conn
+        return self._connect()
 
     def _own(self) -> psycopg.Connection:
         """This thread's connection (made anew when there is none, it broke, it was
@@ -473,9 +495,13 @@ class PgWriter:
                 now - used < IDLE_CHECK_S or _alive(conn)):
             self._local.conn = (pid, conn, now)
             return conn
+        conn = self._connect()
+        self._local.conn = (os.getpid(), conn, now)
+        return conn
+
+    def _connect(self) -> psycopg.Connection:
         conn = psycopg.connect(self.conninfo, autocommit=True)
         set_json_loads(orjson.loads, conn)  # for `rows`
-        self._local.conn = (os.getpid(), conn, now)
         with self._lock:
             self._conns.append(conn)
         return conn
@@ -493,6 +519,7 @@ class PgWriter:
     def close(self) -> None:
         with self._lock:
             conns, self._conns = self._conns, []
+            self._readers = []
             self._local = threading.local()
         for conn in conns:
             conn.close()

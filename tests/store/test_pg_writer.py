@@ -230,14 +230,15 @@ def test_a_read_first_planned_on_nearly_empty_tables_finds_rows_by_key_once_they
     that plan read `circle_states` whole for every later read; each read is planned
     again, so once the tables have grown it goes by the key (the plans actually run,
     from auto_explain on the writer's own connection)."""
-    conn = pg.writer._own()
+    every = pg.of(None)
+    first = pg.start("pair", user=USER)
+    every._load_many([first.id])
+    [(_, conn, _)] = pg.writer._readers  # the connection reads go through (one thread)
     plans: list[str] = []
     conn.add_notice_handler(lambda notice: plans.append(notice.message_primary or ""))
     for setting in ("LOAD 'auto_explain'", "SET auto_explain.log_min_duration = 0",
                     "SET client_min_messages = log"):
         conn.execute(setting)
-    every = pg.of(None)
-    first = pg.start("pair", user=USER)
     every._load_many([first.id])
     assert any("Seq Scan on circle_states" in p for p in plans)  # nearly empty: cheapest
     with pg.db.begin() as db:  # 5,000 copies of it, as if started since
@@ -296,3 +297,28 @@ def test_a_new_databases_tables_are_analyzed_once_instances_were_started(pg):
     pg.start("pair", user=USER)
     assert checks() == {"Index Scan using uq_instances_tenant_id"}
     assert pg.writer.analyze_new_tables() == []  # once: autovacuum keeps them up after
+
+
+def test_reads_from_many_threads_share_a_few_connections(pg):
+    """A web server's thread pool reads through the writer: its reads share READERS
+    connections (one per thread ran the server out of connections)."""
+    every = pg.of(None)
+    ids = [pg.start("pair", user=USER).id for _ in range(3)]
+    before = len(pg.writer._conns)
+    barrier = threading.Barrier(20)
+    errors: list[BaseException] = []
+
+    def reads() -> None:
+        try:
+            barrier.wait()
+            for _ in range(5):
+                assert sorted(every._load_many(ids)) == sorted(ids)
+        except BaseException as exc:  # handed to the test
+            errors.append(exc)
+    threads = [threading.Thread(target=reads) for _ in range(20)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert 1 <= len(pg.writer._conns) - before <= pg_writer.READERS
