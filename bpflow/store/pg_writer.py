@@ -448,7 +448,7 @@ class PgWriter:
 
     def rows(self, *reads: tuple[Read, dict[str, Any]]) -> list[list[Any]]:
         """The rows of each read, as its `row` makes them, all from one snapshot (a
-        read-only transaction on this thread's connection: one round trip; a pooled
+        read-only transaction on one of the read connections: one round trip; a pooled
         SQLAlchemy connection costs three and several times the client's CPU).
 
         Reads are planned each time, not prepared: a plan kept from when the tables were
@@ -478,13 +478,15 @@ class PgWriter:
         enough to have been dropped), else a new one. Reads share READERS connections
         whatever thread they come from: a connection per thread, as writes have, ran
         the server out of connections under a web server's thread pool."""
-        with self._lock:
-            while self._readers:
-                pid, conn, used = self._readers.pop()
-                if pid == os.getpid() and not conn.closed and (
-                        time.monotonic() - used < IDLE_CHECK_S or _alive(conn)):
-                    return conn
-        return self._connect()
+        while True:
+            with self._lock:
+                idle = self._readers.pop() if self._readers else None
+            if idle is None:
+                return self._connect()
+            pid, conn, used = idle
+            if pid == os.getpid() and not conn.closed and (
+                    time.monotonic() - used < IDLE_CHECK_S or _alive(conn)):
+                return conn
 
     def _own(self) -> psycopg.Connection:
         """This thread's connection (made anew when there is none, it broke, it was

@@ -322,3 +322,18 @@ def test_reads_from_many_threads_share_a_few_connections(pg):
         t.join()
     assert errors == []
     assert 1 <= len(pg.writer._conns) - before <= pg_writer.READERS
+
+
+def test_a_read_connection_the_server_dropped_is_replaced(pg, monkeypatch):
+    """An idle read connection is checked before use: one the server closed meanwhile
+    (a restart, an idle timeout) is replaced, and the read answers."""
+    every = pg.of(None)
+    iid = pg.start("pair", user=USER).id
+    every._load_many([iid])
+    [(_, conn, _)] = pg.writer._readers
+    with pg.db.connect() as admin:
+        admin.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": conn.info.backend_pid})
+    monkeypatch.setattr(pg_writer, "IDLE_CHECK_S", 0.0)
+    assert list(every._load_many([iid])) == [iid]
+    [(_, again, _)] = pg.writer._readers
+    assert again is not conn
