@@ -300,8 +300,7 @@ class PgHub(Hub):
             self._channel = name
         return self._channel
 
-    def _drain(self, timeout: float | None, gather_until: float = 0.0,
-               ) -> tuple[list[Change], bool]:
+    def _drain(self, timeout: float | None, gather_until: float) -> tuple[list[Change], bool]:
         """(the changes waiting, up to 1000, after up to `timeout` seconds for the
         first and, once it came, until the monotonic time `gather_until` for more;
         whether to go on: False once the hub closes)."""

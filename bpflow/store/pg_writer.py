@@ -19,11 +19,10 @@ import os
 import queue
 import threading
 import time
-from collections import namedtuple
 from collections.abc import Callable, Iterable
 from contextlib import nullcontext
 from dataclasses import dataclass
-from datetime import UTC
+from datetime import UTC, datetime
 from operator import itemgetter
 from typing import Any
 
@@ -207,18 +206,12 @@ class Read:
     row: Callable[[tuple[Any, ...]], Any]
 
 
-def read(query: Select) -> Read:
-    columns = list(query.selected_columns)
-    make = namedtuple("Row", [c.key for c in columns])._make  # noqa: PYI024
-    times = [i for i, c in enumerate(columns) if isinstance(c.type, UTCDateTime)]
+def _utc(value: datetime | None) -> datetime | None:
+    return None if value is None else value.astimezone(UTC)
 
-    def row(values: tuple[Any, ...]) -> Any:
-        values = list(values)
-        for i in times:
-            if values[i] is not None:
-                values[i] = values[i].astimezone(UTC)
-        return make(values)
-    return Read(text(query), row)
+
+def read(query: Select) -> Read:
+    return Read(text(query), sql.row_maker(query, {UTCDateTime: _utc}))
 
 
 READ_BEGIN = "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"  # one snapshot for all

@@ -240,16 +240,25 @@ class SqliteRead:
     row: Callable[[tuple[Any, ...]], Any]
 
 
-def read_for_sqlite(query: Select) -> SqliteRead:
-    compiled = query.compile(dialect=sqlite.dialect())
+def row_maker(query: Select, convert: dict[type, Callable[[Any], Any]],
+              ) -> Callable[[tuple[Any, ...]], Any]:
+    """What makes a row a driver read for `query` into what SQLAlchemy would give: the
+    columns by name, the value of each column whose type is a key of `convert` passed
+    through its function (a read straight through sqlite3 or psycopg)."""
     columns = list(query.selected_columns)
     make = namedtuple("Row", [c.key for c in columns])._make  # noqa: PYI024
-    convert = [(i, _sqlite_json if isinstance(c.type, JSON) else _sqlite_time)
-               for i, c in enumerate(columns) if isinstance(c.type, JSON | UTCDateTime)]
+    converting = [(i, conv) for i, c in enumerate(columns)
+                  for kind, conv in convert.items() if isinstance(c.type, kind)]
 
     def row(values: tuple[Any, ...]) -> Any:
         values = list(values)
-        for i, conv in convert:
+        for i, conv in converting:
             values[i] = conv(values[i])
         return make(values)
-    return SqliteRead(compiled.string, _binder(compiled, {}), row)
+    return row
+
+
+def read_for_sqlite(query: Select) -> SqliteRead:
+    compiled = query.compile(dialect=sqlite.dialect())
+    return SqliteRead(compiled.string, _binder(compiled, {}),
+                      row_maker(query, {JSON: _sqlite_json, UTCDateTime: _sqlite_time}))
