@@ -384,3 +384,28 @@ class BatchRow(SQLModel, table=True):
 webhooks_t = WebhookRow.__table__
 deliveries_t = DeliveryRow.__table__
 batches_t = BatchRow.__table__
+
+
+def _implied(key: ForeignKeyConstraint) -> bool:
+    """Whether a one-column foreign key is implied by a composite one of its table: `x →
+    t.id` by `(tenant, x) → t(tenant, id)`; `tenant → tenants` by a composite key whose
+    columns are never null (the row it points at has the same tenant, itself checked)."""
+    if len(key.columns) != 1:
+        return False
+    (column,) = key.columns
+    composites = [k for k in key.table.foreign_key_constraints if len(k.columns) > 1]
+    if column.name == "tenant":
+        return any(not any(c.nullable for c in k.columns) for k in composites)
+    return any([c.name for c in k.columns] == ["tenant", column.name]
+               and k.referred_table is key.referred_table for k in composites)
+
+
+# PostgreSQL checks a foreign key with a query locking the row pointed at (`FOR KEY
+# SHARE`): the keys composite ones imply doubled and tripled that work for every event,
+# circle and audience row a step or a start writes, and locked the one `tenants` row from
+# every transaction. They are kept on SQLite only, where a check is a lookup and dropping
+# them means rebuilding the tables (migration 0011).
+for _table in SQLModel.metadata.sorted_tables:
+    for _key in _table.foreign_key_constraints:
+        if _implied(_key):
+            _key.ddl_if(dialect="sqlite")

@@ -338,3 +338,63 @@ def test_only_a_crowds_circle_rows_carry_its_batch_and_0010_fills_older_crowds(d
     assert store.batch_stats(batch)["circles"] == stats == {
         "a": {"waiting": 2, "success": 0, "failure": 0, "skipped": 0},
         "b": {"waiting": 2, "success": 0, "failure": 0, "skipped": 0}}
+
+
+def _keys(store) -> set[tuple[str, tuple[str, ...], str]]:
+    """Every foreign key of the database: (table, its columns, the table it points at)."""
+    found = inspect(store.db)
+    return {(table, tuple(k["constrained_columns"]), k["referred_table"])
+            for table in found.get_table_names() for k in found.get_foreign_keys(table)}
+
+
+def test_postgresql_checks_each_reference_once_and_the_composite_keys_still_hold(
+        db_url, store):
+    """The one-column keys a composite key implies (`tables._implied`: `instance_id →
+    instances` beside `(tenant, instance_id) → instances`, `tenant → tenants` beside a
+    never-null composite key) exist on SQLite only (0011); on PostgreSQL a row of another
+    tenant, of a missing instance or of a missing tenant is still refused, and deleting
+    an instance still takes its rows with it. Taken back to 0010, the keys come back."""
+    from alembic import command
+    from sqlalchemy import exc, text
+    from sqlmodel import SQLModel
+
+    from bpflow.store.migrate import alembic_config, upgrade
+    model = {(t.name, tuple(c.name for c in k.columns), k.referred_table.name): k._ddl_if
+             for t in SQLModel.metadata.sorted_tables for k in t.foreign_key_constraints}
+    implied = {key for key, only in model.items() if only is not None}
+    assert ("events", ("tenant",), "tenants") in implied
+    assert ("events", ("instance_id",), "instances") in implied
+    assert ("events", ("tenant", "instance_id"), "instances") not in implied
+    assert ("templates", ("tenant",), "tenants") not in implied  # the chain's end
+    assert ("mailbox", ("tenant",), "tenants") not in implied  # its composites may be null
+    everything = set(model)
+    assert _keys(store) == (everything - implied if store.postgres else everything)
+
+    store.put_template({"name": "c", "circles": [{"uri": "a"}, {"uri": "b", "deps": [["a"]]}]})
+    iid = store.start("c").id
+    refused = [  # (what, SQL)
+        ("another tenant's instance", "INSERT INTO events (tenant, instance_id, seq, at, kind)"
+         " VALUES ('nobody', :i, 99, CURRENT_TIMESTAMP, 'x')"),
+        ("a missing instance", "INSERT INTO events (tenant, instance_id, seq, at, kind)"
+         " VALUES ('default', 'missing', 99, CURRENT_TIMESTAMP, 'x')"),
+        ("a circle moved to a missing tenant",
+         "UPDATE circle_states SET tenant = 'nobody' WHERE instance_id = :i"),
+        ("an instance moved to a missing tenant",
+         "UPDATE instances SET tenant = 'nobody' WHERE id = :i"),
+    ]
+    for what, statement in refused:
+        with pytest.raises(exc.IntegrityError), store.db.begin() as conn:
+            conn.execute(text(statement), {"i": iid})
+            pytest.fail(f"written: {what}")  # not reached when the statement is refused
+    with store.db.begin() as conn:
+        conn.execute(text("DELETE FROM instances WHERE id = :i"), {"i": iid})
+        left = [conn.execute(text(f"SELECT count(*) FROM {t} WHERE instance_id = :i"),
+                             {"i": iid}).scalar()
+                for t in ("circle_states", "events", "instance_templates")]
+    assert left == [0, 0, 0]
+
+    store.db.dispose()
+    command.downgrade(alembic_config(db_url), "0010")
+    assert _keys(store) == everything
+    upgrade(db_url)
+    assert _keys(store) == (everything - implied if store.postgres else everything)
