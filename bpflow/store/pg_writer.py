@@ -74,17 +74,23 @@ READERS = 4  # connections a writer keeps for reads (`rows`); more reads at once
 # as much as running it (steps/s, 3,000 steps, six runs in turns with the default: one flow
 # median 866 against 806, 16 flows 1,878 against 1,628; always re-planned: 470-600 and
 # 1,000-1,275).
-PLANS = "-c plan_cache_mode=force_generic_plan"
+# They also cost a read by key as the server's pages cached (`random_page_cost` 1.1, the
+# usual setting for SSDs, against the default's 4 for spinning disks): with the default,
+# the foreign-key checks inside a step scanned a table of a few hundred rows whole rather
+# than go by its key (see ANALYZE_AT), and kept doing so as it grew.
+PLANS = "-c plan_cache_mode=force_generic_plan -c random_page_cost=1.1"
 # A new database's tables have no statistics until autovacuum analyzes them (a minute or
 # more after they start to fill): meanwhile PostgreSQL checks the foreign keys to
-# `instances` with plans made on the empty tables, through its (tenant, created_at) index,
-# reading every instance of the tenant for each new row. After this many instances started
-# in this process, tables never analyzed are analyzed once (`analyze_new_tables`): with
-# fewer rows a whole-table scan is the cheapest plan, and it would be kept as they grow.
-ANALYZE_AFTER = 1000
-NEVER_ANALYZED = ("SELECT relname FROM pg_stat_user_tables WHERE schemaname = current_schema()"
-                  " AND relname IN ('instances', 'templates', 'users')"
-                  " AND last_analyze IS NULL AND last_autoanalyze IS NULL")
+# `instances` through its (tenant, created_at) index, reading every instance of the tenant
+# for each new row (its estimates without statistics tie, and that index is the smaller).
+# A connection keeps the plans of those checks until the table's statistics change, so
+# they are made again as the tables fill: when this process has started ANALYZE_AT[i]
+# instances, the tables whose statistics are missing or describe less than half of the
+# table are analyzed (`analyze_stale_tables`). Analyzed, the checks go by the key.
+ANALYZE_AT = (64, 512)
+STALE = ("SELECT relname FROM pg_class WHERE relnamespace = current_schema()::regnamespace"
+         " AND relname IN ('instances', 'templates', 'users') AND (reltuples < 0"
+         " OR pg_relation_size(oid) > 2 * relpages * current_setting('block_size')::int)")
 
 
 # ------------------------------------------------------ the statements, for PostgreSQL
@@ -371,7 +377,7 @@ class PgWriter:
         self._local = threading.local()
         self._conns: list[psycopg.Connection] = []
         self._loops: LoopWriters[PgLoopWriter] = LoopWriters()
-        self._started = 0  # instances started through this writer, up to ANALYZE_AFTER
+        self._started = 0  # instances started through this writer, up to ANALYZE_AT[-1]
         self._readers: list[tuple[int, psycopg.Connection, float]] = []  # idle: pid, used
         self._reading = threading.BoundedSemaphore(READERS)
 
@@ -384,21 +390,21 @@ class PgWriter:
         self._count_starts(1)
 
     def _count_starts(self, n: int) -> None:
-        if self._started >= ANALYZE_AFTER:
+        if self._started >= ANALYZE_AT[-1]:
             return
         with self._lock:
             before, self._started = self._started, self._started + n
-        if before < ANALYZE_AFTER <= self._started:
-            threading.Thread(target=self.analyze_new_tables, daemon=True,
+        if any(before < mark <= self._started for mark in ANALYZE_AT):
+            threading.Thread(target=self.analyze_stale_tables, daemon=True,
                              name="bpflow-analyze").start()
 
-    def analyze_new_tables(self) -> list[str]:
-        """ANALYZE the tables whose plans matter that were never analyzed (see
-        ANALYZE_AFTER): the cached plans of every connection are then made again. The
-        names analyzed; none once autovacuum (or this) has been there."""
+    def analyze_stale_tables(self) -> list[str]:
+        """ANALYZE the tables whose plans matter while their statistics are missing or
+        out of date (see ANALYZE_AT): the cached plans of every connection are then made
+        again. The names analyzed."""
         try:
             with psycopg.connect(self.conninfo, autocommit=True) as conn:
-                names = [name for (name,) in conn.execute(NEVER_ANALYZED)]
+                names = [name for (name,) in conn.execute(STALE)]
                 for name in names:
                     conn.execute(f"ANALYZE {_quote(name)}")
                 return names
