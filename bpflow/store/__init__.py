@@ -38,6 +38,7 @@ from sqlalchemy import true
 from bpflow.changes import Hub, hub_for
 from bpflow.errors import Conflict, NotFound
 from bpflow.security import derive, load_secret
+from bpflow.store import statements as sql
 from bpflow.store.connection import make_engine
 from bpflow.store.crowds import Crowds
 from bpflow.store.feed import Feed
@@ -47,6 +48,7 @@ from bpflow.store.mail import MailRows
 from bpflow.store.migrating import Migrating
 from bpflow.store.pg_writer import PgWriter, conninfo
 from bpflow.store.queries import Queries
+from bpflow.store.reads import Straight
 from bpflow.store.signals import Signals
 from bpflow.store.sqlite_writer import SqliteWriter
 from bpflow.store.steps import Steps
@@ -143,6 +145,16 @@ class Store(Templates, Users, Instances, Steps, Queries, MailRows, Leases, Tenan
     def reader(self):
         """A connection for reads (SQLite: a deferred transaction, no write lock)."""
         return self.db.connect().execution_options(sqlite_begin="DEFERRED")
+
+    def _rows(self, read: Straight, values: dict[str, Any]) -> list[Any]:
+        """The rows of a small read (`reads`) for `values`, keyed by its parameters'
+        names without `b_`: straight through sqlite3 or psycopg, else SQLAlchemy."""
+        if self._sqlite is not None:
+            return self._sqlite.rows((read.sqlite, values))[0]
+        if isinstance(self.writer, PgWriter):
+            return self.writer.rows((read.pg, sql.prefixed(values)))[0]
+        with self.reader() as conn:
+            return conn.execute(read.query, sql.prefixed(values)).all()
 
     def close(self) -> None:
         self.writer.close()

@@ -210,6 +210,7 @@ class Read:
 
     sql: str
     row: Callable[[tuple[Any, ...]], Any]
+    constants: dict[str, Any]  # the values of its parameters that are not `b_` (a LIMIT)
 
 
 def _utc(value: datetime | None) -> datetime | None:
@@ -217,7 +218,9 @@ def _utc(value: datetime | None) -> datetime | None:
 
 
 def read(query: Select) -> Read:
-    return Read(text(query), sql.row_maker(query, {UTCDateTime: _utc}))
+    compiled = query.compile(dialect=DIALECT)
+    return Read(compiled.string, sql.row_maker(query, {UTCDateTime: _utc}),
+                {k: v for k, v in compiled.params.items() if not k.startswith("b_")})
 
 
 READ_BEGIN = "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"  # one snapshot for all
@@ -458,7 +461,7 @@ class PgWriter:
             try:
                 with conn.pipeline():
                     conn.execute(READ_BEGIN)
-                    cursors = [conn.execute(r.sql, values, prepare=False)
+                    cursors = [conn.execute(r.sql, {**r.constants, **values}, prepare=False)
                                for r, values in reads]
                     conn.execute("COMMIT")
                 return [[r.row(t) for t in c.fetchall()]

@@ -21,14 +21,14 @@ from sqlalchemy.exc import IntegrityError
 
 from bpflow.errors import Conflict, NotFound
 from bpflow.store import statements as sql
+from bpflow.store.reads import straight
 from bpflow.store.tables import instances_t, pinned_t, retired_t, templates_t
 from engine.analysis import analyze
 from engine.errors import DefinitionError
 from engine.limits import DEFAULT_LIMITS
 from engine.model import Template
 
-TEMPLATE_ID = sql.for_sqlite(sql.template_id)
-TEMPLATE_VERSION_ID = sql.for_sqlite(sql.template_version_id)
+TEMPLATE_ID = {False: straight(sql.template_id), True: straight(sql.template_version_id)}
 RETIRED_TTL = 2.0  # seconds a start reuses this process's reading of the retired names
 
 
@@ -82,24 +82,16 @@ class Templates:
         Versions never change, so only the id is looked up each time; the row with its
         body is read once per process."""
         values = {"name": name, "version": version, "tenant": tenant or self._owner()}
-        if self._sqlite is not None:  # an indexed lookup: sqlite3 costs a tenth of SQLAlchemy
-            tid = self._sqlite.scalar(TEMPLATE_ID if version is None else TEMPLATE_VERSION_ID,
-                                      values)
-            if tid is None:
-                return None
-            row = self._template_rows.get(tid)
-            if row is not None:
-                return row
-        q = sql.template_id if version is None else sql.template_version_id
-        with self.reader() as conn:
-            tid = conn.execute(q, sql.prefixed(values)).scalar()
-            if tid is None:
-                return None
-            row = self._template_rows.get(tid)
-            if row is None:
+        found = self._rows(TEMPLATE_ID[version is not None], values)  # an indexed lookup
+        if not found:
+            return None
+        tid = found[0].id
+        row = self._template_rows.get(tid)
+        if row is None:
+            with self.reader() as conn:
                 row = conn.execute(select(templates_t).where(templates_t.c.id == tid)).first()
-                self._template_rows[tid] = row
-            return row
+            self._template_rows[tid] = row
+        return row
 
     def template_versions(self) -> dict[str, list[int]]:
         with self.reader() as conn:

@@ -9,16 +9,20 @@ import time
 from collections.abc import Iterable
 from typing import Any, overload
 
-from sqlalchemy import insert, select, update
+from sqlalchemy import bindparam, insert, select, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
 from bpflow.access import Caller, valid_roles
 from bpflow.errors import NotFound
 from bpflow.security import check_password, hash_password, normal_username, valid_username
+from bpflow.store.reads import straight
 from bpflow.store.tables import users_t
 
 ACCOUNT_TTL = 2.0  # seconds this process reuses a users-table lookup of a token's account
+_BY_NAME = select(users_t).where(users_t.c.username == bindparam("b_username"))
+USER = {False: straight(_BY_NAME),  # any tenant's, and this store's tenant's
+        True: straight(_BY_NAME.where(users_t.c.tenant == bindparam("b_tenant")))}
 
 
 class Users:
@@ -107,9 +111,9 @@ class Users:
     def user(self, username: str) -> dict[str, Any] | None:
         """An active user's record (None for an unknown or disabled one, or one of
         another tenant)."""
-        with self.reader() as conn:
-            row = conn.execute(select(users_t).where(
-                self._here(users_t), users_t.c.username == normal_username(username))).first()
+        rows = self._rows(USER[self.tenant is not None],
+                          {"username": normal_username(username), "tenant": self.tenant})
+        row = rows[0] if rows else None
         if row is None or row.disabled_at is not None:
             return None
         return {"id": row.id, "username": row.username, "roles": list(row.roles),

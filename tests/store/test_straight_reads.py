@@ -1,7 +1,8 @@
-"""Instances read straight (`Instances._load_many`: sqlite3 on an SQLite file, psycopg on
-PostgreSQL) are exactly what the SQLAlchemy read gives: every JSON value (numbers SQLite
-keeps as numbers, text that looks like one, null, nested), every time, every circle, the
-lock version."""
+"""Reads straight through the driver (sqlite3 on an SQLite file, psycopg on PostgreSQL)
+are exactly what the SQLAlchemy read gives. Instances (`Instances._load_many`): every JSON
+value (numbers SQLite keeps as numbers, text that looks like one, null, nested), every
+time, every circle, the lock version. The small reads of `Store._rows` (a template's id,
+a user by name): every column, none of another tenant's."""
 
 from __future__ import annotations
 
@@ -89,3 +90,30 @@ def check(store: Store, inputs, first, complete) -> None:
     assert fast[inst.id].inst.inputs == {"v": inputs}
     if not complete:  # no instance of this example is left waiting for the next one's signal
         assert store.signal("s", "k", None) == 2
+
+
+def test_the_small_reads_read_what_sqlalchemy_reads(store):
+    from bpflow.store import statements as sql
+    from bpflow.store.templates import TEMPLATE_ID
+    from bpflow.store.users import USER
+    assert store._sqlite is not None or isinstance(store.writer, PgWriter)  # straight
+    store.put_template(TEMPLATE)
+    store.put_template({**TEMPLATE, "circles": TEMPLATE["circles"][:1]})  # version 2
+    store.add_user("ann", "pw-ann-123456", ["user", "finance"])
+    store.of(store.add_tenant("acme")).add_user("zed", "pw-zed-123456")
+    cases = [
+        (TEMPLATE_ID[False], {"name": "any", "tenant": "default"}),  # the latest
+        (TEMPLATE_ID[True], {"name": "any", "version": 1, "tenant": "default"}),
+        (TEMPLATE_ID[True], {"name": "any", "version": 3, "tenant": "default"}),
+        (TEMPLATE_ID[False], {"name": "any", "tenant": "acme"}),
+        (USER[True], {"username": "ann", "tenant": "default"}),
+        (USER[True], {"username": "zed", "tenant": "default"}),  # another tenant's
+        (USER[False], {"username": "zed", "tenant": None}),
+        (USER[False], {"username": "nobody", "tenant": None})]
+    found = []
+    for read, values in cases:
+        with store.reader() as conn:
+            slow = [tuple(r) for r in conn.execute(read.query, sql.prefixed(values))]
+        assert [tuple(r) for r in store._rows(read, values)] == slow, values
+        found.append(len(slow))
+    assert found == [1, 1, 0, 0, 1, 0, 1, 0]
