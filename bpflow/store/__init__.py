@@ -95,6 +95,8 @@ class Store(Templates, Users, Instances, Steps, Queries, MailRows, Leases, Tenan
         self._lock = threading.Lock()
         self._due_hook: list[Callable[[], None] | None] = [None]  # shared by the views
         self._accounts = {}
+        self._latest = {}
+        self._users = {}
         self._quota_cache: dict[str | None, tuple[dict[str, int], float]] = {}
         self._views: dict[str | None, Store] = {DEFAULT_TENANT: self}
         database = self.db.url.database

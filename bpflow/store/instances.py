@@ -174,7 +174,7 @@ class Instances:
     # ------------------------------------------------------------------ rows
     def _version_row(self, name: str, version: int | None):
         """The template version an instance starts from; NotFound when there is none."""
-        row = self._template_row(name, version)
+        row = self._template_row(name, version) if version else self._latest_row(name)
         if row is None:
             raise NotFound(f"no template '{name}'" + (f" version {version}" if version else ""))
         return row

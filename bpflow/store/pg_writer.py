@@ -459,11 +459,15 @@ class PgWriter:
         with self._reading:
             conn = self._reader()
             try:
-                with conn.pipeline():
-                    conn.execute(READ_BEGIN)
-                    cursors = [conn.execute(r.sql, {**r.constants, **values}, prepare=False)
-                               for r, values in reads]
-                    conn.execute("COMMIT")
+                if len(reads) == 1:  # a statement alone is a snapshot (no pipeline to sync)
+                    [(r, values)] = reads
+                    cursors = [conn.execute(r.sql, {**r.constants, **values}, prepare=False)]
+                else:
+                    with conn.pipeline():
+                        conn.execute(READ_BEGIN)
+                        cursors = [conn.execute(r.sql, {**r.constants, **values},
+                                                prepare=False) for r, values in reads]
+                        conn.execute("COMMIT")
                 return [[r.row(t) for t in c.fetchall()]
                         for (r, _), c in zip(reads, cursors, strict=True)]
             except Exception:

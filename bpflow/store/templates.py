@@ -30,6 +30,7 @@ from engine.model import Template
 
 TEMPLATE_ID = {False: straight(sql.template_id), True: straight(sql.template_version_id)}
 RETIRED_TTL = 2.0  # seconds a start reuses this process's reading of the retired names
+LATEST_TTL = 2.0  # seconds a start reuses this process's lookup of a template's latest version
 
 
 def digest(body: dict[str, Any]) -> str:
@@ -41,7 +42,9 @@ class Templates:
     """The store's template versions (part of `Store`)."""
 
     retired_ttl = RETIRED_TTL
+    latest_ttl = LATEST_TTL
     _retired: tuple[frozenset[str], float] | None = None
+    _latest: dict[tuple[str | None, str], tuple[Any, float]]
 
     def put_template(self, body: Any, stop: Callable[[], bool] | None = None
                      ) -> tuple[int, bool]:
@@ -69,8 +72,23 @@ class Templates:
                 except IntegrityError:  # a concurrent upload took this number
                     conn.rollback()
                     continue
-                return version, True
+            self._latest.clear()  # this process starts the new version at once
+            return version, True
         raise Conflict(f"template '{name}' is being uploaded concurrently; try again")
+
+    def _latest_row(self, name: str):
+        """The latest version row of `name` for a start (None: no such template); this
+        process's lookup is reused for `latest_ttl` seconds (an upload through this
+        process counts at once, one through another process within that time)."""
+        key, now = (self.tenant, name), time.monotonic()
+        hit = self._latest.get(key)
+        if hit is not None and hit[1] > now:
+            return hit[0]
+        row = self._template_row(name)
+        if len(self._latest) >= 10_000:
+            self._latest.clear()
+        self._latest[key] = (row, now + self.latest_ttl)
+        return row
 
     def latest_body(self, name: str) -> dict[str, Any] | None:
         row = self._template_row(name)

@@ -30,6 +30,7 @@ class Users:
 
     account_ttl = ACCOUNT_TTL
     _accounts: dict[int, tuple[Caller | None, float]]
+    _users: dict[tuple[str | None, str], tuple[dict[str, Any] | None, float]]
 
     def add_user(self, username: str, password: str, roles: Iterable[str] = ("user",)) -> int:
         """A new user of this store's tenant. Usernames are unique across the installation
@@ -38,12 +39,14 @@ class Users:
         username = valid_username(username)
         try:
             with self.db.begin() as conn:
-                return conn.execute(insert(users_t).values(
+                uid = conn.execute(insert(users_t).values(
                     tenant=self._owner(), username=username,
                     password_hash=hash_password(password), roles=roles,
                     created_at=self.clock())).inserted_primary_key[0]
         except IntegrityError as exc:
             raise ValueError(f"user '{username}' already exists") from exc
+        self._users.clear()  # a lookup of the name before it existed is not reused
+        return uid
 
     def disable_user(self, username: str) -> bool:
         """Disable an account (what deleting a user means): it can no longer sign in, and
@@ -60,6 +63,7 @@ class Users:
             conn.execute(update(users_t).where(users_t.c.id == row.id)
                          .values(disabled_at=self.clock()))
         self._accounts.pop(row.id, None)
+        self._users.clear()
         return True
 
     def set_roles(self, username: str, roles: Iterable[str]) -> list[str]:
@@ -75,6 +79,7 @@ class Users:
                 raise NotFound(f"no user named {name}")
             conn.execute(update(users_t).where(users_t.c.id == uid).values(roles=roles))
         self._accounts.pop(uid, None)
+        self._users.clear()
         return roles
 
     def account(self, uid: int) -> Caller | None:
@@ -110,14 +115,21 @@ class Users:
 
     def user(self, username: str) -> dict[str, Any] | None:
         """An active user's record (None for an unknown or disabled one, or one of
-        another tenant)."""
-        rows = self._rows(USER[self.tenant is not None],
-                          {"username": normal_username(username), "tenant": self.tenant})
-        row = rows[0] if rows else None
-        if row is None or row.disabled_at is not None:
-            return None
-        return {"id": row.id, "username": row.username, "roles": list(row.roles),
+        another tenant). Each lookup is reused for `account_ttl` seconds, as a token's
+        (a change through this process counts at once)."""
+        key, now = (self.tenant, normal_username(username)), time.monotonic()
+        hit = self._users.get(key)
+        if hit is None or hit[1] <= now:
+            rows = self._rows(USER[self.tenant is not None],
+                              {"username": key[1], "tenant": self.tenant})
+            row = rows[0] if rows else None
+            found = None if row is None or row.disabled_at is not None else {
+                "id": row.id, "username": row.username, "roles": list(row.roles),
                 "tenant": row.tenant}
+            if len(self._users) >= 10_000:
+                self._users.clear()
+            hit = self._users[key] = (found, now + self.account_ttl)
+        return None if hit[0] is None else {**hit[0], "roles": list(hit[0]["roles"])}
 
     def authenticate(self, username: str, password: str) -> dict[str, Any] | None:
         """The user record for these credentials (with its tenant: signing in names no
