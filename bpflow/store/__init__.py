@@ -13,6 +13,7 @@ leases in one database (an SQLite file by default, PostgreSQL or any SQLAlchemy 
     migrating.py   moving running instances between template versions
     crowds.py      crowds: many instances started in one write, batch counts
     statements.py  the write path's SQL, each statement once, and its row layouts
+    reads.py       small reads straight through sqlite3 or psycopg (`Store._rows`)
     writing.py     the writer protocol and the SQLAlchemy writer
     sqlite_writer.py  the SQLite writer (sqlite3 straight, group commit)
     pg_writer.py   the PostgreSQL writer (psycopg, a step in one round trip, group commit)
