@@ -50,6 +50,7 @@ from bpflow.store.migrating import Migrating
 from bpflow.store.pg_writer import PgWriter, conninfo
 from bpflow.store.queries import Queries
 from bpflow.store.reads import Straight
+from bpflow.store.reuse import Reused
 from bpflow.store.signals import Signals
 from bpflow.store.sqlite_writer import SqliteWriter
 from bpflow.store.steps import Steps
@@ -95,10 +96,10 @@ class Store(Templates, Users, Instances, Steps, Queries, MailRows, Leases, Tenan
         self._cache_size = cache_size
         self._lock = threading.Lock()
         self._due_hook: list[Callable[[], None] | None] = [None]  # shared by the views
-        self._accounts = {}
-        self._latest = {}
-        self._users = {}
-        self._quota_cache: dict[str | None, tuple[dict[str, int], float]] = {}
+        self._accounts = Reused()
+        self._latest = Reused()
+        self._users = Reused()
+        self._quota_cache = Reused()
         self._views: dict[str | None, Store] = {DEFAULT_TENANT: self}
         database = self.db.url.database
         self._sqlite = (SqliteWriter(database) if self.db.dialect.name == "sqlite"

@@ -22,6 +22,7 @@ from sqlalchemy.exc import IntegrityError
 from bpflow.errors import Conflict, NotFound
 from bpflow.store import statements as sql
 from bpflow.store.reads import straight
+from bpflow.store.reuse import Reused
 from bpflow.store.tables import instances_t, pinned_t, retired_t, templates_t
 from engine.analysis import analyze
 from engine.errors import DefinitionError
@@ -44,7 +45,7 @@ class Templates:
     retired_ttl = RETIRED_TTL
     latest_ttl = LATEST_TTL
     _retired: tuple[frozenset[str], float] | None = None
-    _latest: dict[tuple[str | None, str], tuple[Any, float]]
+    _latest: Reused  # by (tenant of the view, name)
 
     def put_template(self, body: Any, stop: Callable[[], bool] | None = None
                      ) -> tuple[int, bool]:
@@ -72,7 +73,7 @@ class Templates:
                 except IntegrityError:  # a concurrent upload took this number
                     conn.rollback()
                     continue
-            self._latest.clear()  # this process starts the new version at once
+            self._latest.forget()  # this process starts the new version at once
             return version, True
         raise Conflict(f"template '{name}' is being uploaded concurrently; try again")
 
@@ -80,15 +81,8 @@ class Templates:
         """The latest version row of `name` for a start (None: no such template); this
         process's lookup is reused for `latest_ttl` seconds (an upload through this
         process counts at once, one through another process within that time)."""
-        key, now = (self.tenant, name), time.monotonic()
-        hit = self._latest.get(key)
-        if hit is not None and hit[1] > now:
-            return hit[0]
-        row = self._template_row(name)
-        if len(self._latest) >= 10_000:
-            self._latest.clear()
-        self._latest[key] = (row, now + self.latest_ttl)
-        return row
+        return self._latest.get((self.tenant, name), self.latest_ttl,
+                                lambda: self._template_row(name))
 
     def latest_body(self, name: str) -> dict[str, Any] | None:
         row = self._template_row(name)

@@ -8,7 +8,6 @@ a tenant's quota allows one more running instance, template or byte of variables
 from __future__ import annotations
 
 import re
-import time
 from typing import Any
 
 import orjson
@@ -90,21 +89,16 @@ class Tenants:
             stored = valid_quotas(merged)
             conn.execute(update(tenants_t).where(tenants_t.c.name == self.tenant)
                          .values(quotas=stored))
-        self._quota_cache.pop(self.tenant, None)
+        self._quota_cache.forget(self.tenant)
         return stored
 
     def quotas(self) -> dict[str, int]:
         """This store's tenant's quotas (read again every `quota_ttl` seconds)."""
-        cache = self._quota_cache
-        hit = cache.get(self.tenant)
-        now = time.monotonic()
-        if hit is not None and hit[1] > now:
-            return hit[0]
-        with self.reader() as conn:
-            found = conn.execute(select(tenants_t.c.quotas).where(
-                tenants_t.c.name == self.tenant)).scalar() or {}
-        cache[self.tenant] = (found, now + self.quota_ttl)
-        return found
+        def load() -> dict[str, int]:
+            with self.reader() as conn:
+                return conn.execute(select(tenants_t.c.quotas).where(
+                    tenants_t.c.name == self.tenant)).scalar() or {}
+        return self._quota_cache.get(self.tenant, self.quota_ttl, load)
 
     def usage(self) -> dict[str, int]:
         """What this store's tenant uses of what quotas bound."""

@@ -5,7 +5,6 @@ disabled account's tokens stop working)."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable
 from typing import Any, overload
 
@@ -17,6 +16,7 @@ from bpflow.access import Caller, valid_roles
 from bpflow.errors import NotFound
 from bpflow.security import check_password, hash_password, normal_username, valid_username
 from bpflow.store.reads import straight
+from bpflow.store.reuse import Reused
 from bpflow.store.tables import users_t
 
 ACCOUNT_TTL = 2.0  # seconds this process reuses a users-table lookup of a token's account
@@ -29,8 +29,8 @@ class Users:
     """The store's users (part of `Store`)."""
 
     account_ttl = ACCOUNT_TTL
-    _accounts: dict[int, tuple[Caller | None, float]]
-    _users: dict[tuple[str | None, str], tuple[dict[str, Any] | None, float]]
+    _accounts: Reused  # by user id
+    _users: Reused  # by (tenant of the view, username)
 
     def add_user(self, username: str, password: str, roles: Iterable[str] = ("user",)) -> int:
         """A new user of this store's tenant. Usernames are unique across the installation
@@ -45,7 +45,7 @@ class Users:
                     created_at=self.clock())).inserted_primary_key[0]
         except IntegrityError as exc:
             raise ValueError(f"user '{username}' already exists") from exc
-        self._users.clear()  # a lookup of the name before it existed is not reused
+        self._users.forget()  # a lookup of the name before it existed is not reused
         return uid
 
     def disable_user(self, username: str) -> bool:
@@ -62,8 +62,8 @@ class Users:
                 return False
             conn.execute(update(users_t).where(users_t.c.id == row.id)
                          .values(disabled_at=self.clock()))
-        self._accounts.pop(row.id, None)
-        self._users.clear()
+        self._accounts.forget(row.id)
+        self._users.forget()
         return True
 
     def set_roles(self, username: str, roles: Iterable[str]) -> list[str]:
@@ -78,29 +78,22 @@ class Users:
             if uid is None:
                 raise NotFound(f"no user named {name}")
             conn.execute(update(users_t).where(users_t.c.id == uid).values(roles=roles))
-        self._accounts.pop(uid, None)
-        self._users.clear()
+        self._accounts.forget(uid)
+        self._users.forget()
         return roles
 
     def account(self, uid: int) -> Caller | None:
         """The caller a token's user id stands for now (roles and tenant from the users
         table), or None when the account does not exist or is disabled; each lookup is
         reused for `account_ttl` seconds. (Any tenant's: a token is checked here.)"""
-        cache = self._accounts
-        hit = cache.get(uid)
-        now = time.monotonic()
-        if hit is not None and hit[1] > now:
-            return hit[0]
-        with self.reader() as conn:
-            row = conn.execute(select(users_t.c.id, users_t.c.username, users_t.c.roles,
-                                      users_t.c.disabled_at, users_t.c.tenant)
-                               .where(users_t.c.id == uid)).first()
-        found = (Caller(row.id, row.username, tuple(row.roles), row.tenant)
-                 if row is not None and row.disabled_at is None else None)
-        if len(cache) >= 10_000:
-            cache.clear()
-        cache[uid] = (found, now + self.account_ttl)
-        return found
+        def load() -> Caller | None:
+            with self.reader() as conn:
+                row = conn.execute(select(users_t.c.id, users_t.c.username, users_t.c.roles,
+                                          users_t.c.disabled_at, users_t.c.tenant)
+                                   .where(users_t.c.id == uid)).first()
+            return (Caller(row.id, row.username, tuple(row.roles), row.tenant)
+                    if row is not None and row.disabled_at is None else None)
+        return self._accounts.get(uid, self.account_ttl, load)
 
     def has_users(self) -> bool:
         with self.reader() as conn:
@@ -117,19 +110,17 @@ class Users:
         """An active user's record (None for an unknown or disabled one, or one of
         another tenant). Each lookup is reused for `account_ttl` seconds, as a token's
         (a change through this process counts at once)."""
-        key, now = (self.tenant, normal_username(username)), time.monotonic()
-        hit = self._users.get(key)
-        if hit is None or hit[1] <= now:
+        name = normal_username(username)
+
+        def load() -> dict[str, Any] | None:
             rows = self._rows(USER[self.tenant is not None],
-                              {"username": key[1], "tenant": self.tenant})
+                              {"username": name, "tenant": self.tenant})
             row = rows[0] if rows else None
-            found = None if row is None or row.disabled_at is not None else {
+            return None if row is None or row.disabled_at is not None else {
                 "id": row.id, "username": row.username, "roles": list(row.roles),
                 "tenant": row.tenant}
-            if len(self._users) >= 10_000:
-                self._users.clear()
-            hit = self._users[key] = (found, now + self.account_ttl)
-        return None if hit[0] is None else {**hit[0], "roles": list(hit[0]["roles"])}
+        found = self._users.get((self.tenant, name), self.account_ttl, load)
+        return None if found is None else {**found, "roles": list(found["roles"])}
 
     def authenticate(self, username: str, password: str) -> dict[str, Any] | None:
         """The user record for these credentials (with its tenant: signing in names no
