@@ -458,15 +458,16 @@ class PgWriter:
         sequential scan of `circle_states` for every read until the connection closed)."""
         with self._reading:
             conn = self._reader()
+            def run() -> list[psycopg.Cursor]:
+                return [conn.execute(r.sql, {**r.constants, **values}, prepare=False)
+                        for r, values in reads]
             try:
                 if len(reads) == 1:  # a statement alone is a snapshot (no pipeline to sync)
-                    [(r, values)] = reads
-                    cursors = [conn.execute(r.sql, {**r.constants, **values}, prepare=False)]
+                    cursors = run()
                 else:
                     with conn.pipeline():
                         conn.execute(READ_BEGIN)
-                        cursors = [conn.execute(r.sql, {**r.constants, **values},
-                                                prepare=False) for r, values in reads]
+                        cursors = run()
                         conn.execute("COMMIT")
                 return [[r.row(t) for t in c.fetchall()]
                         for (r, _), c in zip(reads, cursors, strict=True)]
