@@ -69,11 +69,11 @@ class Instances:
         return loaded.inst if loaded is not None else self._peeked(self._load(instance_id))
 
     async def peek_async(self, instance_id: str) -> Instance:
-        """`peek` for an event loop (a read the cache cannot serve runs on a thread)."""
+        """`peek` for an event loop."""
         loaded = self._cached(instance_id)
         if loaded is not None:
             return loaded.inst
-        return self._peeked(await asyncio.to_thread(self._load, instance_id))
+        return self._peeked(await self._load_async(instance_id))
 
     def _peeked(self, loaded: Loaded) -> Instance:
         loaded.kept_at = time.monotonic()
@@ -116,6 +116,22 @@ class Instances:
     # ---------------------------------------------------------------- reading
     def _load(self, instance_id: str, conn=None, lock: bool = False) -> Loaded:
         loaded = self._load_many([instance_id], conn, lock)
+        if not loaded:
+            raise NotFound(f"no instance '{instance_id}'")
+        return loaded[instance_id]
+
+    async def _load_async(self, instance_id: str) -> Loaded:
+        """`_load` for an event loop: on PostgreSQL read on the loop's own connections,
+        else on a thread (as is making a template this process has not seen yet)."""
+        if self._sqlite is not None or not isinstance(self.writer, pg.PgWriter):
+            return await asyncio.to_thread(self._load, instance_id)
+        values = {"b_ids": [instance_id], "b_tenant": self.tenant}
+        rows, circles = await self.writer.rows_async(
+            (_INSTANCES_PG[self.tenant is not None], values), (_CIRCLES_PG, values))
+        if all(row.template_id in self._template_rows for row in rows):
+            loaded = self._loaded(rows, circles)
+        else:
+            loaded = await asyncio.to_thread(self._loaded, rows, circles)
         if not loaded:
             raise NotFound(f"no instance '{instance_id}'")
         return loaded[instance_id]

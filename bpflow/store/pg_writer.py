@@ -226,6 +226,21 @@ def read(query: Select) -> Read:
 READ_BEGIN = "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"  # one snapshot for all
 
 
+def _framed_reads(reads: tuple[tuple[Read, dict[str, Any]], ...]) -> list[tuple[str, Any]]:
+    """The statements of reads as sent: one alone is a snapshot of its own, several
+    share one (a read-only transaction)."""
+    statements = [(r.sql, {**r.constants, **values}) for r, values in reads]
+    if len(statements) == 1:
+        return statements
+    return [(READ_BEGIN, None), *statements, ("COMMIT", None)]
+
+
+def _read_rows(reads: tuple[tuple[Read, dict[str, Any]], ...],
+               fetched: list[list[tuple[Any, ...]]]) -> list[list[Any]]:
+    """Each read's rows, as its `row` makes them, of what its statement fetched."""
+    return [[r.row(t) for t in rows] for (r, _), rows in zip(reads, fetched, strict=True)]
+
+
 @dataclass(frozen=True)
 class Copy:
     """An insert of `statements` as COPY: its command, and `rows(rows)` giving the
@@ -458,19 +473,13 @@ class PgWriter:
         sequential scan of `circle_states` for every read until the connection closed)."""
         with self._reading:
             conn = self._reader()
-            def run() -> list[psycopg.Cursor]:
-                return [conn.execute(r.sql, {**r.constants, **values}, prepare=False)
-                        for r, values in reads]
             try:
-                if len(reads) == 1:  # a statement alone is a snapshot (no pipeline to sync)
-                    cursors = run()
-                else:
-                    with conn.pipeline():
-                        conn.execute(READ_BEGIN)
-                        cursors = run()
-                        conn.execute("COMMIT")
-                return [[r.row(t) for t in c.fetchall()]
-                        for (r, _), c in zip(reads, cursors, strict=True)]
+                framed = _framed_reads(reads)
+                with conn.pipeline() if len(framed) > 1 else nullcontext():
+                    cursors = [conn.execute(t, p, prepare=False) for t, p in framed]
+                fetched = [c.fetchall() for c, (_, p) in zip(cursors, framed, strict=True)
+                           if p is not None]
+                return _read_rows(reads, fetched)
             except Exception:
                 if not conn.broken and conn.info.transaction_status != TransactionStatus.IDLE:
                     conn.execute("ROLLBACK")
@@ -479,6 +488,13 @@ class PgWriter:
                 if not conn.closed and not conn.broken:
                     with self._lock:
                         self._readers.append((os.getpid(), conn, time.monotonic()))
+
+    async def rows_async(self, *reads: tuple[Read, dict[str, Any]]) -> list[list[Any]]:
+        """`rows` for an event loop, on read connections of the loop's own: no thread
+        to hand over to and back (a stale cached copy, read again, is half the steps of
+        a scaled-out server)."""
+        loop = asyncio.get_running_loop()
+        return await self._loops.of(loop, lambda: PgLoopWriter(self.conninfo, loop)).read(reads)
 
     def _reader(self) -> psycopg.Connection:
         """An idle read connection of this process (checked when it was idle long
@@ -582,6 +598,14 @@ def _alive(conn: psycopg.Connection) -> bool:
         return False
 
 
+async def _alive_async(conn: psycopg.AsyncConnection) -> bool:
+    try:
+        await conn.execute("SELECT 1")
+        return True
+    except psycopg.Error:
+        return False
+
+
 class PgLoopWriter:
     """Group commit driven from an event loop: the jobs that arrive together are shared
     among the free lanes (`LANES` connections, at least `MIN_BATCH` jobs a lane), each
@@ -591,7 +615,8 @@ class PgLoopWriter:
     computes the steps of the flows another batch answered (16 flows in one batch: the
     two waited for each other, 1,450-1,650 steps/s; shared: 1,800-2,250). When a batch
     fails, it is rolled back and its jobs are sent again one by one, so only a failing
-    job gets its error and the others commit."""
+    job gets its error and the others commit. Reads (`read`) go on connections of their
+    own, READERS at most."""
 
     def __init__(self, conninfo: str, loop: asyncio.AbstractEventLoop, lanes: int = LANES):
         self.conninfo, self.loop = conninfo, loop
@@ -600,6 +625,8 @@ class PgLoopWriter:
         self.pending: list[tuple[Job, asyncio.Future]] = []
         self.calling = False  # a lane is called for the pending jobs
         self.commits = self.jobs = 0  # transactions committed, jobs in them
+        self.readers: list[tuple[psycopg.AsyncConnection, float]] = []  # idle; when used
+        self.reading = asyncio.Semaphore(READERS)  # more reads at once wait
 
     def run(self, job: Job) -> asyncio.Future:
         future = self.loop.create_future()
@@ -659,7 +686,40 @@ class PgLoopWriter:
         settle([(f, a, None) for (_, f), a in zip(batch, answers, strict=True)])
         return conn
 
+    async def read(self, reads: tuple[tuple[Read, dict[str, Any]], ...]) -> list[list[Any]]:
+        """`PgWriter.rows` on this loop: on an idle read connection of the loop (checked
+        when it was idle long enough to have been dropped), else a new one."""
+        async with self.reading:
+            conn = await self._reader()
+            framed = _framed_reads(reads)
+            try:
+                async with conn.pipeline() if len(framed) > 1 else nullcontext():
+                    cursors = [await conn.execute(t, p, prepare=False) for t, p in framed]
+                fetched = [await c.fetchall() for c, (_, p) in zip(cursors, framed, strict=True)
+                           if p is not None]
+            except Exception:
+                if not conn.broken and conn.info.transaction_status != TransactionStatus.IDLE:
+                    await conn.execute("ROLLBACK")
+                raise
+            finally:
+                if not conn.closed and not conn.broken:
+                    self.readers.append((conn, time.monotonic()))
+            return _read_rows(reads, fetched)
+
+    async def _reader(self) -> psycopg.AsyncConnection:
+        while self.readers:
+            conn, used = self.readers.pop()
+            if not conn.closed and (time.monotonic() - used < IDLE_CHECK_S
+                                    or await _alive_async(conn)):
+                return conn
+            await conn.close()
+        conn = await psycopg.AsyncConnection.connect(self.conninfo, autocommit=True)
+        set_json_loads(orjson.loads, conn)
+        self.conns.append(conn)
+        return conn
+
     def close(self) -> None:
+        self.readers = []
         conns, self.conns = self.conns, []
         for conn in conns:
             if not conn.closed:

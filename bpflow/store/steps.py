@@ -25,7 +25,7 @@ from sqlalchemy.exc import IntegrityError
 
 from bpflow.errors import Conflict, NotFound
 from bpflow.security import derive
-from bpflow.store.instances import Loaded, started
+from bpflow.store.instances import started
 from bpflow.store.writing import Lost, save_rows
 from engine.errors import BpflowError
 from engine.instance import Instance
@@ -236,9 +236,6 @@ class Steps:
 
     async def _run_async(self, op: Op, inst: Instance) -> Future:
         return await asyncio.to_thread(self._run, op, inst)
-
-    async def _load_async(self, instance_id: str) -> Loaded:
-        return await asyncio.to_thread(self._load, instance_id)
 
     async def _apply_locked_async(self, instance_id: str, op: Op) -> T:
         return await asyncio.to_thread(self._apply_locked, instance_id, op)

@@ -12,6 +12,7 @@ import pytest
 from sqlalchemy import func, select, text
 from sqlalchemy.exc import IntegrityError
 
+from bpflow.errors import NotFound
 from bpflow.store import Store, pg_writer
 from bpflow.store import crowds as crowds_module
 from bpflow.store.pg_writer import LANES, MIN_BATCH, Job, PgWriter, save_job
@@ -350,3 +351,70 @@ def test_a_read_connection_the_server_dropped_is_replaced(pg, monkeypatch):
     assert list(every._load_many([iid])) == [iid]
     [(_, again, _)] = pg.writer._readers
     assert again is not conn
+
+
+def test_a_stale_copy_is_read_again_on_the_event_loop(pg, db_url, monkeypatch):
+    """A step served by a process whose cached copy is stale (another process stepped
+    since) reads the instance again on its event loop's own connections, not on a
+    thread, and the step is applied once, on the stored state."""
+    pg.put_template({"name": "forms", "circles": [
+        {"uri": "a", "box": {"form": [{"name": "x", "type": "number"}]}},
+        {"uri": "b", "deps": [["a"]], "box": {"form": [{"name": "y", "type": "number"}]}}]})
+    other = Store(db_url, secret=SECRET)
+    try:
+        iid = pg.start("forms", user=USER).id
+        other.peek(iid)  # the other process's copy: `a` waiting
+        pg.complete(iid, "a", pg.engine.bookmark(pg.get(iid), "a"), {"x": 1})
+
+        def on_a_thread(*_args):
+            raise AssertionError("read on a thread")
+        monkeypatch.setattr(other, "_load", on_a_thread)
+
+        async def step():
+            inst = await other.apply_async(
+                iid, lambda e, i: (e.complete(i, "b", e.bookmark(i, "b"), {"y": 2}), i)[1])
+            writer = other.writer.loop_writer(asyncio.get_running_loop())
+            return inst, len(writer.readers)
+        inst, readers = run_async(step())
+        assert inst.status == "completed" and readers == 1
+        assert pg.get(iid).status == "completed"
+        assert [e["circle"] for e in pg.history(iid)
+                if (e.get("after") or {}).get("state") == "success"] == ["a", "b"]
+    finally:
+        other.close()
+
+
+def test_reads_on_an_event_loop_share_a_few_connections_and_keep_to_their_tenant(pg):
+    """Reads that arrive together on a loop wait for one of READERS connections; each
+    gets its own instance; a store of another tenant finds none of them."""
+    every = pg.of(None)
+    ids = [pg.start("pair", user=USER).id for _ in range(6)]
+    before = len(pg.writer._conns)
+
+    async def reads():
+        loaded = await asyncio.gather(*(every._load_async(iid) for iid in ids * 5))
+        writer = pg.writer.loop_writer(asyncio.get_running_loop())
+        return [got.inst.id for got in loaded], len(writer.conns)
+    got, conns = run_async(reads())
+    assert got == ids * 5
+    assert 1 <= conns <= pg_writer.READERS
+    assert len(pg.writer._conns) == before  # no thread's connection was used
+    with pytest.raises(NotFound):
+        run_async(pg.of("elsewhere")._load_async(ids[0]))
+
+
+def test_an_event_loops_read_connection_the_server_dropped_is_replaced(pg, monkeypatch):
+    every = pg.of(None)
+    iid = pg.start("pair", user=USER).id
+    monkeypatch.setattr(pg_writer, "IDLE_CHECK_S", 0.0)
+
+    async def reads():
+        first = await every._load_async(iid)
+        [(conn, _)] = pg.writer.loop_writer(asyncio.get_running_loop()).readers
+        with pg.db.connect() as admin:
+            admin.execute(text("SELECT pg_terminate_backend(:pid)"),
+                          {"pid": conn.info.backend_pid})
+        again = await every._load_async(iid)
+        [(other, _)] = pg.writer.loop_writer(asyncio.get_running_loop()).readers
+        return first.inst.id, again.inst.id, other is not conn
+    assert run_async(reads()) == (iid, iid, True)
