@@ -418,3 +418,25 @@ def test_an_event_loops_read_connection_the_server_dropped_is_replaced(pg, monke
         [(other, _)] = pg.writer.loop_writer(asyncio.get_running_loop()).readers
         return first.inst.id, again.inst.id, other is not conn
     assert run_async(reads()) == (iid, iid, True)
+
+
+def test_a_step_or_start_below_the_cursors_reports_a_refusal_and_keeps_its_connection(pg):
+    """A start refused by the server (its id taken) raises what SQLAlchemy would, on a
+    thread and on a loop, and the same connection then starts and steps as before; the
+    step's compare-and-set answers 1 or 0 as through psycopg's cursors."""
+    iid = pg.start("pair", user=USER).id
+    _, new = pg._new_instance(pg._latest_row("pair"), {}, USER, instance_id=iid)
+    with pytest.raises(IntegrityError):
+        pg.writer.insert(new)
+
+    async def on_a_loop():
+        with pytest.raises(IntegrityError):
+            await pg.writer.insert_async(new)
+        write = pending_write(pg, iid, 3)
+        won = await pg.writer.save_async([write])
+        lost = await pg.writer.save_async([write])  # the same lock version again
+        return won, lost
+    assert run_async(on_a_loop()) == (set(), {iid})
+    assert pg.apply(pg.start("pair", user=USER).id, complete(1)).status == "completed"
+    assert set(pg_writer.PREPARED[pg_writer.STEP].names) >= {"b_id", "b_lock", "cu", "ev"}
+    assert "%" not in pg_writer.PREPARED[pg_writer.START].query.decode()
