@@ -39,9 +39,10 @@ PAYLOAD_MAX = 7000  # bytes of one notification (PostgreSQL's limit is 8000)
 PENDING_MAX = 256  # changes a subscriber keeps unread; more and it is told "everything"
 IDLE_S = 2.0  # seconds without a change before the sending connection is closed
 # at most one notification round trip this often: a change after a quiet spell goes at
-# once, a steady stream is gathered (one flow's steps on PostgreSQL, one notification a
-# step: ~0.1 ms of each ~1.3 ms step; bench/RESULTS.md)
-GATHER_S = 0.005
+# once, a steady stream is gathered. Each is a transaction of the server's (one flow's
+# steps on PostgreSQL: every 5 ms cost 60-80 us of each ~0.75 ms step, every 25 ms a
+# third of that; bench/RESULTS.md); a page hears of a change at most this much later.
+GATHER_S = 0.025
 RETRY_S = 2.0  # before the listener connects again after losing its connection
 WATCH_S = 1.0  # how often an SQLite file is checked for other processes' writes
 BUSY_S = 5.0  # at most this often "everything" when their writes mix with ours
@@ -278,6 +279,9 @@ class PgHub(Hub):
             try:
                 if conn is None or conn.closed:
                     conn = psycopg.connect(self.conninfo, autocommit=True)
+                    # a notification is a hint, kept nowhere: its transaction need not
+                    # wait for the disk, nor make the steps' commits wait behind it
+                    conn.execute("SET synchronous_commit TO off")
                 conn.execute("SELECT pg_notify(%s, p) FROM unnest(%s::text[]) AS p",
                              (self.channel(conn), payloads))
                 return conn

@@ -212,3 +212,23 @@ def test_after_losing_its_connection_the_listener_tells_everyone_to_look_again(p
             admin.dispose()
             return await sub.next(WAIT_S)
     assert run_async(main()) == [EVERYTHING]
+
+
+def test_a_notifications_transaction_does_not_wait_for_the_disk(pg_hubs):
+    """The sending connection commits without waiting for its WAL to be flushed (a
+    notification is a hint kept nowhere), and what it sends still arrives."""
+    sender, receiver = pg_hubs
+
+    async def main():
+        with receiver.subscribe([instance_key("quick")]) as sub:
+            assert await asyncio.to_thread(receiver.listening.wait, WAIT_S)
+            conn = await asyncio.to_thread(
+                sender._send, None, sender.payloads([Change("quick", 1, "t")]))
+            try:
+                setting = conn.execute("SHOW synchronous_commit").fetchone()[0]
+            finally:
+                conn.close()
+            return setting, await sub.next(WAIT_S)
+    setting, got = run_async(main())
+    assert setting == "off"
+    assert [c.instance for c in got] == ["quick"]
