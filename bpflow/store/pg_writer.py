@@ -373,17 +373,17 @@ PREPARED = {STEP: prepared(STEP, "step"), START: prepared(START, "start")}
 _ready: weakref.WeakKeyDictionary[Any, set[bytes]] = weakref.WeakKeyDictionary()
 
 
+_TEXTS: dict[type, Callable[[Any], bytes | None]] = {
+    str: str.encode, type(None): lambda _: None, bool: lambda v: b"t" if v else b"f",
+    int: lambda v: str(v).encode(), datetime: lambda v: v.isoformat().encode()}
+
+
 def _text(value: Any) -> bytes | None:
     """A parameter's text, as PostgreSQL reads it for the type its cast names."""
-    if value is None:
-        return None
-    if isinstance(value, str):
-        return value.encode()
-    if isinstance(value, bool):
-        return b"t" if value else b"f"
-    if isinstance(value, int | datetime):
-        return (value.isoformat() if isinstance(value, datetime) else str(value)).encode()
-    raise TypeError(f"no text for a parameter of type {type(value).__name__}")
+    text = _TEXTS.get(type(value))
+    if text is None:
+        raise TypeError(f"no text for a parameter of type {type(value).__name__}")
+    return text(value)
 
 
 def _first(conn: psycopg.Connection | psycopg.AsyncConnection, results: list) -> int:
