@@ -42,6 +42,13 @@ _INSTANCES_PG = {False: pg.read(select(instances_t).where(pg.ids_any(instances_t
 _CIRCLES_PG = pg.read(select(circles_t).where(pg.ids_any(circles_t.c.instance_id)))
 
 
+def _one(loaded: dict[str, Loaded], instance_id: str) -> Loaded:
+    """The instance read, or NotFound."""
+    if instance_id not in loaded:
+        raise NotFound(f"no instance '{instance_id}'")
+    return loaded[instance_id]
+
+
 @dataclass
 class Loaded:
     """An instance with what its rows held when read or last written."""
@@ -115,26 +122,24 @@ class Instances:
 
     # ---------------------------------------------------------------- reading
     def _load(self, instance_id: str, conn=None, lock: bool = False) -> Loaded:
-        loaded = self._load_many([instance_id], conn, lock)
-        if not loaded:
-            raise NotFound(f"no instance '{instance_id}'")
-        return loaded[instance_id]
+        return _one(self._load_many([instance_id], conn, lock), instance_id)
 
     async def _load_async(self, instance_id: str) -> Loaded:
         """`_load` for an event loop: on PostgreSQL read on the loop's own connections,
         else on a thread (as is making a template this process has not seen yet)."""
         if self._sqlite is not None or not isinstance(self.writer, pg.PgWriter):
             return await asyncio.to_thread(self._load, instance_id)
-        values = {"b_ids": [instance_id], "b_tenant": self.tenant}
-        rows, circles = await self.writer.rows_async(
-            (_INSTANCES_PG[self.tenant is not None], values), (_CIRCLES_PG, values))
+        rows, circles = await self.writer.rows_async(*self._pg_reads([instance_id]))
         if all(row.template_id in self._template_rows for row in rows):
             loaded = self._loaded(rows, circles)
         else:
             loaded = await asyncio.to_thread(self._loaded, rows, circles)
-        if not loaded:
-            raise NotFound(f"no instance '{instance_id}'")
-        return loaded[instance_id]
+        return _one(loaded, instance_id)
+
+    def _pg_reads(self, ids: list[str]) -> tuple[tuple[pg.Read, dict[str, Any]], ...]:
+        """The reads of instances and their circles through psycopg straight."""
+        values = {"b_ids": ids, "b_tenant": self.tenant}
+        return (_INSTANCES_PG[self.tenant is not None], values), (_CIRCLES_PG, values)
 
     def _load_many(self, ids: list[str], conn=None, lock: bool = False) -> dict[str, Loaded]:
         """Instances as stored (two queries however many); missing ids are left out."""
@@ -144,9 +149,7 @@ class Instances:
                 (_INSTANCES_SQLITE[self.tenant is not None], values), (_CIRCLES_SQLITE, values))
             return self._loaded(rows, circles)
         if conn is None and isinstance(self.writer, pg.PgWriter):  # psycopg straight
-            values = {"b_ids": ids, "b_tenant": self.tenant}
-            rows, circles = self.writer.rows(
-                (_INSTANCES_PG[self.tenant is not None], values), (_CIRCLES_PG, values))
+            rows, circles = self.writer.rows(*self._pg_reads(ids))
             return self._loaded(rows, circles)
         if conn is None:
             with self.reader() as conn:

@@ -593,8 +593,7 @@ class PgWriter:
         """`rows` for an event loop, on read connections of the loop's own: no thread
         to hand over to and back (a stale cached copy, read again, is half the steps of
         a scaled-out server)."""
-        loop = asyncio.get_running_loop()
-        return await self._loops.of(loop, lambda: PgLoopWriter(self.conninfo, loop)).read(reads)
+        return await self._loop_writer().read(reads)
 
     def _reader(self) -> psycopg.Connection:
         """An idle read connection of this process (checked when it was idle long
@@ -634,9 +633,12 @@ class PgWriter:
     async def run(self, job: Job) -> Any:
         """`write` for an event loop: its `PgLoopWriter` sends it with the jobs that
         arrive together."""
+        return await self._loop_writer().run(job)
+
+    def _loop_writer(self) -> PgLoopWriter:
+        """The running event loop's `PgLoopWriter` (made on its first use)."""
         loop = asyncio.get_running_loop()
-        writer = self._loops.of(loop, lambda: PgLoopWriter(self.conninfo, loop))
-        return await writer.run(job)
+        return self._loops.of(loop, lambda: PgLoopWriter(self.conninfo, loop))
 
     def loop_writer(self, loop: asyncio.AbstractEventLoop) -> PgLoopWriter | None:
         return self._loops.get(loop)
@@ -812,6 +814,7 @@ class PgLoopWriter:
             if not conn.closed and (time.monotonic() - used < IDLE_CHECK_S
                                     or await _alive_async(conn)):
                 return conn
+            self.conns.remove(conn)
             await conn.close()
         conn = await psycopg.AsyncConnection.connect(self.conninfo, autocommit=True)
         set_json_loads(orjson.loads, conn)
