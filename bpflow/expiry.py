@@ -3,8 +3,8 @@ after it (`Steps._startable_row` refuses them), and its instances still running,
 suspended then are terminated by the worker with the reason `expired`.
 
 `expire` is one of the worker's duties: each round it terminates a bounded batch of
-expired instances of every tenant (the worker's store sees them all), each with the
-store's abort step, and closes their undecided approval mail.
+expired instances of every tenant (the worker's store sees them all), each with the abort
+of `bpflow.moves` (which closes its undecided approval mail).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
+from bpflow import moves
 from bpflow.errors import NotFound
 from engine.errors import TransitionError
 
@@ -30,10 +31,9 @@ def expire(worker: Worker, limit: int = BATCH) -> int:
     done = 0
     for iid in worker.store.expired(limit):
         try:
-            worker.store.abort(iid, REASON, actor="worker")
+            moves.expire(worker.store, iid, REASON)
         except (TransitionError, NotFound):  # completed or aborted meanwhile
             continue
-        worker.mailbox.close_instance(iid)
         done += 1
     if done:
         log.info("terminated %d expired instance(s)", done)

@@ -199,12 +199,14 @@ class Interactions:
         return self.submit(inst.id, "auth", self.store.engine.bookmark(inst, "auth"),
                            {"username": username, "password": password}, username, client)
 
-    def reenter(self, instance_id: str) -> Instance:
-        """Re-entering a flow checks its decided approval mail (the seed's re-entry)."""
-        inst = self.store.get(instance_id)
-        for cid, run in inst.circles.items():
-            if approval(run) is not None:
-                self.mailbox.settle(instance_id, cid)
-        return self.store.get(instance_id)
+    def reenter(self, instance_id: str, inst: Instance | None = None) -> Instance:
+        """Re-entering a flow checks its decided approval mail (the seed's re-entry);
+        `inst` is the copy the caller has just read (read again only if it asks anyone)."""
+        if inst is None:
+            inst = self.store.get(instance_id)
+        asking = [cid for cid, run in inst.circles.items() if approval(run) is not None]
+        for cid in asking:
+            self.mailbox.settle(instance_id, cid)
+        return self.store.get(instance_id) if asking else inst
 
 

@@ -7,12 +7,13 @@ Who may see or act on it is `bpflow.access`'s to say (`pages/flow_state.py` asks
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from bpflow_app.boxview import clock_text
 from bpflow_app.drawing import Drawing, draw
 from engine.instance import FAILURE, SKIPPED, SUCCESS, TERMINATED, WAITING, Instance
+from engine.moves import instance_moves
 from engine.runtime import READY, SCHEDULED, Engine
 
 FINISHED = (SUCCESS, FAILURE, SKIPPED)
@@ -29,6 +30,7 @@ class Header:
     owner: str = ""
     created: str = ""
     updated: str = ""
+    controls: list[str] = field(default_factory=list)  # the engine's moves from its status
 
 
 @dataclass
@@ -60,7 +62,7 @@ def header(inst: Instance) -> Header:
     return Header(id=inst.id, template=t.name, title=t.title or t.name,
                   version=inst.version or 0, status=inst.status, reason=inst.reason or "",
                   owner=str(inst.user.get("username", "")), created=clock_text(inst.created_at),
-                  updated=clock_text(inst.updated_at))
+                  updated=clock_text(inst.updated_at), controls=list(instance_moves(inst.status)))
 
 
 def visual_states(engine: Engine, inst: Instance) -> dict[str, str]:

@@ -48,6 +48,11 @@ INSTANCE_MOVES: dict[str, tuple[frozenset[str], str, str]] = {
 ACTIVE = frozenset({RUNNING, FAILED})  # statuses in which circles can move
 
 
+def instance_moves(status: str) -> tuple[str, ...]:
+    """The instance moves allowed from `status`, in the table's order (what a page offers)."""
+    return tuple(move for move, (allowed, _, _) in INSTANCE_MOVES.items() if status in allowed)
+
+
 def emit(inst: Instance, clock: Clock, kind: str, actor: str | None,
          circle: str | None = None, before: dict | None = None, after: dict | None = None,
          data: dict | None = None) -> None:

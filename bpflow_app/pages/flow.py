@@ -52,16 +52,17 @@ def _moves(b: rx.Var[BoxView]) -> rx.Component:
 
 
 def _controls() -> rx.Component:
-    """The starter's (or an admin's) controls of the whole flow."""
-    status = S.head.status
+    """The starter's (or an admin's) controls of the whole flow: the moves the engine's
+    table allows from its status."""
+    allowed = S.head.controls
     return rx.cond(S.can_act, rx.flex(
-        rx.cond((status == "running") | (status == "failed"), rx.button(
+        rx.cond(allowed.contains("suspend"), rx.button(
             rx.icon("circle-pause", size=14), "Suspend", variant="soft", size="2",
             on_click=S.ask_control("suspend", ""), id="suspend-flow")),
-        rx.cond(status == "suspended", rx.button(
+        rx.cond(allowed.contains("resume"), rx.button(
             rx.icon("circle-play", size=14), "Resume", variant="soft", size="2",
             on_click=S.ask_control("resume", ""), id="resume-flow")),
-        rx.cond((status == "running") | (status == "failed") | (status == "suspended"),
+        rx.cond(allowed.contains("abort"),
                 rx.button(rx.icon("octagon-x", size=14), "Abort", variant="soft", size="2",
                           color_scheme="red", on_click=S.ask_control("abort", ""),
                           id="abort-flow")),

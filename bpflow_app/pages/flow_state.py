@@ -21,59 +21,44 @@ from typing import Any
 
 import reflex as rx
 
-from bpflow import access, work
+from bpflow import access, moves
 from bpflow.access import Caller, Sight
 from bpflow.backend import store_for
 from bpflow.changes import instance_key
-from bpflow.errors import Forbidden, Unauthorized
+from bpflow.errors import Unauthorized
 from bpflow.forms import FormError
 from bpflow.interactions import Interactions
-from bpflow.mailbox import Mailbox
 from bpflow_app import flowview as fv
 from bpflow_app.boxview import BoxView, box_views
 from bpflow_app.drawing import Canvas, Edge, Frame, Junction, Node
 from bpflow_app.session import SessionState, expired
 from engine.errors import BookmarkError, BpflowError
 from engine.instance import Instance
-from engine.runtime import Engine
+from engine.moves import INSTANCE_MOVES
 
 ALIVE_S = 5.0  # how often a follow checks that its page is still shown (no query)
 FOLLOW_S = 3600.0  # how long a page visit is followed, in case the tab was just left open
 SCOPES = {"self": "Retry this", "levels": "Reset levels", "all": "Reset all"}
-CONTROLS = ("abort", "suspend", "resume", "withdraw")  # each after a confirmation
+CONTROLS = (*INSTANCE_MOVES, "withdraw")  # each after a confirmation
 MAX_REASON = 500
 
 
 def work_step(caller: Caller, iid: str, what: str, cid: str = "",
-              reason: str = "") -> list[str]:
-    """One person's move on a flow, by the same rules as the REST API: claim or unclaim
-    circle `cid`'s task, withdraw the work waiting at `cid` (its approval mail closed)
-    (`bpflow.work`), or abort, suspend or resume the flow (its starter or an admin). Who
-    may is decided inside the step on the instance as it is then. Returns the circles a
-    withdrawal sent the work back to."""
+              reason: str = "") -> tuple[Instance, list[str]]:
+    """One person's move on a flow, by the same rules as the REST API (`bpflow.moves`):
+    claim or unclaim circle `cid`'s task, withdraw the work waiting at `cid`, or abort,
+    suspend or resume the flow. Who may is decided inside the step on the instance as it
+    is then. Returns the instance as the step left it and the circles a withdrawal sent
+    the work back to."""
     store = store_for(caller)
     if what == "claim":
-        work.claim(store, caller, iid, cid)
-    elif what == "unclaim":
-        work.unclaim(store, caller, iid, cid)
-    elif what == "withdraw":
-        inst = work.withdraw(store, caller, iid, cid, reason or None)
-        return [m for group in inst.template.plan.nodes[cid].deps for m in group]
-    elif what in ("abort", "suspend", "resume"):
-        def op(engine: Engine, inst: Instance) -> Instance:
-            if not access.may_act(caller, inst):
-                raise Forbidden("only the flow's starter (or an admin) may do this")
-            if what == "abort":
-                engine.abort(inst, reason or "aborted", caller.username)
-            else:
-                getattr(engine, what)(inst, caller.username)
-            return inst
-        store.apply(iid, op)
-        if what == "abort":
-            Mailbox(store).close_instance(iid)  # nobody is asked about a flow that is over
-    else:
-        raise BpflowError(f"unknown move '{what}'")
-    return []
+        return moves.claim(store, caller, iid, cid), []
+    if what == "unclaim":
+        return moves.unclaim(store, caller, iid, cid), []
+    if what == "withdraw":
+        inst = moves.withdraw(store, caller, iid, cid, reason or None)
+        return inst, [m for group in inst.template.plan.nodes[cid].deps for m in group]
+    return moves.control(store, caller, iid, what, reason or None), []
 
 
 def route_id(path: str) -> str:
@@ -187,10 +172,12 @@ class FlowState(SessionState):
             self.chosen, self.loading = fv.CircleInfo(), True
             self.ask, self.ask_circle, self.ask_error = "", "", ""
         try:
-            if self._instance(act=True) is not None:
-                # decided approvals count now
-                Interactions(store_for(self._caller())).reenter(self.iid)
-            found = self._reload()
+            inst = self._instance()
+            if inst is not None and self.can_act:  # decided approvals count now
+                inst = Interactions(store_for(self._caller())).reenter(self.iid, inst)
+            self.missing, self.loading, found = inst is None, False, inst is not None
+            if inst is not None:
+                self._show(inst)
         except Unauthorized as exc:
             return expired(self, exc)
         return FlowState.follow if found else None
@@ -245,22 +232,23 @@ class FlowState(SessionState):
     def submit(self, form_data: dict[str, Any]):
         cid = str(form_data.pop("__circle", ""))
         mark = str(form_data.pop("__bookmark", ""))
-        return self._busy(cid, lambda i, caller: i.submit(self.iid, cid, mark, form_data,
-                                                          caller.username, caller=caller),
-                          "Sent")
+        return self._busy(cid, self._sending(cid, mark, form_data), "Sent")
 
     @rx.event
     def accept(self, cid: str, mark: str):
-        return self._busy(cid, lambda i, caller: i.submit(
-            self.iid, cid, mark, {"accept": True}, caller.username, caller=caller), "Accepted")
+        return self._busy(cid, self._sending(cid, mark, {"accept": True}), "Accepted")
 
     @rx.event
     def decline(self, form_data: dict[str, Any]):
         cid, mark = str(form_data.get("__circle", "")), str(form_data.get("__bookmark", ""))
         reason = str(form_data.get("reason") or "")
-        return self._busy(cid, lambda i, caller: i.submit(
-            self.iid, cid, mark, {"accept": False, "reason": reason}, caller.username,
-            caller=caller), "Declined")
+        return self._busy(cid, self._sending(cid, mark, {"accept": False, "reason": reason}),
+                          "Declined")
+
+    def _sending(self, cid: str, mark: str, data: dict[str, Any]):
+        """The step of sending circle `cid`'s box with `data`, for `_act`."""
+        iid = self.iid
+        return lambda caller: moves.submit(store_for(caller), caller, iid, cid, mark, data)
 
     def _busy(self, cid: str, step, done: str):
         """Show the box as busy (sent to the browser first), then run the step."""
@@ -273,14 +261,12 @@ class FlowState(SessionState):
 
     def _act(self, cid: str, step, done: str):
         """Run one step of a box for the signed-in caller (who may fill it in is checked
-        inside the step), then show the new state."""
+        inside the step), then show the instance it left (re-read only after a refusal)."""
         try:
-            caller = self._caller()
-            if self._instance() is None:
-                return rx.toast.error("This flow is not yours")
-            step(Interactions(store_for(caller)), caller)
+            inst = step(self._caller())
             self._errors.pop(cid, None)
-            result = rx.toast.success(f"{done}: {cid}")
+            self._show(inst)  # the step's instance: no second read
+            return rx.toast.success(f"{done}: {cid}")
         except Unauthorized as exc:
             return expired(self, exc)
         except FormError as exc:
@@ -306,16 +292,13 @@ class FlowState(SessionState):
         """Make one move for the signed-in caller; the new state, and a toast of the
         outcome (or of why not)."""
         try:
-            caller = self._caller()
-            if self._instance() is None:
-                return rx.toast.error("This flow is not yours")
-            back = work_step(caller, self.iid, what, cid, reason)
+            inst, back = work_step(self._caller(), self.iid, what, cid, reason)
         except Unauthorized as exc:
             return expired(self, exc)
         except (BpflowError, ValueError) as exc:
             self._reload()
             return rx.toast.error(str(exc))
-        self._reload()
+        self._show(inst)
         if back:
             done = f"{done}; it went back to {', '.join(back)}"
         return rx.toast.success(done)
@@ -423,18 +406,19 @@ class FlowState(SessionState):
         scope, cid = self.preview_scope, self.selected
         self.resetting = True
         yield
+        inst = None
         try:
             caller = self._caller()
-            if self._instance(act=True) is None:
-                raise BpflowError("This flow is not yours")
-            store_for(caller).reset(self.iid, cid, scope,
-                                    self.levels if scope == "levels" else None,
-                                    actor=caller.username)
+            inst = moves.reset(store_for(caller), caller, self.iid, cid, scope,
+                               self.levels if scope == "levels" else None)
             toast = rx.toast.success(f"Reset {len(self.preview)} circle(s) from {cid}")
         except Unauthorized as exc:
             toast = expired(self, exc)
         except BpflowError as exc:
             toast = rx.toast.error(str(exc))
         self.preview, self.preview_scope, self.resetting = [], "", False
-        self._reload()
+        if inst is None:
+            self._reload()
+        else:
+            self._show(inst)
         yield toast

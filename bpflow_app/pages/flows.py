@@ -12,12 +12,12 @@ from typing import Any
 
 import reflex as rx
 
-from bpflow.access import Caller, may_start, startable
+from bpflow import moves
+from bpflow.access import Caller, may_start
 from bpflow.backend import store_for
 from bpflow.errors import Unauthorized
 from bpflow.forms import FormError, validate
 from bpflow.interactions import SIGNIN_TEMPLATE
-from bpflow.store.steps import AlreadyStarted
 from bpflow_app import routes
 from bpflow_app.boxview import FieldView, clock_text, field_view
 from bpflow_app.components.fields import fields
@@ -274,13 +274,8 @@ class FlowsState(SessionState):
         """Start `name` under this page's key: a second click (queued behind the first)
         gets the instance the first one started."""
         self._start_key = self._start_key or secrets.token_urlsafe(12)
-        store = store_for(caller)
-        try:
-            return store.start(name, inputs, caller.as_user(),
-                               instance_id=store.keyed_id(caller.id, f"{self._start_key}:{name}"),
-                               admit=lambda body: startable(caller, body))
-        except AlreadyStarted as exc:
-            return exc.instance
+        return moves.start(store_for(caller), caller, name, inputs,
+                           key=f"{self._start_key}:{name}")[0]
 
 
 def _startable(t: rx.Var[Startable]) -> rx.Component:

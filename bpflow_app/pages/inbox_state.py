@@ -2,7 +2,7 @@
 messages, a page at a time with unread counts; approve, reject or send back with a
 comment. And the Tasks tab (SPEC §10): the ready circles held by the user ("Mine") and
 those offered to them or their roles that nobody holds ("My groups"), with claim,
-unclaim and delegate (`bpflow.work`, the same steps as the REST API's).
+unclaim and delegate (`bpflow.moves`, the same steps as the REST API's).
 
 A mail whose signature does not match is shown as such and cannot be decided: the
 mailbox refuses it and records the refusal in the flow's history.
@@ -25,7 +25,7 @@ from typing import Any
 
 import reflex as rx
 
-from bpflow import access, work
+from bpflow import access, moves
 from bpflow.access import Caller
 from bpflow.backend import store_for
 from bpflow.changes import EVERYTHING, task_keys
@@ -154,7 +154,7 @@ def task_view(store: Store, caller: Caller, row: Any, now: datetime,
     words = {} if words is None else words
     key = (row.template, row.version, row.circle)
     if key not in words:
-        words[key] = work.circle_words(store, *key)
+        words[key] = moves.circle_words(store, *key)
     title, description = words[key]
     holder = task["assignee"]
     due, overdue = due_words(task.get("due_at"), now)
@@ -312,12 +312,12 @@ class InboxState(SessionState):
     # ------------------------------------------------------------------- tasks
     @rx.event
     def claim(self, iid: str, uri: str):
-        yield from self._work(iid, uri, lambda store, caller: work.claim(
+        yield from self._work(iid, uri, lambda store, caller: moves.claim(
             store, caller, iid, uri), "Claimed: it is yours now")
 
     @rx.event
     def unclaim(self, iid: str, uri: str):
-        yield from self._work(iid, uri, lambda store, caller: work.unclaim(
+        yield from self._work(iid, uri, lambda store, caller: moves.unclaim(
             store, caller, iid, uri), "Given back to the group")
 
     @rx.event
@@ -326,12 +326,12 @@ class InboxState(SessionState):
         def offer(caller: Caller):
             store = store_for(caller)
             try:
-                work.visible(store, caller, iid)
-                task = work.engine_task(store.engine, store.get(iid), uri)
+                moves.visible(store, caller, iid)
+                task = moves.engine_task(store.engine, store.get(iid), uri)
             except BpflowError as exc:
                 self._fetch_tasks(caller)
                 return rx.toast.warning(str(exc))
-            self.delegates = work.delegates(store, caller, task)
+            self.delegates = moves.delegates(store, caller, task)
             if not self.delegates:
                 return rx.toast.info("There is nobody else this task may go to")
             self._handing, self.handing, self.handing_title = (iid, uri), f"{iid} {uri}", title
@@ -357,7 +357,7 @@ class InboxState(SessionState):
             yield rx.toast.warning("Choose whom to hand the task to")
             return
         self.handing = ""
-        yield from self._work(iid, uri, lambda store, caller: work.delegate(
+        yield from self._work(iid, uri, lambda store, caller: moves.delegate(
             store, caller, iid, uri, to), f"Handed to {to}")
 
     def _work(self, iid: str, uri: str, step: Callable[[Store, Caller], Any], done: str):

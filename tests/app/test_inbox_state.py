@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import update
 
-from bpflow import work
+from bpflow import moves
 from bpflow.access import Caller
 from bpflow.interactions import Interactions
 from bpflow.mailbox import Mailbox
@@ -132,7 +132,7 @@ def test_sending_back_needs_a_comment_and_resets_the_claim(make_state, web_store
 
 
 def test_a_withdrawn_request_is_no_longer_offered(make_state, web_store, claim):
-    work.withdraw(web_store, Caller.of(web_store.user("alice")), claim, "approve")
+    moves.withdraw(web_store, Caller.of(web_store.user("alice")), claim, "approve")
     inbox = make_state(InboxState, user="bob")
     inbox.load()
     mail = inbox.mails[0]
@@ -251,7 +251,7 @@ def test_a_claim_made_elsewhere_is_pushed_to_the_tasks_tab(make_state, web_store
     other = Store(str(web_store.db.url), secret=SECRET.encode())
     fred = Caller.of(web_store.user("fred"))
     try:
-        follow_while(gina, lambda: work.claim(other, fred, review, "review"),
+        follow_while(gina, lambda: moves.claim(other, fred, review, "review"),
                      lambda: gina.task_count == 0,
                      lambda: setattr(gina, "kind", "approval"))  # another tab shown
     finally:

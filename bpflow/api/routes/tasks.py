@@ -1,7 +1,7 @@
 """People's work (SPEC §10): GET /api/tasks (the ready circles the caller may act on),
 and on one circle: claim, unclaim, assign (delegate) and withdraw.
 
-Each is one step of `bpflow.work` (shared with the inbox's Tasks tab): who may do it is
+Each is one step of `bpflow.moves` (shared with the inbox's Tasks tab): who may do it is
 `bpflow.access`'s answer, asked inside the step on the instance as it is then (two people
 claiming at once: one gets it, the other a 409). An instance the caller may not see is
 not found (404), as for every other route.
@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, Response
 
-from bpflow import work
+from bpflow import moves
 from bpflow.api.deps import CallerDep, StoreDep
 from bpflow.api.errors import responses
 from bpflow.api.schemas import (
@@ -46,20 +46,20 @@ def tasks(store: StoreDep, caller: CallerDep,
 
 def describe(store: Store, row: Any) -> str:
     """The circle's description, from its template version (built once per process)."""
-    return work.circle_words(store, row.template, row.version, row.circle)[1]
+    return moves.circle_words(store, row.template, row.version, row.circle)[1]
 
 
 @router.post(CIRCLE + "/claim", response_model=InstanceOut,
              responses=responses(401, 403, 404, 409))
 async def claim(instance_id: str, uri: str, store: StoreDep, caller: CallerDep) -> Response:
-    inst = await work.claim_async(store, caller, instance_id, uri)
+    inst = await moves.claim_async(store, caller, instance_id, uri)
     return json_answer(instance_payload(store.engine, inst, caller))
 
 
 @router.post(CIRCLE + "/unclaim", response_model=InstanceOut,
              responses=responses(401, 403, 404, 409))
 async def unclaim(instance_id: str, uri: str, store: StoreDep, caller: CallerDep) -> Response:
-    inst = await work.unclaim_async(store, caller, instance_id, uri)
+    inst = await moves.unclaim_async(store, caller, instance_id, uri)
     return json_answer(instance_payload(store.engine, inst, caller))
 
 
@@ -67,7 +67,7 @@ async def unclaim(instance_id: str, uri: str, store: StoreDep, caller: CallerDep
              responses=responses(401, 403, 404, 409, 422))
 async def assign(instance_id: str, uri: str, body: AssignIn, store: StoreDep,
                  caller: CallerDep) -> Response:
-    inst = await work.delegate_async(store, caller, instance_id, uri, body.to)
+    inst = await moves.delegate_async(store, caller, instance_id, uri, body.to)
     return json_answer(instance_payload(store.engine, inst, caller))
 
 
@@ -75,6 +75,6 @@ async def assign(instance_id: str, uri: str, body: AssignIn, store: StoreDep,
              responses=responses(401, 403, 404, 409, 422))
 async def withdraw(instance_id: str, uri: str, store: StoreDep, caller: CallerDep,
                    body: WithdrawIn | None = None) -> Response:
-    inst = await work.withdraw_async(store, caller, instance_id, uri,
+    inst = await moves.withdraw_async(store, caller, instance_id, uri,
                                      body.reason if body else None)
     return json_answer(instance_payload(store.engine, inst, caller))

@@ -1,5 +1,6 @@
 """People's work on one circle (SPEC §10): claim, unclaim, delegate and withdraw, each one
-durable step, for the REST API (`api/routes/tasks.py`) and the inbox's Tasks tab alike.
+durable step, for the REST API (`api/routes/tasks.py`), the inbox's Tasks tab and the flow
+page alike.
 
 Who may do each is `bpflow.access`'s answer, asked inside the step on the instance as it
 is then (two people claiming at once: one gets it, the other a Conflict). An instance the
@@ -11,20 +12,17 @@ event loop.
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Callable
 from typing import Any
 
 from bpflow import access
 from bpflow.access import Caller
 from bpflow.errors import Conflict, Forbidden, NotFound
 from bpflow.mailbox import Mailbox
+from bpflow.moves.steps import Op, step, step_async
 from bpflow.store import Store
 from engine.instance import Instance
 from engine.runtime import Engine
 from engine.tasks import open_task
-
-Op = Callable[[Engine, Instance], None]
 
 
 # --------------------------------------------------------------- the steps' rules
@@ -91,73 +89,46 @@ def target(store: Store, username: str) -> Caller:
 
 # ------------------------------------------------------------ for a thread
 def claim(store: Store, caller: Caller, iid: str, uri: str) -> Instance:
-    return _step(store, caller, iid, claiming(caller, uri))
+    return step(store, caller, iid, claiming(caller, uri))
 
 
 def unclaim(store: Store, caller: Caller, iid: str, uri: str) -> Instance:
-    return _step(store, caller, iid, unclaiming(caller, uri))
+    return step(store, caller, iid, unclaiming(caller, uri))
 
 
 def delegate(store: Store, caller: Caller, iid: str, uri: str, to: str) -> Instance:
-    return _step(store, caller, iid, delegating(caller, uri, target(store, to)))
+    return step(store, caller, iid, delegating(caller, uri, target(store, to)))
 
 
 def withdraw(store: Store, caller: Caller, iid: str, uri: str,
              reason: str | None = None) -> Instance:
     epoch: list[int] = []
-    inst = _step(store, caller, iid, withdrawing(caller, uri, reason, epoch))
+    inst = step(store, caller, iid, withdrawing(caller, uri, reason, epoch))
     Mailbox(store).close_attempt(iid, uri, epoch[0], "withdrawn")
     return inst
 
 
-def visible(store: Store, caller: Caller, iid: str, inst: Instance | None = None) -> Instance:
-    """The instance, NotFound unless the caller may see it (a cached copy settles it for
-    its starter and admins; who else may see it is read from its state now)."""
-    if inst is None:
-        inst = store.peek(iid)
-    if access.may_act(caller, inst):
-        return inst
-    return access.seeing(caller, store.get(iid), lambda: store.mail_about(caller.id, iid))
-
-
-async def visible_async(store: Store, caller: Caller, iid: str) -> Instance:
-    """`visible` for an event loop: the instance's state is read on a thread, when needed."""
-    inst = await store.peek_async(iid)
-    if access.may_act(caller, inst):
-        return inst
-    return await asyncio.to_thread(visible, store, caller, iid, inst)
-
-
-def _step(store: Store, caller: Caller, iid: str, op: Op) -> Instance:
-    visible(store, caller, iid)
-    return store.apply(iid, lambda e, i: (op(e, i), i)[1])
-
 
 # -------------------------------------------------------- for an event loop
 async def claim_async(store: Store, caller: Caller, iid: str, uri: str) -> Instance:
-    return await _step_async(store, caller, iid, claiming(caller, uri))
+    return await step_async(store, caller, iid, claiming(caller, uri))
 
 
 async def unclaim_async(store: Store, caller: Caller, iid: str, uri: str) -> Instance:
-    return await _step_async(store, caller, iid, unclaiming(caller, uri))
+    return await step_async(store, caller, iid, unclaiming(caller, uri))
 
 
 async def delegate_async(store: Store, caller: Caller, iid: str, uri: str,
                          to: str) -> Instance:
-    return await _step_async(store, caller, iid, delegating(caller, uri, target(store, to)))
+    return await step_async(store, caller, iid, delegating(caller, uri, target(store, to)))
 
 
 async def withdraw_async(store: Store, caller: Caller, iid: str, uri: str,
                          reason: str | None = None) -> Instance:
     epoch: list[int] = []
-    inst = await _step_async(store, caller, iid, withdrawing(caller, uri, reason, epoch))
+    inst = await step_async(store, caller, iid, withdrawing(caller, uri, reason, epoch))
     Mailbox(store).close_attempt(iid, uri, epoch[0], "withdrawn")
     return inst
-
-
-async def _step_async(store: Store, caller: Caller, iid: str, op: Op) -> Instance:
-    await visible_async(store, caller, iid)
-    return await store.apply_async(iid, lambda e, i: (op(e, i), i)[1])
 
 
 # ------------------------------------------------------------------ reading
