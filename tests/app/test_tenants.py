@@ -309,14 +309,14 @@ def test_an_acme_admin_may_hand_a_task_to_acmes_people(world, page):
 @pytest.mark.parametrize("tenant,admin", [(DEFAULT, "root"), (ACME, "acmeadmin")])
 def test_the_templates_page_shows_the_tenants_templates(world, page, tenant, admin):
     state = page(TemplatesState, admin, tenant)
-    state.load()
+    run(state.load())
     assert {t.name for t in state.items} == world.templates[tenant]
     chosen = state.name
     for name in world.templates[OTHER[tenant]] - world.templates[tenant]:
         events = run(state.choose(name, 1))
         assert state.name == chosen and "toast" in str(events)
     # The same name in both: this tenant's versions, statistics and drawing.
-    state.choose(BOTH, 1)
+    run(state.choose(BOTH, 1))
     own_total = sum(state.statuses.values())
     assert own_total == sum(1 for i in world.ids[tenant]
                             if world.view(tenant).get(i).template.name == BOTH)
@@ -330,7 +330,7 @@ def test_the_templates_page_shows_the_tenants_templates(world, page, tenant, adm
 
 def test_an_uploaded_template_stays_in_its_tenant(world, page):
     state = page(TemplatesState, "acmeadmin", ACME)
-    state.load()
+    run(state.load())
     run(state.paste({"body": json.dumps({**ACME_ONLY, "name": "acme-only"})}))
     assert "acme-only" in {t.name for t in state.items}
     assert "acme-only" in world.view(ACME).template_versions()
