@@ -26,14 +26,17 @@ class Queries:
     """The store's read-only queries (part of `Store`)."""
 
     def list_instances(self, user_id: int | None = None, template: str | None = None,
-                       status: str | None = None, limit: int = 50,
-                       offset: int = 0) -> tuple[list[dict[str, Any]], int]:
-        """Instances newest first (of one user unless `user_id` is None) and the total."""
+                       status: str | None = None, limit: int = 50, offset: int = 0,
+                       excluding: str | None = None) -> tuple[list[dict[str, Any]], int]:
+        """Instances newest first (of one user unless `user_id` is None; none of the
+        template `excluding`) and the total."""
         cond = [self._here(instances_t)]
         if user_id is not None:
             cond.append(instances_t.c.user_id == user_id)
         if template:
             cond.append(instances_t.c.template == template)
+        if excluding:
+            cond.append(instances_t.c.template != excluding)
         if status:
             cond.append(instances_t.c.status == status)
         q = (select(*SUMMARY).where(*cond)
