@@ -11,8 +11,10 @@ from bpflow_app.components.frame import outer_circle
 from bpflow_app.frame_state import page_loads
 from bpflow_app.pages.flow import flow_page
 from bpflow_app.pages.flow_state import FlowState
-from bpflow_app.pages.flows import FlowsState, flows_page
-from bpflow_app.pages.guest import GuestState, guest_page
+from bpflow_app.pages.flows import flows_page
+from bpflow_app.pages.flows_state import FlowsState
+from bpflow_app.pages.guest import guest_page
+from bpflow_app.pages.guest_state import GuestState
 from bpflow_app.pages.home import TAGLINE, index
 from bpflow_app.pages.inbox import inbox_page
 from bpflow_app.pages.mail_state import MailState
@@ -22,7 +24,8 @@ from bpflow_app.pages.register import register_page
 from bpflow_app.pages.tasks_state import TasksState
 from bpflow_app.pages.templates import templates_page
 from bpflow_app.pages.templates_state import TemplatesState
-from bpflow_app.pages.users import UsersState, users_page
+from bpflow_app.pages.users import users_page
+from bpflow_app.pages.users_state import UsersState
 from bpflow_app.pages.webhooks import webhooks_page
 from bpflow_app.pages.webhooks_state import WebhooksState
 

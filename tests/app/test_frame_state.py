@@ -84,7 +84,7 @@ def test_frame_counts_unread_mail_and_finds_the_outer_flow(make_state, web_store
 
 @pytest.mark.parametrize("name", ["alice", "bob", "root"])  # a user, an approver, an admin
 def test_signing_in_starts_no_flow_and_my_flows_lists_none(make_state, web_store, name):
-    from bpflow_app.pages.flows import FlowsState
+    from bpflow_app.pages.flows_state import FlowsState
 
     for _ in range(2):
         run(make_state(SignInState).sign_in({"username": name,
@@ -123,11 +123,11 @@ def test_page_loads_find_nobody_signed_in_quietly(make_state):
     """A page's on_load runs before anyone signs in: it shows nothing and says nothing
     (the frame's load, after it, explains an expired token once)."""
     from bpflow_app.pages.flow_state import FlowState
-    from bpflow_app.pages.flows import FlowsState
+    from bpflow_app.pages.flows_state import FlowsState
     from bpflow_app.pages.mail_state import MailState
     from bpflow_app.pages.tasks_state import TasksState
     from bpflow_app.pages.templates_state import TemplatesState
-    from bpflow_app.pages.users import UsersState
+    from bpflow_app.pages.users_state import UsersState
 
     for cls in (MailState, TasksState, FlowsState, FlowState, TemplatesState, UsersState):
         for token in ("", "forged.token.value"):
@@ -185,7 +185,7 @@ def test_a_new_session_loads_the_page_it_comes_up_on(make_state, web_store):
 
 
 def test_turning_a_page_with_an_expired_session_signs_out(make_state):
-    from bpflow_app.pages.flows import FlowsState
+    from bpflow_app.pages.flows_state import FlowsState
 
     state = make_state(FlowsState)
     state.token = "forged.token.value"

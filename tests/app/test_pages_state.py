@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 
-from bpflow_app.pages.flows import FlowsState
-from bpflow_app.pages.guest import GuestState
+from bpflow_app.pages.flows_state import FlowsState
+from bpflow_app.pages.guest_state import GuestState
 from bpflow_app.pages.templates_state import TemplatesState
-from bpflow_app.pages.users import UsersState
+from bpflow_app.pages.users_state import UsersState
 from tests.app.helpers import run
 
 

@@ -5,9 +5,9 @@ ones too) and disable users after a confirmation, never locking themselves out."
 
 from __future__ import annotations
 
-from bpflow_app.pages.flows import FlowsState
+from bpflow_app.pages.flows_state import FlowsState
 from bpflow_app.pages.templates_state import TemplatesState
-from bpflow_app.pages.users import UsersState
+from bpflow_app.pages.users_state import UsersState
 from tests.app.helpers import run
 
 PAYOUT = {"name": "payout", "title": "Payout", "starters": ["finance"],

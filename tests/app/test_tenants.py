@@ -23,14 +23,15 @@ from bpflow.mailbox import Mailbox
 from bpflow.store import Store
 from bpflow.tenancy import create_tenant
 from bpflow.worker import Worker
+from bpflow_app.flowsview import ANY
 from bpflow_app.frame_state import FrameState, SignInState
 from bpflow_app.pages.flow_state import FlowState
-from bpflow_app.pages.flows import ANY, FlowsState
-from bpflow_app.pages.guest import GuestState, page_tenant
+from bpflow_app.pages.flows_state import FlowsState
+from bpflow_app.pages.guest_state import GuestState, page_tenant
 from bpflow_app.pages.mail_state import MailState
 from bpflow_app.pages.tasks_state import TasksState
 from bpflow_app.pages.templates_state import TemplatesState
-from bpflow_app.pages.users import UsersState
+from bpflow_app.pages.users_state import UsersState
 from tests.app.conftest import SECRET, open_web_store
 from tests.app.helpers import run
 
