@@ -96,12 +96,6 @@ def instance_lines(rows: list[dict[str, Any]],
     return out
 
 
-def matches(line: InstanceLine, text: str) -> bool:
-    """Whether a flow's template, id or last step holds `text` (any case)."""
-    text = text.casefold()
-    return any(text in v.casefold() for v in (line.template, line.id, line.last_step))
-
-
 def my_flows(store: Store, user_id: int, offset: int, limit: int,
              template: str | None = None, status: str | None = None
              ) -> tuple[list[InstanceLine], int]:
@@ -116,11 +110,13 @@ def my_flows(store: Store, user_id: int, offset: int, limit: int,
 def found_instances(store: Store, user_id: int, text: str, offset: int, limit: int,
                     template: str | None = None, status: str | None = None
                     ) -> tuple[list[InstanceLine], int, bool]:
-    """A page of the user's flows whose template, id or last step holds `text`, their
-    total, and whether the search stopped at the newest `SEARCH_MOST`."""
-    lines, total = my_flows(store, user_id, 0, SEARCH_MOST, template, status)
-    lines = [line for line in lines if matches(line, text)]
-    return lines[offset:offset + limit], len(lines), total > SEARCH_MOST
+    """A page of the user's flows whose template, id or last step (as `STEP_WORDS` says
+    it) holds `text`, their total, and whether the search stopped at the newest
+    `SEARCH_MOST` (the store finds them)."""
+    rows, total, cut = store.search_instances(user_id, text, STEP_WORDS, limit, offset,
+                                              template, status, SIGNIN_TEMPLATE,
+                                              SEARCH_MOST)
+    return instance_lines(rows, store.last_steps([r["id"] for r in rows])), total, cut
 
 
 def template_choices(store: Store) -> list[str]:
