@@ -11,17 +11,21 @@ from bpflow_app.components.frame import outer_circle
 from bpflow_app.frame_state import page_loads
 from bpflow_app.pages.flow import flow_page
 from bpflow_app.pages.flow_state import FlowState
-from bpflow_app.pages.flows import FlowsState, flows_page
-from bpflow_app.pages.guest import GuestState, guest_page
+from bpflow_app.pages.flows import flows_page
+from bpflow_app.pages.flows_state import FlowsState
+from bpflow_app.pages.guest import guest_page
+from bpflow_app.pages.guest_state import GuestState
 from bpflow_app.pages.home import TAGLINE, index
 from bpflow_app.pages.inbox import inbox_page
-from bpflow_app.pages.inbox_state import InboxState
+from bpflow_app.pages.mail_state import MailState
 from bpflow_app.pages.not_found import TITLE as NOT_FOUND_TITLE
 from bpflow_app.pages.not_found import not_found_page
 from bpflow_app.pages.register import register_page
+from bpflow_app.pages.tasks_state import TasksState
 from bpflow_app.pages.templates import templates_page
 from bpflow_app.pages.templates_state import TemplatesState
-from bpflow_app.pages.users import UsersState, users_page
+from bpflow_app.pages.users import users_page
+from bpflow_app.pages.users_state import UsersState
 from bpflow_app.pages.webhooks import webhooks_page
 from bpflow_app.pages.webhooks_state import WebhooksState
 
@@ -38,7 +42,7 @@ app.add_page(index, route=routes.HOME, title="bpflow", description=TAGLINE)
 app.add_page(outer_circle(flows_page), route=routes.FLOWS, title="My flows · bpflow",
              on_load=page_loads(routes.FLOWS, FlowsState.load))
 app.add_page(outer_circle(inbox_page), route=routes.INBOX, title="Inbox · bpflow",
-             on_load=page_loads(routes.INBOX, InboxState.load))
+             on_load=page_loads(routes.INBOX, MailState.load, TasksState.load))
 app.add_page(outer_circle(templates_page), route=routes.TEMPLATES, title="Templates · bpflow",
              on_load=page_loads(routes.TEMPLATES, TemplatesState.load))
 app.add_page(outer_circle(users_page), route=routes.USERS, title="Users · bpflow",

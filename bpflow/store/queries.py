@@ -26,14 +26,17 @@ class Queries:
     """The store's read-only queries (part of `Store`)."""
 
     def list_instances(self, user_id: int | None = None, template: str | None = None,
-                       status: str | None = None, limit: int = 50,
-                       offset: int = 0) -> tuple[list[dict[str, Any]], int]:
-        """Instances newest first (of one user unless `user_id` is None) and the total."""
+                       status: str | None = None, limit: int = 50, offset: int = 0,
+                       excluding: str | None = None) -> tuple[list[dict[str, Any]], int]:
+        """Instances newest first (of one user unless `user_id` is None; none of the
+        template `excluding`) and the total."""
         cond = [self._here(instances_t)]
         if user_id is not None:
             cond.append(instances_t.c.user_id == user_id)
         if template:
             cond.append(instances_t.c.template == template)
+        if excluding:
+            cond.append(instances_t.c.template != excluding)
         if status:
             cond.append(instances_t.c.status == status)
         q = (select(*SUMMARY).where(*cond)
@@ -44,6 +47,40 @@ class Queries:
             total = conn.execute(select(func.count()).select_from(instances_t)
                                  .where(*cond)).scalar()
         return [dict(r) for r in rows], total
+
+    def search_instances(self, user_id: int, text: str, words: dict[str, str], limit: int,
+                         offset: int = 0, template: str | None = None,
+                         status: str | None = None, excluding: str | None = None,
+                         most: int = 2000) -> tuple[list[dict[str, Any]], int, bool]:
+        """Of a user's newest `most` instances (as `list_instances` filters them), those
+        whose template, id or last step ("<circle> <word>", `words` naming each kind
+        of `STEP_EVENTS`) holds `text` in any case: a page newest first, their number,
+        and whether the user has more than `most` to look at."""
+        i, e = instances_t, events_t
+        cond = [self._here(i), i.c.user_id == user_id]
+        cond += [i.c.template == template] if template else []
+        cond += [i.c.status == status] if status else []
+        cond += [i.c.template != excluding] if excluding else []
+        ids = select(i.c.id).where(*cond).order_by(i.c.created_at.desc(), i.c.id)
+        newest = ids.limit(most).subquery()
+        last = events_t.alias("last")
+        seq = (select(func.max(last.c.seq)).where(last.c.instance_id == e.c.instance_id,
+                                                 last.c.kind.in_(STEP_EVENTS))
+               .scalar_subquery())
+        word = case(*((e.c.kind == k, w) for k, w in words.items()), else_=e.c.kind)
+        step = (select(e.c.circle + " " + word)
+                .where(e.c.instance_id == i.c.id, e.c.seq == seq).scalar_subquery())
+        held = "%" + "".join("\\" + c if c in "\\%_" else c for c in text.lower()) + "%"
+        found = [i.c.id.in_(select(newest.c.id)), or_(
+            *(func.lower(v).like(held, escape="\\") for v in (i.c.template, i.c.id, step)))]
+        q = (select(*SUMMARY).where(*found).order_by(i.c.created_at.desc(), i.c.id)
+             .limit(limit).offset(offset))
+        with self.reader() as conn:
+            rows = conn.execute(q).mappings().all()
+            total = conn.execute(select(func.count()).select_from(i).where(*found)).scalar()
+            looked = conn.execute(select(func.count()).select_from(
+                ids.limit(most + 1).subquery())).scalar()
+        return [dict(r) for r in rows], int(total), looked > most
 
     def stats(self, template: str, user_id: int | None = None) -> dict[str, Any]:
         """Busybee's InstanceCountState: circles per state, instances per status."""

@@ -6,22 +6,13 @@ of that tenant (SPEC §12); an unknown tenant's page says so and has no form."""
 
 from __future__ import annotations
 
-from typing import Any
-from urllib.parse import unquote
-
 import reflex as rx
 
-from bpflow.backend import get_store
-from bpflow.errors import RateLimited
-from bpflow.forms import FormError
-from bpflow.mailbox import GUEST_LIMITS, Mailbox
-from bpflow.store.tables import DEFAULT_TENANT
-from bpflow.store.tenants import valid_tenant
+from bpflow.access import DEFAULT_TENANT
+from bpflow.mailbox import GUEST_LIMITS
 from bpflow_app.components.frame import public_frame
+from bpflow_app.pages.guest_state import GuestState
 
-LABELS = {"name": "Your name", "subject": "Subject", "body": "Message"}
-# One toast for the form's outcome: "Message sent" replaces a "Please check the form".
-TOAST = "guest-form"
 # The message's length as it is typed (characters, as the server counts them), in the
 # counter under it: nothing is cut, a message over the limit is refused when sent.
 COUNT = rx.Var(
@@ -29,87 +20,6 @@ COUNT = rx.Var(
     " const n = [...e.target.value].length; out.dataset.over = String(n > "
     f"{GUEST_LIMITS['body']}); out.textContent = n.toLocaleString('en') + ' of "
     f"{GUEST_LIMITS['body']:,} characters'; }})")
-
-
-def friendly(errors: dict[str, str], data: dict[str, str] | None = None) -> dict[str, str]:
-    """The mailbox's messages, naming the fields as the form labels them, and how long a
-    field over its limit is."""
-    out = {}
-    for k, m in errors.items():
-        text = LABELS[k] + m[len(k):] if k in LABELS and m.startswith(k) else m
-        size = len((data or {}).get(k, ""))
-        if k in GUEST_LIMITS and size > GUEST_LIMITS[k]:
-            text += f" (yours has {size:,}); nothing was sent"
-        out[k] = text
-    return out
-
-
-def page_tenant(path: str) -> str:
-    """The tenant a guest page writes to: `default` for `/guest`, the last segment of
-    `/guest/{tenant}` (behind any frontend path), as given."""
-    parts = [p for p in path.split("/") if p]
-    if len(parts) >= 2 and parts[-2] == "guest":
-        return unquote(parts[-1])[:100]
-    return DEFAULT_TENANT
-
-
-def known_tenant(name: str) -> str | None:
-    """The tenant of that name as stored, or None when there is none."""
-    try:
-        name = valid_tenant(name)
-    except ValueError:
-        return None
-    return name if get_store().has_tenant(name) else None
-
-
-class GuestState(rx.State):
-    errors: dict[str, str] = {}
-    limited: str = ""
-    sent: bool = False
-    busy: bool = False
-    org: str = DEFAULT_TENANT  # the tenant whose administrators the page writes to
-    unknown: bool = False  # the page's tenant does not exist
-
-    @rx.event
-    def load(self):
-        """Which tenant the page is for (its path), the form afresh."""
-        name = page_tenant(self.router.url.path)
-        found = known_tenant(name)
-        self.org, self.unknown = found or name, found is None
-        self.sent, self.errors, self.limited = False, {}, ""
-
-    @rx.event
-    def send(self, form_data: dict[str, Any]):
-        self.busy, self.errors, self.limited = True, {}, ""
-        yield
-        try:
-            yield self._send(form_data)
-        finally:
-            self.busy = False
-
-    def _send(self, form_data: dict[str, Any]):
-        data = {k: str(form_data.get(k) or "") for k in ("name", "subject", "body")}
-        client = self.router.session.client_ip or self.router.session.client_token
-        tenant = known_tenant(self.org)
-        if tenant is None:
-            self.unknown = True
-            return rx.toast.error("There is no such organisation", id=TOAST)
-        try:
-            Mailbox(get_store().of(tenant)).guest_message(data["name"], data["subject"],
-                                                          data["body"], client)
-        except FormError as exc:
-            self.errors = friendly(exc.errors, data)
-            return rx.toast.error("Please check the form", id=TOAST)
-        except RateLimited as exc:
-            self.limited = (f"You have sent several messages in a short time. Please try "
-                            f"again in {exc.retry_after} seconds.")
-            return None
-        self.sent = True
-        return rx.toast.success("Message sent", id=TOAST)
-
-    @rx.event
-    def again(self):
-        self.sent = False
 
 
 def _field(name: str, label: str, control: rx.Component, *notes: rx.Component

@@ -7,10 +7,13 @@ import reflex as rx
 
 from bpflow_app import routes
 from bpflow_app.components.ui import empty_state, page_header, row_badge
-from bpflow_app.pages.inbox_state import TASKS, InboxState, MailView, TaskView
+from bpflow_app.inboxview import TASKS, MailView, TaskView
+from bpflow_app.pages.mail_state import MailState
+from bpflow_app.pages.tasks_state import TasksState
 from bpflow_app.session import SessionState
 
-S = InboxState
+S = MailState
+T = TasksState
 TABS = (("approval", "Approvals", "stamp"), ("message", "Messages", "message-square"),
         ("guest", "Guest messages", "user-round"))
 
@@ -123,9 +126,9 @@ def _list() -> rx.Component:
 # ------------------------------------------------------------------ the Tasks tab
 def _task_button(label: str, busy: str, t: rx.Var[TaskView], event: rx.EventHandler,
                  **props) -> rx.Component:
-    return rx.el.button(rx.cond(S.acting == t.key, busy, label), type="button",
+    return rx.el.button(rx.cond(T.acting == t.key, busy, label), type="button",
                         class_name="row-button", on_click=event,
-                        disabled=S.acting == t.key,
+                        disabled=T.acting == t.key,
                         aria_label=f"{label} " + t.description + " of " + t.short, **props)
 
 
@@ -133,13 +136,13 @@ def _task(t: rx.Var[TaskView], mine: bool) -> rx.Component:
     """A task of a list: plain elements like the mail rows."""
     title = t.flow + " · " + t.short
     if mine:
-        buttons = [_task_button("Unclaim", "Giving back…", t, S.unclaim(t.instance, t.uri)),
-                   _task_button("Delegate", "Handing on…", t, S.ask_delegate(
+        buttons = [_task_button("Unclaim", "Giving back…", t, T.unclaim(t.instance, t.uri)),
+                   _task_button("Delegate", "Handing on…", t, T.ask_delegate(
                        t.instance, t.uri, t.description + " (" + title + ")"))]
     else:
-        buttons = [_task_button("Claim", "Claiming…", t, S.claim(t.instance, t.uri)),
+        buttons = [_task_button("Claim", "Claiming…", t, T.claim(t.instance, t.uri)),
                    rx.cond(SessionState.is_admin, _task_button(
-                       "Delegate", "Handing on…", t, S.ask_delegate(
+                       "Delegate", "Handing on…", t, T.ask_delegate(
                            t.instance, t.uri, t.description + " (" + title + ")")))]
     due = rx.cond(t.due != "", rx.cond(
         t.overdue,
@@ -170,22 +173,22 @@ def _task(t: rx.Var[TaskView], mine: bool) -> rx.Component:
 
 def _task_list(which: str, heading: str, icon: str, empty_title: str,
                empty_text: str) -> rx.Component:
-    pages = S.task_page_count[which]
-    page = S.task_pages[which]
+    pages = T.task_page_count[which]
+    page = T.task_pages[which]
     pager = rx.cond(pages > 1, rx.hstack(
-        rx.button("Earlier", variant="soft", size="1", on_click=S.turn_tasks(which, -1),
+        rx.button("Earlier", variant="soft", size="1", on_click=T.turn_tasks(which, -1),
                   disabled=page == 0),
         rx.text("Page ", page + 1, " of ", pages, size="2"),
-        rx.button("Later", variant="soft", size="1", on_click=S.turn_tasks(which, 1),
+        rx.button("Later", variant="soft", size="1", on_click=T.turn_tasks(which, 1),
                   disabled=page + 1 >= pages),
         justify="end", width="100%", align="center"))
     return rx.vstack(
         rx.hstack(rx.icon(icon, size=16), rx.heading(heading, size="4", as_="h2"),
-                  rx.badge(S.task_totals[which], radius="full", variant="soft",
+                  rx.badge(T.task_totals[which], radius="full", variant="soft",
                            class_name="task-total"),
                   spacing="2", align="center"),
-        rx.cond(S.tasks[which].length() > 0,
-                rx.vstack(rx.foreach(S.tasks[which], lambda t: _task(t, which == "me")),
+        rx.cond(T.tasks[which].length() > 0,
+                rx.vstack(rx.foreach(T.tasks[which], lambda t: _task(t, which == "me")),
                           pager, spacing="2", width="100%"),
                 empty_state("circle-check", empty_title, empty_text)),
         spacing="2", width="100%", id=f"tasks-{which}",
@@ -196,24 +199,24 @@ def _delegate_dialog() -> rx.Component:
     return rx.alert_dialog.root(rx.alert_dialog.content(
         rx.alert_dialog.title("Delegate"),
         rx.alert_dialog.description(
-            "Hand ", S.handing_title, " to someone else; it becomes theirs at once.",
+            "Hand ", T.handing_title, " to someone else; it becomes theirs at once.",
             size="2"),
         rx.el.label(rx.text("To", size="2", weight="medium"), html_for="delegate-to"),
-        rx.select(S.delegates, value=S.delegate_to, on_change=S.set_delegate_to,
+        rx.select(T.delegates, value=T.delegate_to, on_change=T.set_delegate_to,
                   placeholder="Choose a person…", width="100%", id="delegate-to",
                   custom_attrs={"aria-label": "Delegate to"}),
         rx.flex(
             rx.alert_dialog.cancel(rx.button("Cancel", variant="soft", color_scheme="gray",
-                                             on_click=S.cancel_delegate)),
-            rx.button("Delegate", on_click=S.delegate, id="confirm-delegate",
-                      disabled=S.delegate_to == ""),
+                                             on_click=T.cancel_delegate)),
+            rx.button("Delegate", on_click=T.delegate, id="confirm-delegate",
+                      disabled=T.delegate_to == ""),
             spacing="3", justify="end", margin_top="12px"),
-    ), open=S.handing != "")
+    ), open=T.handing != "")
 
 
 def _tasks() -> rx.Component:
     return rx.cond(
-        S.loading,
+        T.loading,
         rx.center(rx.spinner(size="3"), padding="32px", aria_busy="true"),
         rx.vstack(
             _task_list("me", "Mine", "user-check", "Nothing assigned to you",
@@ -231,13 +234,14 @@ def _tasks() -> rx.Component:
 
 def inbox_page() -> rx.Component:
     tabs = [_tab(*TABS[0]),
-            _tab(TASKS, "Tasks", "list-todo", S.task_count, "indigo", "task-count"),
+            _tab(TASKS, "Tasks", "list-todo", T.task_count, "indigo", "task-count"),
             _tab(*TABS[1])]
     tabs.append(rx.cond(SessionState.is_admin, _tab(*TABS[2])))
     return rx.vstack(
         page_header("Inbox", "Approvals and tasks waiting for you, messages, and notes"
                     " from guests."),
-        rx.tabs.root(rx.tabs.list(*tabs), value=S.kind, on_change=S.show, width="100%"),
+        rx.tabs.root(rx.tabs.list(*tabs), value=S.kind, on_change=[S.show, T.show],
+                     width="100%"),
         rx.cond(S.kind == TASKS, _tasks(), _list()),
         spacing="3", width="100%",
     )

@@ -9,17 +9,19 @@ import reflex as rx
 
 from bpflow_app.components.drawing import flow_drawing
 from bpflow_app.components.ui import empty_state, page_header, state_badge
-from bpflow_app.pages.templates_state import (
+from bpflow_app.pages.migration_state import MigrationState
+from bpflow_app.pages.templates_state import TemplatesState
+from bpflow_app.session import SessionState
+from bpflow_app.templatesview import (
     ErrorLine,
     InstanceLink,
     StatLine,
     TemplateLine,
-    TemplatesState,
     VersionLine,
 )
-from bpflow_app.session import SessionState
 
 S = TemplatesState
+M = MigrationState
 UPLOAD_ID = "template-file"
 
 
@@ -138,24 +140,24 @@ def _migration_result() -> rx.Component:
     refused = rx.box(rx.table.root(
         rx.table.header(rx.table.row(*[rx.table.column_header_cell(h) for h in (
             "Instance", "Status", "Why not")])),
-        rx.table.body(rx.foreach(S.mig_refused, _refused)), size="1", variant="surface",
+        rx.table.body(rx.foreach(M.mig_refused, _refused)), size="1", variant="surface",
         width="100%"), overflow_x="auto", width="100%")
     return rx.vstack(
         rx.callout(rx.cond(
-            S.mig_dry,
-            rx.text("Dry run: ", S.mig_migrated.length(), " instance(s) would be migrated, ",
-                    S.mig_refused.length(), " refused. Nothing was changed."),
-            rx.text("Migrated ", S.mig_migrated.length(), " instance(s); ",
-                    S.mig_refused.length(), " refused.")),
-            icon=rx.cond(S.mig_dry, "info", "circle-check"),
-            color_scheme=rx.cond(S.mig_dry, "blue", "green"), width="100%",
+            M.mig_dry,
+            rx.text("Dry run: ", M.mig_migrated.length(), " instance(s) would be migrated, ",
+                    M.mig_refused.length(), " refused. Nothing was changed."),
+            rx.text("Migrated ", M.mig_migrated.length(), " instance(s); ",
+                    M.mig_refused.length(), " refused.")),
+            icon=rx.cond(M.mig_dry, "info", "circle-check"),
+            color_scheme=rx.cond(M.mig_dry, "blue", "green"), width="100%",
             id="migration-outcome"),
-        rx.cond(S.mig_migrated.length() > 0, rx.vstack(
-            rx.text(rx.cond(S.mig_dry, "To be migrated", "Migrated"), weight="medium",
+        rx.cond(M.mig_migrated.length() > 0, rx.vstack(
+            rx.text(rx.cond(M.mig_dry, "To be migrated", "Migrated"), weight="medium",
                     size="2"),
-            _instances(S.mig_migrated, label="Migrated instances"), width="100%",
+            _instances(M.mig_migrated, label="Migrated instances"), width="100%",
             id="migration-migrated")),
-        rx.cond(S.mig_refused.length() > 0, rx.vstack(
+        rx.cond(M.mig_refused.length() > 0, rx.vstack(
             rx.text("Refused", weight="medium", size="2"), refused, width="100%",
             id="migration-refused")),
         spacing="2", width="100%")
@@ -163,7 +165,7 @@ def _migration_result() -> rx.Component:
 
 def _migration() -> rx.Component:
     return rx.card(rx.vstack(
-        rx.heading("Migrate instances of v", S.mig_from, " to v", S.mig_to, size="4",
+        rx.heading("Migrate instances of v", M.mig_from, " to v", M.mig_to, size="4",
                    as_="h2"),
         rx.text("Running, failed and suspended instances move to the other version: "
                 "circles match by uri (or by the map), finished ones keep their results, "
@@ -172,26 +174,28 @@ def _migration() -> rx.Component:
                 color_scheme="gray"),
         rx.hstack(
             rx.text("From", size="2"),
-            rx.select(S.versions, value=S.mig_from, on_change=S.set_mig_from, size="1",
+            rx.select(M.versions, value=M.mig_from, on_change=M.set_mig_from, size="1",
                       id="migrate-from"),
             rx.text("to", size="2"),
-            rx.select(S.versions, value=S.mig_to, on_change=S.set_mig_to, size="1",
+            rx.select(M.versions, value=M.mig_to, on_change=M.set_mig_to, size="1",
                       id="migrate-to"),
             spacing="2", align="center"),
-        rx.text_area(value=S.mig_map, on_change=S.set_mig_map, rows="3", width="100%",
+        rx.text_area(value=M.mig_map, on_change=M.set_mig_map, rows="3", width="100%",
                      placeholder="Renamed circles, one per line: old -> new (optional)",
                      font_family="monospace", id="migrate-map",
                      custom_attrs={"aria-label": "Map of renamed circles"}),
         rx.hstack(
-            rx.button(rx.icon("eye", size=14), "Dry run", on_click=S.dry_run,
+            rx.button(rx.icon("eye", size=14), "Dry run", on_click=M.dry_run,
                       variant="soft", id="migrate-dry-run"),
-            rx.button(rx.icon("git-branch", size=14), "Migrate", on_click=S.migrate,
-                      disabled=~S.can_migrate, id="migrate-run"),
+            # a migration changes the per-circle counts: the template's are read anew
+            rx.button(rx.icon("git-branch", size=14), "Migrate",
+                      on_click=[M.migrate, S.choose(S.name, S.version)],
+                      disabled=~M.can_migrate, id="migrate-run"),
             spacing="2"),
-        rx.cond(S.mig_error != "", rx.callout(S.mig_error, icon="circle-x",
+        rx.cond(M.mig_error != "", rx.callout(M.mig_error, icon="circle-x",
                                               color_scheme="red", width="100%",
                                               role="alert", id="migration-error")),
-        rx.cond(S.mig_shown, _migration_result()),
+        rx.cond(M.mig_shown, _migration_result()),
         spacing="3", width="100%"), width="100%", id="migration")
 
 
@@ -279,7 +283,7 @@ def templates_page() -> rx.Component:
             grid_template_columns=["minmax(0,1fr)", "minmax(0,1fr)",
                                    "minmax(0,2fr) minmax(0,3fr)"],
         ),
-        rx.cond(S.versions.length() > 1, _migration()),
+        rx.cond(M.versions.length() > 1, _migration()),
         _upload(), _retire_dialog(), spacing="4", width="100%"))
     return rx.vstack(
         page_header("Templates", "Versions, uploads, previews and what happened per circle."),

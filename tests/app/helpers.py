@@ -3,14 +3,24 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections.abc import Callable
 from typing import Any
 
 from tests.conftest import run_async
 
 
+async def _drained(events: Any) -> list[Any]:
+    return [item async for item in events]
+
+
 def run(result: Any) -> list[Any]:
-    """Drive a handler's result to the end (generators yield events); the events."""
+    """Drive a handler's result to the end (generators yield events; an async handler's
+    coroutine or generator runs on an event loop); the events."""
+    if inspect.iscoroutine(result):
+        result = run_async(result)
+    elif inspect.isasyncgen(result):
+        result = iter(run_async(_drained(result)))
     if hasattr(result, "__next__"):
         out = []
         for item in result:

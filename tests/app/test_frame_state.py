@@ -84,7 +84,7 @@ def test_frame_counts_unread_mail_and_finds_the_outer_flow(make_state, web_store
 
 @pytest.mark.parametrize("name", ["alice", "bob", "root"])  # a user, an approver, an admin
 def test_signing_in_starts_no_flow_and_my_flows_lists_none(make_state, web_store, name):
-    from bpflow_app.pages.flows import FlowsState
+    from bpflow_app.pages.flows_state import FlowsState
 
     for _ in range(2):
         run(make_state(SignInState).sign_in({"username": name,
@@ -123,28 +123,34 @@ def test_page_loads_find_nobody_signed_in_quietly(make_state):
     """A page's on_load runs before anyone signs in: it shows nothing and says nothing
     (the frame's load, after it, explains an expired token once)."""
     from bpflow_app.pages.flow_state import FlowState
-    from bpflow_app.pages.flows import FlowsState
-    from bpflow_app.pages.inbox_state import InboxState
+    from bpflow_app.pages.flows_state import FlowsState
+    from bpflow_app.pages.mail_state import MailState
+    from bpflow_app.pages.tasks_state import TasksState
     from bpflow_app.pages.templates_state import TemplatesState
-    from bpflow_app.pages.users import UsersState
+    from bpflow_app.pages.users_state import UsersState
 
-    for cls in (InboxState, FlowsState, FlowState, TemplatesState, UsersState):
+    for cls in (MailState, TasksState, FlowsState, FlowState, TemplatesState, UsersState):
         for token in ("", "forged.token.value"):
             state = make_state(cls, path="/flow/x")
             state.token = token
             assert run(state.load()) == [], cls
             assert state.token == token
-    inbox = make_state(InboxState)
+    inbox = make_state(MailState)
     inbox.load()
     assert inbox.mails == [] and inbox.loading  # still its loading state
+    tasks = make_state(TasksState)
+    tasks.load()
+    assert tasks.tasks == {"me": [], "candidate": []} and tasks.loading
 
 
 def test_each_signed_in_page_loads_on_the_server_and_the_frame_last():
     import bpflow_app.bpflow_app  # noqa: F401  (registers the pages)
     from bpflow_app.pages.flow_state import FlowState
-    from bpflow_app.pages.inbox_state import InboxState
+    from bpflow_app.pages.mail_state import MailState
+    from bpflow_app.pages.tasks_state import TasksState
 
-    assert frame_state.loads_for("/inbox") == (InboxState.load, FrameState.load)
+    assert frame_state.loads_for("/inbox") == (MailState.load, TasksState.load,
+                                               FrameState.load)
     assert frame_state.loads_for("/flow/[id]") == (FlowState.load, FrameState.load)
     assert frame_state.loads_for("/404") == (FrameState.load,)
     assert set(frame_state.PAGE_LOADS) == {"/flows", "/flow/[id]", "/inbox", "/templates",
@@ -157,27 +163,29 @@ def test_a_new_session_loads_the_page_it_comes_up_on(make_state, web_store):
     sees data loaded for a former session."""
     import bpflow_app.bpflow_app  # noqa: F401  (registers the pages)
     from bpflow.auth import issue_token
-    from bpflow_app.pages.inbox_state import InboxState
+    from bpflow_app.pages.mail_state import MailState
+    from bpflow_app.pages.tasks_state import TasksState
 
+    inbox = [MailState.load, TasksState.load, FrameState.load]
     sign = make_state(SignInState, path="/inbox")
     events = run(sign.sign_in({"username": "bob", "password": "bob-password"}))
     assert len(events) == 1  # the toast: the page's loads come with the frame
     frame = make_state(FrameState, path="/inbox")
     frame.token = sign.token
     assert frame.loaded_for != frame.session_key
-    assert run(frame.catch_up()) == [InboxState.load, FrameState.load]
+    assert run(frame.catch_up()) == inbox
     frame.load()
     assert frame.loaded_for == frame.session_key != ""
     assert run(frame.catch_up()) == []  # loaded for this session: nothing to do
     frame.token = issue_token(web_store.user("carol"))  # another tab signed someone else in
     assert frame.loaded_for != frame.session_key
-    assert run(frame.catch_up()) == [InboxState.load, FrameState.load]
+    assert run(frame.catch_up()) == inbox
     frame.token = ""
     assert run(frame.catch_up()) == []  # nobody signed in: the sign-in form
 
 
 def test_turning_a_page_with_an_expired_session_signs_out(make_state):
-    from bpflow_app.pages.flows import FlowsState
+    from bpflow_app.pages.flows_state import FlowsState
 
     state = make_state(FlowsState)
     state.token = "forged.token.value"

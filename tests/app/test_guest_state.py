@@ -4,7 +4,7 @@ page cuts nothing), and the form's outcome is one toast that "Message sent" repl
 from __future__ import annotations
 
 from bpflow.mailbox import GUEST_LIMITS, Mailbox
-from bpflow_app.pages.guest import TOAST, GuestState
+from bpflow_app.pages.guest_state import TOAST, GuestState
 from tests.app.helpers import run
 
 

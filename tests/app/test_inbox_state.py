@@ -16,8 +16,10 @@ from bpflow.interactions import Interactions
 from bpflow.mailbox import Mailbox
 from bpflow.store import Store
 from bpflow.store.tables import mail_t
-from bpflow_app.pages import inbox_state
-from bpflow_app.pages.inbox_state import InboxState, due_words
+from bpflow_app.inboxview import due_words
+from bpflow_app.pages import tasks_state
+from bpflow_app.pages.mail_state import MailState
+from bpflow_app.pages.tasks_state import TasksState
 from tests.app.conftest import SECRET
 from tests.app.helpers import follow_while, run
 
@@ -33,7 +35,7 @@ def claim(web_store, work):
 
 
 def test_approval_shows_its_signed_payload_and_counts_unread(make_state, claim):
-    inbox = make_state(InboxState, user="bob")
+    inbox = make_state(MailState, user="bob")
     inbox.load()
     assert inbox.unread["approval"] == 1 and inbox.total == 1
     mail = inbox.mails[0]
@@ -44,10 +46,11 @@ def test_approval_shows_its_signed_payload_and_counts_unread(make_state, claim):
 
 
 def test_approving_with_a_comment_moves_the_flow_on(make_state, web_store, claim):
-    inbox = make_state(InboxState, user="bob")
+    inbox = make_state(MailState, user="bob")
     inbox.load()
     inbox.set_comment("ok by me")
-    run(inbox.decide(inbox.mails[0].id, "approved"))
+    events = run(inbox.decide(inbox.mails[0].id, "approved"))
+    assert TasksState.count in events  # the Tasks tab's badge anew
     mail = inbox.mails[0]
     assert mail.decision == "approved" and mail.comment == "ok by me" and not mail.open
     inst = web_store.get(claim)
@@ -59,7 +62,7 @@ def test_a_tampered_mail_is_flagged_and_cannot_be_approved(make_state, web_store
     with web_store.db.begin() as conn:
         conn.execute(update(mail_t).where(mail_t.c.instance_id == claim)
                      .values(subject="Expense claim of 3000 by alice"))
-    inbox = make_state(InboxState, user="bob")
+    inbox = make_state(MailState, user="bob")
     inbox.load()
     mail = inbox.mails[0]
     assert not mail.signature_ok and not mail.open
@@ -76,7 +79,7 @@ def test_a_forged_signature_is_said_once(make_state, web_store, claim):
     with web_store.db.begin() as conn:
         conn.execute(update(mail_t).where(mail_t.c.instance_id == claim)
                      .values(signature="0" * 64))
-    inbox = make_state(InboxState, user="bob")
+    inbox = make_state(MailState, user="bob")
     inbox.load()
     notice = inbox.mails[0].notice
     assert notice == "The mail does not match its signature. It cannot be approved."
@@ -85,18 +88,18 @@ def test_a_forged_signature_is_said_once(make_state, web_store, claim):
 
 def test_someone_else_cannot_decide(make_state, web_store, claim):
     mail_id = Mailbox(web_store).inbox(web_store.user("bob"))[0]["id"]
-    inbox = make_state(InboxState, user="carol")
+    inbox = make_state(MailState, user="carol")
     run(inbox.decide(mail_id, "approved"))
     assert web_store.get(claim).circles["approve"].state == "waiting"
 
 
 def test_guest_messages_reach_admins_only(make_state, web_store):
     Mailbox(web_store).guest_message("Eve", "Hi <b>", "<script>x</script>", "1.1.1.1")
-    admin = make_state(InboxState, user="root")
+    admin = make_state(MailState, user="root")
     run(admin.show("guest"))
     assert [m.body for m in admin.mails] == ["<script>x</script>"]
     assert admin.unread["guest"] == 1
-    user = make_state(InboxState, user="alice")
+    user = make_state(MailState, user="alice")
     run(user.show("guest"))
     assert user.mails == []
 
@@ -105,7 +108,7 @@ def test_pages_of_twenty_five_newest_first(make_state, web_store):
     mailbox = Mailbox(web_store)
     for i in range(60):
         mailbox.guest_message("Eve", f"Note {i}", "x", f"client-{i}")
-    admin = make_state(InboxState, user="root")
+    admin = make_state(MailState, user="root")
     run(admin.show("guest"))
     assert len(admin.mails) == 25 and admin.pages == 3 and admin.mails[0].subject == "Note 59"
     admin.turn(5)
@@ -114,7 +117,7 @@ def test_pages_of_twenty_five_newest_first(make_state, web_store):
 
 # ------------------------------------------------------------- sending back, withdrawn
 def test_sending_back_needs_a_comment_and_resets_the_claim(make_state, web_store, claim):
-    inbox = make_state(InboxState, user="bob")
+    inbox = make_state(MailState, user="bob")
     inbox.load()
     mail_id = inbox.mails[0].id
     run(inbox.decide(mail_id, "returned"))
@@ -133,7 +136,7 @@ def test_sending_back_needs_a_comment_and_resets_the_claim(make_state, web_store
 
 def test_a_withdrawn_request_is_no_longer_offered(make_state, web_store, claim):
     moves.withdraw(web_store, Caller.of(web_store.user("alice")), claim, "approve")
-    inbox = make_state(InboxState, user="bob")
+    inbox = make_state(MailState, user="bob")
     inbox.load()
     mail = inbox.mails[0]
     assert (mail.decision, mail.label, mail.open) == ("withdrawn", "withdrawn", False)
@@ -157,14 +160,14 @@ def review(web_store, claim, work):
 
 
 def tasks_of(make_state, user):
-    state = make_state(InboxState, user=user)
+    state = make_state(TasksState, user=user)
     run(state.show("tasks"))
     return state
 
 
 def test_my_groups_lists_the_review_and_a_claim_moves_it_to_mine(make_state, review):
     fred, gina = tasks_of(make_state, "fred"), tasks_of(make_state, "gina")
-    assert fred.kind == "tasks" and fred.task_count == 1 and fred.tasks["me"] == []
+    assert fred.shown and fred.task_count == 1 and fred.tasks["me"] == []
     task = fred.tasks["candidate"][0]
     assert (task.instance, task.uri, task.short, task.href) == (
         review, "review", review[:8], f"/flow/{review}")
@@ -203,7 +206,7 @@ def test_unclaim_and_delegate_to_another_candidate(make_state, web_store, review
 def test_an_admin_may_hand_a_task_to_anyone(make_state, web_store, review):
     fred = tasks_of(make_state, "fred")
     run(fred.claim(review, "review"))
-    root = make_state(InboxState, user="root")
+    root = make_state(TasksState, user="root")
     root.ask_delegate(review, "review", "review")
     assert root.delegates == ["alice", "bob", "carol", "gina", "root"]  # not fred: he has it
     root.set_delegate_to("carol")
@@ -234,26 +237,31 @@ def test_due_words():
 
 
 def test_the_tasks_tab_opens_from_its_address_and_follows(make_state, review):
-    fred = make_state(InboxState, user="fred", path="/inbox?tab=tasks")
-    assert fred.load() == InboxState.follow
-    assert fred.kind == "tasks" and len(fred.tasks["candidate"]) == 1
-    mail = make_state(InboxState, user="fred", path="/inbox")
-    assert mail.load() is None and mail.kind == "approval" and mail.task_count == 1
+    fred = make_state(TasksState, user="fred", path="/inbox?tab=tasks")
+    assert fred.load() == TasksState.follow
+    assert fred.shown and len(fred.tasks["candidate"]) == 1
+    tab = make_state(MailState, user="fred", path="/inbox?tab=tasks")
+    tab.load()
+    assert tab.kind == "tasks" and tab.mails == []
+    mail = make_state(MailState, user="fred", path="/inbox")
+    assert mail.load() is None and mail.kind == "approval"
+    badge = make_state(TasksState, user="fred", path="/inbox")
+    assert badge.load() is None and not badge.shown and badge.task_count == 1
 
 
 def test_a_claim_made_elsewhere_is_pushed_to_the_tasks_tab(make_state, web_store, review,
                                                            monkeypatch):
     """No poll: gina's Tasks tab wakes when fred claims the review in another process's
     view of the database, and re-reads her lists."""
-    monkeypatch.setattr(inbox_state, "ALIVE_S", 0.1)
-    gina = make_state(InboxState, user="gina", path="/inbox?tab=tasks")
-    assert gina.load() == InboxState.follow and len(gina.tasks["candidate"]) == 1
+    monkeypatch.setattr(tasks_state, "ALIVE_S", 0.1)
+    gina = make_state(TasksState, user="gina", path="/inbox?tab=tasks")
+    assert gina.load() == TasksState.follow and len(gina.tasks["candidate"]) == 1
     other = Store(str(web_store.db.url), secret=SECRET.encode())
     fred = Caller.of(web_store.user("fred"))
     try:
         follow_while(gina, lambda: moves.claim(other, fred, review, "review"),
                      lambda: gina.task_count == 0,
-                     lambda: setattr(gina, "kind", "approval"))  # another tab shown
+                     lambda: setattr(gina, "shown", False))  # another tab shown
     finally:
         other.close()
     assert gina.tasks["candidate"] == [] and not gina._following

@@ -5,8 +5,11 @@ runs only after a dry run of the very same request was shown; errors are message
 from __future__ import annotations
 
 import copy
+import json
 
-from bpflow_app.pages.templates_state import TemplatesState, parse_map
+from bpflow_app.pages.migration_state import MigrationState
+from bpflow_app.pages.templates_state import TemplatesState
+from bpflow_app.templatesview import parse_map
 from tests.app.helpers import run
 from tests.conftest import run_async
 
@@ -14,6 +17,15 @@ from tests.conftest import run_async
 def go(handler) -> list:
     """Drive an async handler to its end: its events."""
     return run(run_async(handler))
+
+
+def chosen(make_state, name: str, version: int) -> tuple[TemplatesState, MigrationState]:
+    """The templates page of root with `name` `version` chosen: its state, and the
+    migration panel's (offered the choice in the same event)."""
+    state = make_state(TemplatesState, user="root")
+    run(state.load())
+    run(state.choose(name, version))
+    return state, run_async(state.get_state(MigrationState))
 
 CLAIM = {"amount": 12, "reason": "train", "manager": "bob"}
 
@@ -46,9 +58,7 @@ def versions(store, ids) -> list[int]:
 
 def test_a_circle_count_opens_the_instances_it_counts(make_state, web_store):
     ids = started(web_store)
-    state = make_state(TemplatesState, user="root")
-    state.load()
-    state.choose("reimbursement", 1)
+    state, _ = chosen(make_state, "reimbursement", 1)
     counts = {s.circle: s for s in state.stats}
     assert counts["claim"].success == 1 and counts["claim"].waiting == 1
     state.show_at("claim", "success")
@@ -64,41 +74,48 @@ def test_a_circle_count_opens_the_instances_it_counts(make_state, web_store):
 def test_migrating_needs_a_dry_run_of_the_same_request_first(make_state, web_store):
     ids = started(web_store)
     web_store.put_template(v2(web_store))
-    state = make_state(TemplatesState, user="root")
-    state.load()
-    state.choose("reimbursement", 2)
-    assert state.versions == ["1", "2"] and (state.mig_from, state.mig_to) == ("1", "2")
-    assert not state.can_migrate
-    events = go(state.migrate())
+    state, mig = chosen(make_state, "reimbursement", 2)
+    assert mig.versions == ["1", "2"] and (mig.mig_from, mig.mig_to) == ("1", "2")
+    assert mig.template == "reimbursement" and not mig.can_migrate
+    events = go(mig.migrate())
     assert "dry run" in str(events) and versions(web_store, ids) == [1, 1]
 
-    state.set_mig_map("review -> check")
-    go(state.dry_run())
-    assert state.mig_shown and state.mig_dry and state.can_migrate
-    assert {i.id for i in state.mig_migrated} == set(ids) and state.mig_refused == []
+    mig.set_mig_map("review -> check")
+    go(mig.dry_run())
+    assert mig.mig_shown and mig.mig_dry and mig.can_migrate
+    assert {i.id for i in mig.mig_migrated} == set(ids) and mig.mig_refused == []
     assert versions(web_store, ids) == [1, 1]  # a dry run changes nothing
 
-    state.set_mig_map("review -> check\n")  # the same map: the dry run still holds
-    assert state.can_migrate
-    state.set_mig_map("")  # another request: dry run it first
-    assert not state.can_migrate and not state.mig_shown
-    state.set_mig_map("review = check")
-    go(state.dry_run())
-    events = go(state.migrate())
+    mig.set_mig_map("review -> check\n")  # the same map: the dry run still holds
+    assert mig.can_migrate
+    mig.set_mig_map("")  # another request: dry run it first
+    assert not mig.can_migrate and not mig.mig_shown
+    mig.set_mig_map("review = check")
+    go(mig.dry_run())
+    events = go(mig.migrate())
     assert "Migrated 2 instance(s) to version 2" in str(events)
     assert versions(web_store, ids) == [2, 2]
-    assert state.mig_shown and not state.mig_dry and not state.can_migrate
-    assert {i.id for i in state.mig_migrated} == set(ids)
+    run(state.choose(state.name, state.version))  # what the Migrate button runs next
+    assert mig.mig_shown and not mig.mig_dry and not mig.can_migrate
+    assert {i.id for i in mig.mig_migrated} == set(ids)
     assert {s.circle for s in state.stats} >= {"check", "notify"}
 
     # nothing left at v1: a dry run says so; from v2 to v1 `notify` would be removed
-    go(state.dry_run())
-    assert state.mig_migrated == [] and state.mig_refused == []
-    state.set_mig_from("2")
-    state.set_mig_to("1")
-    state.set_mig_map("check -> review")
-    go(state.dry_run())
-    assert {i.id for i in state.mig_migrated} == set(ids)
+    go(mig.dry_run())
+    assert mig.mig_migrated == [] and mig.mig_refused == []
+    mig.set_mig_from("2")
+    mig.set_mig_to("1")
+    mig.set_mig_map("check -> review")
+    go(mig.dry_run())
+    assert {i.id for i in mig.mig_migrated} == set(ids)
+
+
+def test_an_upload_offers_its_new_version_to_the_migration_panel(make_state, web_store):
+    state, mig = chosen(make_state, "reimbursement", 1)
+    assert mig.versions == ["1"] and (mig.mig_from, mig.mig_to) == ("1", "1")
+    run(state.paste({"body": json.dumps(v2(web_store))}))
+    assert (state.name, state.version) == ("reimbursement", 2)
+    assert mig.versions == ["1", "2"] and (mig.mig_from, mig.mig_to) == ("1", "2")
 
 
 def test_refusals_are_listed_with_their_reasons(make_state, web_store):
@@ -112,42 +129,39 @@ def test_refusals_are_listed_with_their_reasons(make_state, web_store):
     body = {**body, "circles": [c for c in body["circles"] if c["uri"] != "approve"]}
     body["circles"][1] = {**body["circles"][1], "deps": [["claim"]]}
     web_store.put_template(body)
-    state = make_state(TemplatesState, user="root")
-    state.load()
-    state.choose("reimbursement", 2)
-    go(state.dry_run())
-    assert [i.id for i in state.mig_migrated] == [ids[1]]  # the terminated one is not asked
-    [refused] = state.mig_refused
+    _, mig = chosen(make_state, "reimbursement", 2)
+    go(mig.dry_run())
+    assert [i.id for i in mig.mig_migrated] == [ids[1]]  # the terminated one is not asked
+    [refused] = mig.mig_refused
     assert refused.id == approved and refused.href == f"/flow/{approved}"
     assert refused.reasons == ("circle 'approve' is removed and its result is progress no"
                                " kept circle carries on")
-    go(state.migrate())
+    assert (refused.version, refused.status) == (1, "running")
+    go(mig.migrate())
     assert [web_store.get(i).version for i in ids] == [1, 2, 1]
-    assert [i.id for i in state.mig_refused] == [approved]
+    assert [i.id for i in mig.mig_refused] == [approved]
 
 
 def test_errors_are_messages(make_state, web_store):
     started(web_store)
     web_store.put_template(v2(web_store))
-    state = make_state(TemplatesState, user="root")
-    state.load()
-    state.choose("reimbursement", 2)
-    state.set_mig_map("nope -> check")
-    go(state.dry_run())
-    assert "'nope' is no circle of the old version" in state.mig_error
-    assert not state.mig_shown and not state.can_migrate
-    state.set_mig_map("just words")
-    go(state.dry_run())
-    assert state.mig_error == "line 1 of the map is not 'old -> new': 'just words'"
-    state.set_mig_map('{"review": ')
-    go(state.dry_run())
-    assert state.mig_error.startswith("the map is not JSON")
-    state.set_mig_map("")
-    state.set_mig_to("2")
-    state.set_mig_from("2")
-    go(state.dry_run())
-    assert "already" in state.mig_error
-    other = make_state(TemplatesState, user="alice")
+    _, mig = chosen(make_state, "reimbursement", 2)
+    mig.set_mig_map("nope -> check")
+    go(mig.dry_run())
+    assert "'nope' is no circle of the old version" in mig.mig_error
+    assert not mig.mig_shown and not mig.can_migrate
+    mig.set_mig_map("just words")
+    go(mig.dry_run())
+    assert mig.mig_error == "line 1 of the map is not 'old -> new': 'just words'"
+    mig.set_mig_map('{"review": ')
+    go(mig.dry_run())
+    assert mig.mig_error.startswith("the map is not JSON")
+    mig.set_mig_map("")
+    mig.set_mig_to("2")
+    mig.set_mig_from("2")
+    go(mig.dry_run())
+    assert "already" in mig.mig_error
+    other = make_state(MigrationState, user="alice")
     assert "Only administrators" in str(go(other.dry_run()))
 
 

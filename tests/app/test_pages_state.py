@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 
-from bpflow_app.pages.flows import FlowsState
-from bpflow_app.pages.guest import GuestState
+from bpflow_app.pages.flows_state import FlowsState
+from bpflow_app.pages.guest_state import GuestState
 from bpflow_app.pages.templates_state import TemplatesState
-from bpflow_app.pages.users import UsersState
+from bpflow_app.pages.users_state import UsersState
 from tests.app.helpers import run
 
 
@@ -151,7 +151,7 @@ def test_guest_errors_name_the_fields_and_rate_limit_says_when(make_state):
 
 def test_templates_upload_lists_errors_with_paths(make_state):
     state = make_state(TemplatesState, user="root")
-    state.load()
+    run(state.load())
     body = {"name": "bad", "circles": [{"uri": "a", "deps": [["zz"]]}, {"uri": "a"}]}
     run(state.paste({"body": json.dumps(body)}))
     paths = {(e.code, e.path) for e in state.errors}
@@ -167,7 +167,7 @@ def test_templates_upload_of_broken_json_says_where(make_state):
 
 def test_templates_upload_stores_a_new_version_and_previews_it(make_state, web_store):
     state = make_state(TemplatesState, user="root")
-    state.load()
+    run(state.load())
     body = dict(web_store.latest_body("reimbursement"), title="Expenses")
     run(state.paste({"body": json.dumps(body)}))
     assert state.outcome == "Stored reimbursement version 2" and state.errors == []
@@ -182,7 +182,7 @@ def test_templates_upload_stores_a_new_version_and_previews_it(make_state, web_s
 def test_locked_versions_are_marked(make_state, web_store):
     web_store.start("reimbursement", {}, web_store.user("alice"))
     state = make_state(TemplatesState, user="root")
-    state.load()
+    run(state.load())
     line = next(t for t in state.items if t.name == "reimbursement")
     assert line.versions[0].locked
     assert not next(t for t in state.items if t.name == "order").versions[0].locked
@@ -190,7 +190,7 @@ def test_locked_versions_are_marked(make_state, web_store):
 
 def test_templates_and_users_are_for_admins_only(make_state):
     state = make_state(TemplatesState, user="alice")
-    state.load()
+    run(state.load())
     assert state.items == []
     run(state.paste({"body": "{}"}))
     assert state.errors == [] and state.outcome == ""

@@ -5,9 +5,9 @@ ones too) and disable users after a confirmation, never locking themselves out."
 
 from __future__ import annotations
 
-from bpflow_app.pages.flows import FlowsState
+from bpflow_app.pages.flows_state import FlowsState
 from bpflow_app.pages.templates_state import TemplatesState
-from bpflow_app.pages.users import UsersState
+from bpflow_app.pages.users_state import UsersState
 from tests.app.helpers import run
 
 PAYOUT = {"name": "payout", "title": "Payout", "starters": ["finance"],
@@ -28,7 +28,7 @@ def count(store, template: str) -> int:
 def test_an_admin_retires_a_template_after_a_confirmation(make_state, web_store):
     assert "order" in offered(make_state, "alice")
     state = make_state(TemplatesState, user="root")
-    state.load()
+    run(state.load())
     state.ask("order", True)
     assert state.asked == "order" and state.asked_retire
     state.cancel()  # changed their mind
@@ -48,7 +48,7 @@ def test_an_admin_retires_a_template_after_a_confirmation(make_state, web_store)
 
 def test_the_flow_signing_in_starts_is_not_offered_for_retirement(make_state, web_store):
     state = make_state(TemplatesState, user="root")
-    state.load()
+    run(state.load())
     lines = {t.name: t for t in state.items}
     assert not lines["signin"].retirable and lines["order"].retirable
     state.ask("signin", True)

@@ -12,7 +12,7 @@ from sqlalchemy import text
 from bpflow import auth
 from bpflow.errors import Unauthorized
 from bpflow_app.frame_state import FrameState, SignInState
-from bpflow_app.pages.users import UsersState
+from bpflow_app.pages.users_state import UsersState
 from bpflow_app.session import NotAdmin, SessionState
 from tests.app.helpers import run
 

@@ -23,13 +23,15 @@ from bpflow.mailbox import Mailbox
 from bpflow.store import Store
 from bpflow.tenancy import create_tenant
 from bpflow.worker import Worker
+from bpflow_app.flowsview import ANY
 from bpflow_app.frame_state import FrameState, SignInState
 from bpflow_app.pages.flow_state import FlowState
-from bpflow_app.pages.flows import ANY, FlowsState
-from bpflow_app.pages.guest import GuestState, page_tenant
-from bpflow_app.pages.inbox_state import InboxState
+from bpflow_app.pages.flows_state import FlowsState
+from bpflow_app.pages.guest_state import GuestState, page_tenant
+from bpflow_app.pages.mail_state import MailState
+from bpflow_app.pages.tasks_state import TasksState
 from bpflow_app.pages.templates_state import TemplatesState
-from bpflow_app.pages.users import UsersState
+from bpflow_app.pages.users_state import UsersState
 from tests.app.conftest import SECRET, open_web_store
 from tests.app.helpers import run
 
@@ -200,8 +202,10 @@ def test_my_flows_shows_only_the_tenants_flows(world, page, user, tenant, admin)
 @pytest.mark.parametrize("user,tenant,admin", ROLES)
 def test_the_inbox_counts_and_lists_only_the_tenants_mail_and_tasks(world, page, user,
                                                                     tenant, admin):
-    inbox = page(InboxState, user, tenant)
+    inbox = page(MailState, user, tenant)
     inbox.load()
+    tasks = page(TasksState, user, tenant)
+    tasks.load()
     own = world.ids[tenant]
     mails = {}
     for kind in ("approval", "message", "guest"):
@@ -215,7 +219,9 @@ def test_the_inbox_counts_and_lists_only_the_tenants_mail_and_tasks(world, page,
     approvals = {m.instance for m in mails["approval"]}
     assert approvals == ({world.claims[tenant]} if user in APPROVERS else set())
     run(inbox.show("tasks"))
-    listed = {t.instance for which in ("me", "candidate") for t in inbox.tasks[which]}
+    run(tasks.show("tasks"))
+    assert inbox.kind == "tasks" and tasks.shown
+    listed = {t.instance for which in ("me", "candidate") for t in tasks.tasks[which]}
     assert listed <= own
     if user in FINANCE:
         assert listed == {world.claims[tenant]}
@@ -223,7 +229,7 @@ def test_the_inbox_counts_and_lists_only_the_tenants_mail_and_tasks(world, page,
         assert world.drafts[tenant] in listed and world.claims[tenant] not in listed
     else:
         assert listed == set()
-    assert inbox.task_count == len(listed)
+    assert tasks.task_count == len(listed)
     frame = page(FrameState, user, tenant)
     frame.load()
     assert frame.unread == sum(inbox.unread.values()) and frame.main_state == "success"
@@ -235,7 +241,7 @@ def test_another_tenants_mail_and_tasks_are_not_found(world, page, user, tenant,
     root_of_other = "root" if other == DEFAULT else "acmeadmin"
     theirs = Mailbox(world.view(other)).inbox(world.view(other).user(root_of_other))
     assert theirs  # the guest message at least
-    inbox = page(InboxState, user, tenant)
+    inbox = page(MailState, user, tenant)
     inbox.load()
     for mail in theirs:
         run(inbox.toggle(mail["id"]))
@@ -243,10 +249,12 @@ def test_another_tenants_mail_and_tasks_are_not_found(world, page, user, tenant,
         assert "toast" in str(events)
     assert Mailbox(world.view(other)).inbox(world.view(other).user(root_of_other)) == theirs
     claim = world.claims[other]
-    run(inbox.claim(claim, "review"))
+    tasks = page(TasksState, user, tenant)
+    tasks.load()
+    run(tasks.claim(claim, "review"))
     assert world.view(other).get(claim).circles["review"].task["assignee"] is None
-    inbox.ask_delegate(claim, "review", "review")
-    assert inbox.delegates == [] and inbox.handing == ""
+    tasks.ask_delegate(claim, "review", "review")
+    assert tasks.delegates == [] and tasks.handing == ""
 
 
 @pytest.mark.parametrize("user,tenant,admin", ROLES)
@@ -284,7 +292,7 @@ def test_the_user_picker_offers_the_tenants_people_only(world, page, tenant, use
 @pytest.mark.parametrize("tenant,admin", [(DEFAULT, "root"), (ACME, "acmeadmin")])
 def test_an_admins_delegate_dialog_offers_the_tenants_people_only(world, page, tenant,
                                                                   admin):
-    inbox = page(InboxState, admin, tenant)
+    inbox = page(TasksState, admin, tenant)
     inbox.ask_delegate(world.claims[tenant], "review", "review")
     assert set(inbox.delegates) == world.users[tenant]  # anyone of theirs, nobody else
     inbox.set_delegate_to(next(iter(world.users[OTHER[tenant]])))
@@ -294,7 +302,7 @@ def test_an_admins_delegate_dialog_offers_the_tenants_people_only(world, page, t
 
 
 def test_an_acme_admin_may_hand_a_task_to_acmes_people(world, page):
-    inbox = page(InboxState, "acmeadmin", ACME)
+    inbox = page(TasksState, "acmeadmin", ACME)
     inbox.ask_delegate(world.claims[ACME], "review", "review")
     assert inbox.delegates  # acmeadmin, acmeuser (nobody holds the task)
 
@@ -302,14 +310,14 @@ def test_an_acme_admin_may_hand_a_task_to_acmes_people(world, page):
 @pytest.mark.parametrize("tenant,admin", [(DEFAULT, "root"), (ACME, "acmeadmin")])
 def test_the_templates_page_shows_the_tenants_templates(world, page, tenant, admin):
     state = page(TemplatesState, admin, tenant)
-    state.load()
+    run(state.load())
     assert {t.name for t in state.items} == world.templates[tenant]
     chosen = state.name
     for name in world.templates[OTHER[tenant]] - world.templates[tenant]:
         events = run(state.choose(name, 1))
         assert state.name == chosen and "toast" in str(events)
     # The same name in both: this tenant's versions, statistics and drawing.
-    state.choose(BOTH, 1)
+    run(state.choose(BOTH, 1))
     own_total = sum(state.statuses.values())
     assert own_total == sum(1 for i in world.ids[tenant]
                             if world.view(tenant).get(i).template.name == BOTH)
@@ -323,7 +331,7 @@ def test_the_templates_page_shows_the_tenants_templates(world, page, tenant, adm
 
 def test_an_uploaded_template_stays_in_its_tenant(world, page):
     state = page(TemplatesState, "acmeadmin", ACME)
-    state.load()
+    run(state.load())
     run(state.paste({"body": json.dumps({**ACME_ONLY, "name": "acme-only"})}))
     assert "acme-only" in {t.name for t in state.items}
     assert "acme-only" in world.view(ACME).template_versions()

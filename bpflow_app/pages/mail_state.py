@@ -1,0 +1,126 @@
+"""State of the inbox's mail: the user's approval mail, in-site messages and (admins) guest
+messages, a page at a time with unread counts; approve, reject or send back with a
+comment. It also holds which tab is shown (`kind`: a kind of mail, or the Tasks tab,
+whose lists are `TasksState`'s).
+
+A mail whose signature does not match is shown as such and cannot be decided: the
+mailbox refuses it and records the refusal in the flow's history.
+"""
+
+from __future__ import annotations
+
+import reflex as rx
+
+from bpflow.access import Caller
+from bpflow.backend import store_for
+from bpflow.errors import Tampered
+from bpflow.mailbox import Mailbox
+from bpflow_app.frame_state import FrameState
+from bpflow_app.inboxview import KINDS, PAGE_SIZE, TASKS, MailView, mail_view
+from bpflow_app.pages.tasks_state import TasksState
+from bpflow_app.session import SessionState
+from engine.errors import BpflowError
+
+
+class MailState(SessionState):
+    kind: str = "approval"  # the tab shown: a kind of mail, or TASKS
+    mails: list[MailView] = []
+    unread: dict[str, int] = {k: 0 for k in KINDS}
+    total: int = 0
+    page: int = 0
+    opened: int = 0
+    comment: str = ""
+    comment_error: str = ""  # a send back without a comment
+    deciding: int = 0
+    loading: bool = True
+
+    @rx.var
+    def pages(self) -> int:
+        return max(1, -(-self.total // PAGE_SIZE))
+
+    def _fetch(self, caller: Caller) -> None:
+        """The unread counts of the tabs and, on a mail tab, its page of mail."""
+        store = store_for(caller)
+        counts = store.mail_counts(caller)
+        self.unread = {k: counts[k]["unread"] for k in KINDS}
+        if self.kind in KINDS:
+            self.total = counts[self.kind]["total"]
+            self.page = min(self.page, self.pages - 1)
+            rows = Mailbox(store).inbox(caller, kind=self.kind, limit=PAGE_SIZE,
+                                        offset=self.page * PAGE_SIZE)
+            self.mails = [mail_view(m, m["id"] == self.opened) for m in rows]
+        self.loading = False
+
+    @rx.event
+    def load(self):
+        caller = self._visitor()
+        if caller is None:
+            return
+        if self.router.url.query_parameters.get("tab") == TASKS:
+            self.kind = TASKS
+        self._fetch(caller)
+
+    @rx.event
+    def show(self, kind: str):
+        """Show another tab (`TasksState.show` hears the same change)."""
+        if kind in KINDS or kind == TASKS:
+            self.kind, self.page, self.opened, self.loading = kind, 0, 0, True
+            yield
+            yield self._guarded(self._fetch)
+
+    @rx.event
+    def turn(self, delta: int):
+        self.page = min(max(0, self.page + delta), self.pages - 1)
+        return self._guarded(self._fetch)
+
+    @rx.event
+    def toggle(self, mail_id: int):
+        """Open a mail (marking it read) or close it."""
+        if self.opened == mail_id:
+            self.opened = 0
+            return None
+        self.opened, self.comment, self.comment_error = mail_id, "", ""
+
+        def read(caller: Caller):
+            Mailbox(store_for(caller)).mark_read(mail_id, caller)
+            self._fetch(caller)
+            return FrameState.load
+        try:
+            return self._guarded(read)
+        except BpflowError as exc:
+            return rx.toast.error(str(exc))
+
+    @rx.event
+    def set_comment(self, value: str):
+        self.comment = value
+        if value.strip():
+            self.comment_error = ""
+
+    @rx.event
+    def decide(self, mail_id: int, decision: str):
+        if decision == "returned" and not self.comment.strip():
+            self.comment_error = "Say what to amend: sending back needs a comment"
+            yield rx.toast.warning("Write a comment saying what to amend, then send it back")
+            return
+        self.deciding, self.comment_error = mail_id, ""
+        yield
+        try:
+            yield self._guarded(lambda caller: self._decide(caller, mail_id, decision))
+        finally:
+            self.deciding = 0
+
+    def _decide(self, caller: Caller, mail_id: int, decision: str):
+        """Decide; then the mail, the frame's unread count and the Tasks tab's count (the
+        flow moved on, perhaps to a task of the user's) anew."""
+        try:
+            Mailbox(store_for(caller)).decide(mail_id, caller, decision, self.comment.strip())
+            toast = rx.toast.success("Sent back to the requester to amend"
+                                     if decision == "returned" else
+                                     f"{decision.capitalize()}; the flow continues")
+            self.comment = ""
+        except Tampered as exc:
+            toast = rx.toast.error(f"Refused: {exc}")
+        except BpflowError as exc:
+            toast = rx.toast.warning(str(exc))
+        self._fetch(caller)
+        return [toast, FrameState.load, TasksState.count]

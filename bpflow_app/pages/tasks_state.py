@@ -1,0 +1,237 @@
+"""State of the inbox's Tasks tab (SPEC §10): the ready circles held by the user ("Mine")
+and those offered to them or their roles that nobody holds ("My groups"), with claim,
+unclaim and delegate (`bpflow.moves`, the same steps as the REST API's), and the tab's
+badge (how many tasks wait for the user) whichever tab is shown.
+
+The tab follows the others' work without a reload: while it is shown, a background event
+(`follow`) waits for the store's changes to the user's task lists (`bpflow.changes`: the
+tasks they hold, those offered to them or their roles, pushed when a step commits in any
+process) and then re-reads its two pages, sending the lists only when they changed.
+Nothing reads the database on a timer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+import reflex as rx
+
+from bpflow import moves
+from bpflow.access import Caller
+from bpflow.backend import store_for
+from bpflow.changes import EVERYTHING, task_keys
+from bpflow.errors import Unauthorized
+from bpflow.store import Store
+from bpflow_app import routes
+from bpflow_app.inboxview import KINDS, PAGE_SIZE, TASKS, TaskView, task_view
+from bpflow_app.session import SessionState
+from engine.errors import BpflowError
+
+LISTS = ("me", "candidate")  # Mine, My groups (`Store.tasks`' `assigned`)
+ALIVE_S = 5.0  # how often a follow checks that the tab is still shown (no query)
+FOLLOW_S = 3600.0  # how long a showing of the tab is followed, in case it was just left open
+
+
+class TasksState(SessionState):
+    shown: bool = False  # the Tasks tab is the inbox's tab shown (`MailState.kind`)
+    loading: bool = True
+    # Per list (me, candidate) its page of tasks, their number, the page.
+    tasks: dict[str, list[TaskView]] = {k: [] for k in LISTS}
+    task_totals: dict[str, int] = {k: 0 for k in LISTS}
+    task_pages: dict[str, int] = {k: 0 for k in LISTS}
+    task_count: int = 0  # the tab's badge: open tasks held by or offered to the user
+    acting: str = ""  # the task (key) whose claim, unclaim or delegation is under way
+    # The delegate dialog: the task it hands on, and whom to.
+    handing: str = ""
+    handing_title: str = ""
+    delegates: list[str] = []
+    delegate_to: str = ""
+    _handing: tuple[str, str] = ("", "")
+    _following: bool = False
+
+    @rx.var
+    def task_page_count(self) -> dict[str, int]:
+        return {k: max(1, -(-self.task_totals[k] // PAGE_SIZE)) for k in LISTS}
+
+    def _fetch(self, caller: Caller) -> None:
+        """The lists when the tab is shown, else only the badge's count."""
+        if self.shown:
+            self._fetch_tasks(caller)
+        else:
+            self._count(caller)
+        self.loading = False
+
+    def _count(self, caller: Caller) -> None:
+        self.task_count = store_for(caller).tasks(caller, "all", None, 1, 0)[1]
+
+    def _fetch_tasks(self, caller: Caller) -> None:
+        """Both lists' pages as they are now; only what changed is set (and sent)."""
+        store = store_for(caller)
+        now = store.engine.clock()
+        tasks, totals, pages = {}, {}, dict(self.task_pages)
+        words: dict[tuple[str, int, str], tuple[str, str]] = {}
+        for which in LISTS:
+            rows, totals[which] = store.tasks(caller, which, None, PAGE_SIZE,
+                                              pages[which] * PAGE_SIZE)
+            last = max(0, -(-totals[which] // PAGE_SIZE) - 1)
+            if pages[which] > last:  # the page emptied under us: show the last one
+                pages[which] = last
+                rows, totals[which] = store.tasks(caller, which, None, PAGE_SIZE,
+                                                  last * PAGE_SIZE)
+            tasks[which] = [task_view(store, caller, r, now, words) for r in rows]
+        for name, value in (("tasks", tasks), ("task_totals", totals),
+                            ("task_pages", pages),
+                            ("task_count", sum(totals.values()))):
+            if getattr(self, name) != value:
+                setattr(self, name, value)
+
+    @rx.event
+    def load(self):
+        caller = self._visitor()
+        if caller is None:
+            return None
+        if self.router.url.query_parameters.get("tab") == TASKS:
+            self.shown = True
+        self._fetch(caller)
+        return TasksState.follow if self.shown else None
+
+    @rx.event
+    def show(self, kind: str):
+        """The inbox shows another tab (`MailState.show` hears the same change)."""
+        if kind not in KINDS and kind != TASKS:
+            return
+        self.shown = kind == TASKS
+        if self.shown:
+            self.loading = True
+            yield
+        caller = self._visitor()  # quietly: `MailState.show` says when a session ended
+        if caller is not None:
+            self._fetch(caller)
+            if self.shown:
+                yield TasksState.follow
+
+    @rx.event
+    def count(self):
+        """The badge anew (a decision in the mail tabs may have moved a flow on)."""
+        caller = self._visitor()
+        if caller is not None:
+            self._count(caller)
+
+    def _tasks_shown(self) -> bool:
+        return self.shown and self.router.url.path.rstrip("/").endswith(routes.INBOX)
+
+    @rx.event(background=True)
+    async def follow(self):
+        """Follow the Tasks tab while it is shown (one follow per browser tab): re-read
+        it when a change touches the user's task lists; stop when another tab or page is
+        shown (checked every ALIVE_S seconds without a query) or after FOLLOW_S."""
+        async with self:
+            if self._following:
+                return
+            self._following = True
+            caller = self._visitor()
+        loop = asyncio.get_running_loop()
+        try:
+            if caller is None:
+                return
+            hub = store_for(caller).changes
+            keys = task_keys(caller.tenant, caller.username, caller.roles)
+            with hub.subscribe(keys) as changes:
+                await hub.heard()
+                # first, what may have committed before the subscription
+                end, news = loop.time() + FOLLOW_S, [EVERYTHING]
+                while loop.time() < end:
+                    news = news or await changes.next(ALIVE_S)
+                    async with self:
+                        if not self._tasks_shown():
+                            break
+                        if news:
+                            caller = self._visitor()
+                            if caller is None:
+                                break
+                            self._fetch_tasks(caller)
+                    news = []
+        except Unauthorized:
+            pass
+        finally:
+            async with self:
+                self._following = False
+
+    @rx.event
+    def turn_tasks(self, which: str, delta: int):
+        if which in LISTS:
+            last = self.task_page_count[which] - 1
+            self.task_pages = {**self.task_pages,
+                               which: min(max(0, self.task_pages[which] + delta), last)}
+            return self._guarded(self._fetch_tasks)
+        return None
+
+    @rx.event
+    def claim(self, iid: str, uri: str):
+        yield from self._work(iid, uri, lambda store, caller: moves.claim(
+            store, caller, iid, uri), "Claimed: it is yours now")
+
+    @rx.event
+    def unclaim(self, iid: str, uri: str):
+        yield from self._work(iid, uri, lambda store, caller: moves.unclaim(
+            store, caller, iid, uri), "Given back to the group")
+
+    @rx.event
+    def ask_delegate(self, iid: str, uri: str, title: str):
+        """Open the delegate dialog of a task, offering whom it may go to."""
+        def offer(caller: Caller):
+            store = store_for(caller)
+            try:
+                moves.visible(store, caller, iid)
+                task = moves.engine_task(store.engine, store.get(iid), uri)
+            except BpflowError as exc:
+                self._fetch_tasks(caller)
+                return rx.toast.warning(str(exc))
+            self.delegates = moves.delegates(store, caller, task)
+            if not self.delegates:
+                return rx.toast.info("There is nobody else this task may go to")
+            self._handing, self.handing, self.handing_title = (iid, uri), f"{iid} {uri}", title
+            self.delegate_to = ""
+            return None
+        return self._guarded(offer)
+
+    @rx.event
+    def set_delegate_to(self, value: str):
+        self.delegate_to = value
+
+    @rx.event
+    def cancel_delegate(self):
+        self.handing, self._handing, self.delegate_to = "", ("", ""), ""
+
+    @rx.event
+    def delegate(self):
+        iid, uri = self._handing
+        to = self.delegate_to
+        if not iid:
+            return
+        if not to:
+            yield rx.toast.warning("Choose whom to hand the task to")
+            return
+        self.handing = ""
+        yield from self._work(iid, uri, lambda store, caller: moves.delegate(
+            store, caller, iid, uri, to), f"Handed to {to}")
+
+    def _work(self, iid: str, uri: str, step: Callable[[Store, Caller], Any], done: str):
+        """Run one step on a task (its row busy meanwhile), then show both lists anew."""
+        self.acting = f"{iid} {uri}"
+        yield
+        try:
+            yield self._guarded(lambda caller: self._did(caller, step, done))
+        finally:
+            self.acting = ""
+
+    def _did(self, caller: Caller, step: Callable[[Store, Caller], Any], done: str):
+        try:
+            step(store_for(caller), caller)
+            toast = rx.toast.success(done)
+        except BpflowError as exc:
+            toast = rx.toast.warning(str(exc))
+        self._fetch_tasks(caller)
+        return toast
