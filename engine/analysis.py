@@ -280,11 +280,11 @@ def _check_shape(graph: FlowGraph, good: list[tuple[int, dict[str, Any]]], base:
                 "no circle ends the flow: every circle has an arrow out of it")
         return None
     if len(sinks) > 1:
-        names = ", ".join(graph.uris[v] for v in sinks[:20])
+        shown = ", ".join(graph.uris[v] for v in sinks[:20])
         more = f" and {len(sinks) - 20} more" if len(sinks) > 20 else ""
         rep.add("multiple_terminals", f"{base}/circles",
                 f"a flow ends in exactly one circle, but {len(sinks)} circles have no arrow"
-                f" out of them: {names}{more}")
+                f" out of them: {shown}{more}")
         return None
     terminal = sinks[0]
     reach = graph.upstream(terminal)

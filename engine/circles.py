@@ -14,15 +14,15 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from engine import boxes
-from engine.errors import ExpressionError
-from engine.expressions import compile_expression
-from engine.model import (
+from engine.definition import (
     Invalid,
     normalize_assign,
     normalize_due,
     normalize_retry,
     normalize_timeout,
 )
+from engine.errors import ExpressionError
+from engine.expressions import compile_expression
 from engine.placeholders import OPENING, PATH, escape_pointer, references
 
 BUILTIN_ROOTS = ("workflow", "user", "instance")
@@ -54,7 +54,8 @@ def check_circle(c: dict[str, Any], ptr: str, add: Add,
     if isinstance(box, dict):
         for where, message in boxes.check_box(box):
             add("invalid_box", f"{ptr}/box{where}", f"circle '{uri}': {message}")
-        action = box.get("action") if isinstance(box.get("action"), dict) else {}
+        raw = box.get("action")
+        action: dict[str, Any] = raw if isinstance(raw, dict) else {}
         outputs = action.get("outputs") if action.get("type") == "compute" else None
         for name, expr in (outputs.items() if isinstance(outputs, dict) else []):
             if isinstance(expr, str):
@@ -89,15 +90,15 @@ def _people_refs(c: dict[str, Any], ptr: str, add: Add) -> list[tuple[str, tuple
     """The placeholders of `assign` users and of an escalation's `to` users; `assign` or
     `due` on a circle no person acts on is an `invalid_box`."""
     uri, refs = c["uri"], []
-    box = c.get("box") if isinstance(c.get("box"), dict) else {}
-    action = box.get("action") if isinstance(box.get("action"), dict) else {}
+    box = _object(c.get("box"))
+    action = _object(box.get("action"))
     person = bool(box.get("form") or "confirm" in box) and action.get("type") != "auth"
     for key in ("assign", "due"):
         if key in c and not person:
             add("invalid_box", f"{ptr}/{key}", f"circle '{uri}': {key} applies to a circle a"
                 " person acts on (a form or a confirmation); an approval names its approvers"
                 " in 'to'")
-    timeout = c.get("timeout") if isinstance(c.get("timeout"), dict) else {}
+    timeout = _object(c.get("timeout"))
     if timeout.get("policy") == "escalate" and not person:
         add("invalid_timeout", f"{ptr}/timeout/policy", f"circle '{uri}': only a circle a"
             " person acts on can escalate")
@@ -112,6 +113,12 @@ def _people_refs(c: dict[str, Any], ptr: str, add: Add) -> list[tuple[str, tuple
                         f"circle '{uri}': malformed placeholder '{opening}'")
                 refs += [(f"{base}/users/{i}", path) for path in paths]
     return refs
+
+
+def _object(value: Any) -> dict[str, Any]:
+    """`value` when it is a JSON object, else an empty one (the raw JSON is read
+    defensively: the schema may have rejected it already)."""
+    return value if isinstance(value, dict) else {}
 
 
 def _placeholder_texts(box: dict[str, Any], pointer: str,

@@ -123,6 +123,7 @@ class Instance:
         return cls(id=data["id"], template=template, status=data["status"],
                    inputs=data["inputs"], user=data["user"],
                    circles={cid: CircleRun.from_dict(r) for cid, r in data["circles"].items()},
-                   created_at=parse_time(data["created_at"]),
-                   updated_at=parse_time(data["updated_at"]), version=data.get("version"),
+                   created_at=datetime.fromisoformat(data["created_at"]),
+                   updated_at=datetime.fromisoformat(data["updated_at"]),
+                   version=data.get("version"),
                    reason=data.get("reason"), seq=data.get("seq", 0))
