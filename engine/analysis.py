@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from engine import shape
-from engine.circles import BUILTIN_ROOTS, Question, check_circle, unknown
+from engine.circles import BUILTIN_ROOTS, Question, check_circle, form_kinds, unknown
 from engine.errors import DefinitionError
 from engine.graph import Ancestry, FlowGraph
 from engine.layout import layout
@@ -191,10 +191,11 @@ def _check_flow(circles: list[Any], kind: Any, base: str,
     ancestry = Ancestry(graph)
     up: list[Question] = []
     nested: dict[str, _Checked] = {}
+    forms = form_kinds(c for _, c in good)
     for v, (i, c) in enumerate(good):
         ctx.shared.deadline.check()
         ptr = f"{base}/circles/{i}"
-        questions = check_circle(c, ptr, rep.add, ctx.inputs)
+        questions = check_circle(c, ptr, rep.add, ctx.inputs, forms)
         sub = _check_nested(c, ptr, ctx)
         if sub is not None:
             checked, inner = sub
