@@ -12,7 +12,16 @@ from typing import Any
 
 from bpflow_app.boxview import clock_text
 from bpflow_app.drawing import Drawing, draw
-from engine.instance import FAILURE, SKIPPED, SUCCESS, TERMINATED, WAITING, Instance
+from engine.instance import (
+    FAILED,
+    FAILURE,
+    RUNNING,
+    SKIPPED,
+    SUCCESS,
+    TERMINATED,
+    WAITING,
+    Instance,
+)
 from engine.runtime import READY, SCHEDULED, Engine
 
 FINISHED = (SUCCESS, FAILURE, SKIPPED)
@@ -73,7 +82,7 @@ def visual_states(engine: Engine, inst: Instance) -> dict[str, str]:
         elif statuses.get(cid) == SCHEDULED:
             out[cid] = "retrying"
         elif statuses.get(cid) == READY and run.ready_at is not None and \
-                inst.status in ("running", "failed"):
+                inst.status in (RUNNING, FAILED):
             out[cid] = "ready"
         else:
             out[cid] = "waiting"

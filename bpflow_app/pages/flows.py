@@ -24,6 +24,7 @@ from bpflow_app.components.fields import fields
 from bpflow_app.components.ui import empty_state, page_header, state_badge
 from bpflow_app.session import SessionState, expired
 from engine.errors import BpflowError
+from engine.instance import INSTANCE_STATUSES
 from engine.model import FIELD_TYPES, Field, Template
 
 PAGE_SIZE = 10
@@ -31,7 +32,7 @@ OUTER_MOST = 1000  # outer flows of one user looked at (one per sign-in series)
 SEARCH_MOST = 2000  # a text search looks at the user's newest flows, this many
 TAKING_PART = 50  # flows others started that the user takes part in, newest first
 ANY = "all"  # the filters' "no filter" choice
-STATUSES = [ANY, "running", "completed", "failed", "suspended", "terminated"]
+STATUSES = [ANY, *INSTANCE_STATUSES]
 STEP_WORDS = {"circle_succeeded": "succeeded", "circle_failed": "failed",
               "circle_skipped": "skipped", "circle_reset": "reset",
               "circle_retry_scheduled": "failed, retry scheduled",

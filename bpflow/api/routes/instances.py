@@ -41,7 +41,7 @@ from bpflow.interactions import Interactions, take
 from bpflow.mailbox import Mailbox
 from bpflow.store import Store
 from bpflow.store.steps import AlreadyStarted
-from engine.instance import Instance
+from engine.instance import Instance, InstanceStatus
 from engine.runtime import InputError
 
 router = APIRouter(prefix="/api/instances", tags=["instances"])
@@ -81,8 +81,7 @@ def _first_start(store: Store, inst: Instance, caller: Caller) -> Response:
 @router.get("", response_model=list[InstanceSummary], responses=responses(401, 422))
 def instances(store: StoreDep, caller: CallerDep, response: Response,
               template: Annotated[str | None, Query(max_length=100)] = None,
-              status: Literal["running", "completed", "failed", "suspended",
-                              "terminated"] | None = None,
+              status: InstanceStatus | None = None,
               limit: Annotated[int, Query(ge=1, le=500)] = 50,
               offset: Annotated[int, Query(ge=0, le=MAX_INT)] = 0) -> list[dict[str, Any]]:
     rows, total = store.list_instances(instance_scope(caller), template, status, limit,
