@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from engine.errors import BookmarkError
+from engine.instance import Instance
 from engine.phase import Phase, box_phase, signal_wait
 from engine.runtime import Engine
 from engine.signals import token, waiting_for
@@ -20,7 +21,7 @@ PAY = template(
 )
 
 
-def _waiting() -> tuple[Engine, object]:
+def _waiting() -> tuple[Engine, Instance]:
     engine = Engine(KEY, Clock())
     inst = engine.start(PAY)
     engine.complete(inst, "order", engine.bookmark(inst, "order"), {"id": "A-1"})
@@ -56,7 +57,9 @@ def test_a_failed_signal_circle_waits_again_with_a_new_bookmark() -> None:
     engine.fail(inst, "paid", old, "payment refused")
     assert inst.circles["paid"].reason == "payment refused"
     assert engine.view(inst)["paid"]["bookmark"] is None  # a retry is scheduled
-    engine.clock.advance(10)
+    clock = engine.clock
+    assert isinstance(clock, Clock)
+    clock.advance(10)
     engine.tick(inst)
     new = engine.view(inst)["paid"]["bookmark"]
     assert new is not None and new != old
