@@ -28,6 +28,7 @@ from typing import Any
 
 from bpflow.errors import Forbidden, NotFound
 from engine.instance import Instance
+from engine.kinds import automatic
 from engine.model import ROLE_NAME
 from engine.phase import action_started
 from engine.signals import waiting_for
@@ -36,7 +37,6 @@ ADMIN, APPROVER, USER = "admin", "approver", "user"
 INTEGRATION = "integration"  # service accounts of the systems around bpflow (SPEC §11)
 DEFAULT_TENANT = "default"  # a fresh install's one tenant (SPEC §12)
 ROLES = (USER, APPROVER, ADMIN)  # built in; admins may name others (SPEC §6, §10)
-AUTOMATIC = frozenset({"http", "mail", "approval", "timer", "flow", "compute", "signal"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,7 +174,7 @@ def may_drive(caller: Caller, inst: Instance, cid: str) -> bool:
         return holder == caller.username if holder else candidate(caller, task)
     if not may_act(caller, inst):
         return False
-    if box.action_type not in AUTOMATIC:
+    if not automatic(box.action_type):  # a person's box (a form, a confirmation, sign-in)
         return True
     return bool(box.form) and not action_started(run)
 

@@ -21,7 +21,7 @@ from bpflow.mailbox import Mailbox
 from bpflow.store import Store
 from bpflow.store.tenants import FRAME_TEMPLATE
 from engine.errors import TransitionError, VariableError
-from engine.instance import Instance
+from engine.instance import COMPLETED, FAILED, RUNNING, SUSPENDED, Instance
 from engine.phase import action_started, approval
 from engine.runtime import Engine
 
@@ -29,7 +29,7 @@ SIGNIN_TEMPLATE = FRAME_TEMPLATE  # the outer flow (not counted in a tenant's qu
 # The outer flows a sign-in continues: its `main` circle is the signed-in session, a marker
 # that succeeds with `auth`, so the user's outer flow is usually completed. Only a
 # terminated one is over (the next sign-in starts another).
-OUTER_STATUSES = ("running", "failed", "suspended", "completed")
+OUTER_STATUSES = (RUNNING, FAILED, SUSPENDED, COMPLETED)
 
 
 def take(engine: Engine, inst: Instance, cid: str, caller: Caller) -> None:

@@ -14,7 +14,7 @@ from bpflow_app.boxview import clock_text
 from bpflow_app.drawing import Drawing, draw
 from engine.instance import FAILURE, SKIPPED, SUCCESS, TERMINATED, WAITING, Instance
 from engine.moves import instance_moves
-from engine.runtime import READY, SCHEDULED, Engine
+from engine.runtime import ACTIVE, READY, SCHEDULED, Engine
 
 FINISHED = (SUCCESS, FAILURE, SKIPPED)
 
@@ -75,7 +75,7 @@ def visual_states(engine: Engine, inst: Instance) -> dict[str, str]:
         elif statuses.get(cid) == SCHEDULED:
             out[cid] = "retrying"
         elif statuses.get(cid) == READY and run.ready_at is not None and \
-                inst.status in ("running", "failed"):
+                inst.status in ACTIVE:
             out[cid] = "ready"
         else:
             out[cid] = "waiting"

@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from engine import shape
-from engine.circles import BUILTIN_ROOTS, Question, check_circle, unknown
+from engine.circles import BUILTIN_ROOTS, Question, check_circle, form_kinds, unknown
 from engine.errors import DefinitionError
 from engine.graph import Ancestry, FlowGraph
 from engine.layout import layout
@@ -191,10 +191,11 @@ def _check_flow(circles: list[Any], kind: Any, base: str,
     ancestry = Ancestry(graph)
     up: list[Question] = []
     nested: dict[str, _Checked] = {}
+    forms = form_kinds(c for _, c in good)
     for v, (i, c) in enumerate(good):
         ctx.shared.deadline.check()
         ptr = f"{base}/circles/{i}"
-        questions = check_circle(c, ptr, rep.add, ctx.inputs)
+        questions = check_circle(c, ptr, rep.add, ctx.inputs, forms)
         sub = _check_nested(c, ptr, ctx)
         if sub is not None:
             checked, inner = sub
@@ -280,11 +281,11 @@ def _check_shape(graph: FlowGraph, good: list[tuple[int, dict[str, Any]]], base:
                 "no circle ends the flow: every circle has an arrow out of it")
         return None
     if len(sinks) > 1:
-        names = ", ".join(graph.uris[v] for v in sinks[:20])
+        shown = ", ".join(graph.uris[v] for v in sinks[:20])
         more = f" and {len(sinks) - 20} more" if len(sinks) > 20 else ""
         rep.add("multiple_terminals", f"{base}/circles",
                 f"a flow ends in exactly one circle, but {len(sinks)} circles have no arrow"
-                f" out of them: {names}{more}")
+                f" out of them: {shown}{more}")
         return None
     terminal = sinks[0]
     reach = graph.upstream(terminal)

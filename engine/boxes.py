@@ -14,7 +14,8 @@ from typing import Any
 
 from croniter import croniter
 
-from engine.model import ACTION_TYPES, FIELD_TYPES, MAX_WAIT, ROLE_NAME, is_wait, show
+from engine.definition import FIELD_TYPES, MAX_WAIT, ROLE_NAME, is_wait, show
+from engine.kinds import ACTION_TYPES
 
 FIELD_KEYS = {"name", "type", "label", "required", "options", "default", "placeholder", "help",
               "role"}

@@ -10,19 +10,20 @@ flow's circles are left to the nested flow.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from engine import boxes
-from engine.errors import ExpressionError
-from engine.expressions import compile_expression
-from engine.model import (
+from engine.definition import (
     Invalid,
     normalize_assign,
     normalize_due,
     normalize_retry,
     normalize_timeout,
 )
+from engine.errors import ExpressionError
+from engine.expression_ops import BOOL, LIST, NUMBER, OBJECT, STRING
+from engine.expressions import TypeOf, compile_expression
 from engine.placeholders import OPENING, PATH, escape_pointer, references
 
 BUILTIN_ROOTS = ("workflow", "user", "instance")
@@ -30,12 +31,23 @@ WHOLE_PATH = re.compile(PATH + r"\Z")
 Add = Callable[[str, str, str], None]  # (code, path, message)
 # A question about a reference: (root uri, (where, circle uri, path)).
 Question = tuple[str, tuple[str, str, tuple[str, ...]]]
+Forms = dict[str, dict[str, str]]  # circle uri -> form field -> its value's kind
+# The kinds of the values a field (`forms.validate`) or a declared input holds; a select
+# holds whatever its options are, `any` anything.
+FIELD_KINDS = {**dict.fromkeys(("string", "text", "email", "date", "password", "user"), STRING),
+               "number": NUMBER, "integer": NUMBER, "boolean": BOOL}
+INPUT_KINDS = {**dict.fromkeys(("string", "text", "email", "date"), STRING),
+               "number": NUMBER, "integer": NUMBER, "boolean": BOOL, "object": OBJECT,
+               "array": LIST}
 
 
-def check_circle(c: dict[str, Any], ptr: str, add: Add,
-                 inputs: dict[str, Any] | None) -> list[Question]:
-    """The circle's own checks; returns the references to circles, to be answered."""
+def check_circle(c: dict[str, Any], ptr: str, add: Add, inputs: dict[str, Any] | None,
+                 forms: Forms | None = None) -> list[Question]:
+    """The circle's own checks; returns the references to circles, to be answered. `forms`
+    (`form_kinds` of its flow) and `inputs` tell the kinds of the values its expressions
+    read, so a comparison that could never work is refused here."""
     uri = c["uri"]
+    typeof = _typeof(inputs, forms or {})
     for key, normalize, code in (("retry", normalize_retry, "invalid_retry"),
                                  ("timeout", normalize_timeout, "invalid_timeout"),
                                  ("due", normalize_due, "invalid_timeout"),
@@ -48,18 +60,19 @@ def check_circle(c: dict[str, Any], ptr: str, add: Add,
     refs: list[tuple[str, tuple[str, ...]]] = _people_refs(c, ptr, add)
     when = c.get("when")
     if isinstance(when, str):
-        refs += _expression_refs(when, f"{ptr}/when", add, uri)
+        refs += _expression_refs(when, f"{ptr}/when", add, uri, typeof)
     box = c.get("box")
     fields: set[Any] = set()
     if isinstance(box, dict):
         for where, message in boxes.check_box(box):
             add("invalid_box", f"{ptr}/box{where}", f"circle '{uri}': {message}")
-        action = box.get("action") if isinstance(box.get("action"), dict) else {}
+        raw = box.get("action")
+        action: dict[str, Any] = raw if isinstance(raw, dict) else {}
         outputs = action.get("outputs") if action.get("type") == "compute" else None
         for name, expr in (outputs.items() if isinstance(outputs, dict) else []):
             if isinstance(expr, str):
                 refs += _expression_refs(expr, f"{ptr}/box/action/outputs/{escape_pointer(name)}",
-                                         add, uri)
+                                         add, uri, typeof)
         for where, text in _placeholder_texts(box, f"{ptr}/box", outputs is not None):
             bad, paths = _scan(text)
             for opening in bad:
@@ -89,15 +102,15 @@ def _people_refs(c: dict[str, Any], ptr: str, add: Add) -> list[tuple[str, tuple
     """The placeholders of `assign` users and of an escalation's `to` users; `assign` or
     `due` on a circle no person acts on is an `invalid_box`."""
     uri, refs = c["uri"], []
-    box = c.get("box") if isinstance(c.get("box"), dict) else {}
-    action = box.get("action") if isinstance(box.get("action"), dict) else {}
+    box = _object(c.get("box"))
+    action = _object(box.get("action"))
     person = bool(box.get("form") or "confirm" in box) and action.get("type") != "auth"
     for key in ("assign", "due"):
         if key in c and not person:
             add("invalid_box", f"{ptr}/{key}", f"circle '{uri}': {key} applies to a circle a"
                 " person acts on (a form or a confirmation); an approval names its approvers"
                 " in 'to'")
-    timeout = c.get("timeout") if isinstance(c.get("timeout"), dict) else {}
+    timeout = _object(c.get("timeout"))
     if timeout.get("policy") == "escalate" and not person:
         add("invalid_timeout", f"{ptr}/timeout/policy", f"circle '{uri}': only a circle a"
             " person acts on can escalate")
@@ -112,6 +125,12 @@ def _people_refs(c: dict[str, Any], ptr: str, add: Add) -> list[tuple[str, tuple
                         f"circle '{uri}': malformed placeholder '{opening}'")
                 refs += [(f"{base}/users/{i}", path) for path in paths]
     return refs
+
+
+def _object(value: Any) -> dict[str, Any]:
+    """`value` when it is a JSON object, else an empty one (the raw JSON is read
+    defensively: the schema may have rejected it already)."""
+    return value if isinstance(value, dict) else {}
 
 
 def _placeholder_texts(box: dict[str, Any], pointer: str,
@@ -154,15 +173,46 @@ def _pointer(base: str, link: Any) -> str:
     return base + "".join(f"/{k}" for k in reversed(keys))
 
 
-def _expression_refs(source: str, where: str, add: Add,
-                     uri: str) -> list[tuple[str, tuple[str, ...]]]:
+def _expression_refs(source: str, where: str, add: Add, uri: str,
+                     typeof: TypeOf) -> list[tuple[str, tuple[str, ...]]]:
     try:
-        return [(where, path) for path in compile_expression(source).references]
+        expression = compile_expression(source)
+        for problem in expression.type_problems(typeof):
+            add("invalid_expression", where, f"circle '{uri}': {problem}")
+        return [(where, path) for path in expression.references]
     except ExpressionError as exc:
         add("invalid_expression", where, f"circle '{uri}': {exc}")
     except RecursionError:
         add("invalid_expression", where, f"circle '{uri}': the expression is nested too deeply")
     return []
+
+
+def form_kinds(circles: Iterable[dict[str, Any]]) -> Forms:
+    """The kind of each form field of the circles whose result is their form (a form and
+    no action), by circle uri: what `${uri.field}` holds, as the form layer stores it."""
+    out: Forms = {}
+    for c in circles:
+        box = _object(c.get("box"))
+        form = box.get("form")
+        if isinstance(form, list) and "action" not in box and isinstance(c.get("uri"), str):
+            out[c["uri"]] = {f["name"]: FIELD_KINDS[kind] for f in form
+                             if isinstance(f, dict) and isinstance(f.get("name"), str)
+                             and isinstance(kind := f.get("type", "string"), str)
+                             and kind in FIELD_KINDS}
+    return out
+
+
+def _typeof(inputs: dict[str, Any] | None, forms: Forms) -> TypeOf:
+    """What the analysis knows of a `${...}`'s kind: a declared input's type, or a form
+    field of a circle of the same flow (a deeper path, or anything else: nothing)."""
+    def typeof(path: tuple[str, ...]) -> str | None:
+        if len(path) == 3 and path[:2] == ("workflow", "input") and inputs:
+            declared = inputs.get(path[2])
+            return INPUT_KINDS.get(declared) if isinstance(declared, str) else None
+        if len(path) == 2 and path[0] not in BUILTIN_ROOTS:
+            return forms.get(path[0], {}).get(path[1])
+        return None
+    return typeof
 
 
 def _builtin_problem(path: tuple[str, ...], inputs: dict[str, Any] | None) -> str | None:

@@ -18,7 +18,7 @@ from typing import Any
 
 from lark import Token, Tree
 
-from engine.errors import BpflowError, ExpressionError
+from engine.errors import BpflowError, ExpressionError, VariableError
 from engine.expression_limits import (
     INT_MAX,
     INT_MIN,
@@ -32,6 +32,22 @@ from engine.expression_limits import (
     regex_steps,
     weight,
 )
+from engine.expression_ops import (
+    BINARY,
+    BOOL,
+    FUNCTIONS,
+    LAZY,
+    NUMBER,
+    RETURNS,
+    RUNTIME_ERRORS,
+    BinaryOp,
+    Static,
+    is_num,
+    kind_of,
+    result_kind,
+    static_kind,
+    type_problem,
+)
 from engine.expression_parser import literal, parse, where
 from engine.placeholders import as_text
 
@@ -42,11 +58,11 @@ MAX_DEPTH = 50  # parentheses, calls and unary operators nested inside each othe
 
 Resolver = Callable[[tuple[str, ...]], Any]
 Node = Callable[[Run], Any]
-BinaryOp = Callable[[Any, Any], Any]
+# What the analysis knows of a `${...}` path's kind (None: nothing).
+TypeOf = Callable[[tuple[str, ...]], str | None]
+# An operation whose operands' kinds are known before it runs: (symbol, where, left, right).
+Check = tuple[str, str, Static, Static]
 
-_KINDS = {type(None): "null", bool: "bool", int: "int", float: "float", str: "string",
-          list: "list", tuple: "list", dict: "object"}
-_RUNTIME_ERRORS = (TypeError, ValueError, ArithmeticError, AttributeError)
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -54,53 +70,11 @@ class _Fail(Exception):
     """A runtime failure inside the closure tree; `Expression.evaluate` adds the source."""
 
 
-def _kind(value: Any) -> str:
-    """Name a value's type in the language's own words, for error messages."""
-    return _KINDS.get(type(value), type(value).__name__)
-
-
-def _is_num(value: Any) -> bool:
-    """Numbers are int or float; bool deliberately is not one, to catch logic slips."""
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def _same_kind(symbol: str, fn: BinaryOp) -> BinaryOp:
-    """`+` and the orderings take two numbers or two strings, never a mix."""
-    def op(a: Any, b: Any) -> Any:
-        if (_is_num(a) and _is_num(b)) or (isinstance(a, str) and isinstance(b, str)):
-            return fn(a, b)
-        raise TypeError(f"'{symbol}' needs two numbers or two strings, "
-                        f"got {_kind(a)} and {_kind(b)}")
-    return op
-
-
-def _numeric(symbol: str, fn: BinaryOp) -> BinaryOp:
-    def op(a: Any, b: Any) -> Any:
-        if not (_is_num(a) and _is_num(b)):
-            raise TypeError(f"'{symbol}' needs numbers, got {_kind(a)} and {_kind(b)}")
-        if symbol in "/%" and b == 0:
-            raise ZeroDivisionError("division by zero" if symbol == "/" else "modulo by zero")
-        return fn(a, b)
-    return op
-
-
-def _divide(a: Any, b: Any) -> Any:
-    """Integer division stays an int only when exact, so 6/3 is 2 but 7/2 is 3.5."""
-    if isinstance(a, int) and isinstance(b, int) and a % b == 0:
-        return a // b
-    return a / b
-
-
-def _equal(a: Any, b: Any) -> bool:
-    """`==` accepts anything, but true is not 1 since bool is not a number here."""
-    return isinstance(a, bool) == isinstance(b, bool) and bool(a == b)
-
-
 def _regex(pattern: Any, cached: bool = True) -> Any:
     """An RE2 pattern: cached when it comes from a variable, kept by the expression when
     it is a literal."""
     if not isinstance(pattern, str):
-        raise TypeError(f"a regex pattern must be a string, got {_kind(pattern)}")
+        raise TypeError(f"a regex pattern must be a string, got {kind_of(pattern)}")
     return regex_cached(pattern) if cached else compile_regex(pattern)
 
 
@@ -114,7 +88,7 @@ def _match(left: Node, right: Node, fixed: Any, negate: bool, at: str) -> Node:
         try:
             regex = fixed if fixed is not None else _regex(pattern)
             text = as_text(a)
-        except _RUNTIME_ERRORS as exc:
+        except RUNTIME_ERRORS as exc:
             raise _Fail(f"{exc} ({at})") from None
         run.charge(1 + weight(pattern) + regex_steps(regex, text), at)
         try:
@@ -125,79 +99,26 @@ def _match(left: Node, right: Node, fixed: Any, negate: bool, at: str) -> Node:
     return node
 
 
-_BINARY: dict[str, BinaryOp] = {
-    "+": _same_kind("+", lambda a, b: a + b),
-    "-": _numeric("-", lambda a, b: a - b),
-    "*": _numeric("*", lambda a, b: a * b),
-    "/": _numeric("/", _divide),
-    "%": _numeric("%", lambda a, b: a % b),
-    "==": _equal,
-    "!=": lambda a, b: not _equal(a, b),
-    ">": _same_kind(">", lambda a, b: a > b),
-    ">=": _same_kind(">=", lambda a, b: a >= b),
-    "<": _same_kind("<", lambda a, b: a < b),
-    "<=": _same_kind("<=", lambda a, b: a <= b),
-}
-Function = tuple[int, int | None, Callable[[list[Any], Run], Any]]
-
-
-def _unary(fn: Callable[[Any], Any], check: Callable[[Any], bool] | None = None,
-           what: str = "") -> Function:
-    def call(args: list[Any], run: Run) -> Any:
-        if check is not None and not check(args[0]):
-            raise TypeError(f"needs {what}, got {_kind(args[0])}")
-        return fn(args[0])
-    return (1, 1, call)
-
-
-def _extreme(pick: Callable[[list[Any]], Any]) -> Function:
-    """min/max take several values or one list, all numbers or all strings."""
-    def call(args: list[Any], run: Run) -> Any:
-        items = list(args[0]) if len(args) == 1 and isinstance(args[0], list | tuple) else args
-        if not items:
-            raise ValueError("needs at least one value")
-        if all(_is_num(v) for v in items) or all(isinstance(v, str) for v in items):
-            return pick(items)
-        raise TypeError("needs all numbers or all strings")
-    return (1, None, call)
-
-
-def _clock(fn: Callable[[datetime], Any]) -> Function:
-    return (0, 0, lambda args, run: fn(run.now))
-
-
-_FUNCTIONS: dict[str, Function] = {
-    "year": _clock(lambda n: n.year),
-    "month": _clock(lambda n: n.month),
-    "day": _clock(lambda n: n.day),
-    "weekday": _clock(lambda n: n.isoweekday()),
-    "week": _clock(lambda n: n.isoweekday()),
-    "time": _clock(lambda n: f"{n.hour:02d}{n.minute:02d}{n.second:02d}"),  # Busybee's
-    "date": _clock(lambda n: n.year * 10000 + n.month * 100 + n.day),
-    "datetime": _clock(lambda n: f"{n.year:04d}-{n.month:02d}-{n.day:02d} "
-                                 f"{n.hour:02d}:{n.minute:02d}:{n.second:02d}"),
-    "timestamp": _clock(lambda n: int(n.timestamp())),
-    "len": _unary(len, lambda v: isinstance(v, str | list | tuple | dict), "a string or list"),
-    "int": _unary(int),
-    "float": _unary(float),
-    "str": _unary(as_text),
-    "abs": _unary(abs, _is_num, "a number"),
-    "lower": _unary(str.lower, lambda v: isinstance(v, str), "a string"),
-    "upper": _unary(str.upper, lambda v: isinstance(v, str), "a string"),
-    "min": _extreme(min),
-    "max": _extreme(max),
-}
-
-
 class Expression:
     """A compiled expression: immutable and cached, so share it freely."""
 
-    __slots__ = ("source", "references", "_fn")
+    __slots__ = ("source", "references", "_fn", "_checks")
 
-    def __init__(self, source: str, references: tuple[tuple[str, ...], ...], fn: Node):
+    def __init__(self, source: str, references: tuple[tuple[str, ...], ...], fn: Node,
+                 checks: tuple[Check, ...] = ()):
         self.source = source
         self.references = references
         self._fn = fn
+        self._checks = checks
+
+    def type_problems(self, typeof: TypeOf) -> list[str]:
+        """Operations that fail whatever the values are, given what the analysis knows of
+        each `${...}` (`typeof`: form fields, declared inputs) besides literals and
+        functions: `'a' < 1`, `${claim.amount} == 'x'` for a number field."""
+        def known(side: Static) -> str | None:
+            return typeof(side) if isinstance(side, tuple) else side
+        return [f"{problem} ({at})" for symbol, at, left, right in self._checks
+                if (problem := type_problem(symbol, known(left), known(right)))]
 
     def __repr__(self) -> str:
         return f"Expression({self.source!r})"
@@ -215,6 +136,18 @@ class Expression:
             raise
         except Exception as exc:  # safety net: callers must only ever see ExpressionError
             raise ExpressionError(f"cannot evaluate: {exc}", self.source) from exc
+
+
+def _unset(var: Node, present: Callable[[Any], Any], absent: Callable[[Run], Any]) -> Node:
+    """`exists` and `default`: a variable that is not set (its circle has no result, the
+    key is missing) or is null answers `absent`, else `present` of its value."""
+    def node(run: Run) -> Any:
+        try:
+            value = var(run)
+        except VariableError:
+            value = None
+        return absent(run) if value is None else present(value)
+    return node
 
 
 def _variable(path: tuple[str, ...], text: str) -> Node:
@@ -245,8 +178,8 @@ def _negate(inner: Node, at: str) -> Node:
     def node(run: Run) -> Any:
         value = inner(run)
         run.charge(1, at)
-        if not _is_num(value):
-            raise _Fail(f"unary '-' needs a number, got {_kind(value)} ({at})")
+        if not is_num(value):
+            raise _Fail(f"unary '-' needs a number, got {kind_of(value)} ({at})")
         return check_value(-value, at)
     return node
 
@@ -263,7 +196,7 @@ def _chain(first: Node, steps: tuple[tuple[BinaryOp, Node, str], ...]) -> Node:
                 run.check(at)
             try:
                 acc = op(acc, value)
-            except _RUNTIME_ERRORS as exc:
+            except RUNTIME_ERRORS as exc:
                 raise _Fail(f"{exc} ({at})") from None
             acc = check_value(acc, at)
         return acc
@@ -276,7 +209,7 @@ def _call(name: str, at: str, fn: Callable[..., Any], args: tuple[Node, ...]) ->
         run.charge(1 + sum(map(weight, values)), at)
         try:
             result = fn(values, run)
-        except _RUNTIME_ERRORS as exc:
+        except RUNTIME_ERRORS as exc:
             raise _Fail(f"{name}() at {at}: {exc}") from None
         run.charge(weight(result), at)
         return check_value(result, f"{name}() at {at}")
@@ -290,14 +223,23 @@ class _Compiler:
         self.source = source
         self.refs: dict[tuple[str, ...], None] = {}  # an ordered set
         self.consts: dict[Node, Any] = {}
+        self.kinds: dict[Node, Static] = {}  # what is known of a node's value
+        self.checks: list[Check] = []
 
-    def at(self, tok: Token) -> str:
-        return where(self.source, tok.line, tok.column)
+    def at(self, tok: Tree | Token) -> str:
+        if not isinstance(tok, Token):  # the grammar puts a token here: never the case
+            raise ExpressionError("malformed expression tree", self.source)
+        return where(self.source, tok.line or 1, tok.column or 1)
 
     def const(self, value: Any) -> Node:
         def node(run: Run) -> Any:
             return value
         self.consts[node] = value
+        return self.typed(node, static_kind(value))
+
+    def typed(self, node: Node, static: Static) -> Node:
+        if static is not None:
+            self.kinds[node] = static
         return node
 
     def compile(self, tree: Tree | Token, depth: int = 0) -> Node:
@@ -315,19 +257,44 @@ class _Compiler:
             return _logic(tuple(self.compile(k, depth) for k in kids), kind == "or_test")
         if kind == "not_":
             inner = self.compile(kids[0], depth)
-            return lambda run: not inner(run)
+            return self.typed(lambda run: not inner(run), BOOL)
         if kind == "neg":
-            return _negate(self.compile(kids[1], depth), self.at(kids[0]))
+            return self.typed(_negate(self.compile(kids[1], depth), self.at(kids[0])), NUMBER)
         if kind == "call":
-            return self.call(kids[0], [self.compile(k, depth) for k in kids[1:] if k is not None])
+            args = [k for k in kids[1:] if k is not None]
+            name = str(kids[0])
+            if name in LAZY:
+                return self.lazy(name, kids[0], args, depth)
+            return self.call(kids[0], [self.compile(k, depth) for k in args])
         first, steps = self.compile(kids[0], depth), []
         if len(kids) == 3 and kids[1] in ("~", "!~"):  # comparisons never chain
-            return self.match(first, kids[1], self.compile(kids[2], depth))
+            return self.typed(self.match(first, kids[1], self.compile(kids[2], depth)), BOOL)
+        static = self.kinds.get(first)
         for op, right_tree in zip(kids[1::2], kids[2::2], strict=True):
-            steps.append((_BINARY[op], self.compile(right_tree, depth), self.at(op)))
-        return _chain(first, tuple(steps))
+            right, symbol = self.compile(right_tree, depth), str(op)
+            other = self.kinds.get(right)
+            if static is not None and other is not None:
+                self.checks.append((symbol, self.at(op), static, other))
+            static = result_kind(symbol, static, other)
+            steps.append((BINARY[symbol], right, self.at(op)))
+        return self.typed(_chain(first, tuple(steps)), static)
 
-    def match(self, left: Node, op: Token, right: Node) -> Node:
+    def lazy(self, name: str, at: Tree | Token, args: list[Tree | Token], depth: int) -> Node:
+        """`exists(${x})`: whether `${x}` is set and not null; `default(${x}, v)`: its value
+        when it is, else `v` (evaluated only then)."""
+        if len(args) != LAZY[name] or not (isinstance(args[0], Token)
+                                           and args[0].type == "VAR"):
+            want = "one ${...} variable" if name == "exists" else \
+                "a ${...} variable and the value to use when it is not set"
+            raise ExpressionError(f"function '{name}' takes {want} ({self.at(at)})",
+                                  self.source)
+        var = self.compile(args[0], depth)
+        if name == "exists":
+            return self.typed(_unset(var, lambda value: True, lambda run: False), BOOL)
+        fallback = self.compile(args[1], depth)
+        return _unset(var, lambda value: value, fallback)
+
+    def match(self, left: Node, op: Tree | Token, right: Node) -> Node:
         fixed = None
         if right in self.consts:  # a literal pattern is checked now, not at run time
             try:
@@ -336,23 +303,25 @@ class _Compiler:
                 raise ExpressionError(f"{exc} ({self.at(op)})", self.source) from None
         return _match(left, right, fixed, op == "!~", self.at(op))
 
-    def call(self, name: Token, args: list[Node]) -> Node:
-        if name not in _FUNCTIONS:
+    def call(self, name: Tree | Token, args: list[Node]) -> Node:
+        if name not in FUNCTIONS:
             raise ExpressionError(f"unknown function '{name}' at {self.at(name)} "
-                                  f"(known: {', '.join(sorted(_FUNCTIONS))})", self.source)
-        low, high, fn = _FUNCTIONS[name]
+                                  f"(known: {', '.join(sorted([*FUNCTIONS, *LAZY]))})",
+                                  self.source)
+        low, high, fn = FUNCTIONS[str(name)]
         if len(args) < low or (high is not None and len(args) > high):
             want = f"{low}" if low == high else f"at least {low}"
             noun = "argument" if low == 1 else "arguments"
             raise ExpressionError(f"function '{name}' takes {want} {noun}, got {len(args)} "
                                   f"({self.at(name)})", self.source)
-        return _call(str(name), self.at(name), fn, tuple(args))
+        return self.typed(_call(str(name), self.at(name), fn, tuple(args)),
+                          RETURNS.get(str(name)))
 
     def token(self, tok: Token) -> Node:
         if tok.type == "VAR":
             path = tuple(tok[2:-1].split("."))
             self.refs.setdefault(path, None)
-            return _variable(path, str(tok))
+            return self.typed(_variable(path, str(tok)), path)
         value = literal(tok)
         if isinstance(value, int) and not INT_MIN <= value <= INT_MAX:
             raise ExpressionError(f"integer {tok} at {self.at(tok)} is out of range: numbers "
@@ -370,13 +339,13 @@ class _Compiler:
 def _compile_cached(source: str) -> Expression:
     compiler = _Compiler(source)
     fn = compiler.compile(parse(source))
-    return Expression(source, tuple(compiler.refs), fn)
+    return Expression(source, tuple(compiler.refs), fn, tuple(compiler.checks))
 
 
 def compile_expression(source: str) -> Expression:
     """Parse and compile once (cached); raises ExpressionError naming what is wrong and where."""
     if not isinstance(source, str):
-        raise ExpressionError(f"an expression must be a string, got {_kind(source)}")
+        raise ExpressionError(f"an expression must be a string, got {kind_of(source)}")
     if len(source) > MAX_LENGTH:
         raise ExpressionError(f"expression is too long ({len(source)} characters, the limit "
                               f"is {MAX_LENGTH})", source[:100])

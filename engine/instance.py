@@ -8,15 +8,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal, get_args
 
 from engine.model import Template
 
 WAITING, SUCCESS, FAILURE, SKIPPED = "waiting", "success", "failure", "skipped"
 CIRCLE_STATES = (WAITING, SUCCESS, FAILURE, SKIPPED)
-RUNNING, COMPLETED, FAILED, SUSPENDED, TERMINATED = (
-    "running", "completed", "failed", "suspended", "terminated")
-INSTANCE_STATUSES = (RUNNING, COMPLETED, FAILED, SUSPENDED, TERMINATED)
+# An instance's statuses, the one list of them (the API's query parameter reads the Literal).
+InstanceStatus = Literal["running", "completed", "failed", "suspended", "terminated"]
+INSTANCE_STATUSES: tuple[str, ...] = get_args(InstanceStatus)
+RUNNING, COMPLETED, FAILED, SUSPENDED, TERMINATED = INSTANCE_STATUSES
 _TIMES = ("next_attempt_at", "ready_at", "due_at")
 
 
@@ -123,6 +124,7 @@ class Instance:
         return cls(id=data["id"], template=template, status=data["status"],
                    inputs=data["inputs"], user=data["user"],
                    circles={cid: CircleRun.from_dict(r) for cid, r in data["circles"].items()},
-                   created_at=parse_time(data["created_at"]),
-                   updated_at=parse_time(data["updated_at"]), version=data.get("version"),
+                   created_at=datetime.fromisoformat(data["created_at"]),
+                   updated_at=datetime.fromisoformat(data["updated_at"]),
+                   version=data.get("version"),
                    reason=data.get("reason"), seq=data.get("seq", 0))

@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime
 
 from engine import readiness
 from engine.errors import TransitionError
@@ -35,7 +36,7 @@ from engine.instance import (
 )
 from engine.model import Template
 from engine.moves import Clock, emit
-from engine.phase import approval, staged_form
+from engine.phase import approval, signal_wait, staged_form, work_recorded
 from engine.tasks import sole
 
 MIGRATABLE = (RUNNING, FAILED, SUSPENDED)  # the statuses an instance may be migrated from
@@ -122,14 +123,14 @@ def in_flight(run: CircleRun) -> str | None:
     held = task.get("assignee")
     if held is not None and held == sole(task.get("users", []), task.get("roles", [])):
         held = None  # the task's only candidate holds it from the start: nobody took it
-    pending = run.pending or {}
+    signal = signal_wait(run)
     if approval(run) is not None:
         return "an approval is out"
-    if "signal" in pending:
-        return f"it waits for the signal '{pending['signal'].get('name')}'"
+    if signal is not None:
+        return f"it waits for the signal '{signal.get('name')}'"
     if staged_form(run) is not None:
         return "a form was sent for its action"
-    if pending:
+    if work_recorded(run):
         return "its action has started"
     if held:
         return f"its task is claimed by {held}"
@@ -148,7 +149,7 @@ class Prepared:
 
 
 def prepare(inst: Instance, new: Template, mapping: Mapping[str, str], source: int,
-            now) -> Prepared:
+            now: datetime) -> Prepared:
     """The instance's circles on `new`, and every reason it may not move there (from
     version `source`). Changes nothing."""
     old = inst.template

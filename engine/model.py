@@ -1,240 +1,47 @@
-"""Immutable template definitions, built from a JSON body that passed analysis.
+"""Immutable templates, built from a JSON body that passed analysis.
 
 A `Template` is a value: instances point at it and never change it. Nested
 flows are resolved into the tree (by name or inline), so the runtime never
-needs to look a template up again.
+needs to look a template up again. The circles, boxes and fields it is made of are
+defined in `definition.py` (their names are also importable from here); the runtime's
+flattened view of its flow is `plan.py`.
 """
 
 from __future__ import annotations
 
-import math
-import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
 from typing import Any
 
-FIELD_TYPES = ("string", "text", "number", "integer", "boolean", "date", "email", "select",
-               "password", "user")
-ACTION_TYPES = ("http", "approval", "mail", "timer", "flow", "auth", "compute", "signal")
-TIMEOUT_POLICIES = {"retry": "retry", "fail": "fail", "terminate": "terminate",
-                    "escalate": "escalate",
-                    "RETRY": "retry", "TIME_OUT_WF": "terminate", "FAIL": "fail"}
-ROLE_NAME = re.compile(r"[a-z][a-z0-9_-]{0,39}\Z")  # a role: `finance`, `approver`, ...
-MAX_CANDIDATES = 100  # entries in one `assign` list
-RETRY_LOGIC = {"fixed": "fixed", "FIXED": "fixed", "exponential": "exponential",
-               "EXPONENTIAL_BACKOFF": "exponential", "exponential_backoff": "exponential"}
-MAX_RETRIES = 100
-MAX_WAIT = 315_576_000  # seconds in 10 years: the longest delay, retry wait or timeout
+from engine.definition import (
+    FIELD_TYPES,
+    MAX_CANDIDATES,
+    MAX_RETRIES,
+    MAX_WAIT,
+    RETRY_LOGIC,
+    ROLE_NAME,
+    TIMEOUT_POLICIES,
+    Assign,
+    Box,
+    Circle,
+    Field,
+    Flow,
+    Invalid,
+    Timeout,
+    is_wait,
+    normalize_assign,
+    normalize_due,
+    normalize_retry,
+    normalize_timeout,
+    show,
+)
+from engine.plan import Plan
 
-
-class Invalid(ValueError):
-    """A normalisation problem; the analysis turns it into a coded error."""
-
-
-def show(value: Any, limit: int = 60) -> str:
-    """`repr(value)` for a message: clipped, and never raising (huge integers)."""
-    try:
-        text = repr(value)
-    except ValueError:
-        return "a number too long to print"
-    return text if len(text) <= limit else text[:limit - 1] + "…"
-
-
-def is_wait(value: Any) -> bool:
-    """A finite, non-negative number of seconds, at most 10 years."""
-    return (not isinstance(value, bool) and isinstance(value, (int, float))
-            and 0 <= value <= MAX_WAIT)  # NaN fails both comparisons
-
-
-def _wait(value: Any, what: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or (
-            isinstance(value, float) and not math.isfinite(value)):
-        raise Invalid(f"{what} must be a number of seconds, got {show(value)}")
-    if value < 0:
-        raise Invalid(f"{what} must not be negative, got {show(value)}")
-    if value > MAX_WAIT:
-        raise Invalid(f"{what} must be at most 10 years ({MAX_WAIT:,} seconds),"
-                      f" got {show(value)}")
-    return float(value)
-
-
-def normalize_retry(spec: Any) -> tuple[float, ...]:
-    """The seed's list of waits: `[1, 5, 30]`, or ATF's `{count, delay, logic}`.
-
-    `fixed` waits `delay` before each retry; `exponential` doubles it each time
-    (delay, 2*delay, 4*delay, ...).
-    """
-    if spec is None:
-        return ()
-    if isinstance(spec, list):
-        if len(spec) > MAX_RETRIES:
-            raise Invalid(f"at most {MAX_RETRIES} retries, got {len(spec)}")
-        return tuple(_wait(v, f"retry wait #{i + 1}") for i, v in enumerate(spec))
-    if isinstance(spec, dict):
-        unknown = set(spec) - {"count", "delay", "logic"}
-        if unknown:
-            raise Invalid(f"unknown retry keys: {', '.join(sorted(unknown))}"
-                          " (expected count, delay, logic)")
-        count = spec.get("count")
-        if isinstance(count, bool) or not isinstance(count, int) or not 0 <= count <= MAX_RETRIES:
-            raise Invalid(f"retry count must be an integer from 0 to {MAX_RETRIES},"
-                          f" got {show(count)}")
-        delay = _wait(spec.get("delay", 0), "retry delay")
-        logic = spec.get("logic", "fixed")
-        if not isinstance(logic, str) or logic not in RETRY_LOGIC:
-            raise Invalid(f"retry logic must be 'fixed' or 'exponential', got {show(logic)}")
-        if RETRY_LOGIC[logic] == "fixed":
-            return tuple(delay for _ in range(count))
-        waits = tuple(delay * 2**i for i in range(count))
-        if waits and waits[-1] > MAX_WAIT:
-            raise Invalid(f"exponential retry: wait #{count} would be {waits[-1]:,.0f} seconds,"
-                          f" more than 10 years ({MAX_WAIT:,} seconds)")
-        return waits
-    raise Invalid("retry must be a list of waits or an object {count, delay, logic}")
-
-
-@dataclass(frozen=True)
-class Assign:
-    """Who may act on a circle (SPEC §10): usernames (or `${...}` placeholders resolving to
-    usernames) and role names."""
-
-    users: tuple[str, ...] = ()
-    roles: tuple[str, ...] = ()
-
-
-def normalize_assign(spec: Any, what: str = "assign") -> Assign:
-    """`{"users": [...], "roles": [...]}` (at least one entry)."""
-    if not isinstance(spec, dict):
-        raise Invalid(f"{what} must be an object {{users, roles}}")
-    unknown = set(spec) - {"users", "roles"}
-    if unknown:
-        raise Invalid(f"unknown {what} keys: {', '.join(sorted(map(str, unknown)))}"
-                      " (expected users, roles)")
-    lists = {}
-    for key in ("users", "roles"):
-        value = spec.get(key, [])
-        if not isinstance(value, list) or not all(isinstance(v, str) and v.strip()
-                                                  for v in value):
-            raise Invalid(f"{what} {key} must be a list of non-empty strings")
-        if len(value) > MAX_CANDIDATES:
-            raise Invalid(f"{what} {key}: at most {MAX_CANDIDATES} entries, got {len(value)}")
-        lists[key] = tuple(dict.fromkeys(value))
-    bad = [r for r in lists["roles"] if not ROLE_NAME.match(r)]
-    if bad:
-        raise Invalid(f"{what} roles: {show(bad[0])} is not a role name (lower-case letters,"
-                      " digits, '_' and '-', starting with a letter, at most 40)")
-    if not lists["users"] and not lists["roles"]:
-        raise Invalid(f"{what} names nobody: give users, roles or both")
-    return Assign(lists["users"], lists["roles"])
-
-
-@dataclass(frozen=True)
-class Timeout:
-    seconds: float
-    policy: str  # retry | fail | terminate | escalate
-    to: Assign | None = None  # escalate: the new candidates
-
-
-def normalize_timeout(spec: Any) -> Timeout | None:
-    if spec is None:
-        return None
-    if not isinstance(spec, dict):
-        raise Invalid("timeout must be an object {seconds, policy}")
-    unknown = set(spec) - {"seconds", "policy", "to"}
-    if unknown:
-        raise Invalid(f"unknown timeout keys: {', '.join(sorted(map(str, unknown)))}")
-    seconds = _wait(spec.get("seconds"), "timeout seconds")
-    if seconds <= 0:
-        raise Invalid("timeout seconds must be greater than 0")
-    policy = spec.get("policy", "fail")
-    if not isinstance(policy, str) or policy not in TIMEOUT_POLICIES:
-        raise Invalid("timeout policy must be retry, fail, terminate or escalate, got"
-                      f" {show(policy)}")
-    policy = TIMEOUT_POLICIES[policy]
-    if policy == "escalate":
-        if "to" not in spec:
-            raise Invalid("an escalate timeout needs 'to': {users, roles}")
-        return Timeout(seconds, policy, normalize_assign(spec["to"], "timeout to"))
-    if "to" in spec:
-        raise Invalid("only an escalate timeout takes 'to'")
-    return Timeout(seconds, policy)
-
-
-def normalize_due(spec: Any) -> float | None:
-    """`due`: seconds after the circle became ready."""
-    if spec is None:
-        return None
-    seconds = _wait(spec, "due")
-    if seconds <= 0:
-        raise Invalid("due must be greater than 0 seconds")
-    return seconds
-
-
-@dataclass(frozen=True)
-class Field:
-    name: str
-    type: str = "string"
-    label: str = ""
-    required: bool = False
-    options: tuple[Any, ...] = ()
-    default: Any = None
-    role: str | None = None  # a `user` field: pick among users having this role
-
-
-@dataclass(frozen=True)
-class Box:
-    form: tuple[Field, ...] = ()
-    confirm: str | None = None
-    action: dict[str, Any] | None = None  # the action's JSON, with placeholders
-
-    @property
-    def action_type(self) -> str | None:
-        return self.action["type"] if self.action else None
-
-    @property
-    def empty(self) -> bool:
-        return not self.form and self.confirm is None and self.action is None
-
-
-@dataclass(frozen=True)
-class Circle:
-    uri: str
-    description: str = ""
-    deps: tuple[tuple[str, ...], ...] = ()
-    weak: tuple[str, ...] = ()
-    when: str | None = None
-    box: Box = field(default_factory=Box)
-    retry: tuple[float, ...] = ()
-    timeout: Timeout | None = None
-    flow: Flow | None = None  # set when the action is a nested flow
-    assign: Assign | None = None  # who may act on its box (absent: the starter)
-    due: float | None = None  # seconds after it became ready: the task's due time
-    # any JSON values, carried verbatim into the events of the circle becoming ready and
-    # leaving waiting (SPEC §11, Busybee's enter/leave actions); None when absent
-    enter: Any = field(default=None, compare=False, hash=False)
-    leave: Any = field(default=None, compare=False, hash=False)
-
-    @property
-    def is_task(self) -> bool:
-        """Whether its box waits for a person (a form or a confirmation; signing in
-        aside): the circles that are tasks (SPEC §10)."""
-        box = self.box
-        return bool(box.form or box.confirm is not None) and box.action_type != "auth"
-
-
-@dataclass(frozen=True)
-class Flow:
-    circles: tuple[Circle, ...]
-    terminal: str
-    name: str | None = None  # the nested template's name, when nested by name
-
-    def circle(self, uri: str) -> Circle:
-        return self._by_uri[uri]
-
-    @cached_property
-    def _by_uri(self) -> dict[str, Circle]:
-        return {c.uri: c for c in self.circles}
+__all__ = ["FIELD_TYPES", "MAX_CANDIDATES", "MAX_RETRIES", "MAX_WAIT", "RETRY_LOGIC",
+           "ROLE_NAME", "TIMEOUT_POLICIES", "Assign", "Box", "Circle", "Field", "Flow",
+           "Invalid", "Template", "Timeout", "build_flow", "is_wait", "linear_deps",
+           "normalize_assign", "normalize_due", "normalize_retry", "normalize_timeout", "show"]
 
 
 @dataclass(frozen=True)
@@ -250,8 +57,8 @@ class Template:
     stop_at: datetime | None = None  # no starts after it; running instances expire then
 
     @cached_property
-    def plan(self):  # -> engine.plan.Plan, built once per template
-        from engine.plan import Plan
+    def plan(self) -> Plan:
+        """The flow flattened for the runtime, built once per template."""
         return Plan(self.flow)
 
 

@@ -28,7 +28,6 @@ from engine.instance import (
     Instance,
 )
 from engine.phase import staged_form
-from engine.plan import Plan
 
 Clock = Callable[[], datetime]
 
@@ -120,7 +119,7 @@ def fail_circle(inst: Instance, clock: Clock, cid: str, reason: str, actor: str 
                 retry: bool = True) -> None:
     """A failed attempt: retry after the next wait of the circle's list (its nested circles
     start over), or fail for good once the list is used up or `retry` is off."""
-    plan: Plan = inst.template.plan
+    plan = inst.template.plan
     run = inst.circles[cid]
     waits = plan.nodes[cid].circle.retry
     if retry and run.attempts < len(waits):
@@ -148,7 +147,7 @@ def reset_reach(inst: Instance, cid: str, scope: str, levels: int | None = None)
     """The circles a reset from `cid` sends back to waiting, in flow order: the scope's
     targets (the circle, its ancestors up to `levels`, or all) and everything downstream
     of them that has been touched."""
-    plan: Plan = inst.template.plan
+    plan = inst.template.plan
     if scope == "self":
         targets = {cid}
     elif scope == "levels":

@@ -12,8 +12,8 @@ from __future__ import annotations
 from enum import Enum
 from typing import Any
 
+from engine.definition import Box
 from engine.instance import WAITING, CircleRun
-from engine.model import Box
 
 
 class Phase(Enum):
@@ -57,6 +57,25 @@ def action_extra(run: CircleRun) -> dict[str, Any] | None:
     """The extra placeholder scope an action is rendered with (`${form.x}`)."""
     form = staged_form(run)
     return None if form is None else {"form": form}
+
+
+def work_recorded(run: CircleRun) -> bool:
+    """Whether the action layer recorded anything it waits on (an action may start and
+    record nothing)."""
+    return bool(run.pending)
+
+
+def signal_wait(run: CircleRun) -> dict[str, Any] | None:
+    """The signal (`{"name", "key"}`) a signal action's circle waits for, if any."""
+    pending = run.pending
+    return pending.get("signal") if pending else None
+
+
+def wait_for_signal(run: CircleRun, name: str, key: str) -> dict[str, Any]:
+    """Record that the circle's action waits for a signal from now on; returns the wait."""
+    wait = {"name": name, "key": key}
+    run.pending = {"signal": wait}
+    return wait
 
 
 def approval(run: CircleRun) -> dict[str, Any] | None:

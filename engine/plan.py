@@ -12,7 +12,7 @@ from collections import deque
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
-from engine.model import Circle, Flow
+from engine.definition import Circle, Flow
 
 
 @dataclass(frozen=True)
@@ -52,7 +52,8 @@ class Visible(Mapping[str, str]):
         return found
 
     def __iter__(self) -> Iterator[str]:
-        plan, seen, cur = self._plan, set(), self._nid
+        plan, seen = self._plan, set()
+        cur: str | None = self._nid
         while cur is not None:
             scope = plan.scope_of(cur)
             for i in plan.upstream(scope, scope.position[plan.nodes[cur].circle.uri]):
@@ -122,7 +123,8 @@ class Plan:
         one of the flow circle around it, and so on up (as the analysis checks)."""
         key = (nid, uri)
         if key not in self._seen:
-            found, cur = None, nid
+            found: str | None = None
+            cur: str | None = nid
             while cur is not None and found is None:
                 scope = self.scope_of(cur)
                 t = scope.position.get(uri)

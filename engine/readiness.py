@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from engine.instance import FAILURE, SKIPPED, SUCCESS, WAITING, Instance
-from engine.plan import Node, Plan
+from engine.plan import Node
 
 # What a waiting circle is right now:
 READY, PENDING, SCHEDULED, BLOCKED, DEAD = "ready", "pending", "scheduled", "blocked", "dead"
@@ -22,13 +22,14 @@ def statuses(inst: Instance, now: datetime) -> dict[str, str]:
     memo = inst.memo
     if memo is not None and memo[0] == inst.seq and memo[1] <= now < memo[2]:
         return memo[3]  # nothing changed and no retry fell due since
-    plan: Plan = inst.template.plan
+    plan = inst.template.plan
     out: dict[str, str] = {}
     for nid in plan.order:
         run = inst.circles[nid]
         if run.state == WAITING:
             out[nid] = _status(plan.nodes[nid], inst, out, now)
-    until = min((inst.circles[c].next_attempt_at for c, st in out.items() if st == SCHEDULED),
+    until = min((at for c, st in out.items() if st == SCHEDULED
+                 and (at := inst.circles[c].next_attempt_at) is not None),
                 default=datetime.max.replace(tzinfo=UTC))
     inst.memo = (inst.seq, now, until, out)
     return out

@@ -17,7 +17,7 @@ from typing import Any
 
 from croniter import croniter
 
-from engine import bookmarks, readiness, tasks
+from engine import bookmarks, phase, readiness, tasks
 from engine.errors import BookmarkError, ExpressionError, TransitionError, VariableError
 from engine.expressions import compile_expression
 from engine.inputs import INPUT_TYPES, InputError, check_inputs
@@ -48,7 +48,7 @@ from engine.moves import (
     skip_circle,
 )
 from engine.placeholders import lookup, substitute
-from engine.plan import Node, Plan
+from engine.plan import Node
 from engine.readiness import BLOCKED, DEAD, PENDING, READY, SCHEDULED
 from engine.signals import MAX_KEY, key_text
 
@@ -110,7 +110,7 @@ class Engine:
 
     def variables(self, inst: Instance) -> dict[str, Any]:
         """The top-level variable table: results of succeeded circles by uri."""
-        plan: Plan = inst.template.plan
+        plan = inst.template.plan
         return {nid: run.result for nid, run in inst.circles.items()
                 if run.state == SUCCESS and plan.nodes[nid].parent is None}
 
@@ -150,11 +150,11 @@ class Engine:
         """The next moment something happens by itself (retry, timer, timeout)."""
         if inst.status not in ACTIVE:
             return None
-        plan: Plan = inst.template.plan
-        times = []
+        plan = inst.template.plan
+        times: list[datetime] = []
         for cid, st in self.statuses(inst).items():
             run, circle = inst.circles[cid], plan.nodes[cid].circle
-            if st == SCHEDULED:
+            if st == SCHEDULED and run.next_attempt_at is not None:
                 times.append(run.next_attempt_at)
             elif st == READY and run.ready_at is not None:
                 if run.due_at is not None:
@@ -303,7 +303,7 @@ class Engine:
 
     def _settle(self, inst: Instance, actor: str | None) -> None:
         """Run everything that needs no outside party until nothing moves."""
-        plan: Plan = inst.template.plan
+        plan = inst.template.plan
         while inst.status in ACTIVE:
             statuses = self.statuses(inst)
             if self._update_status(inst, statuses, actor):
@@ -323,7 +323,7 @@ class Engine:
 
     def _update_status(self, inst: Instance, statuses: dict[str, str], actor: str | None) -> bool:
         """Follow the terminal: completed, failed or running. True when completed."""
-        plan: Plan = inst.template.plan
+        plan = inst.template.plan
         term = inst.circles[plan.terminal]
         if term.state == SUCCESS:
             set_status(inst, self.clock, COMPLETED, None, actor)
@@ -343,7 +343,7 @@ class Engine:
         run, circle, now = inst.circles[node.id], node.circle, self.clock()
         if run.ready_at is None:
             return self._enter(inst, node, actor)
-        if node.children:
+        if node.inner_terminal is not None:  # a nested flow circle
             inner = inst.circles[node.inner_terminal]
             if inner.state == SUCCESS:
                 table = {c.rsplit(".", 1)[1]: inst.circles[c].result for c in node.children
@@ -378,7 +378,7 @@ class Engine:
         """A circle becomes ready: check `when`, run what needs nobody, start timers."""
         run, circle, now = inst.circles[node.id], node.circle, self.clock()
         run.ready_at, run.next_attempt_at = now, None
-        data = {"attempt": run.attempts + 1}
+        data: dict[str, Any] = {"attempt": run.attempts + 1}
         if circle.enter is not None:
             data["enter"] = circle.enter
         emit(inst, self.clock, "circle_ready", actor, node.id, data=data)
@@ -403,8 +403,7 @@ class Engine:
                     fail_circle(inst, self.clock, node.id, f"the signal's key is longer than"
                                 f" {MAX_KEY} characters", actor)
                     return True
-                run.pending = {"signal": {"name": action["name"], "key": key}}
-                data["signal"] = run.pending["signal"]
+                data["signal"] = phase.wait_for_signal(run, action["name"], key)
             elif kind == "timer":
                 run.due_at = (now + timedelta(seconds=action["delay"]) if "delay" in action
                               else croniter(action["cron"], now).get_next(datetime))

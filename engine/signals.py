@@ -8,6 +8,7 @@ import json
 from typing import Any
 
 from engine.instance import WAITING, CircleRun
+from engine.phase import signal_wait
 
 MAX_KEY = 300  # characters of a rendered key
 
@@ -28,8 +29,7 @@ def token(name: str, key: Any) -> str:
 
 def waiting_for(run: CircleRun) -> str | None:
     """The token a circle waits for (None unless it is a signal circle still waiting)."""
-    pending = run.pending
-    if run.state != WAITING or not pending or "signal" not in pending:
+    wait = signal_wait(run)
+    if run.state != WAITING or wait is None:
         return None
-    wait = pending["signal"]
     return token(wait["name"], wait["key"])

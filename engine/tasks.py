@@ -13,19 +13,27 @@ naming its actor.
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+from engine.definition import Assign
 from engine.errors import TransitionError, VariableError
 from engine.instance import SUCCESS, WAITING, CircleRun, Instance, iso
-from engine.model import Assign
 from engine.moves import Clock, emit, move_circle, reset_reach
-from engine.phase import Phase, box_phase
+from engine.phase import Phase, action_started, box_phase
 from engine.plan import Node
 
-if TYPE_CHECKING:
-    from engine.runtime import Engine
-
 MAX_RESOLVED = 1000  # usernames one `assign` may resolve to
+
+
+class Engine(Protocol):
+    """What the moves here need of `engine.runtime.Engine` (which calls them)."""
+
+    clock: Clock
+
+    def ready(self, inst: Instance) -> list[str]: ...
+
+    def render(self, inst: Instance, cid: str, value: Any,
+               extra: dict[str, Any] | None = None) -> Any: ...
 
 
 def audience(run: CircleRun) -> str | None:
@@ -33,7 +41,7 @@ def audience(run: CircleRun) -> str | None:
     holds it, else " u:NAME ... r:ROLE ... "; None unless the circle waits for a person
     (not ready, finished, or its form sent to its action)."""
     task = run.task
-    if task is None or run.state != WAITING or run.pending is not None:
+    if task is None or run.state != WAITING or action_started(run):
         return None
     if task["assignee"]:
         return f" a:{task['assignee']} "
@@ -111,7 +119,7 @@ def claim(engine: Engine, inst: Instance, cid: str, username: str, actor: str | 
         return True
     if task["assignee"] is not None:
         return False
-    _change(engine.clock, inst, cid, "task_claimed", actor, {"assignee": username})
+    _change(engine.clock, inst, cid, task, "task_claimed", actor, {"assignee": username})
     return True
 
 
@@ -121,33 +129,31 @@ def unclaim(engine: Engine, inst: Instance, cid: str, actor: str | None) -> None
     if task["assignee"] is None:
         raise TransitionError(f"nobody holds the task of circle '{cid}'", instance=inst.id,
                               circle=cid)
-    _change(engine.clock, inst, cid, "task_unclaimed", actor, {"assignee": None},
+    _change(engine.clock, inst, cid, task, "task_unclaimed", actor, {"assignee": None},
             {"from": task["assignee"]})
 
 
 def delegate(engine: Engine, inst: Instance, cid: str, to: str, actor: str | None) -> None:
     """Hand the task to `to`."""
     task = open_task(engine, inst, cid)
-    _change(engine.clock, inst, cid, "task_delegated", actor, {"assignee": to},
+    _change(engine.clock, inst, cid, task, "task_delegated", actor, {"assignee": to},
             {"from": task["assignee"], "to": to})
 
 
 def escalate(engine: Engine, inst: Instance, node: Node, actor: str | None) -> bool:
     """The escalate timeout passed: the escalation's people replace the candidates (once).
     False when there is nothing (left) to escalate."""
-    run, timeout = inst.circles[node.id], node.circle.timeout
-    if run.task is None or run.task.get("escalated") or timeout is None or timeout.to is None:
+    task, timeout = inst.circles[node.id].task, node.circle.timeout
+    if task is None or task.get("escalated") or timeout is None or timeout.to is None:
         return False
+    why: str | None = None
     try:
         users = resolve(engine, inst, node.id, timeout.to)
     except VariableError as exc:
         users, why = [], str(exc)
-    else:
-        why = None
     roles = list(timeout.to.roles)
-    before = {"users": run.task["users"], "roles": run.task["roles"],
-              "assignee": run.task["assignee"]}
-    _change(engine.clock, inst, node.id, "task_escalated", actor,
+    before = {"users": task["users"], "roles": task["roles"], "assignee": task["assignee"]}
+    _change(engine.clock, inst, node.id, task, "task_escalated", actor,
             {"users": users, "roles": roles, "assignee": sole(users, roles), "escalated": True},
             {"from": before, "to": {"users": users, "roles": roles},
              "after_seconds": timeout.seconds, **({"problem": why} if why else {})})
@@ -186,8 +192,9 @@ def send_back(engine: Engine, inst: Instance, cid: str, kind: str, actor: str | 
     return changed
 
 
-def _change(clock: Clock, inst: Instance, cid: str, kind: str, actor: str | None,
-            changes: dict[str, Any], data: dict[str, Any] | None = None) -> None:
-    run = inst.circles[cid]
-    run.task = {**run.task, **changes}  # a new dict: the stored copy still holds the old
+def _change(clock: Clock, inst: Instance, cid: str, task: dict[str, Any], kind: str,
+            actor: str | None, changes: dict[str, Any],
+            data: dict[str, Any] | None = None) -> None:
+    """Replace the circle's `task` (a new dict: the stored copy still holds the old)."""
+    inst.circles[cid].task = {**task, **changes}
     emit(inst, clock, kind, actor, cid, data=data if data is not None else changes)

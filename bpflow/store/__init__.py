@@ -59,6 +59,7 @@ from bpflow.store.templates import Templates
 from bpflow.store.tenants import Tenants
 from bpflow.store.users import Users
 from bpflow.store.writing import SqlAlchemyWriter, Writer
+from engine.kinds import WORKER_RUN
 from engine.model import Template
 from engine.runtime import Engine, utcnow
 
@@ -80,7 +81,7 @@ class Store(Templates, Users, Instances, Steps, Queries, MailRows, Leases, Tenan
 
     def __init__(self, url: str | None = None, *, secret: bytes | None = None,
                  clock: Callable[[], datetime] = utcnow,
-                 worker_actions: Iterable[str] = ("http", "mail", "approval"),
+                 worker_actions: Iterable[str] = WORKER_RUN,
                  cache_size: int = 20000):
         self.db = make_engine(url)
         self.postgres = self.db.dialect.name == "postgresql"

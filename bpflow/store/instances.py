@@ -25,7 +25,7 @@ from bpflow.store import pg_writer as pg
 from bpflow.store import statements as sql
 from bpflow.store.tables import circles_t, instances_t, templates_t
 from bpflow.store.writing import NewInstance, Write
-from engine.instance import Event, Instance
+from engine.instance import COMPLETED, TERMINATED, Event, Instance
 from engine.migration import MIGRATED
 from engine.moves import ACTIVE
 
@@ -112,7 +112,7 @@ class Instances:
             return self._cache.pop(instance_id)
 
     def _keep(self, loaded: Loaded) -> None:
-        if loaded.inst.status in ("completed", "terminated"):
+        if loaded.inst.status in (COMPLETED, TERMINATED):
             return  # rarely touched again (a reset reads it back): not worth the memory
         loaded.kept_at = time.monotonic()
         with self._lock:

@@ -16,6 +16,7 @@ from sqlalchemy.exc import IntegrityError
 
 from bpflow.errors import NotFound, QuotaExceeded, StorageQuotaExceeded
 from bpflow.store.tables import instances_t, templates_t, tenants_t
+from engine.instance import SUSPENDED
 from engine.moves import ACTIVE
 
 TENANT_NAME = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?")  # a DNS label
@@ -105,7 +106,7 @@ class Tenants:
         with self.reader() as conn:
             running = conn.execute(select(func.count()).select_from(instances_t).where(
                 self._here(instances_t), instances_t.c.template != FRAME_TEMPLATE,
-                instances_t.c.status.in_(sorted(ACTIVE | {"suspended"})))).scalar()
+                instances_t.c.status.in_(sorted(ACTIVE | {SUSPENDED})))).scalar()
             names = conn.execute(select(func.count(templates_t.c.name.distinct())).where(
                 self._here(templates_t))).scalar()
         return {"instances": int(running), "templates": int(names)}

@@ -28,10 +28,11 @@ from bpflow_app.flowsview import (
 )
 from bpflow_app.session import SessionState, expired
 from engine.errors import BpflowError
+from engine.instance import INSTANCE_STATUSES
 
 PAGE_SIZE = 10
 TAKING_PART = 50  # flows others started that the user takes part in, newest first
-STATUSES = [ANY, "running", "completed", "failed", "suspended", "terminated"]
+STATUSES = [ANY, *INSTANCE_STATUSES]
 
 
 class FlowsState(SessionState):

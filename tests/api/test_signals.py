@@ -249,6 +249,33 @@ def test_an_integration_user_completes_a_signal_circle_by_its_bookmark(store):
     assert api.signal("ivy", "paid", {"key": "b"}) == {"delivered": 0}  # used already
 
 
+@pytest.mark.parametrize("who", ["admin", "ivy"])
+def test_those_who_send_signals_get_the_bookmark_and_complete_with_it(store, who):
+    """A waiting signal circle carries its bookmark for admins and integration users, in
+    the start's answer, the instance's and the answer of a step; completing with it
+    works, and the starter, who may not signal, sees none and may not use it."""
+    api = Api(store)
+    r = api(who, "POST", "/api/instances", {"template": "pay", "inputs": {"order": who}})
+    assert r.status_code == 201, r.text
+    inst = r.json()["id"]
+    mark = r.json()["circles"]["wait"]["bookmark"]
+    assert mark is not None and mark == api(who, "GET", f"/api/instances/{inst}").json()[
+        "circles"]["wait"]["bookmark"]
+    alice = start(store, "other")
+    seen = api(who, "GET", f"/api/instances/{alice.id}").json()["circles"]["wait"]
+    assert seen["bookmark"] == store.engine.bookmark(alice, "wait")
+    assert api("alice", "GET", f"/api/instances/{alice.id}").json()["circles"]["wait"][
+        "bookmark"] is None
+    r = api(who, "POST", f"/api/instances/{inst}/circles/wait/complete",
+            {"bookmark": mark, "result": {"paid": True}})
+    assert r.status_code == 200, r.text
+    assert r.json()["circles"]["wait"]["state"] == "success"
+    r = api(who, "POST", f"/api/instances/{alice.id}/circles/wait/complete",
+            {"bookmark": seen["bookmark"], "result": {"paid": 2}})
+    assert r.status_code == 200, r.text
+    assert store.get(alice.id).circles["wait"].result == {"paid": 2}
+
+
 def test_an_integration_user_fails_a_signal_circle_but_no_other(store):
     api = Api(store)
     inst = start(store, "f")

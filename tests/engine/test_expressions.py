@@ -186,10 +186,11 @@ def test_invalid_dynamic_regex_fails_at_run_time() -> None:
     ("month()", 3),
     ("day()", 5),
     ("weekday()", 2),
-    ("week()", 2),
+    ("week()", 2),                # Busybee's: Sunday 0 ... Saturday 6
     ("time()", "093005"),         # Busybee's "hhmmss": a string, so the leading zero stays
-    ("date()", 20240305),
-    ("datetime()", "2024-03-05 09:30:05"),
+    ("date()", "20240305"),       # Busybee's "yyyyMMdd", a string
+    ("datetime()", "20240305093005"),  # Busybee's "yyyyMMddhhmmss", a string
+    ("date() == '20240305'", True),
     ("timestamp()", 1709631005),
     ("time() >= '090000' and time() < '170000' and weekday() <= 5", True),
 ])
@@ -201,9 +202,11 @@ def test_time_functions_read_now_as_given_in_its_own_zone() -> None:
     local = datetime(2024, 3, 10, 11, 30, 5, tzinfo=timezone(timedelta(hours=2)))  # a Sunday
     assert evaluate("time()", resolve, local) == "113005"
     assert evaluate("weekday()", resolve, local) == 7
+    assert evaluate("week()", resolve, local) == 0  # Busybee counts the week from Sunday
     assert evaluate("timestamp()", resolve, local) == int(local.timestamp())
     early = datetime(987, 1, 2, 3, 4, 5, tzinfo=UTC)
-    assert evaluate("datetime()", resolve, early) == "0987-01-02 03:04:05"
+    assert evaluate("datetime()", resolve, early) == "09870102030405"
+    assert evaluate("date()", resolve, early) == "09870102"
 
 
 @pytest.mark.parametrize(("source", "expected"), [

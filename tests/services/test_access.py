@@ -11,8 +11,10 @@ import pytest
 from bpflow import access
 from bpflow.access import Caller, Sight
 from bpflow.errors import Forbidden, NotFound
+from engine import kinds
 from engine.analysis import analyze, load_template
 from engine.instance import Instance
+from engine.model import Template, build_flow
 from engine.runtime import Engine
 from tests.services.helpers import start_approval, users
 
@@ -330,3 +332,18 @@ def test_an_admin_keeps_their_own_account():
     access.own_account_kept(root, "root", ["admin", "finance"])
     access.own_account_kept(root, "bob", ["user"])
     access.own_account_kept(root, "bob", disable=True)
+
+
+@pytest.mark.parametrize("runner,owner_may", [(None, False), (kinds.WORKER, False),
+                                              (kinds.ENGINE, False), (kinds.PERSON, True)])
+def test_a_new_kind_is_driven_by_hand_only_when_declared_a_persons(monkeypatch, runner,
+                                                                   owner_may):
+    """`may_drive` asks the kind's trait (`engine.kinds`): a kind added as automatic, or not
+    declared at all, is never its starter's to complete."""
+    if runner is not None:
+        monkeypatch.setitem(kinds.KINDS, "fax", kinds.Kind("fax", runner))
+    flow = build_flow([{"uri": "send", "box": {"action": {"type": "fax"}}}], "dag", "send", {})
+    inst = ENGINE.start(Template("faxes", flow, {}, {}), user=OWNER.as_user())
+    assert ENGINE.ready(inst) == ["send"]
+    assert access.may_drive(OWNER, inst, "send") is owner_may
+    assert access.may_drive(ADMIN, inst, "send") is True

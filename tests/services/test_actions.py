@@ -5,9 +5,19 @@ from __future__ import annotations
 
 import pytest
 
+from bpflow.actions import HANDLERS
 from bpflow.mailbox import Mailbox
+from bpflow.store import Store
 from bpflow.worker import Worker
+from engine.kinds import WORKER_RUN
 from tests.services.helpers import approval_flow, drain, http_flow, mark, users
+
+
+def test_every_kind_the_worker_runs_has_a_handler_and_every_handler_a_kind() -> None:
+    """The kinds are declared in `engine.kinds`; the worker's handlers follow them, and so
+    do the circles a store hands the worker."""
+    assert set(HANDLERS) == WORKER_RUN
+    assert Store.__init__.__kwdefaults__["worker_actions"] == WORKER_RUN
 
 
 # ----------------------------------------------------------------- HTTP

@@ -35,7 +35,7 @@ from bpflow.api.schemas import (
     summary_payload,
 )
 from bpflow.store import Store
-from engine.instance import Instance
+from engine.instance import Instance, InstanceStatus
 
 router = APIRouter(prefix="/api/instances", tags=["instances"])
 
@@ -57,8 +57,7 @@ async def start(body: StartIn, store: StoreDep, caller: CallerDep,
 @router.get("", response_model=list[InstanceSummary], responses=responses(401, 422))
 def instances(store: StoreDep, caller: CallerDep, response: Response,
               template: Annotated[str | None, Query(max_length=100)] = None,
-              status: Literal["running", "completed", "failed", "suspended",
-                              "terminated"] | None = None,
+              status: InstanceStatus | None = None,
               limit: Annotated[int, Query(ge=1, le=500)] = 50,
               offset: Annotated[int, Query(ge=0, le=MAX_INT)] = 0) -> list[dict[str, Any]]:
     rows, total = store.list_instances(instance_scope(caller), template, status, limit,
