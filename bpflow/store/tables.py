@@ -25,7 +25,7 @@ from sqlalchemy import (
 )
 from sqlmodel import Field, SQLModel
 
-from bpflow.access import DEFAULT_TENANT
+from bpflow.store.accounts import DEFAULT_TENANT
 from bpflow.store.connection import UTCDateTime
 
 

@@ -24,11 +24,11 @@ import reflex as rx
 from bpflow import access, work
 from bpflow.access import Caller, Sight
 from bpflow.backend import store_for
-from bpflow.changes import instance_key
 from bpflow.errors import Forbidden, Unauthorized
 from bpflow.forms import FormError
 from bpflow.interactions import Interactions
 from bpflow.mailbox import Mailbox
+from bpflow.store.public import instance_key
 from bpflow_app import flowview as fv
 from bpflow_app.boxview import BoxView, box_views
 from bpflow_app.drawing import Canvas, Edge, Frame, Junction, Node

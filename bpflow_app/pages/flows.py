@@ -17,7 +17,7 @@ from bpflow.backend import store_for
 from bpflow.errors import Unauthorized
 from bpflow.forms import FormError, validate
 from bpflow.interactions import SIGNIN_TEMPLATE
-from bpflow.store.steps import AlreadyStarted
+from bpflow.store.public import AlreadyStarted
 from bpflow_app import routes
 from bpflow_app.boxview import FieldView, clock_text, field_view
 from bpflow_app.components.fields import fields

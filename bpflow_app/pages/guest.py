@@ -15,8 +15,7 @@ from bpflow.backend import get_store
 from bpflow.errors import RateLimited
 from bpflow.forms import FormError
 from bpflow.mailbox import GUEST_LIMITS, Mailbox
-from bpflow.store.tables import DEFAULT_TENANT
-from bpflow.store.tenants import valid_tenant
+from bpflow.store.public import DEFAULT_TENANT, valid_tenant
 from bpflow_app.components.frame import public_frame
 
 LABELS = {"name": "Your name", "subject": "Subject", "body": "Message"}

@@ -28,10 +28,10 @@ import reflex as rx
 from bpflow import access, work
 from bpflow.access import Caller
 from bpflow.backend import store_for
-from bpflow.changes import EVERYTHING, task_keys
 from bpflow.errors import Tampered, Unauthorized
 from bpflow.mailbox import Mailbox
 from bpflow.store import Store
+from bpflow.store.public import EVERYTHING, task_keys
 from bpflow_app import routes
 from bpflow_app.boxview import clock_text
 from bpflow_app.frame_state import FrameState

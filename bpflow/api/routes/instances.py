@@ -40,7 +40,7 @@ from bpflow.errors import Conflict, NotFound
 from bpflow.interactions import Interactions, take
 from bpflow.mailbox import Mailbox
 from bpflow.store import Store
-from bpflow.store.steps import AlreadyStarted
+from bpflow.store.public import AlreadyStarted
 from engine.instance import Instance
 from engine.runtime import InputError
 
