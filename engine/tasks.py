@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from engine.errors import TransitionError, VariableError
-from engine.instance import SUCCESS, WAITING, CircleRun, Instance, iso
+from engine.instance import SUCCESS, Instance, iso
 from engine.model import Assign
 from engine.moves import Clock, emit, move_circle, reset_reach
 from engine.phase import Phase, box_phase
@@ -26,31 +26,6 @@ if TYPE_CHECKING:
     from engine.runtime import Engine
 
 MAX_RESOLVED = 1000  # usernames one `assign` may resolve to
-
-
-def audience(run: CircleRun) -> str | None:
-    """Who the task waits for now, as text a query can search: " a:NAME " once someone
-    holds it, else " u:NAME ... r:ROLE ... "; None unless the circle waits for a person
-    (not ready, finished, or its form sent to its action)."""
-    task = run.task
-    if task is None or run.state != WAITING or run.pending is not None:
-        return None
-    if task["assignee"]:
-        return f" a:{task['assignee']} "
-    return " " + " ".join([f"u:{u}" for u in task["users"]] +
-                          [f"r:{r}" for r in task["roles"]]) + " "
-
-
-def people(run: CircleRun) -> str | None:
-    """Everyone the circle's task names, done or not (" u:NAME ... r:ROLE ... a:NAME "): how
-    a person finds the flows they take part in (by name, by role, as its holder)."""
-    task = run.task
-    if task is None:
-        return None
-    named = [f"u:{u}" for u in task["users"]] + [f"r:{r}" for r in task["roles"]]
-    if task["assignee"]:
-        named.append(f"a:{task['assignee']}")
-    return " " + " ".join(named) + " " if named else None
 
 
 def task_for(engine: Engine, inst: Instance, node: Node, now: datetime) -> dict[str, Any]:
