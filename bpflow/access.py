@@ -1,4 +1,4 @@
-"""Who may do what: the one place that reads roles.
+"""Who may do what: the one place that decides by roles.
 
 A `Caller` is the person behind a request or a page event (from a verified token). The
 API's routes, the web app's states, the mailbox and the worker ask the functions here;
