@@ -42,8 +42,7 @@ sys.path.insert(0, str(ROOT))
 from bpflow.api import create_app  # noqa: E402
 from bpflow.auth import issue_token  # noqa: E402
 from bpflow.store import Store  # noqa: E402
-from bpflow.store.migrate import upgrade  # noqa: E402
-from bpflow.store.tables import users_t  # noqa: E402
+from bpflow.store.public import upgrade, users_t  # noqa: E402
 from tests.api.helpers import FORM  # noqa: E402
 
 SECRET = b"bench-secret-of-at-least-32-bytes!!"

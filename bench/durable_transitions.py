@@ -38,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bpflow.security import derive  # noqa: E402
 from bpflow.store import Store  # noqa: E402
-from bpflow.store.migrate import upgrade  # noqa: E402
+from bpflow.store.public import upgrade  # noqa: E402
 from engine import bookmarks  # noqa: E402
 
 STEPS = 10

@@ -81,7 +81,7 @@ def main() -> None:
     import httpx
 
     from bpflow.store import Store
-    from bpflow.store.migrate import upgrade
+    from bpflow.store.public import upgrade
     from bpflow.webhooks import Deliverer
 
     folder = tempfile.mkdtemp(prefix="bpflow-feed-")

@@ -161,7 +161,7 @@ def database(kind: str, tmp: Path) -> Iterator[str]:
     from sqlalchemy.engine import make_url
 
     from bpflow.scaled import ensure_database
-    from bpflow.store.connection import normalize_url
+    from bpflow.store.public import normalize_url
 
     server = make_url(normalize_url(pg_admin_url()))
     name = f"bench_{os.getpid()}_{uuid4().hex[:8]}"

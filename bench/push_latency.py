@@ -13,7 +13,7 @@ MutationObserver (page.evaluate) that notes `performance.timeOrigin + performanc
 when the step's node turns `data-state="success"` in the DOM, and again after the next
 frame (painted). Python notes `time.time()` just before sending the request (`sent`),
 just after A's answer (`answered`), and, on a thread LISTENing on the schema's channel
-as the backends do (bpflow.changes.PgHub.channel; a connection of its own), when the
+as the backends do (bpflow.store.changes.PgHub.channel; a connection of its own), when the
 NOTIFY that A sends right after the step's commit arrives (`notified`: the first one naming the
 instance after `sent`). The commit lies between `sent` and the earlier of `notified` and
 `answered`. So:
@@ -61,7 +61,7 @@ import psycopg  # noqa: E402
 from sqlalchemy.engine import make_url  # noqa: E402
 from ui_latency import CHROMIUM, CHROMIUM_ARGS, chain, summary  # noqa: E402
 
-from bpflow.changes import PgHub  # noqa: E402
+from bpflow.store.public import PgHub  # noqa: E402
 from tests.conftest import _pg_reason, pg_schema  # noqa: E402
 from tests.scaled.conftest import _redis_reason, app_site, sign_in  # noqa: E402
 

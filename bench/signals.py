@@ -45,8 +45,7 @@ sys.path.insert(0, str(HERE))
 import paper_flow as pf  # noqa: E402
 
 from bpflow.store import Store  # noqa: E402
-from bpflow.store.migrate import upgrade  # noqa: E402
-from bpflow.store.tables import circles_t, instances_t  # noqa: E402
+from bpflow.store.public import circles_t, instances_t, upgrade  # noqa: E402
 
 TARGET_P99_MS = 20.0
 NAME = "payment"

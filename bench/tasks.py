@@ -55,7 +55,7 @@ sys.path.insert(0, str(ROOT))
 from bench import ui_latency  # noqa: E402
 from bpflow.auth import issue_token  # noqa: E402
 from bpflow.store import Store  # noqa: E402
-from bpflow.store.migrate import upgrade  # noqa: E402
+from bpflow.store.public import upgrade  # noqa: E402
 
 SECRET = ui_latency.SECRET  # the browser part signs its people in with it
 TARGET_P95_MS = 50.0

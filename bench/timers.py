@@ -27,7 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bpflow.store import Store  # noqa: E402
-from bpflow.store.migrate import upgrade  # noqa: E402
+from bpflow.store.public import upgrade  # noqa: E402
 from bpflow.worker import Worker  # noqa: E402
 
 SECRET = "bench-secret-of-at-least-32-bytes-0123"  # the server refuses a shorter one

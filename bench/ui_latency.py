@@ -42,7 +42,7 @@ from bpflow.auth import issue_token  # noqa: E402
 from bpflow.mailbox import canonical  # noqa: E402
 from bpflow.security import derive  # noqa: E402
 from bpflow.store import Store  # noqa: E402
-from bpflow.store.tables import mail_t  # noqa: E402
+from bpflow.store.public import mail_t  # noqa: E402
 
 OUT = ROOT / "test-output" / "bench"
 SECRET = "ui-latency-bench-secret-0123456789"

@@ -1,8 +1,11 @@
-"""Who may do what: the one place that reads roles.
+"""Who may do what: the one place that decides by roles.
 
 A `Caller` is the person behind a request or a page event (from a verified token). The
 API's routes, the web app's states, the mailbox and the worker ask the functions here;
-nobody else tests role names.
+nobody else tests role names. What a caller is (`Caller`, the role names, whose guest mail)
+and the tokens naming a person in a task (`tokens_of`, `named_in`) are the store's, which
+needs them below the services (`bpflow.store.accounts`, `audience`); they are named here
+too.
 
 - An instance's user (its starter) and admins may *act* on it: fill its boxes,
   intervene, read it over the API.
@@ -22,48 +25,27 @@ nobody else tests role names.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
 from bpflow.errors import Forbidden, NotFound
+from bpflow.store.public import (  # who a caller is, and role names: the store's accounts
+    ADMIN,
+    APPROVER,
+    INTEGRATION,
+    Caller,
+    named_in,
+    reads_guest_mail,
+    tokens_of,
+)
+from bpflow.store.public import DEFAULT_TENANT as DEFAULT_TENANT
+from bpflow.store.public import ROLES as ROLES
+from bpflow.store.public import USER as USER
+from bpflow.store.public import valid_roles as valid_roles
 from engine.instance import Instance
 from engine.kinds import automatic
-from engine.model import ROLE_NAME
 from engine.phase import action_started
 from engine.signals import waiting_for
-
-ADMIN, APPROVER, USER = "admin", "approver", "user"
-INTEGRATION = "integration"  # service accounts of the systems around bpflow (SPEC §11)
-DEFAULT_TENANT = "default"  # a fresh install's one tenant (SPEC §12)
-ROLES = (USER, APPROVER, ADMIN)  # built in; admins may name others (SPEC §6, §10)
-
-
-@dataclass(frozen=True, slots=True)
-class Caller:
-    """Who is asking (from a verified token)."""
-
-    id: int
-    username: str
-    roles: tuple[str, ...] = (USER,)
-    tenant: str = DEFAULT_TENANT  # the organisation they belong to (SPEC §12)
-
-    @classmethod
-    def of(cls, user: Caller | Mapping[str, Any]) -> Caller:
-        """A caller from a user record (`{"id", "username", "roles", "tenant"}`)."""
-        if isinstance(user, Caller):
-            return user
-        return cls(user.get("id"), str(user.get("username", "")),
-                   tuple(user.get("roles") or (USER,)),
-                   str(user.get("tenant") or DEFAULT_TENANT))
-
-    def as_user(self) -> dict[str, Any]:
-        """The user record an instance keeps of its starter."""
-        return {"id": self.id, "username": self.username, "roles": list(self.roles)}
-
-    @property
-    def is_admin(self) -> bool:
-        return ADMIN in self.roles
 
 
 class Sight(Enum):
@@ -140,14 +122,9 @@ def seeing(caller: Caller, inst: Instance, asked: Callable[[], bool]) -> Instanc
 def named(caller: Caller, inst: Instance) -> bool:
     """Whether a task of the instance (open or done) names the caller, as a candidate, by
     one of their roles, or as its assignee."""
-    mine = set(caller.roles)
-    for run in inst.circles.values():
-        task = run.task
-        if task is not None and (caller.username in task["users"]
-                                 or task["assignee"] == caller.username
-                                 or not mine.isdisjoint(task["roles"])):
-            return True
-    return False
+    mine = set(tokens_of(caller.username, caller.roles))
+    return any(run.task is not None and not mine.isdisjoint(named_in(run.task))
+               for run in inst.circles.values())
 
 
 def candidate(caller: Caller, task: Mapping[str, Any]) -> bool:
@@ -235,10 +212,6 @@ def instance_scope(caller: Caller) -> int | None:
     return None if caller.is_admin else caller.id
 
 
-def reads_guest_mail(caller: Caller) -> bool:
-    return caller.is_admin
-
-
 def may_read_mail(caller: Caller, kind: str, recipient_id: int | None) -> bool:
     """Mail addressed to the caller; guest messages (no addressee) for admins."""
     if recipient_id is not None:
@@ -254,21 +227,6 @@ def may_decide(caller: Caller, recipient_id: int | None) -> bool:
 def may_approve(roles: Iterable[str]) -> bool:
     """Whether a user with these roles can be asked for an approval."""
     return bool({APPROVER, ADMIN} & set(roles))
-
-
-def valid_roles(roles: Iterable[str]) -> list[str]:
-    """The roles, sorted and unique, if there is at least one and each is a role name:
-    one of `ROLES` or a custom one an admin names (`finance`: `ROLE_NAME`); ValueError
-    otherwise."""
-    out = set(roles)
-    if not out:
-        raise ValueError("a user needs at least one role")
-    bad = sorted(repr(r) for r in out if not isinstance(r, str) or not ROLE_NAME.match(r))
-    if bad:
-        raise ValueError(f"not a role name: {', '.join(bad)} (a role is a lowercase letter,"
-                         " then up to 39 lowercase letters, digits, _ or -; built in:"
-                         f" {', '.join(ROLES)})")
-    return sorted(out)
 
 
 def may_start(caller: Caller, template: Mapping[str, Any] | Any) -> bool:

@@ -15,7 +15,7 @@ import time
 from bpflow.access import Caller
 from bpflow.security import SecretError, load_secret
 from bpflow.store import Store
-from bpflow.store.migrate import upgrade
+from bpflow.store.public import upgrade
 from bpflow.tenancy import TEMPLATES, current_frames
 from bpflow.worker import start_in_thread
 

@@ -124,8 +124,7 @@ def db_upgrade(url: str | None) -> int:
     """Says what it did: created the database, found it up to date or upgraded it."""
     from sqlalchemy.engine import make_url
 
-    from bpflow.store.connection import database_url
-    from bpflow.store.migrate import upgrade
+    from bpflow.store.public import database_url, upgrade
     before, after = upgrade(url)
     where = make_url(database_url(url)).render_as_string(hide_password=True)
     if before is None:
@@ -325,7 +324,7 @@ def demo_users_file(url: str | None) -> tuple[Path, str]:
     from sqlalchemy.engine import make_url
 
     from bpflow.security import home
-    from bpflow.store.connection import database_url
+    from bpflow.store.public import database_url
     header = "# " + make_url(database_url(url)).render_as_string(hide_password=True)
     path = home() / "demo-users.txt"
     try:

@@ -19,7 +19,7 @@ from bpflow.errors import RateLimited
 from bpflow.forms import FormError, validate
 from bpflow.mailbox import Mailbox
 from bpflow.store import Store
-from bpflow.store.tenants import FRAME_TEMPLATE
+from bpflow.store.public import FRAME_TEMPLATE
 from engine.errors import TransitionError, VariableError
 from engine.instance import COMPLETED, FAILED, RUNNING, SUSPENDED, Instance
 from engine.phase import action_started, approval

@@ -30,7 +30,7 @@ from pathlib import Path
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
-from bpflow.store.connection import normalize_url
+from bpflow.store.public import normalize_url
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATABASE = "postgresql://postgres@127.0.0.1:5432/bpflow"

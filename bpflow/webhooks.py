@@ -40,7 +40,7 @@ import orjson
 
 from bpflow import egress
 from bpflow.store import Store
-from bpflow.store.feed import TYPES, Attempt
+from bpflow.store.public import TYPES, Attempt
 
 SECRET_LENGTH = (16, 200)
 log = logging.getLogger("bpflow.webhooks")

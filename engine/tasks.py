@@ -17,9 +17,9 @@ from typing import Any, Protocol
 
 from engine.definition import Assign
 from engine.errors import TransitionError, VariableError
-from engine.instance import SUCCESS, WAITING, CircleRun, Instance, iso
+from engine.instance import SUCCESS, Instance, iso
 from engine.moves import Clock, emit, move_circle, reset_reach
-from engine.phase import Phase, action_started, box_phase
+from engine.phase import Phase, box_phase
 from engine.plan import Node
 
 MAX_RESOLVED = 1000  # usernames one `assign` may resolve to
@@ -34,31 +34,6 @@ class Engine(Protocol):
 
     def render(self, inst: Instance, cid: str, value: Any,
                extra: dict[str, Any] | None = None) -> Any: ...
-
-
-def audience(run: CircleRun) -> str | None:
-    """Who the task waits for now, as text a query can search: " a:NAME " once someone
-    holds it, else " u:NAME ... r:ROLE ... "; None unless the circle waits for a person
-    (not ready, finished, or its form sent to its action)."""
-    task = run.task
-    if task is None or run.state != WAITING or action_started(run):
-        return None
-    if task["assignee"]:
-        return f" a:{task['assignee']} "
-    return " " + " ".join([f"u:{u}" for u in task["users"]] +
-                          [f"r:{r}" for r in task["roles"]]) + " "
-
-
-def people(run: CircleRun) -> str | None:
-    """Everyone the circle's task names, done or not (" u:NAME ... r:ROLE ... a:NAME "): how
-    a person finds the flows they take part in (by name, by role, as its holder)."""
-    task = run.task
-    if task is None:
-        return None
-    named = [f"u:{u}" for u in task["users"]] + [f"r:{r}" for r in task["roles"]]
-    if task["assignee"]:
-        named.append(f"a:{task['assignee']}")
-    return " " + " ".join(named) + " " if named else None
 
 
 def task_for(engine: Engine, inst: Instance, node: Node, now: datetime) -> dict[str, Any]:

@@ -1,6 +1,6 @@
-"""The hub of changes (`bpflow.changes`): in-process fan-out to subscribers on their own
-event loop, from any thread; on PostgreSQL, from one process's hub to another's; on an SQLite
-file, another process's writes noticed by its data version."""
+"""The hub of changes (`bpflow.store.changes`): in-process fan-out to subscribers on their
+own event loop, from any thread; on PostgreSQL, from one process's hub to another's; on an
+SQLite file, another process's writes noticed by its data version."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
-from bpflow.changes import (
+from bpflow.store.changes import (
     EVERYTHING,
     GATHER_S,
     PENDING_MAX,

@@ -21,6 +21,7 @@ from pydantic import AfterValidator, BaseModel, Field, StrictInt, StrictStr, mod
 from bpflow import limits
 from bpflow.access import Caller, may_drive
 from bpflow.mailbox import GUEST_LIMITS
+from bpflow.store.public import FeedType
 from engine import bookmarks
 from engine.boxes import SIGNAL_NAME
 from engine.instance import Instance
@@ -393,9 +394,7 @@ class SignalOut(BaseModel):
 
 
 # -------------------------------------------------- event feed, webhooks (SPEC §11)
-FeedType = Literal["instance.started", "instance.completed", "instance.failed",
-                   "instance.terminated", "instance.suspended", "instance.resumed",
-                   "instance.migrated", "circle.entered", "circle.left", "circle.reset"]
+# FeedType: the feed's event types, the store's (`bpflow.store.feed`)
 
 
 class FeedItem(BaseModel):

@@ -21,7 +21,7 @@ from bpflow.interactions import Interactions, take
 from bpflow.mailbox import Mailbox
 from bpflow.moves.steps import Op, step, step_async, visible, visible_async
 from bpflow.store import Store
-from bpflow.store.steps import AlreadyStarted
+from bpflow.store.public import AlreadyStarted
 from engine.instance import Instance
 from engine.moves import INSTANCE_MOVES
 from engine.runtime import Engine, InputError

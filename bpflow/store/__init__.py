@@ -20,8 +20,18 @@ leases in one database (an SQLite file by default, PostgreSQL or any SQLAlchemy 
     tables.py      the schema; migrations/ and migrate.py keep databases at it
     connection.py  engines, SQLite settings, waiting for the write lock
 
+    changes/       committed steps and starts published to the pages (push, not poll)
+    accounts.py    who a caller is, role names, usernames, password hashes
+    keys.py        the server secret and the keys derived from it
+    audience.py    whom a task names: the `a:`/`u:`/`r:` tokens, their one home
+    errors.py      the errors the store raises
+    public.py      what other rooms may name besides `Store`: errors, constants, a few
+                   functions
+
 Everything outside this package uses `Store`'s public methods (and `reader()` for a
-read-only connection); nothing else touches its private members.
+read-only connection) and `public.py`; nothing else imports its modules or touches its
+private members (the layer contracts in pyproject.toml check the imports). The store
+imports nothing of the services.
 """
 
 from __future__ import annotations
@@ -36,14 +46,14 @@ from typing import Any
 
 from sqlalchemy import true
 
-from bpflow.changes import Hub, hub_for
-from bpflow.errors import Conflict, NotFound
-from bpflow.security import derive, load_secret
 from bpflow.store import statements as sql
+from bpflow.store.changes import Hub, hub_for
 from bpflow.store.connection import make_engine
 from bpflow.store.crowds import Crowds
+from bpflow.store.errors import Conflict, NotFound
 from bpflow.store.feed import Feed
 from bpflow.store.instances import Instances, Loaded
+from bpflow.store.keys import derive, load_secret
 from bpflow.store.leases import Leases
 from bpflow.store.mail import MailRows
 from bpflow.store.migrating import Migrating
@@ -108,7 +118,7 @@ class Store(Templates, Users, Instances, Steps, Queries, MailRows, Leases, Tenan
         self.writer: Writer = self._sqlite or (  # chosen once
             PgWriter(self.db) if self.postgres and os.environ.get("BPFLOW_PG_WRITER")
             != "sqlalchemy" else SqlAlchemyWriter(self.db))
-        # where committed steps and starts are published for the pages (`bpflow.changes`):
+        # where committed steps and starts are published for the pages (`bpflow.store.changes`):
         # one hub per database and process, shared by the views
         self.changes: Hub = hub_for(
             conninfo(self.db) if self.postgres

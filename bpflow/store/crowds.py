@@ -18,10 +18,10 @@ from typing import Any
 
 from sqlalchemy import func, literal, select, union_all
 
-from bpflow.access import Caller, valid_roles
-from bpflow.changes import Change
-from bpflow.errors import NotFound
-from bpflow.security import normal_username
+from bpflow.store import audience
+from bpflow.store.accounts import Caller, normal_username, valid_roles
+from bpflow.store.changes import Change
+from bpflow.store.errors import NotFound
 from bpflow.store.tables import batches_t, circles_t, instances_t, users_t
 from bpflow.store.writing import NewInstance
 from engine.inputs import InputError
@@ -82,7 +82,8 @@ class Crowds:
             if collecting:
                 gc.enable()
         self._notify(min(due, default=None))  # wakes the worker if work is due now
-        self.changes.publish([Change("", 0, self.tenant, frozenset({"*"}))])  # task lists
+        # every task list of the tenant
+        self.changes.publish([Change("", 0, self.tenant, frozenset({audience.EVERY}))])
         return batch, len(people)
 
     def _crowd(self, users: list[str]) -> list[dict[str, Any]]:

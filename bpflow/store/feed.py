@@ -25,35 +25,34 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import Any, Literal, get_args
 
 from sqlalchemy import func, insert, select, text, tuple_, update
 
-from bpflow.errors import Conflict, NotFound
+from bpflow.store.errors import BadCursor, Conflict, NotFound
 from bpflow.store.tables import deliveries_t, events_t, instances_t, webhooks_t
 from engine.instance import iso
 
-# history kind -> feed type
-KINDS = {
-    **{f"instance_{x}": f"instance.{x}" for x in (
-        "started", "completed", "failed", "terminated", "suspended", "resumed", "migrated")},
+# the feed's event types (SPEC §11): the API's schemas name them from here
+FeedType = Literal["instance.started", "instance.completed", "instance.failed",
+                   "instance.terminated", "instance.suspended", "instance.resumed",
+                   "instance.migrated", "circle.entered", "circle.left", "circle.reset"]
+TYPES: tuple[str, ...] = get_args(FeedType)
+# history kind -> feed type: an instance's event of the same name, and a circle's
+KINDS: dict[str, str] = {
+    **{t.replace(".", "_"): t for t in TYPES if t.startswith("instance.")},
     "circle_ready": "circle.entered",
     "circle_succeeded": "circle.left",
     "circle_failed": "circle.left",
     "circle_skipped": "circle.left",
     "circle_reset": "circle.reset",
 }
-TYPES = tuple(dict.fromkeys(KINDS.values()))
 MAX_WEBHOOKS = 20  # per tenant
 MAX_SCAN = 10  # a page scans at most this many times its limit of history rows
 PG_XMIN = text("pg_snapshot_xmin(pg_current_snapshot())::text::bigint")
 _COLUMNS = (events_t.c.id, events_t.c.tx, events_t.c.kind, events_t.c.instance_id,
             events_t.c.circle, events_t.c.at, events_t.c.after, events_t.c.data,
             instances_t.c.template)
-
-
-class BadCursor(ValueError):
-    """A cursor this store did not hand out."""
 
 
 @dataclass(frozen=True, order=True)
@@ -368,4 +367,4 @@ def _webhook(row: Any, counts: dict[str, int]) -> dict[str, Any]:
             "deliveries": {s: counts.get(s, 0) for s in ("pending", "delivered", "failed")}}
 
 
-__all__ = ["KINDS", "TYPES", "Attempt", "BadCursor", "Feed", "Position", "position"]
+__all__ = ["KINDS", "TYPES", "Attempt", "BadCursor", "Feed", "FeedType", "Position", "position"]

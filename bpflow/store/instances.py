@@ -19,10 +19,10 @@ from typing import Any
 import orjson
 from sqlalchemy import bindparam, select
 
-from bpflow.changes import Change
-from bpflow.errors import NotFound
 from bpflow.store import pg_writer as pg
 from bpflow.store import statements as sql
+from bpflow.store.changes import Change
+from bpflow.store.errors import NotFound
 from bpflow.store.tables import circles_t, instances_t, templates_t
 from bpflow.store.writing import NewInstance, Write
 from engine.instance import COMPLETED, TERMINATED, Event, Instance

@@ -11,9 +11,8 @@ from typing import Any
 from sqlalchemy import and_, func, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
-from bpflow import access
-from bpflow.access import Caller
-from bpflow.errors import Conflict, RateLimited
+from bpflow.store.accounts import Caller, reads_guest_mail
+from bpflow.store.errors import Conflict, RateLimited
 from bpflow.store.tables import mail_t
 
 MailRow = Any  # a row of the mailbox table
@@ -25,7 +24,7 @@ def visible_mail(caller: Caller, kind: str | None = None):
     own (so a page of one kind stays the top of ix_mailbox_list). Guest messages are
     their tenant's only (SPEC §12)."""
     mine = mail_t.c.recipient_id == caller.id
-    if access.reads_guest_mail(caller) and kind in (None, "guest"):
+    if reads_guest_mail(caller) and kind in (None, "guest"):
         mine = or_(mine, and_(mail_t.c.tenant == caller.tenant, mail_t.c.kind == "guest",
                               mail_t.c.recipient_id.is_(None)))
     return mine

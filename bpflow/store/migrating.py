@@ -16,8 +16,8 @@ from typing import Any
 
 from sqlalchemy import func, select
 
-from bpflow.errors import NotFound
 from bpflow.store import statements as sql
+from bpflow.store.errors import BadMigration, NotFound
 from bpflow.store.queries import SUMMARY
 from bpflow.store.tables import circles_t, instances_t
 from bpflow.store.writing import Write, moved_rows
@@ -28,10 +28,6 @@ from engine.migration import MIGRATABLE, MigrationRefused, map_problems, migrate
 MAX_INSTANCES = 10_000  # instances one migration request moves (more: page with `instances`)
 CHUNK = 200  # instances read and written together
 CIRCLE_STATES = ("ready", "waiting", "success", "failure", "skipped")
-
-
-class BadMigration(BpflowError, ValueError):
-    """A migration request that cannot be carried out as asked (the API answers 422)."""
 
 
 class Migrating:

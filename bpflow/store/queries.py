@@ -10,7 +10,8 @@ from typing import Any
 
 from sqlalchemy import and_, case, func, or_, select
 
-from bpflow.access import Caller
+from bpflow.store import audience
+from bpflow.store.accounts import Caller
 from bpflow.store.mail import visible_mail
 from bpflow.store.tables import audience_t, circles_t, events_t, instances_t, mail_t
 from engine.instance import Event
@@ -160,8 +161,8 @@ class Queries:
         name them or one of their roles, `all` both. Rows: instance_id, circle, epoch,
         task, ready_at, template, version."""
         a, c, i = audience_t, circles_t, instances_t
-        held = [f"a:{caller.username}"]
-        offered = [f"u:{caller.username}"] + [f"r:{r}" for r in caller.roles]
+        held = audience.held_by(caller.username)
+        offered = audience.offered_to(caller.username, caller.roles)
         tokens = {"me": held, "candidate": offered}.get(assigned, held + offered)
         # only active instances' open tasks are listed there (`Instances._step_write`)
         cond = [a.c.tenant == caller.tenant, self._here(a), a.c.who.in_(tokens)]
@@ -195,8 +196,7 @@ class Queries:
         candidate by name or by one of their roles, or as its holder), or they were sent
         approval mail; newest first (who may see them is `access.sight`'s, the same)."""
         c, i = circles_t, instances_t
-        tokens = [f"u:{caller.username}", f"a:{caller.username}"] + [
-            f"r:{r}" for r in caller.roles]
+        tokens = audience.tokens_of(caller.username, caller.roles)
         named = select(c.c.instance_id).where(c.c.people.is_not(None), or_(
             *(c.c.people.contains(f" {t} ", autoescape=True) for t in tokens)))
         mailed = select(mail_t.c.instance_id).where(mail_t.c.recipient_id == caller.id,

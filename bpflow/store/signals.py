@@ -17,8 +17,8 @@ from typing import Any
 
 from sqlalchemy import bindparam, func, select
 
-from bpflow.errors import Conflict, NotFound
 from bpflow.store import statements as sql
+from bpflow.store.errors import Conflict, NotFound
 from bpflow.store.tables import circles_t, instances_t, templates_t
 from engine.errors import TransitionError
 from engine.instance import FAILED, RUNNING, SUSPENDED, Instance

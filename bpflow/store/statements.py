@@ -22,6 +22,7 @@ from sqlalchemy import JSON, Select, bindparam, delete, func, insert, select, up
 from sqlalchemy.dialects import sqlite
 from sqlalchemy.sql import Executable
 
+from bpflow.store.audience import audience, people
 from bpflow.store.connection import UTCDateTime, aware
 from bpflow.store.tables import (
     audience_t,
@@ -34,7 +35,6 @@ from bpflow.store.tables import (
 )
 from engine.instance import CircleRun, Event
 from engine.signals import waiting_for
-from engine.tasks import audience, people
 
 # ------------------------------------------------------------------ row layouts
 RUN_COLUMNS = ("state", "result", "reason", "attempts", "next_attempt_at", "ready_at", "due_at",

@@ -23,9 +23,9 @@ from typing import Any, TypeVar
 
 from sqlalchemy.exc import IntegrityError
 
-from bpflow.errors import Conflict, NotFound
-from bpflow.security import derive
+from bpflow.store.errors import AlreadyStarted, Conflict, NotFound
 from bpflow.store.instances import started
+from bpflow.store.keys import derive
 from bpflow.store.writing import Lost, save_rows
 from engine.errors import BpflowError
 from engine.instance import Instance
@@ -39,14 +39,6 @@ _QUOTA_LOCKS: dict[tuple[int, str], threading.Lock] = {}
 _QUOTA_LOCKS_GUARD = threading.Lock()
 Op = Callable[[Engine, Instance], T]
 Attempts = Generator[tuple[Callable[..., Any], Callable[..., Awaitable[Any]], tuple], Any, T]
-
-
-class AlreadyStarted(Conflict):
-    """An idempotent start whose instance exists already (`instance`, as stored)."""
-
-    def __init__(self, instance: Instance):
-        self.instance = instance
-        super().__init__(f"instance '{instance.id}' was started with this key already")
 
 
 class Steps:

@@ -25,7 +25,7 @@ from sqlalchemy import (
 )
 from sqlmodel import Field, SQLModel
 
-from bpflow.access import DEFAULT_TENANT
+from bpflow.store.accounts import DEFAULT_TENANT
 from bpflow.store.connection import UTCDateTime
 
 
@@ -196,7 +196,7 @@ class CircleStateRow(SQLModel, table=True):
 
 
 class TaskAudienceRow(SQLModel, table=True):
-    """Who an open task waits for, one row per token (`engine.tasks.audience`: "a:NAME"
+    """Who an open task waits for, one row per token (`store.audience.audience`: "a:NAME"
     for its holder, else "u:NAME" and "r:ROLE" for its candidates), written with the
     circle's row in the same step: what a task list is read by (its index)."""
 

@@ -19,8 +19,8 @@ from typing import Any
 from sqlalchemy import delete, insert, select
 from sqlalchemy.exc import IntegrityError
 
-from bpflow.errors import Conflict, NotFound
 from bpflow.store import statements as sql
+from bpflow.store.errors import Conflict, NotFound
 from bpflow.store.reads import straight
 from bpflow.store.reuse import Reused
 from bpflow.store.tables import instances_t, pinned_t, retired_t, templates_t

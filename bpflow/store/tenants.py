@@ -14,7 +14,7 @@ import orjson
 from sqlalchemy import func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
-from bpflow.errors import NotFound, QuotaExceeded, StorageQuotaExceeded
+from bpflow.store.errors import NotFound, QuotaExceeded, StorageQuotaExceeded
 from bpflow.store.tables import instances_t, templates_t, tenants_t
 from engine.instance import SUSPENDED
 from engine.moves import ACTIVE

@@ -12,9 +12,15 @@ from sqlalchemy import bindparam, insert, select, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
-from bpflow.access import Caller, valid_roles
-from bpflow.errors import NotFound
-from bpflow.security import check_password, hash_password, normal_username, valid_username
+from bpflow.store.accounts import (
+    Caller,
+    check_password,
+    hash_password,
+    normal_username,
+    valid_roles,
+    valid_username,
+)
+from bpflow.store.errors import NotFound
 from bpflow.store.reads import straight
 from bpflow.store.reuse import Reused
 from bpflow.store.tables import users_t

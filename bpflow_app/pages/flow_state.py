@@ -9,7 +9,7 @@ again inside its step, on the instance as it is then.
 
 The page follows the instance without a reload: after each action it re-reads it at
 once, and a background event (`follow`) waits for the store's changes of the instance
-(`bpflow.changes`: pushed when a step commits, in this process or, on PostgreSQL, any
+(`bpflow.store.changes`: pushed when a step commits, in this process or, on PostgreSQL, any
 other) and re-reads it when its event counter moved (another person approved, the worker
 finished an HTTP call). Nothing reads the database on a timer.
 """
@@ -24,10 +24,10 @@ import reflex as rx
 from bpflow import access, moves
 from bpflow.access import Caller, Sight
 from bpflow.backend import store_for
-from bpflow.changes import instance_key
 from bpflow.errors import Unauthorized
 from bpflow.forms import FormError
 from bpflow.interactions import Interactions
+from bpflow.store.public import instance_key
 from bpflow_app import flowview as fv
 from bpflow_app.boxview import BoxView, box_views
 from bpflow_app.drawing import Canvas, Edge, Frame, Junction, Node

@@ -14,7 +14,7 @@ from bpflow.backend import get_store
 from bpflow.errors import RateLimited
 from bpflow.forms import FormError
 from bpflow.mailbox import GUEST_LIMITS, Mailbox
-from bpflow.store.tenants import valid_tenant
+from bpflow.store.public import valid_tenant
 
 LABELS = {"name": "Your name", "subject": "Subject", "body": "Message"}
 # One toast for the form's outcome: "Message sent" replaces a "Please check the form".

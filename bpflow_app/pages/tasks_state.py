@@ -4,7 +4,7 @@ unclaim and delegate (`bpflow.moves`, the same steps as the REST API's), and the
 badge (how many tasks wait for the user) whichever tab is shown.
 
 The tab follows the others' work without a reload: while it is shown, a background event
-(`follow`) waits for the store's changes to the user's task lists (`bpflow.changes`: the
+(`follow`) waits for the store's changes to the user's task lists (`bpflow.store.changes`: the
 tasks they hold, those offered to them or their roles, pushed when a step commits in any
 process) and then re-reads its two pages, sending the lists only when they changed.
 Nothing reads the database on a timer.
@@ -21,9 +21,9 @@ import reflex as rx
 from bpflow import moves
 from bpflow.access import Caller
 from bpflow.backend import store_for
-from bpflow.changes import EVERYTHING, task_keys
 from bpflow.errors import Unauthorized
 from bpflow.store import Store
+from bpflow.store.public import EVERYTHING, task_keys
 from bpflow_app import routes
 from bpflow_app.inboxview import KINDS, PAGE_SIZE, TASKS, TaskView, task_view
 from bpflow_app.session import SessionState

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import reflex as rx
 
-from bpflow.store.feed import TYPES
+from bpflow.store.public import TYPES
 from bpflow_app.components.ui import empty_state, page_header
 from bpflow_app.pages.webhooks_state import DeliveryLine, HookLine, WebhooksState
 from bpflow_app.session import SessionState

@@ -14,7 +14,7 @@ import reflex as rx
 from bpflow.access import Caller
 from bpflow.backend import store_for
 from bpflow.errors import BpflowError
-from bpflow.store.feed import TYPES
+from bpflow.store.public import TYPES
 from bpflow.webhooks import WebhookInvalid, add_webhook
 from bpflow_app.boxview import clock_text
 from bpflow_app.session import SessionState

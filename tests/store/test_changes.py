@@ -1,6 +1,6 @@
-"""Steps and starts publish what they changed once committed (`bpflow.changes`), so open
-pages re-read on a push instead of polling: through any Store object on the database, the
-worker's steps included, and on PostgreSQL from another process as well."""
+"""Steps and starts publish what they changed once committed (`bpflow.store.changes`), so
+open pages re-read on a push instead of polling: through any Store object on the database,
+the worker's steps included, and on PostgreSQL from another process as well."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import sys
 import threading
 from datetime import UTC, datetime, timedelta
 
-from bpflow.changes import EVERYTHING, Change, instance_key, task_keys, tasks_key
 from bpflow.store import Store
+from bpflow.store.changes import EVERYTHING, Change, instance_key, task_keys, tasks_key
 from bpflow.worker import Worker
 from tests.conftest import SECRET, run_async
 
@@ -110,7 +110,7 @@ def test_installations_in_schemas_of_their_own_hear_only_their_own_changes(store
         return  # SQLite: a hub per file
     from sqlalchemy import create_engine
 
-    from bpflow.changes import PgHub
+    from bpflow.store.changes import PgHub
     from bpflow.store.pg_writer import conninfo
     from tests.conftest import pg_schema
 

@@ -25,7 +25,7 @@ from bpflow.api.schemas import (
     delivery_payload,
     webhook_payload,
 )
-from bpflow.store.feed import BadCursor
+from bpflow.store.public import BadCursor
 from bpflow.webhooks import WebhookInvalid, add_webhook
 
 router = APIRouter(prefix="/api", tags=["events"])

@@ -12,8 +12,7 @@ from bpflow.api.schemas import GuestIn, GuestOut
 from bpflow.errors import NotFound
 from bpflow.mailbox import Mailbox
 from bpflow.store import Store
-from bpflow.store.tables import DEFAULT_TENANT
-from bpflow.store.tenants import TENANT_NAME
+from bpflow.store.public import DEFAULT_TENANT, TENANT_NAME
 
 router = APIRouter(prefix="/api/guest", tags=["guest"])
 TenantPath = Path(max_length=63, pattern=f"^{TENANT_NAME.pattern}$",

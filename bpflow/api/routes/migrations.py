@@ -14,7 +14,7 @@ from bpflow.api.deps import CallerDep, StoreDep
 from bpflow.api.errors import responses
 from bpflow.api.schemas import MAX_INT, InstanceSummary, MigrateIn, MigrateOut, summary_payload
 from bpflow.errors import NotFound
-from bpflow.store.migrating import BadMigration
+from bpflow.store.public import BadMigration
 
 router = APIRouter(prefix="/api", tags=["migrations"])
 

@@ -1,0 +1,129 @@
+"""Who an account is, as the store keeps it: the `Caller` a token stands for (its id,
+username, roles and tenant), role names, usernames and password hashes. Below the
+services because the store builds callers (`Users.account`) and checks what it writes;
+what a caller may do is `bpflow.access`'s, the only module deciding by roles.
+
+Usernames are NFKC-normalised and made of letters, digits, marks (not first) and
+`. _ - @ + '`: no spaces, control or invisible characters, so no two accounts look alike
+through a trailing newline or a zero-width character.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import os
+import unicodedata
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from engine.model import ROLE_NAME
+
+ADMIN, APPROVER, USER = "admin", "approver", "user"
+INTEGRATION = "integration"  # service accounts of the systems around bpflow (SPEC §11)
+DEFAULT_TENANT = "default"  # a fresh install's one tenant (SPEC §12)
+ROLES = (USER, APPROVER, ADMIN)  # built in; admins may name others (SPEC §6, §10)
+SCRYPT_N, SCRYPT_R, SCRYPT_P = 2**14, 8, 1
+USERNAME_MAX = 100
+USERNAME_PUNCTUATION = frozenset("._-@+'")
+# Letters (category L*) that show as nothing: Hangul fillers; and the blank Braille cell.
+INVISIBLE_LETTERS = frozenset("\u115f\u1160\u3164\uffa0\u2800")
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """Who is asking (from a verified token)."""
+
+    id: int
+    username: str
+    roles: tuple[str, ...] = (USER,)
+    tenant: str = DEFAULT_TENANT  # the organisation they belong to (SPEC §12)
+
+    @classmethod
+    def of(cls, user: Caller | Mapping[str, Any]) -> Caller:
+        """A caller from a user record (`{"id", "username", "roles", "tenant"}`)."""
+        if isinstance(user, Caller):
+            return user
+        return cls(user.get("id"), str(user.get("username", "")),
+                   tuple(user.get("roles") or (USER,)),
+                   str(user.get("tenant") or DEFAULT_TENANT))
+
+    def as_user(self) -> dict[str, Any]:
+        """The user record an instance keeps of its starter."""
+        return {"id": self.id, "username": self.username, "roles": list(self.roles)}
+
+    @property
+    def is_admin(self) -> bool:
+        return ADMIN in self.roles
+
+
+def reads_guest_mail(caller: Caller) -> bool:
+    """Whether the caller reads their tenant's guest messages (mail with no addressee):
+    admins. Asked by the mail queries (`mail.visible_mail`) and by `access.may_read_mail`."""
+    return caller.is_admin
+
+
+def valid_roles(roles: Iterable[str]) -> list[str]:
+    """The roles, sorted and unique, if there is at least one and each is a role name:
+    one of `ROLES` or a custom one an admin names (`finance`: `ROLE_NAME`); ValueError
+    otherwise."""
+    out = set(roles)
+    if not out:
+        raise ValueError("a user needs at least one role")
+    bad = sorted(repr(r) for r in out if not isinstance(r, str) or not ROLE_NAME.match(r))
+    if bad:
+        raise ValueError(f"not a role name: {', '.join(bad)} (a role is a lowercase letter,"
+                         " then up to 39 lowercase letters, digits, _ or -; built in:"
+                         f" {', '.join(ROLES)})")
+    return sorted(out)
+
+
+def hash_password(password: str) -> str:
+    """scrypt with a random salt, in a self-describing string."""
+    salt = os.urandom(16)
+    digest = hashlib.scrypt(password.encode(), salt=salt, n=SCRYPT_N, r=SCRYPT_R, p=SCRYPT_P,
+                            dklen=32)
+    b64 = base64.b64encode
+    return f"scrypt${SCRYPT_N}${SCRYPT_R}${SCRYPT_P}${b64(salt).decode()}${b64(digest).decode()}"
+
+
+def check_password(password: str, stored: str) -> bool:
+    try:
+        scheme, n, r, p, salt, digest = stored.split("$")
+        if scheme != "scrypt":
+            return False
+        expected = base64.b64decode(digest)
+        got = hashlib.scrypt(password.encode(), salt=base64.b64decode(salt), n=int(n), r=int(r),
+                             p=int(p), dklen=len(expected))
+    except (ValueError, TypeError):
+        return False
+    return hmac.compare_digest(got, expected)
+
+
+def normal_username(name: str) -> str:
+    """The form a username is stored and looked up in (NFKC)."""
+    return unicodedata.normalize("NFKC", name) if isinstance(name, str) else ""
+
+
+def username_problem(name: str) -> str | None:
+    """Why `name` (normalised) cannot be a username, or None."""
+    if not 1 <= len(name) <= USERNAME_MAX:
+        return f"a username has 1 to {USERNAME_MAX} characters"
+    for i, ch in enumerate(name):
+        kind = unicodedata.category(ch)
+        if ch in INVISIBLE_LETTERS or not (
+                kind[0] in "LN" or ch in USERNAME_PUNCTUATION or (kind[0] == "M" and i)):
+            return (f"a username has letters, digits and {' '.join(sorted(USERNAME_PUNCTUATION))}"
+                    f" only (not {unicodedata.name(ch, f'U+{ord(ch):04X}')})")
+    return None
+
+
+def valid_username(name: str) -> str:
+    """`name` normalised, if it can be a username; ValueError otherwise."""
+    normal = normal_username(name)
+    problem = username_problem(normal)
+    if problem:
+        raise ValueError(problem)
+    return normal
