@@ -1,6 +1,7 @@
 """The `bpflow` command line (SPEC §7): one module per group of commands, each registering
 its subcommands with their handlers (`register(subparsers)`, `set_defaults(func=...)`);
-`main` parses, runs the handler and turns a database's refusal into a message and an
+`main` parses, refuses a command that opens the database when the server secret is
+weak (as the server does), runs the handler and turns a refusal into a message and an
 exit code. Heavy imports wait for the command that needs them."""
 
 from __future__ import annotations
@@ -29,8 +30,9 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args)
     from sqlalchemy.exc import SQLAlchemyError
 
-    from bpflow.security import SecretError
+    from bpflow.security import SecretError, load_secret
     try:
+        load_secret()  # the server's check (SPEC §13): a weak secret opens no database
         return args.func(args)
     except SecretError as exc:
         return refuse(exc, EXIT_UNREADABLE)
