@@ -10,14 +10,14 @@ of `bpflow.moves` (which closes its undecided approval mail).
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from bpflow import moves
 from bpflow.errors import NotFound
 from engine.errors import TransitionError
 
 if TYPE_CHECKING:
-    from bpflow.worker import Worker
+    from bpflow.store import Store
 
 log = logging.getLogger("bpflow.expiry")
 
@@ -25,7 +25,15 @@ REASON = "expired"
 BATCH = 100  # instances terminated per worker round
 
 
-def expire(worker: Worker, limit: int = BATCH) -> int:
+class Keeper(Protocol):
+    """What the expiry duty needs of the worker running it (its store, every tenant's),
+    so that this module need not know the worker."""
+
+    @property
+    def store(self) -> Store: ...
+
+
+def expire(worker: Keeper, limit: int = BATCH) -> int:
     """Terminate up to `limit` instances past their template version's `stop_at`; how
     many were terminated."""
     done = 0

@@ -194,15 +194,33 @@ def cli_env(tmp_path, **extra) -> dict:
     return env
 
 
+GOOD_SECRET = "cli-test-secret-of-32-bytes-or-more"
+
+
 @pytest.mark.parametrize("command", [("import", "upload/workflow"), ("user", "add", "eve"),
-                                     ("worker", "--once"), ("seed-demo",)])
+                                     ("worker", "--once"), ("seed-demo",), ("db", "upgrade")])
 def test_a_short_secret_stops_the_cli_with_a_message(tmp_path, command):
     env = cli_env(tmp_path, BPFLOW_SECRET="abcd")
-    assert run_cli("db", "upgrade", env_extra=env).returncode == 0  # needs no secret
+    assert run_cli("db", "upgrade", env_extra={**env, "BPFLOW_SECRET": GOOD_SECRET}
+                   ).returncode == 0
     done = run_cli(*command, env_extra=env)
     assert done.returncode == 2
     assert done.stderr == "bpflow: BPFLOW_SECRET has 4 bytes; it needs at least 32 (unset" \
         f" it to have one generated in {tmp_path / 'home' / 'secret'})\n"
+
+
+@pytest.mark.parametrize("command", [["db", "upgrade"], ["tenant", "list"],
+                                     ["user", "disable", "bob"]])
+def test_a_short_secret_opens_no_database(tmp_path, monkeypatch, capsys, command):
+    """Refused before the database is touched (SPEC §13): `db upgrade` creates none."""
+    url = f"sqlite:///{tmp_path / 'never.db'}"
+    monkeypatch.setenv("BPFLOW_SECRET", "abcd")
+    monkeypatch.setenv("BPFLOW_HOME", str(tmp_path / "home"))
+    assert main([*command, "--url", url]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err == "bpflow: BPFLOW_SECRET has 4 bytes; it needs at least 32" \
+        f" (unset it to have one generated in {tmp_path / 'home' / 'secret'})\n"
+    assert not (tmp_path / "never.db").exists()
 
 
 def test_a_secret_file_others_may_read_stops_the_cli(tmp_path):
@@ -222,7 +240,8 @@ def test_an_unwritable_home_stops_the_cli_with_a_message(tmp_path):
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder")
     env = cli_env(tmp_path, BPFLOW_HOME=str(blocker / "home"))
-    assert run_cli("db", "upgrade", env_extra=env).returncode == 0
+    assert run_cli("db", "upgrade", env_extra={**env, "BPFLOW_SECRET": GOOD_SECRET}
+                   ).returncode == 0
     done = run_cli("user", "add", "eve", env_extra=env, unset=("BPFLOW_SECRET",))
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert done.stderr.startswith(f"bpflow: cannot create the secret file {blocker}/home/secret:")
@@ -231,7 +250,7 @@ def test_an_unwritable_home_stops_the_cli_with_a_message(tmp_path):
 
 # ----------------------------------------------------------------- users
 def test_look_alike_usernames_are_refused_by_user_add(tmp_path):
-    env = cli_env(tmp_path, BPFLOW_SECRET="cli-test-secret-of-32-bytes-or-more")
+    env = cli_env(tmp_path, BPFLOW_SECRET=GOOD_SECRET)
     assert run_cli("db", "upgrade", env_extra=env).returncode == 0
     for name in ("root\n", "ro\u200bot", " "):
         done = run_cli("user", "add", name, env_extra=env)
@@ -241,7 +260,7 @@ def test_look_alike_usernames_are_refused_by_user_add(tmp_path):
 
 
 def test_user_disable(tmp_path):
-    env = cli_env(tmp_path, BPFLOW_SECRET="cli-test-secret-of-32-bytes-or-more")
+    env = cli_env(tmp_path, BPFLOW_SECRET=GOOD_SECRET)
     assert run_cli("db", "upgrade", env_extra=env).returncode == 0
     assert run_cli("user", "add", "bob", "--password-stdin", env_extra=env,
                    stdin="bob-password\n").returncode == 0

@@ -8,7 +8,8 @@ import json
 import pytest
 
 from bpflow import backend
-from bpflow.cli import main, role_names
+from bpflow.cli import main
+from bpflow.cli.users import role_names
 from bpflow.store import Store
 from tests.conftest import SECRET
 

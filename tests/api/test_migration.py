@@ -267,6 +267,29 @@ def test_where_a_circle_is(api, claims):
     assert at("review", state="ready") == ([], 0)
 
 
+def test_where_a_circle_is_asks_for_a_circle_the_template_has(api):
+    """A uri no version of the template has is a 404 that says so, not an empty list
+    (SPEC §11); a circle of an older version only, or one inside a nested flow (its
+    dotted id), is listed."""
+    api.store.put_template(load("reimbursement"))
+    api.store.put_template({"name": "trip", "kind": "linear", "circles": [
+        {"uri": "book"},
+        {"uri": "main", "box": {"action": {"type": "flow", "template": "reimbursement"}}}]})
+    trip = start(api, "trip")  # `book` has no box: the nested flow is entered at once
+    path = "/api/templates/{}/circles/{}/instances"
+    r = call(api, "alice", "GET", path.format("reimbursement", "nope"), state="ready",
+             expect=404)
+    assert r.json()["detail"] == "template 'reimbursement' has no circle 'nope'"
+    r = call(api, "admin", "GET", path.format("nothing", "claim"), state="ready", expect=404)
+    assert r.json()["detail"] == "no template 'nothing'"
+    call(api, "admin", "GET", path.format("trip", "claim"), state="ready", expect=404)
+    nested = call(api, "admin", "GET", path.format("trip", "main.claim"), state="ready")
+    assert [i["id"] for i in nested.json()] == [trip]
+    call(api, "admin", "POST", "/api/templates", claim_v2(), expect=201)  # review renamed
+    gone = call(api, "admin", "GET", path.format("reimbursement", "review"), state="ready")
+    assert (gone.json(), gone.headers["X-Total-Count"]) == ([], "0")
+
+
 def test_a_migration_racing_a_step_loses_nothing(api):
     """A migration and a completion of the same instance at the same moment: each is one
     compare-and-set step, so both apply, once each, in one order or the other."""

@@ -290,7 +290,7 @@ def test_skipped_flow_circle_skips_its_circles(engine):
 
 
 def test_outer_flow_auth_then_the_session_starting_no_business_flow(engine):
-    from bpflow.cli import known_templates
+    from bpflow.cli.validate import known_templates
     known = known_templates()
     tpl = load_template(known["signin"], known.get)
     inst = engine.start(tpl, user={"username": "bob"})

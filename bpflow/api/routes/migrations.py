@@ -14,6 +14,7 @@ from bpflow.api.deps import CallerDep, StoreDep
 from bpflow.api.errors import responses
 from bpflow.api.schemas import MAX_INT, InstanceSummary, MigrateIn, MigrateOut, summary_payload
 from bpflow.errors import NotFound
+from bpflow.store import Store
 from bpflow.store.public import BadMigration
 
 router = APIRouter(prefix="/api", tags=["migrations"])
@@ -47,10 +48,22 @@ def circle_instances(name: str, uri: str, store: StoreDep, caller: CallerDep,
                      ) -> list[dict[str, Any]]:
     """The instances whose circle `uri` is in `state` (`ready`: waiting and ready;
     `waiting` counts the ready ones too, as the stats do), newest first, paged; the
-    total in `X-Total-Count`."""
-    if name not in store.template_versions():
-        raise NotFound(f"no template '{name}'")
+    total in `X-Total-Count`. 404 for an unknown template or a uri none of its versions
+    has."""
+    if not _has_circle(store, name, uri):
+        raise NotFound(f"template '{name}' has no circle '{uri}'")
     rows, total = store.circle_instances(name, uri, state, version, instance_scope(caller),
                                          limit, offset)
     response.headers["X-Total-Count"] = str(total)
     return [summary_payload(r) for r in rows]
+
+
+def _has_circle(store: Store, name: str, uri: str) -> bool:
+    """Whether a version of `name` has the circle `uri` (a dotted id inside a nested
+    flow), the latest asked first; NotFound for an unknown template. Any version counts:
+    instances of an older one may stand at a circle the latest has no more."""
+    versions = store.template_versions().get(name)
+    if not versions:
+        raise NotFound(f"no template '{name}'")
+    return any(uri in store.template(name, version)[1].plan.nodes
+               for version in reversed(versions))
