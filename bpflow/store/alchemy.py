@@ -45,8 +45,8 @@ class SqlAlchemyDriver:
     """Writes through SQLAlchemy, one transaction each; an event loop's writes and reads
     run on a thread."""
 
-    file = None
-    reads_on_loop = False
+    file: str | None = None
+    reads_on_loop: bool = False
 
     def __init__(self, db: Engine):
         self.db = db
@@ -76,7 +76,7 @@ class SqlAlchemyDriver:
     def rows(self, *reads: tuple[Straight, dict[str, Any]]) -> list[list[Any]]:
         """The rows of each read, in one transaction (SQLite: deferred, no write lock)."""
         with self.db.connect().execution_options(sqlite_begin="DEFERRED") as conn:
-            return [conn.execute(read.query, sql.prefixed(values)).all()
+            return [list(conn.execute(read.query, sql.prefixed(values)))
                     for read, values in reads]
 
     async def rows_async(self, *reads: tuple[Straight, dict[str, Any]]) -> list[list[Any]]:

@@ -37,8 +37,8 @@ class PgDriver(Connections):
     """The store on PostgreSQL through psycopg. A migration's steps (`moved`) need their
     compare-and-set answered before the rest: they go through SQLAlchemy (`fallback`)."""
 
-    file = None
-    reads_on_loop = False  # a read waits for the server: on the loop's own connections
+    file: str | None = None
+    reads_on_loop: bool = False  # a read waits for the server: on the loop's own connections
 
     def __init__(self, db: Engine):
         super().__init__(planned(conninfo(db)))

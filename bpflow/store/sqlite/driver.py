@@ -44,10 +44,11 @@ class SqliteDriver:
     that arrive together in one transaction. Reads (`rows`) go on a connection of each
     thread, autocommit: WAL readers never wait for the writer."""
 
-    reads_on_loop = True  # an indexed read takes tens of microseconds
+    reads_on_loop: bool = True  # an indexed read takes tens of microseconds
 
     def __init__(self, path: str):
-        self.path = self.file = path
+        self.path = path
+        self.file: str | None = path
         self._lock = threading.Lock()
         self._local = threading.local()
         self._conns: list[sqlite3.Connection] = []  # of every thread
