@@ -150,7 +150,7 @@ class Store(Templates, Users, Instances, Steps, Queries, MailRows, Leases, Tenan
 
     def _rows(self, read: Straight, values: dict[str, Any]) -> list[Any]:
         """The rows of a small read (`reads`) for `values`, keyed by its parameters'
-        names without `b_`: straight through sqlite3 or psycopg, else SQLAlchemy."""
+        names without `b_`, through the store's driver (sqlite3, psycopg or SQLAlchemy)."""
         return self.driver.rows((read, values))[0]
 
     def close(self) -> None:
