@@ -152,7 +152,7 @@ def step_params(w: Write) -> dict[str, Any]:
     through SQLAlchemy, `PgDriver.save`)."""
     params = CAS(w.row)
     for statement, rows in step_rows(w):
-        params.update(STEP_FORMS[statement].values(rows))
+        params |= STEP_FORMS[statement].values(rows)
     return params
 
 

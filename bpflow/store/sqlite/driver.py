@@ -109,8 +109,8 @@ class SqliteDriver:
     def save_job(writes: list[Write]) -> Job:
         """Steps (`writing.step_rows`); the ids whose compare-and-set lost."""
         steps = [(w.row["id"], CAS.bind(w.row),
-                  [(form.sql, [form.bind(r) for r in rows]) for form, rows in
-                   ((FOR_SQLITE[s], rows) for s, rows in step_rows(w)) if rows])
+                  [(FOR_SQLITE[s].sql, [FOR_SQLITE[s].bind(r) for r in rows])
+                   for s, rows in step_rows(w) if rows])
                  for w in writes]
 
         def job(conn: sqlite3.Connection) -> set[str]:
@@ -134,8 +134,9 @@ class SqliteDriver:
             return [[query.row(r) for r in conn.execute(query.sql, query.bind(values))]]
         conn.execute("BEGIN")
         try:
-            return [[query.row(r) for r in conn.execute(query.sql, query.bind(values))]
-                    for query, values in ((read.sqlite, values) for read, values in reads)]
+            return [[read.sqlite.row(r) for r in conn.execute(read.sqlite.sql,
+                                                              read.sqlite.bind(values))]
+                    for read, values in reads]
         finally:
             conn.execute("COMMIT")
 
