@@ -13,10 +13,11 @@ leases in one database (an SQLite file by default, PostgreSQL or any SQLAlchemy 
     migrating.py   moving running instances between template versions
     crowds.py      crowds: many instances started in one write, batch counts
     statements.py  the write path's SQL, each statement once, and its row layouts
-    reads.py       small reads straight through sqlite3 or psycopg (`Store._rows`)
-    writing.py     the writer protocol and the SQLAlchemy writer
-    sqlite_writer.py  the SQLite writer (sqlite3 straight, group commit)
-    pg_writer.py   the PostgreSQL writer (psycopg, a step in one round trip, group commit)
+    writing.py     what a write carries, the order of a step's writes, the driver protocol
+    reads.py       small reads in each driver's form (`Store._rows`, `Instances._load_many`)
+    sqlite/        the SQLite driver (sqlite3 straight, group commit)
+    pg/            the PostgreSQL driver (psycopg, a step in one round trip, group commit)
+    alchemy.py     the SQLAlchemy driver (any other database), the locked path's writes
     tables.py      the schema; migrations/ and migrate.py keep databases at it
     connection.py  engines, SQLite settings, waiting for the write lock
 
@@ -45,8 +46,9 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import true
+from sqlalchemy.engine import Engine as SqlEngine
 
-from bpflow.store import statements as sql
+from bpflow.store.alchemy import SqlAlchemyDriver
 from bpflow.store.changes import Hub, hub_for
 from bpflow.store.connection import make_engine
 from bpflow.store.crowds import Crowds
@@ -57,18 +59,19 @@ from bpflow.store.keys import derive, load_secret
 from bpflow.store.leases import Leases
 from bpflow.store.mail import MailRows
 from bpflow.store.migrating import Migrating
-from bpflow.store.pg_writer import PgWriter, conninfo
+from bpflow.store.pg.driver import PgDriver
+from bpflow.store.pg.pools import conninfo
 from bpflow.store.queries import Queries
 from bpflow.store.reads import Straight
 from bpflow.store.reuse import Reused
 from bpflow.store.signals import Signals
-from bpflow.store.sqlite_writer import SqliteWriter
+from bpflow.store.sqlite.driver import SqliteDriver
 from bpflow.store.steps import Steps
 from bpflow.store.tables import DEFAULT_TENANT
 from bpflow.store.templates import Templates
 from bpflow.store.tenants import Tenants
 from bpflow.store.users import Users
-from bpflow.store.writing import SqlAlchemyWriter, Writer
+from bpflow.store.writing import Driver
 from engine.kinds import WORKER_RUN
 from engine.model import Template
 from engine.runtime import Engine, utcnow
@@ -112,18 +115,13 @@ class Store(Templates, Users, Instances, Steps, Queries, MailRows, Leases, Tenan
         self._users = Reused()
         self._quota_cache = Reused()
         self._views: dict[str | None, Store] = {DEFAULT_TENANT: self}
-        database = self.db.url.database
-        self._sqlite = (SqliteWriter(database) if self.db.dialect.name == "sqlite"
-                        and database not in (None, "", ":memory:") else None)
-        self.writer: Writer = self._sqlite or (  # chosen once
-            PgWriter(self.db) if self.postgres and os.environ.get("BPFLOW_PG_WRITER")
-            != "sqlalchemy" else SqlAlchemyWriter(self.db))
+        self.driver: Driver = driver_for(self.db)  # chosen once
         # where committed steps and starts are published for the pages (`bpflow.store.changes`):
         # one hub per database and process, shared by the views
         self.changes: Hub = hub_for(
             conninfo(self.db) if self.postgres
             else self.db.url.render_as_string(hide_password=False),
-            self.postgres, database if self._sqlite is not None else None)
+            self.postgres, self.driver.file)
 
     def on_due(self, callback: Callable[[], None] | None) -> None:
         """Call `callback` after a write of this store leaves work due now (the worker of
@@ -136,7 +134,7 @@ class Store(Templates, Users, Instances, Steps, Queries, MailRows, Leases, Tenan
 
     def of(self, tenant: str | None) -> Store:
         """This store seen from `tenant` (None: every tenant, for the worker). The views
-        share everything but their tenant: the database, the writer, the caches."""
+        share everything but their tenant: the database, the driver, the caches."""
         view = self._views.get(tenant)
         if view is None:
             view = copy.copy(self)
@@ -163,14 +161,21 @@ class Store(Templates, Users, Instances, Steps, Queries, MailRows, Leases, Tenan
 
     def _rows(self, read: Straight, values: dict[str, Any]) -> list[Any]:
         """The rows of a small read (`reads`) for `values`, keyed by its parameters'
-        names without `b_`: straight through sqlite3 or psycopg, else SQLAlchemy."""
-        if self._sqlite is not None:
-            return self._sqlite.rows((read.sqlite, values))[0]
-        if isinstance(self.writer, PgWriter):
-            return self.writer.rows((read.pg, sql.prefixed(values)))[0]
-        with self.reader() as conn:
-            return conn.execute(read.query, sql.prefixed(values)).all()
+        names without `b_`, through the store's driver (sqlite3, psycopg or SQLAlchemy)."""
+        return self.driver.rows((read, values))[0]
 
     def close(self) -> None:
-        self.writer.close()
+        self.driver.close()
         self.db.dispose()
+
+
+def driver_for(db: SqlEngine) -> Driver:
+    """The driver of a store's database, chosen once, when it opens: sqlite3 straight for
+    an SQLite file, psycopg straight for PostgreSQL (unless `BPFLOW_PG_WRITER=sqlalchemy`:
+    the previous writer, kept for comparison), SQLAlchemy otherwise (in-memory SQLite)."""
+    database = db.url.database
+    if db.dialect.name == "sqlite" and database not in (None, "", ":memory:"):
+        return SqliteDriver(database)
+    if db.dialect.name == "postgresql" and os.environ.get("BPFLOW_PG_WRITER") != "sqlalchemy":
+        return PgDriver(db)
+    return SqlAlchemyDriver(db)

@@ -74,7 +74,7 @@ class Crowds:
         collecting = gc.isenabled()  # a build makes no reference cycles (a test says
         gc.disable()  # so), and the collections it would set off took half its time
         try:
-            self.writer.insert_many(chunks(), {
+            self.driver.insert_many(chunks(), {
                 "id": batch, "tenant": self._owner(), "template": row.name,
                 "version": row.version, "started": len(people), "created_by": created_by,
                 "created_at": self.clock()})

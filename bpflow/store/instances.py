@@ -16,13 +16,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-import orjson
 from sqlalchemy import bindparam, select
 
-from bpflow.store import pg_writer as pg
 from bpflow.store import statements as sql
 from bpflow.store.changes import Change
 from bpflow.store.errors import NotFound
+from bpflow.store.reads import Straight, by_ids
 from bpflow.store.tables import circles_t, instances_t, templates_t
 from bpflow.store.writing import NewInstance, Write
 from engine.instance import COMPLETED, TERMINATED, Event, Instance
@@ -30,16 +29,11 @@ from engine.migration import MIGRATED
 from engine.moves import ACTIVE
 
 PEEK_FRESH_S = 5.0  # how long `peek` trusts a copy for its template (see above)
-_INSTANCES = select(instances_t).where(sql.ids_in(instances_t.c.id))
-_INSTANCES_SQLITE = {False: sql.read_for_sqlite(_INSTANCES),  # of every tenant, of one
-                     True: sql.read_for_sqlite(_INSTANCES.where(
-                         instances_t.c.tenant == bindparam("b_tenant")))}
-_CIRCLES_SQLITE = sql.read_for_sqlite(select(circles_t).where(
-    sql.ids_in(circles_t.c.instance_id)))
-_INSTANCES_PG = {False: pg.read(select(instances_t).where(pg.ids_any(instances_t.c.id))),
-                 True: pg.read(select(instances_t).where(
-                     pg.ids_any(instances_t.c.id), instances_t.c.tenant == bindparam("b_tenant")))}
-_CIRCLES_PG = pg.read(select(circles_t).where(pg.ids_any(circles_t.c.instance_id)))
+# instances by id (of every tenant, of one) and their circles, in each driver's form
+INSTANCES = {False: by_ids(lambda ids: select(instances_t).where(ids(instances_t.c.id))),
+             True: by_ids(lambda ids: select(instances_t).where(
+                 ids(instances_t.c.id), instances_t.c.tenant == bindparam("b_tenant")))}
+CIRCLES = by_ids(lambda ids: select(circles_t).where(ids(circles_t.c.instance_id)))
 
 
 def _one(loaded: dict[str, Loaded], instance_id: str) -> Loaded:
@@ -125,37 +119,30 @@ class Instances:
         return _one(self._load_many([instance_id], conn, lock), instance_id)
 
     async def _load_async(self, instance_id: str) -> Loaded:
-        """`_load` for an event loop: on PostgreSQL read on the loop's own connections,
-        else on a thread (as is making a template this process has not seen yet)."""
-        if self._sqlite is not None or not isinstance(self.writer, pg.PgWriter):
-            return await asyncio.to_thread(self._load, instance_id)
-        rows, circles = await self.writer.rows_async(*self._pg_reads([instance_id]))
+        """`_load` for an event loop: read as the driver reads for a loop (PostgreSQL: on
+        the loop's own connections; else on a thread), the instance made on the loop
+        unless its template is one this process has not seen yet (made on a thread)."""
+        rows, circles = await self.driver.rows_async(*self._reads([instance_id]))
         if all(row.template_id in self._template_rows for row in rows):
             loaded = self._loaded(rows, circles)
         else:
             loaded = await asyncio.to_thread(self._loaded, rows, circles)
         return _one(loaded, instance_id)
 
-    def _pg_reads(self, ids: list[str]) -> tuple[tuple[pg.Read, dict[str, Any]], ...]:
-        """The reads of instances and their circles through psycopg straight."""
-        values = {"b_ids": ids, "b_tenant": self.tenant}
-        return (_INSTANCES_PG[self.tenant is not None], values), (_CIRCLES_PG, values)
+    def _reads(self, ids: list[str]) -> tuple[tuple[Straight, dict[str, Any]], ...]:
+        """The reads of instances (of this store's tenant) and their circles."""
+        values = {"ids": ids, "tenant": self.tenant}
+        return (INSTANCES[self.tenant is not None], values), (CIRCLES, values)
 
     def _load_many(self, ids: list[str], conn=None, lock: bool = False) -> dict[str, Loaded]:
-        """Instances as stored (two queries however many); missing ids are left out."""
-        if conn is None and self._sqlite is not None:  # sqlite3 straight: a third of the cost
-            values = {"ids": orjson.dumps(ids).decode(), "tenant": self.tenant}
-            rows, circles = self._sqlite.rows(
-                (_INSTANCES_SQLITE[self.tenant is not None], values), (_CIRCLES_SQLITE, values))
-            return self._loaded(rows, circles)
-        if conn is None and isinstance(self.writer, pg.PgWriter):  # psycopg straight
-            rows, circles = self.writer.rows(*self._pg_reads(ids))
-            return self._loaded(rows, circles)
+        """Instances as stored (two queries however many); missing ids are left out.
+        Through the driver (one snapshot), or on `conn`, an SQLAlchemy connection (the
+        locked path: `lock` holds their rows until it commits)."""
         if conn is None:
-            with self.reader() as conn:
-                return self._load_many(ids, conn)
+            rows, circles = self.driver.rows(*self._reads(ids))
+            return self._loaded(rows, circles)
         q = select(instances_t).where(instances_t.c.id.in_(ids), self._here(instances_t))
-        if lock and self.postgres:
+        if lock:  # FOR UPDATE (SQLite has none: its BEGIN IMMEDIATE excludes writers)
             q = q.with_for_update()
         rows = conn.execute(q).all()
         circles = conn.execute(select(circles_t).where(circles_t.c.instance_id.in_(ids))) \

@@ -15,10 +15,10 @@ import asyncio
 import weakref
 from typing import Any
 
-from sqlalchemy import bindparam, func, select
+from sqlalchemy import bindparam, select
 
-from bpflow.store import statements as sql
 from bpflow.store.errors import Conflict, NotFound
+from bpflow.store.reads import straight
 from bpflow.store.tables import circles_t, instances_t, templates_t
 from engine.errors import TransitionError
 from engine.instance import FAILED, RUNNING, SUSPENDED, Instance
@@ -27,12 +27,9 @@ from engine.signals import token, waiting_for
 
 EXPIRING = (RUNNING, FAILED, SUSPENDED)  # what `stop_at` terminates (abort's statuses)
 _AT_ONCE = 64  # steps of one signal in flight together on an event loop
-_WAITS = (circles_t.c.tenant == bindparam("b_tenant"), circles_t.c.signal.is_not(None),
-          circles_t.c.signal == bindparam("b_signal"))  # `is_not`: the partial index
-_WAITING = select(circles_t.c.instance_id, circles_t.c.circle).where(*_WAITS)
-# the same as one value, "instance circle" lines (sqlite3's one-value read, `scalar`)
-_WAITING_SQLITE = sql.for_sqlite(select(func.group_concat(
-    circles_t.c.instance_id.concat(" ").concat(circles_t.c.circle), "\n")).where(*_WAITS))
+_WAITING = straight(select(circles_t.c.instance_id, circles_t.c.circle).where(
+    circles_t.c.tenant == bindparam("b_tenant"), circles_t.c.signal.is_not(None),
+    circles_t.c.signal == bindparam("b_signal")))  # `is_not`: the partial index
 
 
 class Moved(Conflict):
@@ -112,13 +109,7 @@ class Signals:
         """(instance id, circle) of every circle of this tenant waiting for the signal
         `name` with `key` (through the partial index on the signal column)."""
         values = {"tenant": self._owner(), "signal": token(name, key)}
-        if self._sqlite is not None:  # sqlite3 straight: a tenth of SQLAlchemy's cost
-            found = self._sqlite.scalar(_WAITING_SQLITE, values)
-            return sorted(tuple(line.split(" ", 1)) for line in found.split("\n")) \
-                if found else []
-        with self.reader() as conn:
-            return [(row.instance_id, row.circle)
-                    for row in conn.execute(_WAITING, sql.prefixed(values))]
+        return sorted((row.instance_id, row.circle) for row in self._rows(_WAITING, values))
 
     def _looked_up(self, asks: list[tuple[Any, str, Any, list | None]]
                    ) -> list[list[tuple[str, str]]]:
@@ -150,12 +141,13 @@ class Signals:
     async def signal_async(self, name: str, key: Any = None, data: Any = None,
                            actor: str | None = None) -> int:
         """`signal` for an event loop: the steps are awaited (on SQLite committed
-        together). On SQLite the circles are found on the loop (sqlite3, one indexed read,
-        as a start finds its template); when instances must be read (not in the cache),
-        or on other databases, the lookup runs on a thread, together with those of the
-        signals that arrived meanwhile (`_Lookups`)."""
+        together). Where the driver's reads may run on the loop (sqlite3: one indexed
+        read, as a start finds its template) the circles are found there; when instances
+        must be read (not in the cache), or the driver's reads wait for a server, the
+        lookup runs on a thread, together with those of the signals that arrived
+        meanwhile (`_Lookups`)."""
         wanted = token(name, key)
-        found = self.waiting(name, key) if self._sqlite is not None else None
+        found = self.waiting(name, key) if self.driver.reads_on_loop else None
         if found is None or any(self._cached(iid) is None for iid, _ in found):
             found = await _lookups(self).ask(self, name, key, found)
 

@@ -23,10 +23,11 @@ from typing import Any, TypeVar
 
 from sqlalchemy.exc import IntegrityError
 
+from bpflow.store.alchemy import save_rows
 from bpflow.store.errors import AlreadyStarted, Conflict, NotFound
 from bpflow.store.instances import started
 from bpflow.store.keys import derive
-from bpflow.store.writing import Lost, save_rows
+from bpflow.store.writing import Lost
 from engine.errors import BpflowError
 from engine.instance import Instance
 from engine.model import Template
@@ -70,7 +71,7 @@ class Steps:
         row = self._startable_row(name, version, admit, quota)
         loaded, new = self._new_instance(row, inputs, user, instance_id)
         try:
-            self.writer.insert(new)
+            self.driver.insert(new)
         except (sqlite3.IntegrityError, IntegrityError) as exc:
             self._taken(instance_id, exc)
         return self._begun(loaded, new)
@@ -103,7 +104,7 @@ class Steps:
         else:
             loaded, new = self._new_instance(row, inputs, user, instance_id)
         try:
-            await self.writer.insert_async(new)
+            await self.driver.insert_async(new)
         except (sqlite3.IntegrityError, IntegrityError) as exc:
             await asyncio.to_thread(self._taken, instance_id, exc)
         return self._begun(loaded, new)
@@ -198,7 +199,7 @@ class Steps:
                 fresh = True  # our copy may be stale: decide on the stored state
                 continue
             write = self._step_write(loaded, loaded.inst.drain_events())
-            if (yield self.writer.save, self.writer.save_async, ([write],)):
+            if (yield self.driver.save, self.driver.save_async, ([write],)):
                 fresh = True  # lost the compare-and-set
                 continue
             self._written([write])
@@ -262,7 +263,7 @@ class Steps:
                 alone.append(iid)  # decided again on its own, on the stored state
                 continue
             writes.append(self._step_write(loaded, loaded.inst.drain_events()))
-        lost = self.writer.save(writes) if writes else set()
+        lost = self.driver.save(writes) if writes else set()
         self._written([w for w in writes if w.row["id"] not in lost])
         for iid in alone + sorted(lost):
             try:

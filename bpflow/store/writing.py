@@ -1,9 +1,11 @@
-"""What a write carries, and the writer protocol with its SQLAlchemy implementation.
+"""What a write carries, the order of a step's writes, and the driver protocol.
 
 The store prepares rows (`NewInstance` for a start, `Write` for a step) and hands them to
-its writer, chosen once when the store opens: `SqliteWriter` (sqlite3 straight, group
-commit from an event loop) for an SQLite file, `SqlAlchemyWriter` otherwise. Both run
-the statements of `bpflow.store.statements`.
+its driver, chosen once when the store opens (`bpflow.store.driver_for`): `SqliteDriver`
+(`sqlite/`: sqlite3 straight, group commit from an event loop) for an SQLite file,
+`PgDriver` (`pg/`: psycopg straight) for PostgreSQL, `SqlAlchemyDriver` (`alchemy.py`)
+otherwise. Every driver runs the statements of `bpflow.store.statements`, a step's in the
+order of `step_rows`, and the small reads of `bpflow.store.reads` in its own form.
 """
 
 from __future__ import annotations
@@ -13,12 +15,13 @@ import os
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Generic, Protocol, TypeVar
-
-from sqlalchemy.engine import Connection, Engine
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from bpflow.store import statements as sql
 from engine.instance import Event
+
+if TYPE_CHECKING:
+    from bpflow.store.reads import Straight
 
 L = TypeVar("L")
 
@@ -65,9 +68,33 @@ def moved_rows(removed: list[dict[str, Any]], added: list[dict[str, Any]],
     return [(statement, rows) for statement, rows in out if rows]
 
 
-class Writer(Protocol):
-    """How the store's writes reach the database. `save` returns the ids whose
-    compare-and-set lost (nothing of those is written)."""
+# What a step writes after its compare-and-set (`statements.cas`) and a migration's rows,
+# in this order: the circles that changed, the task audience taken away, the new audience
+# (after the old is gone: a circle's rows may be the same), the events.
+STEP_ORDER = (sql.circle_update, sql.audience_delete, sql.audience_insert, sql.event_insert)
+
+
+def step_rows(w: Write) -> list[tuple[Any, list[dict[str, Any]]]]:
+    """The statements a step runs after its compare-and-set, each with its rows (maybe
+    none), in the order every driver writes them: a migration's (`moved`), then
+    STEP_ORDER's."""
+    return [*w.moved, *zip(STEP_ORDER, (
+        w.changed, w.retold, w.audience,
+        sql.event_rows(w.row["id"], w.loaded.inst.tenant, w.events)), strict=True)]
+
+
+Reads = tuple[tuple["Straight", dict[str, Any]], ...]  # reads and their values (`rows`)
+
+
+class Driver(Protocol):
+    """How the store reaches its database: the writes of starts and steps and the small
+    reads on a request's path (`reads.Straight`), each in the driver's own form. `save`
+    returns the ids whose compare-and-set lost (nothing of those is written). `rows`
+    gives the rows of each read (values keyed by the reads' parameters without `b_`),
+    all from one snapshot."""
+
+    file: str | None  # the SQLite file it writes, if it writes one (`bpflow.changes`)
+    reads_on_loop: bool  # whether a small read may run on an event loop itself
 
     def insert(self, new: NewInstance) -> None: ...
 
@@ -79,6 +106,10 @@ class Writer(Protocol):
     def save(self, writes: list[Write]) -> set[str]: ...
 
     async def save_async(self, writes: list[Write]) -> set[str]: ...
+
+    def rows(self, *reads: tuple[Straight, dict[str, Any]]) -> list[list[Any]]: ...
+
+    async def rows_async(self, *reads: tuple[Straight, dict[str, Any]]) -> list[list[Any]]: ...
 
     def close(self) -> None: ...
 
@@ -126,64 +157,3 @@ class LoopWriters(Generic[L]):
             loops, self._loops = self._loops, {}
         for writer in loops.values():
             writer.close()
-
-
-def insert_rows(conn: Connection, news: list[NewInstance]) -> None:
-    """New instances' rows on an open SQLAlchemy connection (each statement once for
-    all of them: executemany)."""
-    for statement, rows in sql.new_rows(news):
-        conn.execute(statement, [sql.prefixed(r) for r in rows])
-
-
-def save_rows(conn: Connection, writes: list[Write]) -> set[str]:
-    """Steps on an open SQLAlchemy connection; the ids whose compare-and-set lost."""
-    lost = set()
-    for w in writes:
-        if conn.execute(sql.cas, sql.prefixed(w.row)).rowcount != 1:
-            lost.add(w.row["id"])
-            continue
-        for statement, rows in w.moved:
-            conn.execute(statement, [sql.prefixed(r) for r in rows])
-        if w.changed:
-            conn.execute(sql.circle_update, [sql.prefixed(c) for c in w.changed])
-        if w.retold:
-            conn.execute(sql.audience_delete, [sql.prefixed(c) for c in w.retold])
-        if w.audience:
-            conn.execute(sql.audience_insert, [sql.prefixed(a) for a in w.audience])
-        if w.events:
-            conn.execute(sql.event_insert, [sql.prefixed(e) for e in sql.event_rows(
-                w.row["id"], w.loaded.inst.tenant, w.events)])
-    return lost
-
-
-class SqlAlchemyWriter:
-    """Writes through SQLAlchemy, one transaction each (PostgreSQL, in-memory SQLite);
-    an event loop's writes run on a thread."""
-
-    def __init__(self, db: Engine):
-        self.db = db
-
-    def insert(self, new: NewInstance) -> None:
-        with self.db.begin() as conn:
-            insert_rows(conn, [new])
-
-    def insert_many(self, chunks: Iterable[list[NewInstance]], batch: dict[str, Any]) -> None:
-        """A crowd (`Crowds`): every chunk's instances, then the batch row, in one
-        transaction (the chunks are built while it is open: memory holds one at a time)."""
-        with self.db.begin() as conn:
-            for chunk in chunks:
-                insert_rows(conn, chunk)
-            conn.execute(sql.batch_insert, sql.prefixed(batch))
-
-    async def insert_async(self, new: NewInstance) -> None:
-        await asyncio.to_thread(self.insert, new)
-
-    def save(self, writes: list[Write]) -> set[str]:
-        with self.db.begin() as conn:
-            return save_rows(conn, writes)
-
-    async def save_async(self, writes: list[Write]) -> set[str]:
-        return await asyncio.to_thread(self.save, writes)
-
-    def close(self) -> None:
-        pass

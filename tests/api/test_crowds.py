@@ -216,11 +216,11 @@ def test_a_crowd_is_written_whole_or_not_at_all(client):
         raise RuntimeError("the machine fell over")
 
     with pytest.raises(RuntimeError):
-        store.writer.insert_many(chunks(), {
+        store.driver.insert_many(chunks(), {
             "id": "b1", "tenant": "default", "template": "simple", "version": 1,
             "started": 3, "created_by": "admin", "created_at": store.clock()})
     assert set(rows(store).values()) == {0}
-    store.writer.insert_many(iter([[store._new_instance(row, {}, people[0], batch="b2")[1]]]),
+    store.driver.insert_many(iter([[store._new_instance(row, {}, people[0], batch="b2")[1]]]),
                              {"id": "b2", "tenant": "default", "template": "simple",
                               "version": 1, "started": 1, "created_by": "admin",
                               "created_at": store.clock()})

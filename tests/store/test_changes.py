@@ -111,7 +111,7 @@ def test_installations_in_schemas_of_their_own_hear_only_their_own_changes(store
     from sqlalchemy import create_engine
 
     from bpflow.store.changes import PgHub
-    from bpflow.store.pg_writer import conninfo
+    from bpflow.store.pg.pools import conninfo
     from tests.conftest import pg_schema
 
     def address(url: str) -> str:

@@ -39,7 +39,7 @@ def path_of(store: Store) -> str:
 
 
 def writer(store: Store, loop: asyncio.AbstractEventLoop):
-    return store.writer.loop_writer(loop)
+    return store.driver.loop_writer(loop)
 
 
 def test_concurrent_steps_share_commits_and_are_all_durable(sqlite_store):
@@ -73,9 +73,9 @@ def test_a_failing_job_is_undone_alone(sqlite_store):
         raise RuntimeError("this job fails after writing")
 
     async def main():
-        return await asyncio.gather(sqlite_store.writer.run(insert("u1")),
-                                    sqlite_store.writer.run(boom),
-                                    sqlite_store.writer.run(insert("u2")),
+        return await asyncio.gather(sqlite_store.driver.run(insert("u1")),
+                                    sqlite_store.driver.run(boom),
+                                    sqlite_store.driver.run(insert("u2")),
                                     return_exceptions=True)
 
     outcomes = run_async(main())

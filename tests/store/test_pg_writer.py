@@ -1,4 +1,4 @@
-"""The PostgreSQL writer (`PgWriter`): a step in one statement, group commit from the event
+"""The PostgreSQL driver (`PgDriver`): a step in one statement, group commit from the event
 loop, crowds copied with COPY; the same outcomes as the SQLAlchemy writer."""
 
 from __future__ import annotations
@@ -13,9 +13,12 @@ from sqlalchemy import func, select, text
 from sqlalchemy.exc import IntegrityError
 
 from bpflow.errors import NotFound
-from bpflow.store import Store, pg_writer
+from bpflow.store import Store
 from bpflow.store import crowds as crowds_module
-from bpflow.store.pg_writer import LANES, MIN_BATCH, Job, PgWriter, save_job
+from bpflow.store.pg import pools, statements, wire
+from bpflow.store.pg.driver import PgDriver
+from bpflow.store.pg.loop import LANES, MIN_BATCH
+from bpflow.store.pg.wire import Job, save_job
 from bpflow.store.tables import batches_t, circles_t, events_t, instances_t
 from engine.errors import TransitionError
 from tests.conftest import SECRET, run_async
@@ -30,7 +33,7 @@ USER = {"id": 1, "username": "u", "roles": ["user"]}
 
 @pytest.fixture
 def pg(store):
-    assert isinstance(store.writer, PgWriter)
+    assert isinstance(store.driver, PgDriver)
     store.put_template(FLOW)
     store.add_user("u", "pw-u")
     return store
@@ -56,7 +59,7 @@ def test_steps_that_arrive_together_share_a_commit(pg, db_url):
     async def main():
         insts = await asyncio.gather(*(pg.start_async("pair", user=USER) for _ in range(30)))
         done = await asyncio.gather(*(pg.apply_async(i.id, complete(1)) for i in insts))
-        return insts, done, pg.writer.loop_writer(asyncio.get_running_loop())
+        return insts, done, pg.driver.loop_writer(asyncio.get_running_loop())
 
     insts, done, writer = run_async(main())
     assert {i.status for i in done} == {"completed"}
@@ -77,8 +80,8 @@ def test_steps_that_arrive_together_are_shared_among_the_free_lanes(pg):
     writes = [pending_write(pg, iid, 1) for iid in ids]
 
     async def main():
-        answers = await asyncio.gather(*(pg.writer.run(save_job([w])) for w in writes))
-        return answers, pg.writer.loop_writer(asyncio.get_running_loop())
+        answers = await asyncio.gather(*(pg.driver.run(save_job([w])) for w in writes))
+        return answers, pg.driver.loop_writer(asyncio.get_running_loop())
 
     answers, writer = run_async(main())
     assert answers == [set()] * len(ids)
@@ -90,11 +93,11 @@ def test_steps_that_arrive_together_are_shared_among_the_free_lanes(pg):
 def test_the_writers_connections_plan_once_in_the_stores_schema(pg):
     async def loop_side():
         await pg.start_async("pair", user=USER)  # the loop's first lane connects
-        writer = pg.writer.loop_writer(asyncio.get_running_loop())
+        writer = pg.driver.loop_writer(asyncio.get_running_loop())
         return [(await (await c.execute(q)).fetchone())[0] for c in writer.conns
                 for q in ("SHOW plan_cache_mode", "SHOW search_path")]
 
-    thread = [pg.writer._own().execute(q).fetchone()[0]
+    thread = [pg.driver._own().execute(q).fetchone()[0]
               for q in ("SHOW plan_cache_mode", "SHOW search_path")]
     for mode, path in (thread, run_async(loop_side())):
         assert mode == "force_generic_plan" and path.startswith("bpflow_test_")
@@ -112,8 +115,8 @@ def test_a_lost_compare_and_set_in_a_group_writes_nothing_of_it(pg, db_url):
                           .where(events_t.c.instance_id == ids[1]))
 
     async def main():
-        answers = await asyncio.gather(*(pg.writer.run(save_job([w])) for w in writes))
-        return answers, pg.writer.loop_writer(asyncio.get_running_loop())
+        answers = await asyncio.gather(*(pg.driver.run(save_job([w])) for w in writes))
+        return answers, pg.driver.loop_writer(asyncio.get_running_loop())
 
     answers, writer = run_async(main())
     assert answers == [set(), {ids[1]}, set()]
@@ -130,8 +133,8 @@ def test_a_failing_job_in_a_group_fails_alone(pg):
     bad = Job([("INSERT INTO users (username) VALUES (NULL)", {})], lambda _: None)
 
     async def main():
-        return await asyncio.gather(pg.writer.run(save_job([writes[0]])), pg.writer.run(bad),
-                                    pg.writer.run(save_job([writes[1]])),
+        return await asyncio.gather(pg.driver.run(save_job([writes[0]])), pg.driver.run(bad),
+                                    pg.driver.run(save_job([writes[1]])),
                                     return_exceptions=True)
 
     outcomes = run_async(main())
@@ -144,7 +147,7 @@ def test_a_failing_job_in_a_group_fails_alone(pg):
 
 def test_a_failing_thread_write_leaves_its_connection_usable(pg):
     with pytest.raises(IntegrityError):
-        pg.writer.write(Job([("INSERT INTO users (username) VALUES (NULL)", {})],
+        pg.driver.write(Job([("INSERT INTO users (username) VALUES (NULL)", {})],
                             lambda _: None))
     assert pg.apply(pg.start("pair", user=USER).id, complete(1)).status == "completed"
 
@@ -180,7 +183,7 @@ def test_a_crowd_is_copied_all_or_nothing(pg, monkeypatch):
     for n in range(7):
         pg.add_user(f"c{n}", "pw-crowd", roles=["crowd"])
     monkeypatch.setattr(crowds_module, "CHUNK", 3)
-    copy = pg.writer.insert_many
+    copy = pg.driver.insert_many
 
     def failing(chunks, batch):
         def broken():
@@ -189,12 +192,12 @@ def test_a_crowd_is_copied_all_or_nothing(pg, monkeypatch):
                     raise RuntimeError("the build failed")
                 yield chunk
         copy(broken(), batch)
-    monkeypatch.setattr(pg.writer, "insert_many", failing)
+    monkeypatch.setattr(pg.driver, "insert_many", failing)
     with pytest.raises(RuntimeError):
         pg.start_batch("pair", role="crowd")
     assert count(pg, select(func.count()).select_from(instances_t)) == 0
     assert count(pg, select(func.count()).select_from(batches_t)) == 0
-    monkeypatch.setattr(pg.writer, "insert_many", copy)
+    monkeypatch.setattr(pg.driver, "insert_many", copy)
     batch, started = pg.start_batch("pair", role="crowd")
     assert started == 7
     assert count(pg, select(func.count()).select_from(instances_t)
@@ -234,7 +237,7 @@ def test_a_read_first_planned_on_nearly_empty_tables_finds_rows_by_key_once_they
     every = pg.of(None)
     first = pg.start("pair", user=USER)
     every._load_many([first.id])
-    [(_, conn, _)] = pg.writer._readers  # the connection reads go through (one thread)
+    [(_, conn, _)] = pg.driver._readers  # the connection reads go through (one thread)
     plans: list[str] = []
     conn.add_notice_handler(lambda notice: plans.append(notice.message_primary or ""))
     for setting in ("LOAD 'auto_explain'", "SET auto_explain.log_min_duration = 0",
@@ -274,7 +277,7 @@ def test_a_new_databases_tables_are_analyzed_as_instances_are_started(pg):
     the tables whose statistics are missing or out of date (on a thread), and the checks
     of a connection that was already running are planned again, by the key (the
     writer's connections cost a page read as cached: `PLANS`)."""
-    plans = ri_plans(pg.writer._own())
+    plans = ri_plans(pg.driver._own())
 
     def checks() -> set[str]:
         found = {line.split(" on ")[0].strip(" ->") for p in plans if "FROM ONLY" in p
@@ -291,17 +294,17 @@ def test_a_new_databases_tables_are_analyzed_as_instances_are_started(pg):
 
     def started_until(mark: int) -> None:
         """Starts up to the mark, then waits for the analysis the mark set off."""
-        while pg.writer._started < mark:
+        while pg.driver._started < mark:
             pg.start("pair", user=USER)
         deadline = time.monotonic() + 10
         while analyzed() < mark and time.monotonic() < deadline:
             time.sleep(0.05)
         assert analyzed() >= mark
         checks()
-    first, last = pg_writer.ANALYZE_AT
+    first, last = pools.ANALYZE_AT
     pg.start("pair", user=USER)
     assert checks() == {"Index Scan using ix_instances_tenant_created"}
-    while pg.writer._started < first - 1:
+    while pg.driver._started < first - 1:
         pg.start("pair", user=USER)
     assert analyzed() < 0  # never
     started_until(first)
@@ -310,7 +313,7 @@ def test_a_new_databases_tables_are_analyzed_as_instances_are_started(pg):
     started_until(last)
     pg.start("pair", user=USER)
     assert checks() == {"Index Scan using uq_instances_tenant_id"}
-    assert pg.writer.analyze_stale_tables() == []  # up to date: autovacuum keeps them so
+    assert pg.driver.analyze_stale_tables() == []  # up to date: autovacuum keeps them so
 
 
 def test_reads_from_many_threads_share_a_few_connections(pg):
@@ -318,7 +321,7 @@ def test_reads_from_many_threads_share_a_few_connections(pg):
     connections (one per thread ran the server out of connections)."""
     every = pg.of(None)
     ids = [pg.start("pair", user=USER).id for _ in range(3)]
-    before = len(pg.writer._conns)
+    before = len(pg.driver._conns)
     barrier = threading.Barrier(20)
     errors: list[BaseException] = []
 
@@ -335,7 +338,7 @@ def test_reads_from_many_threads_share_a_few_connections(pg):
     for t in threads:
         t.join()
     assert errors == []
-    assert 1 <= len(pg.writer._conns) - before <= pg_writer.READERS
+    assert 1 <= len(pg.driver._conns) - before <= pools.READERS
 
 
 def test_a_read_connection_the_server_dropped_is_replaced(pg, monkeypatch):
@@ -344,12 +347,12 @@ def test_a_read_connection_the_server_dropped_is_replaced(pg, monkeypatch):
     every = pg.of(None)
     iid = pg.start("pair", user=USER).id
     every._load_many([iid])
-    [(_, conn, _)] = pg.writer._readers
+    [(_, conn, _)] = pg.driver._readers
     with pg.db.connect() as admin:
         admin.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": conn.info.backend_pid})
-    monkeypatch.setattr(pg_writer, "IDLE_CHECK_S", 0.0)
+    monkeypatch.setattr(pools, "IDLE_CHECK_S", 0.0)
     assert list(every._load_many([iid])) == [iid]
-    [(_, again, _)] = pg.writer._readers
+    [(_, again, _)] = pg.driver._readers
     assert again is not conn
 
 
@@ -373,7 +376,7 @@ def test_a_stale_copy_is_read_again_on_the_event_loop(pg, db_url, monkeypatch):
         async def step():
             inst = await other.apply_async(
                 iid, lambda e, i: (e.complete(i, "b", e.bookmark(i, "b"), {"y": 2}), i)[1])
-            writer = other.writer.loop_writer(asyncio.get_running_loop())
+            writer = other.driver.loop_writer(asyncio.get_running_loop())
             return inst, len(writer.readers)
         inst, readers = run_async(step())
         assert inst.status == "completed" and readers == 1
@@ -389,16 +392,16 @@ def test_reads_on_an_event_loop_share_a_few_connections_and_keep_to_their_tenant
     gets its own instance; a store of another tenant finds none of them."""
     every = pg.of(None)
     ids = [pg.start("pair", user=USER).id for _ in range(6)]
-    before = len(pg.writer._conns)
+    before = len(pg.driver._conns)
 
     async def reads():
         loaded = await asyncio.gather(*(every._load_async(iid) for iid in ids * 5))
-        writer = pg.writer.loop_writer(asyncio.get_running_loop())
+        writer = pg.driver.loop_writer(asyncio.get_running_loop())
         return [got.inst.id for got in loaded], len(writer.conns)
     got, conns = run_async(reads())
     assert got == ids * 5
-    assert 1 <= conns <= pg_writer.READERS
-    assert len(pg.writer._conns) == before  # no thread's connection was used
+    assert 1 <= conns <= pools.READERS
+    assert len(pg.driver._conns) == before  # no thread's connection was used
     with pytest.raises(NotFound):
         run_async(pg.of("elsewhere")._load_async(ids[0]))
 
@@ -406,16 +409,16 @@ def test_reads_on_an_event_loop_share_a_few_connections_and_keep_to_their_tenant
 def test_an_event_loops_read_connection_the_server_dropped_is_replaced(pg, monkeypatch):
     every = pg.of(None)
     iid = pg.start("pair", user=USER).id
-    monkeypatch.setattr(pg_writer, "IDLE_CHECK_S", 0.0)
+    monkeypatch.setattr(pools, "IDLE_CHECK_S", 0.0)
 
     async def reads():
         first = await every._load_async(iid)
-        [(conn, _)] = pg.writer.loop_writer(asyncio.get_running_loop()).readers
+        [(conn, _)] = pg.driver.loop_writer(asyncio.get_running_loop()).readers
         with pg.db.connect() as admin:
             admin.execute(text("SELECT pg_terminate_backend(:pid)"),
                           {"pid": conn.info.backend_pid})
         again = await every._load_async(iid)
-        [(other, _)] = pg.writer.loop_writer(asyncio.get_running_loop()).readers
+        [(other, _)] = pg.driver.loop_writer(asyncio.get_running_loop()).readers
         return first.inst.id, again.inst.id, other is not conn
     assert run_async(reads()) == (iid, iid, True)
 
@@ -427,16 +430,16 @@ def test_a_step_or_start_below_the_cursors_reports_a_refusal_and_keeps_its_conne
     iid = pg.start("pair", user=USER).id
     _, new = pg._new_instance(pg._latest_row("pair"), {}, USER, instance_id=iid)
     with pytest.raises(IntegrityError):
-        pg.writer.insert(new)
+        pg.driver.insert(new)
 
     async def on_a_loop():
         with pytest.raises(IntegrityError):
-            await pg.writer.insert_async(new)
+            await pg.driver.insert_async(new)
         write = pending_write(pg, iid, 3)
-        won = await pg.writer.save_async([write])
-        lost = await pg.writer.save_async([write])  # the same lock version again
+        won = await pg.driver.save_async([write])
+        lost = await pg.driver.save_async([write])  # the same lock version again
         return won, lost
     assert run_async(on_a_loop()) == (set(), {iid})
     assert pg.apply(pg.start("pair", user=USER).id, complete(1)).status == "completed"
-    assert set(pg_writer.PREPARED[pg_writer.STEP].names) >= {"b_id", "b_lock", "cu", "ev"}
-    assert "%" not in pg_writer.PREPARED[pg_writer.START].query.decode()
+    assert set(wire.PREPARED[statements.STEP].names) >= {"b_id", "b_lock", "cu", "ev"}
+    assert "%" not in wire.PREPARED[statements.START].query.decode()

@@ -83,6 +83,6 @@ def test_a_template_not_analysed_yet_is_analysed_off_the_event_loop(store, db_ur
 def test_a_naive_time_is_refused_by_the_sqlite_writer_as_by_sqlalchemy():
     from datetime import datetime
 
-    from bpflow.store.statements import sql_time
+    from bpflow.store.sqlite.forms import sql_time
     with pytest.raises(ValueError, match="naive"):
         sql_time(datetime(2026, 1, 1))

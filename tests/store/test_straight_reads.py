@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 
 from bpflow.store import Store
 from bpflow.store.migrate import upgrade
-from bpflow.store.pg_writer import PgWriter
+from bpflow.store.pg.driver import PgDriver
+from bpflow.store.sqlite.driver import SqliteDriver
 from tests.conftest import SECRET, pg_schema
 
 TEMPLATE = {"name": "any", "inputs": {"v": "any"}, "circles": [
@@ -49,7 +50,7 @@ def pg_store(pg_available):
         pytest.skip(f"SKIPPING POSTGRESQL TESTS: {pg_available}")
     with pg_schema() as url:
         store = Store(url, secret=SECRET)
-        assert isinstance(store.writer, PgWriter)
+        assert isinstance(store.driver, PgDriver)
         store.put_template(TEMPLATE)
         store.add_user("ann", "pw-ann-123456")
         yield store
@@ -96,7 +97,7 @@ def test_the_small_reads_read_what_sqlalchemy_reads(store):
     from bpflow.store import statements as sql
     from bpflow.store.templates import TEMPLATE_ID
     from bpflow.store.users import USER
-    assert store._sqlite is not None or isinstance(store.writer, PgWriter)  # straight
+    assert isinstance(store.driver, SqliteDriver | PgDriver)  # straight
     store.put_template(TEMPLATE)
     store.put_template({**TEMPLATE, "circles": TEMPLATE["circles"][:1]})  # version 2
     store.add_user("ann", "pw-ann-123456", ["user", "finance"])
