@@ -17,9 +17,8 @@ from reflex.istate.data import RouterData
 from bpflow import backend
 from bpflow.auth import issue_token
 from bpflow.store import Store
-from bpflow.store.migrate import upgrade
 from bpflow.worker import Worker
-from tests.conftest import pg_schema
+from tests.conftest import pg_schema, sqlite_database
 
 SECRET = "app-state-test-secret-of-32-bytes-or-more"  # SPEC §13: at least 32 bytes
 
@@ -28,8 +27,7 @@ def open_web_store(folder, url: str | None = None) -> Store:
     """A new SQLite store in `folder` (or the upgraded database at `url`) with the
     example templates and three users."""
     if url is None:
-        url = f"sqlite:///{folder / 'app.db'}"
-        upgrade(url)
+        url = sqlite_database(folder / "app.db")
     store = Store(url, secret=SECRET.encode())
     store.import_dir(backend.TEMPLATES)
     for name, role in (("alice", "user"), ("bob", "approver"), ("root", "admin"),
