@@ -6,9 +6,8 @@ CI (CI=true), where an unreachable server fails the run.
 
 Alembic's upgrade runs once per process and database kind: a new SQLite database is a copy
 of the file it made, a new PostgreSQL schema gets the statements it sent, replayed (tests/
-test_fresh_databases.py checks both give what an upgrade gives). The suite runs under
-pytest-xdist: what starts servers (tests/browser/, tests/scaled/) is one xdist group, run
-by one worker, so its servers never share a `.web`, a database or a port.
+test_fresh_databases.py checks both give what an upgrade gives). Under pytest-xdist (`make
+test`), the tests that start servers (tests/browser/, tests/scaled/) run in one worker.
 """
 
 from __future__ import annotations
@@ -21,7 +20,7 @@ import tempfile
 import threading
 import uuid
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -39,32 +38,52 @@ os.environ.setdefault("BPFLOW_EGRESS_ALLOW", "127.0.0.1")
 PG_URL = normalize_url(os.environ.get("BPFLOW_TEST_PG_URL",
                                       "postgresql://postgres@127.0.0.1:5432/test"))
 SECRET = b"store-test-secret"
-TESTS = Path(__file__).resolve().parent
-# The tests that start servers (the app, Reflex backends, workers, Chromium): one xdist
-# group, so one worker runs them one after the other (`make test`: --dist loadgroup).
-SERVERS = (TESTS / "browser", TESTS / "scaled")
+# The tests that start servers (the app, Reflex backends, workers, Chromium) run in one
+# pytest-xdist worker, one after the other, so their servers never share a `.web`, a
+# database or a port; the other tests go to whichever worker is free.
+SERVERS = ("tests/browser/", "tests/scaled/")
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        if any(folder in item.path.parents for folder in SERVERS):
-            item.add_marker(pytest.mark.xdist_group("servers"))
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """xdist's `loadscope` scheduling with one scope for the tests of SERVERS (the largest
+    scope, so it starts first) and one for each other test. (Its `loadgroup` would do with
+    `xdist_group` marks, but pytest 9.2 ignores the group xdist 3.8 writes into node ids.)"""
+    if config.getvalue("dist") == "each":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ServersApart(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return "servers" if nodeid.startswith(SERVERS) else nodeid
+
+    return ServersApart(config, log)
 
 
-_upgraded: dict[str, Any] = {}  # "sqlite": the upgraded file; "postgres": the statements
+# "sqlite": the upgraded file; "postgres": the upgrade's statements; a `fill`: its file
+_upgraded: dict[Any, Any] = {}
 _upgrading = threading.Lock()
 
 
-def sqlite_database(path: Path) -> str:
+def sqlite_database(path: Path, fill: Callable[[str], None] | None = None) -> str:
     """The URL of a new, upgraded SQLite database at `path`: a copy of the file one upgrade
-    made in this process (an upgrade costs Alembic ~0.4 s; the copy is the same file)."""
+    made in this process (an upgrade costs Alembic ~0.4 s; the copy is the same file). With
+    `fill`, a copy of that file once `fill(url)` added what such databases start with (users
+    and templates: the copies share their creation times and password salts)."""
     with _upgrading:
         if "sqlite" not in _upgraded:
             folder = Path(tempfile.mkdtemp(prefix="bpflow-upgraded-"))
             atexit.register(shutil.rmtree, folder, ignore_errors=True)
-            upgrade(f"sqlite:///{folder / 'bpflow.db'}")  # its last connection checkpoints
+            upgrade(f"sqlite:///{folder / 'bpflow.db'}")
             _upgraded["sqlite"] = folder / "bpflow.db"
-    shutil.copyfile(_upgraded["sqlite"], path)
+        if fill is not None and fill not in _upgraded:
+            filled = _upgraded["sqlite"].with_name(f"{fill.__name__}.db")
+            shutil.copyfile(_upgraded["sqlite"], filled)
+            fill(f"sqlite:///{filled}")
+            _upgraded[fill] = filled
+    source = _upgraded["sqlite" if fill is None else fill]
+    for suffix in ("", "-wal"):  # a closed database's last connection leaves no WAL
+        if Path(f"{source}{suffix}").exists():
+            shutil.copyfile(f"{source}{suffix}", f"{path}{suffix}")
     return f"sqlite:///{path}"
 
 
