@@ -15,6 +15,7 @@ CHROMIUM := /usr/bin/chromium
 PORT ?= 3000
 BACKENDS ?= 2
 WORKERS ?= 2
+TEST_WORKERS ?= 3
 
 # Reflex would download bun itself, which cannot work here: use the one from npm.
 export REFLEX_BUN_PATH := $(BUN)
@@ -36,7 +37,8 @@ help:
 	@echo "make run        set up and serve the app on http://localhost:$(PORT)"
 	@echo "make run-scaled $(BACKENDS) backends + $(WORKERS) workers on PostgreSQL and Redis" \
 		"(BACKENDS=N WORKERS=M)"
-	@echo "make test       set up (browser included) and run the whole test suite"
+	@echo "make test       set up (browser included) and run the whole test suite" \
+		"(TEST_WORKERS=N processes, default $(TEST_WORKERS))"
 	@echo "make soak       the long crash test (20 kills of the server under load), then the" \
 		"paper flow scaled out for 10 minutes (SOAK_ARGS=\"--minutes M --rate R\")"
 	@echo "make bench      bpflow against SpiffWorkflow and DBOS (installs the bench extra)"
@@ -110,9 +112,13 @@ run-scaled: install bun $(WEB_STAMP)
 	@$(REFLEX_ENV) $(PY) -m bpflow.scaled --backends $(BACKENDS) --workers $(WORKERS) \
 		--port $(PORT)
 
-# The 25 slowest tests are listed at the end: the suite is meant to stay near 15 minutes.
+# TEST_WORKERS pytest-xdist workers (TEST_WORKERS=0: one process). The tests that start
+# servers (tests/browser/, tests/scaled/) are run by one worker, one after the other, while
+# the others share the rest (tests/conftest.py); many tests wait on servers and sleeps, so
+# more workers than cores pay. The 25 slowest tests are listed at the end: the suite is meant to
+# stay under 12 minutes on 2 cores.
 test: install bun chromium
-	$(PY) -m pytest -q --durations=25
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --durations=25
 
 # Two soaks, one after the other: the crash test (20 kills of the server under load) and
 # the paper flow in scale-out mode (bench/soak.py: 2 backends, 2 workers, a PostgreSQL

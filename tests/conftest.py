@@ -3,22 +3,33 @@
 PostgreSQL comes from BPFLOW_TEST_PG_URL (default: the local server, database `test`).
 When it cannot be reached the PostgreSQL variants skip with a loud reason, except under
 CI (CI=true), where an unreachable server fails the run.
+
+Alembic's upgrade runs once per process and database kind: a new SQLite database is a copy
+of the file it made, a new PostgreSQL schema gets the statements it sent, replayed (tests/
+test_fresh_databases.py checks both give what an upgrade gives). Under pytest-xdist (`make
+test`), the tests that start servers (tests/browser/, tests/scaled/) run in one worker.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
+import shutil
+import tempfile
+import threading
 import uuid
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 import pytest
-from sqlalchemy import create_engine, text
+from sqlalchemy import create_engine, event, text
 
 from bpflow.store import Store
-from bpflow.store.connection import normalize_url
+from bpflow.store.connection import make_engine, normalize_url
 from bpflow.store.migrate import upgrade
 
 # The tests' HTTP servers listen on 127.0.0.1, which the egress guard refuses unless allowed
@@ -27,6 +38,77 @@ os.environ.setdefault("BPFLOW_EGRESS_ALLOW", "127.0.0.1")
 PG_URL = normalize_url(os.environ.get("BPFLOW_TEST_PG_URL",
                                       "postgresql://postgres@127.0.0.1:5432/test"))
 SECRET = b"store-test-secret"
+# The tests that start servers (the app, Reflex backends, workers, Chromium) run in one
+# pytest-xdist worker, one after the other, so their servers never share a `.web`, a
+# database or a port; the other tests go to whichever worker is free.
+SERVERS = ("tests/browser/", "tests/scaled/")
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """xdist's `loadscope` scheduling with one scope for the tests of SERVERS (the largest
+    scope, so it starts first) and one for each other test. (Its `loadgroup` would do with
+    `xdist_group` marks, but pytest 9.2 ignores the group xdist 3.8 writes into node ids.)"""
+    if config.getvalue("dist") == "each":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ServersApart(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return "servers" if nodeid.startswith(SERVERS) else nodeid
+
+    return ServersApart(config, log)
+
+
+# "sqlite": the upgraded file; "postgres": the upgrade's statements; a `fill`: its file
+_upgraded: dict[Any, Any] = {}
+_upgrading = threading.Lock()
+
+
+def sqlite_database(path: Path, fill: Callable[[str], None] | None = None) -> str:
+    """The URL of a new, upgraded SQLite database at `path`: a copy of the file one upgrade
+    made in this process (an upgrade costs Alembic ~0.4 s; the copy is the same file). With
+    `fill`, a copy of that file once `fill(url)` added what such databases start with (users
+    and templates: the copies share their creation times and password salts)."""
+    with _upgrading:
+        if "sqlite" not in _upgraded:
+            folder = Path(tempfile.mkdtemp(prefix="bpflow-upgraded-"))
+            atexit.register(shutil.rmtree, folder, ignore_errors=True)
+            upgrade(f"sqlite:///{folder / 'bpflow.db'}")
+            _upgraded["sqlite"] = folder / "bpflow.db"
+        if fill is not None and fill not in _upgraded:
+            filled = _upgraded["sqlite"].with_name(f"{fill.__name__}.db")
+            shutil.copyfile(_upgraded["sqlite"], filled)
+            fill(f"sqlite:///{filled}")
+            _upgraded[fill] = filled
+    source = _upgraded["sqlite" if fill is None else fill]
+    for suffix in ("", "-wal"):  # a closed database's last connection leaves no WAL
+        if Path(f"{source}{suffix}").exists():
+            shutil.copyfile(f"{source}{suffix}", f"{path}{suffix}")
+    return f"sqlite:///{path}"
+
+
+def _upgrade_postgres(url: str) -> None:
+    """Upgrade the empty schema of `url`: Alembic the first time in this process (its
+    statements kept), those statements replayed in one transaction afterwards (the
+    migrations name no schema: they act on the search path's)."""
+    engine = make_engine(url)
+    try:
+        with _upgrading:
+            if "postgres" not in _upgraded:
+                sent: list[tuple[str, Any, bool]] = []
+
+                def keep(conn, cursor, statement, parameters, context, executemany) -> None:
+                    sent.append((statement, parameters, executemany))
+                event.listen(engine, "before_cursor_execute", keep)
+                upgrade(engine)
+                _upgraded["postgres"] = sent
+                return
+        with engine.begin() as conn:
+            cursor = conn.connection.driver_connection.cursor()
+            for statement, parameters, many in _upgraded["postgres"]:
+                (cursor.executemany if many else cursor.execute)(statement, parameters)
+    finally:
+        engine.dispose()
 
 
 def _pg_reason() -> str | None:
@@ -49,9 +131,7 @@ def pg_available() -> str | None:
 def db_url(request, tmp_path, pg_available) -> Iterator[str]:
     """A fresh, upgraded database; the PostgreSQL one lives in a schema of its own."""
     if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path / 'bpflow.db'}"
-        upgrade(url)
-        yield url
+        yield sqlite_database(tmp_path / "bpflow.db")
         return
     if pg_available:
         if os.environ.get("CI") == "true":
@@ -72,7 +152,7 @@ def pg_schema() -> Iterator[str]:
     sep = "&" if "?" in PG_URL else "?"
     url = f"{PG_URL}{sep}options={quote(f'-csearch_path={schema}')}"
     try:
-        upgrade(url)
+        _upgrade_postgres(url)
         yield url
     finally:
         with admin.begin() as conn:

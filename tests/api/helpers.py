@@ -9,8 +9,7 @@ import httpx
 
 from bpflow.auth import issue_token
 from bpflow.store import Store
-from bpflow.store.migrate import upgrade
-from tests.conftest import SECRET, run_async
+from tests.conftest import SECRET, run_async, sqlite_database
 
 FORM = {"name": "simple", "circles": [
     {"uri": "a", "box": {"form": [{"name": "n", "type": "integer", "required": True}]}},
@@ -49,9 +48,7 @@ class Client:
 
 def hostile_store(tmp_path) -> Store:
     """A store on SQLite with admin, alice and ann, and the templates above."""
-    url = f"sqlite:///{tmp_path / 'hostile.db'}"
-    upgrade(url)
-    s = Store(url, secret=SECRET)
+    s = Store(sqlite_database(tmp_path / "hostile.db"), secret=SECRET)
     for name, roles in {"admin": ["admin"], "alice": ["user"], "ann": ["approver"]}.items():
         s.add_user(name, f"pw-{name}", roles)
     for body in (FORM, NEEDS, HAND):

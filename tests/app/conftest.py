@@ -17,24 +17,36 @@ from reflex.istate.data import RouterData
 from bpflow import backend
 from bpflow.auth import issue_token
 from bpflow.store import Store
-from bpflow.store.migrate import upgrade
 from bpflow.worker import Worker
-from tests.conftest import pg_schema
+from tests.conftest import pg_schema, sqlite_database
 
 SECRET = "app-state-test-secret-of-32-bytes-or-more"  # SPEC §13: at least 32 bytes
 
 
-def open_web_store(folder, url: str | None = None) -> Store:
-    """A new SQLite store in `folder` (or the upgraded database at `url`) with the
-    example templates and three users."""
-    if url is None:
-        url = f"sqlite:///{folder / 'app.db'}"
-        upgrade(url)
-    store = Store(url, secret=SECRET.encode())
+def _add_examples(store: Store) -> None:
     store.import_dir(backend.TEMPLATES)
     for name, role in (("alice", "user"), ("bob", "approver"), ("root", "admin"),
                        ("carol", "user")):
         store.add_user(name, f"{name}-password", [role])
+
+
+def web_examples(url: str) -> None:
+    """Fill the upgraded database at `url` with the example templates and the users."""
+    store = Store(url, secret=SECRET.encode())
+    try:
+        _add_examples(store)
+    finally:
+        store.close()
+
+
+def open_web_store(folder, url: str | None = None) -> Store:
+    """A new SQLite store in `folder` (or the upgraded database at `url`) with the
+    example templates and four users (on SQLite a copy of one database so filled: scrypt
+    makes each user cost a tenth of a second)."""
+    if url is None:
+        return Store(sqlite_database(folder / "app.db", web_examples), secret=SECRET.encode())
+    store = Store(url, secret=SECRET.encode())
+    _add_examples(store)
     return store
 
 

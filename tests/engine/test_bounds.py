@@ -99,11 +99,11 @@ def test_a_template_nested_many_times_is_analysed_once():
     outer = body(*[circle(f"s{i}", *([f"s{i - 1}"] if i else []),
                           box={"action": {"type": "flow", "template": "inner"}})
                    for i in range(50)])
-    start = time.perf_counter()
+    start = time.thread_time()
     report = analyze(outer, resolve)
     assert report.valid, report.errors[:3]
     assert asked == ["inner"] and report.circles == 50 + 50 * 500
-    assert time.perf_counter() - start < 10
+    assert time.thread_time() - start < 10
 
 
 def test_nesting_that_doubles_at_each_level_is_too_large():
@@ -213,18 +213,18 @@ def _big(n: int) -> dict[str, Any]:
 
 def test_ten_thousand_circles_are_analysed_in_seconds_not_minutes():
     template = _big(10_000)
-    start = time.perf_counter()
+    start = time.thread_time()
     report = analyze(template)
     assert report.valid, report.errors[:3]
-    assert time.perf_counter() - start < 5  # was about 70 s (quadratic)
+    assert time.thread_time() - start < 5  # was about 70 s (quadratic)
 
 
 def test_a_large_template_starts_without_quadratic_planning():
     tpl = load_template(_big(10_000))
-    start = time.perf_counter()
+    start = time.thread_time()
     engine = Engine(KEY, Clock())
     inst = engine.start(tpl)
-    assert time.perf_counter() - start < 5
+    assert time.thread_time() - start < 5
     assert inst.template.plan.nodes["c9999"].visible.get("c3333") == "c3333"
     assert inst.template.plan.nodes["c9999"].visible.get("c9999") is None
 

@@ -90,24 +90,30 @@ def test_a_held_write_lock_delays_the_step_without_blocking_the_loop(sqlite_stor
     blocker = sqlite3.connect(path_of(sqlite_store), isolation_level=None,
                               check_same_thread=False)
     blocker.execute("BEGIN IMMEDIATE")  # another writer holds the lock
-    release = threading.Timer(0.3, lambda: blocker.execute("COMMIT"))
+    seen = {"ticks": 0, "began": time.monotonic()}
+
+    def release() -> None:
+        """COMMIT once the step has waited 0.3 s and the loop ticked 15 times meanwhile (a
+        busy machine slows the ticks), or after 10 s (a blocked loop: too few ticks)."""
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and not (
+                seen["ticks"] >= 15 and time.monotonic() - seen["began"] >= 0.3):
+            time.sleep(0.01)
+        blocker.execute("COMMIT")
 
     async def main():
-        ticks = 0
-
         async def ticker():
-            nonlocal ticks
             while True:
-                ticks += 1
+                seen["ticks"] += 1
                 await asyncio.sleep(0.01)
 
         task = asyncio.create_task(ticker())
-        release.start()
-        began = time.monotonic()
+        seen["began"] = time.monotonic()
+        threading.Thread(target=release).start()
         done = await sqlite_store.apply_async(inst.id, lambda e, i: (
             e.complete(i, "a", e.bookmark(i, "a"), {"x": 2}), i)[1])
         task.cancel()
-        return done, time.monotonic() - began, ticks
+        return done, time.monotonic() - seen["began"], seen["ticks"]
 
     done, waited, ticks = run_async(main())
     blocker.close()
