@@ -19,6 +19,7 @@ leases in one database (an SQLite file by default, PostgreSQL or any SQLAlchemy 
     pg_writer.py   the PostgreSQL writer (psycopg, a step in one round trip, group commit)
     tables.py      the schema; migrations/ and migrate.py keep databases at it
     connection.py  engines, SQLite settings, waiting for the write lock
+    parts.py       what the parts above use of one another, declared for the type checker
 
 Everything outside this package uses `Store`'s public methods (and `reader()` for a
 read-only connection); nothing else touches its private members.

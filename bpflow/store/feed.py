@@ -30,6 +30,7 @@ from typing import Any
 from sqlalchemy import func, insert, select, text, tuple_, update
 
 from bpflow.errors import Conflict, NotFound
+from bpflow.store.parts import StoreParts
 from bpflow.store.tables import deliveries_t, events_t, instances_t, webhooks_t
 from engine.instance import iso
 
@@ -99,7 +100,7 @@ def item(row: Any, postgres: bool) -> dict[str, Any]:
             "data": data}
 
 
-class Feed:
+class Feed(StoreParts):
     """The event feed, webhooks and deliveries (part of `Store`)."""
 
     # ----------------------------------------------------------------- the feed

@@ -23,6 +23,7 @@ from bpflow.changes import Change
 from bpflow.errors import NotFound
 from bpflow.store import pg_writer as pg
 from bpflow.store import statements as sql
+from bpflow.store.parts import StoreParts
 from bpflow.store.tables import circles_t, instances_t, templates_t
 from bpflow.store.writing import NewInstance, Write
 from engine.instance import Event, Instance
@@ -61,7 +62,7 @@ class Loaded:
     batch: str | None = None  # the crowd it was started in (`instances.batch`)
 
 
-class Instances:
+class Instances(StoreParts):
     """Reading and caching instances (part of `Store`)."""
 
     def get(self, instance_id: str) -> Instance:

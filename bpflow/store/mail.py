@@ -14,6 +14,7 @@ from sqlalchemy.exc import IntegrityError
 from bpflow import access
 from bpflow.access import Caller
 from bpflow.errors import Conflict, RateLimited
+from bpflow.store.parts import StoreParts
 from bpflow.store.tables import mail_t
 
 MailRow = Any  # a row of the mailbox table
@@ -31,7 +32,7 @@ def visible_mail(caller: Caller, kind: str | None = None):
     return mine
 
 
-class MailRows:
+class MailRows(StoreParts):
     """The store's mailbox rows (part of `Store`)."""
 
     def insert_mails(self, to: list[str], build: Callable[[str, int], dict[str, Any]],

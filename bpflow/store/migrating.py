@@ -18,6 +18,7 @@ from sqlalchemy import func, select
 
 from bpflow.errors import NotFound
 from bpflow.store import statements as sql
+from bpflow.store.parts import StoreParts
 from bpflow.store.queries import SUMMARY
 from bpflow.store.tables import circles_t, instances_t
 from bpflow.store.writing import Write, moved_rows
@@ -34,7 +35,7 @@ class BadMigration(BpflowError, ValueError):
     """A migration request that cannot be carried out as asked (the API answers 422)."""
 
 
-class Migrating:
+class Migrating(StoreParts):
     """(part of `Store`)"""
 
     def migrate_instances(self, name: str, source: int, target: int,

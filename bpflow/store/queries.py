@@ -12,6 +12,7 @@ from sqlalchemy import and_, case, func, or_, select
 
 from bpflow.access import Caller
 from bpflow.store.mail import visible_mail
+from bpflow.store.parts import StoreParts
 from bpflow.store.tables import audience_t, circles_t, events_t, instances_t, mail_t
 from engine.instance import Event
 
@@ -22,7 +23,7 @@ STEP_EVENTS = ("circle_succeeded", "circle_failed", "circle_skipped", "circle_re
                "circle_retry_scheduled", "circle_pending", "circle_ready")
 
 
-class Queries:
+class Queries(StoreParts):
     """The store's read-only queries (part of `Store`)."""
 
     def list_instances(self, user_id: int | None = None, template: str | None = None,
@@ -62,8 +63,9 @@ class Queries:
             q = (select(circles_t.c.circle, circles_t.c.state, func.count())
                  .join(instances_t, instances_t.c.id == circles_t.c.instance_id)
                  .where(*cond).group_by(circles_t.c.circle, circles_t.c.state))
-            for cid, state, n in (conn.execute(q) if circle_counts is None
-                                  else circle_counts(conn)):
+            found: Iterable[Any] = (conn.execute(q) if circle_counts is None
+                                    else circle_counts(conn))
+            for cid, state, n in found:
                 circles.setdefault(cid, {s: 0 for s in ("waiting", "success", "failure",
                                                         "skipped")})[state] = n
             statuses = dict(conn.execute(select(instances_t.c.status, func.count())

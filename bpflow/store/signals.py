@@ -19,6 +19,7 @@ from sqlalchemy import bindparam, func, select
 
 from bpflow.errors import Conflict, NotFound
 from bpflow.store import statements as sql
+from bpflow.store.parts import StoreParts
 from bpflow.store.tables import circles_t, instances_t, templates_t
 from engine.errors import TransitionError
 from engine.instance import FAILED, RUNNING, SUSPENDED, Instance
@@ -105,7 +106,7 @@ def _lookups(store: Any) -> _Lookups:
     return found
 
 
-class Signals:
+class Signals(StoreParts):
     """(part of `Store`)"""
 
     def waiting(self, name: str, key: Any) -> list[tuple[str, str]]:

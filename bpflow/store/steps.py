@@ -26,6 +26,7 @@ from sqlalchemy.exc import IntegrityError
 from bpflow.errors import Conflict, NotFound
 from bpflow.security import derive
 from bpflow.store.instances import started
+from bpflow.store.parts import StoreParts
 from bpflow.store.writing import Lost, save_rows
 from engine.errors import BpflowError
 from engine.instance import Instance
@@ -49,7 +50,7 @@ class AlreadyStarted(Conflict):
         super().__init__(f"instance '{instance.id}' was started with this key already")
 
 
-class Steps:
+class Steps(StoreParts):
     """Starting instances and applying steps to them (part of `Store`)."""
 
     def start(self, name: str, inputs: dict[str, Any] | None = None,

@@ -21,6 +21,7 @@ from sqlalchemy.exc import IntegrityError
 
 from bpflow.errors import Conflict, NotFound
 from bpflow.store import statements as sql
+from bpflow.store.parts import StoreParts
 from bpflow.store.reads import straight
 from bpflow.store.reuse import Reused
 from bpflow.store.tables import instances_t, pinned_t, retired_t, templates_t
@@ -39,7 +40,7 @@ def digest(body: dict[str, Any]) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
-class Templates:
+class Templates(StoreParts):
     """The store's template versions (part of `Store`)."""
 
     retired_ttl = RETIRED_TTL

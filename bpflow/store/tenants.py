@@ -15,6 +15,7 @@ from sqlalchemy import func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from bpflow.errors import NotFound, QuotaExceeded, StorageQuotaExceeded
+from bpflow.store.parts import StoreParts
 from bpflow.store.tables import instances_t, templates_t, tenants_t
 from engine.moves import ACTIVE
 
@@ -51,7 +52,7 @@ def valid_quotas(quotas: dict[str, Any]) -> dict[str, int]:
     return out
 
 
-class Tenants:
+class Tenants(StoreParts):
     """The store's tenants and their quotas (part of `Store`)."""
 
     quota_ttl = QUOTA_TTL

@@ -15,6 +15,7 @@ from sqlalchemy.exc import IntegrityError
 from bpflow.access import Caller, valid_roles
 from bpflow.errors import NotFound
 from bpflow.security import check_password, hash_password, normal_username, valid_username
+from bpflow.store.parts import StoreParts
 from bpflow.store.reads import straight
 from bpflow.store.reuse import Reused
 from bpflow.store.tables import users_t
@@ -25,7 +26,7 @@ USER = {False: straight(_BY_NAME),  # any tenant's, and this store's tenant's
         True: straight(_BY_NAME.where(users_t.c.tenant == bindparam("b_tenant")))}
 
 
-class Users:
+class Users(StoreParts):
     """The store's users (part of `Store`)."""
 
     account_ttl = ACCOUNT_TTL
