@@ -14,7 +14,7 @@ import asyncio
 import time
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeGuard
 
 import orjson
 from sqlalchemy import bindparam, select
@@ -93,7 +93,7 @@ class Instances(StoreParts):
             return loaded.inst
 
     # ------------------------------------------------------------------ cache
-    def _mine(self, loaded: Loaded | None) -> bool:
+    def _mine(self, loaded: Loaded | None) -> TypeGuard[Loaded]:
         return loaded is not None and (self.tenant is None or loaded.inst.tenant == self.tenant)
 
     def _cached(self, instance_id: str) -> Loaded | None:
@@ -226,7 +226,7 @@ class Instances(StoreParts):
             values, [sql.circle_row(inst.id, cid, d, tenant, batch) for cid, d in circles.items()],
             sql.event_rows(inst.id, tenant, events),
             [{"instance_id": inst.id, "tenant": tenant,
-              "template_id": self._template_row(n, v).id} for n, v in nested.items()],
+              "template_id": self._version_id(n, v)} for n, v in nested.items()],
             [a for cid, d in circles.items()
              for a in sql.audience_rows(inst.id, tenant, cid, d)]
             if inst.status in ACTIVE else [])

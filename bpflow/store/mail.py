@@ -55,8 +55,8 @@ class MailRows(StoreParts):
                         continue
                 try:
                     ids.append(conn.execute(insert(mail_t).values(
-                        **build(name, users[name]), tenant=self._owner(), created_at=now))
-                        .inserted_primary_key[0])
+                        **build(name, users[name]), tenant=self._owner(), created_at=now)
+                        .returning(mail_t.c.id)).scalar_one())
                 except IntegrityError as exc:
                     raise Conflict("the same request is being sent concurrently") from exc
         return ids
@@ -76,7 +76,7 @@ class MailRows(StoreParts):
                 raise RateLimited(f"too many messages; try again in {wait} seconds", wait)
             return conn.execute(insert(mail_t).values(
                 kind="guest", tenant=tenant, client=client, created_at=now, **values)
-            ).inserted_primary_key[0]
+                .returning(mail_t.c.id)).scalar_one()
 
     def record_decision(self, mail_id: int, decision: str, comment: str,
                         sign: Callable[[MailRow], str]) -> None:

@@ -133,7 +133,7 @@ class Migrating(StoreParts):
         instance = {"id": inst.id, "template_id": row_id, "version": inst.version,
                     "nested_versions": pins}
         pinned = [{"instance_id": inst.id, "tenant": tenant,
-                   "template_id": self._template_row(n, v, tenant).id}
+                   "template_id": self._version_id(n, v, tenant)}
                   for n, v in pins.items()]
         write.moved = moved_rows(
             [{"instance_id": inst.id, "circle": cid} for cid in gone],
@@ -181,5 +181,6 @@ class Migrating(StoreParts):
              .order_by(i.c.created_at.desc(), i.c.id).limit(limit).offset(offset))
         with self.reader() as conn:
             rows = conn.execute(q).mappings().all()
-            total = conn.execute(select(func.count()).select_from(joined).where(*cond)).scalar()
+            total = conn.execute(select(func.count()).select_from(joined).where(*cond)
+                                 ).scalar_one()
         return [dict(r) for r in rows], int(total)

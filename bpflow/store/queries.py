@@ -43,7 +43,7 @@ class Queries(StoreParts):
         with self.reader() as conn:
             rows = conn.execute(q).mappings().all()
             total = conn.execute(select(func.count()).select_from(instances_t)
-                                 .where(*cond)).scalar()
+                                 .where(*cond)).scalar_one()
         return [dict(r) for r in rows], total
 
     def stats(self, template: str, user_id: int | None = None) -> dict[str, Any]:
@@ -68,7 +68,7 @@ class Queries(StoreParts):
             for cid, state, n in found:
                 circles.setdefault(cid, {s: 0 for s in ("waiting", "success", "failure",
                                                         "skipped")})[state] = n
-            statuses = dict(conn.execute(select(instances_t.c.status, func.count())
+            statuses: dict[str, int] = dict(conn.execute(select(instances_t.c.status, func.count())
                                          .where(*cond).group_by(instances_t.c.status)).all())
         return {"circles": circles, "instances": statuses}
 
@@ -152,7 +152,7 @@ class Queries(StoreParts):
                             c.c.circle.in_({k[1] for k in keys})))
                 found = {(r.instance_id, r.circle): r for r in conn.execute(q)}
             rows = [found[k] for k in keys if k in found]
-            total = conn.execute(select(func.count()).select_from(tasks)).scalar()
+            total = conn.execute(select(func.count()).select_from(tasks)).scalar_one()
         return rows, int(total)
 
     def taking_part(self, caller: Caller, limit: int = 50) -> list[dict[str, Any]]:

@@ -60,7 +60,8 @@ class _Lookups:
 
     def __init__(self, store: Any):
         self.store = store
-        self.queued: list[tuple[Any, str, Any, asyncio.Future]] = []
+        self.queued: list[tuple[Any, str, Any, list[tuple[str, str]] | None,
+                                asyncio.Future]] = []
         self.running = False
 
     def ask(self, view: Any, name: str, key: Any,

@@ -156,7 +156,7 @@ class SqliteWriter:
         """This thread's connection `name` (made anew when there is none yet in this
         thread, or the one there was inherited through a fork)."""
         pid, conn = getattr(self._local, name, (None, None))
-        if pid != os.getpid():
+        if pid != os.getpid() or conn is None:
             conn = sqlite_connect(self.path)
             setattr(self._local, name, (os.getpid(), conn))
             with self._lock:
@@ -254,8 +254,8 @@ class LoopWriter:
         done.add_done_callback(lambda d: self._committed(d, batch, outcomes))
 
     def _committed(self, done: asyncio.Future, batch, outcomes) -> None:
-        if done.exception() is not None:
-            self._failed(batch, done.exception())
+        if (exc := done.exception()) is not None:
+            self._failed(batch, exc)
             return
         self.commits += 1
         self.jobs += len(batch)
@@ -285,7 +285,7 @@ def _run_jobs(conn: sqlite3.Connection, batch: list[tuple[Job, Waiter]]
     if len(batch) == 1:
         job, future = batch[0]
         return [(future, job(conn), None)]
-    outcomes = []
+    outcomes: list[tuple[Waiter, Any, BaseException | None]] = []
     for job, future in batch:
         conn.execute("SAVEPOINT job")
         try:

@@ -11,16 +11,26 @@ SQLAlchemy would store them, so either side reads what the other wrote.
 from __future__ import annotations
 
 from collections import namedtuple
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from operator import attrgetter, itemgetter
 from typing import Any
 
 import orjson
-from sqlalchemy import JSON, Select, bindparam, delete, func, insert, select, update
+from sqlalchemy import (
+    JSON,
+    ClauseElement,
+    Insert,
+    Select,
+    bindparam,
+    delete,
+    func,
+    insert,
+    select,
+    update,
+)
 from sqlalchemy.dialects import sqlite
-from sqlalchemy.sql import Executable
 
 from bpflow.store.connection import UTCDateTime, aware
 from bpflow.store.tables import (
@@ -96,7 +106,7 @@ def event_rows(instance_id: str, tenant: str, events: list[Event]) -> list[dict[
              "data": e.data} for e in events]
 
 
-def new_rows(news: list[Any]) -> list[tuple[Executable, list[dict[str, Any]]]]:
+def new_rows(news: Sequence[Any]) -> list[tuple[Insert, list[dict[str, Any]]]]:
     """The inserts of new instances (`writing.NewInstance`), in the order the foreign
     keys need, each with its rows of all of them (tables without rows left out)."""
     out = [(instance_insert, [n.instance for n in news]),
@@ -163,7 +173,7 @@ def dumps(value: Any) -> str:
 
 def sql_time(t: datetime | None) -> str | None:
     """A UTC time as SQLAlchemy stores it in SQLite ("YYYY-MM-DD HH:MM:SS.ffffff")."""
-    if aware(t) is None:
+    if (t := aware(t)) is None:
         return None
     if t.tzinfo is not UTC:
         t = t.astimezone(UTC)
@@ -179,7 +189,7 @@ class SqliteStatement:
     bind: Callable[[dict[str, Any]], list[Any]]
 
 
-def for_sqlite(statement: Executable) -> SqliteStatement:
+def for_sqlite(statement: ClauseElement) -> SqliteStatement:
     compiled = statement.compile(dialect=sqlite.dialect())
     table = statement.table if hasattr(statement, "table") else None
     return SqliteStatement(compiled.string,
@@ -192,7 +202,7 @@ def _binder(compiled: Any, columns: Any) -> Callable[[dict[str, Any]], list[Any]
     names = list(compiled.positiontup)
     constants = {i: compiled.params[n] for i, n in enumerate(names) if not n.startswith("b_")}
     keys = [n[2:] if n.startswith("b_") else n for n in names]
-    convert = []
+    convert: list[tuple[int, Callable[[Any], Any]]] = []
     for i, key in enumerate(keys):
         column_type = columns[key].type if key in columns else None
         if isinstance(column_type, JSON):
@@ -246,15 +256,17 @@ def row_maker(query: Select, convert: dict[type, Callable[[Any], Any]],
     columns by name, the value of each column whose type is a key of `convert` passed
     through its function (a read straight through sqlite3 or psycopg)."""
     columns = list(query.selected_columns)
-    make = namedtuple("Row", [c.key for c in columns])._make  # noqa: PYI024
+    names = [c.key or "" for c in columns]  # every column a driver reads has its key
+    # typeshed gives namedtuple() the type of a plain tuple class, without `_make`
+    make = namedtuple("Row", names)._make  # type: ignore[attr-defined]  # noqa: PYI024
     converting = [(i, conv) for i, c in enumerate(columns)
                   for kind, conv in convert.items() if isinstance(c.type, kind)]
 
     def row(values: tuple[Any, ...]) -> Any:
-        values = list(values)
+        converted = list(values)
         for i, conv in converting:
-            values[i] = conv(values[i])
-        return make(values)
+            converted[i] = conv(converted[i])
+        return make(converted)
     return row
 
 

@@ -158,7 +158,7 @@ class Steps(StoreParts):
         self._notify(new.instance["due_at"])
         return loaded.inst
 
-    def apply(self, instance_id: str, op: Op, optimistic: int = 3) -> T:
+    def apply(self, instance_id: str, op: Op[T], optimistic: int = 3) -> T:
         """Run `op` on the instance and persist what it did, as one atomic step.
 
         First optimistically (the cached or freshly read state, then a compare-and-set);
@@ -173,7 +173,7 @@ class Steps(StoreParts):
         except StopIteration as done:
             return done.value
 
-    async def apply_async(self, instance_id: str, op: Op, optimistic: int = 3) -> T:
+    async def apply_async(self, instance_id: str, op: Op[T], optimistic: int = 3) -> T:
         """`apply` for an event loop: `op` runs on the loop, the commit is awaited (on
         SQLite, group commit with the steps that arrive together) and a read the cache
         cannot serve runs on a thread."""
@@ -185,7 +185,7 @@ class Steps(StoreParts):
         except StopIteration as done:
             return done.value
 
-    def _attempts(self, instance_id: str, op: Op, optimistic: int) -> Attempts:
+    def _attempts(self, instance_id: str, op: Op[T], optimistic: int) -> Attempts[T]:
         """The optimistic loop. It yields what it needs of the database as (how a thread
         gets it, how an event loop awaits it, arguments): a fresh read, the commit of a
         step (answered with the ids whose compare-and-set lost) and, when every attempt
@@ -238,10 +238,10 @@ class Steps(StoreParts):
     async def _run_async(self, op: Op, inst: Instance) -> Future:
         return await asyncio.to_thread(self._run, op, inst)
 
-    async def _apply_locked_async(self, instance_id: str, op: Op) -> T:
+    async def _apply_locked_async(self, instance_id: str, op: Op[T]) -> T:
         return await asyncio.to_thread(self._apply_locked, instance_id, op)
 
-    def _apply_locked(self, instance_id: str, op: Op) -> T:
+    def _apply_locked(self, instance_id: str, op: Op[T]) -> T:
         with self.db.begin() as conn:  # SQLite: BEGIN IMMEDIATE already excludes writers
             loaded = self._load(instance_id, conn, lock=True)
             value = op(self.engine, loaded.inst)

@@ -106,9 +106,9 @@ class Tenants(StoreParts):
         with self.reader() as conn:
             running = conn.execute(select(func.count()).select_from(instances_t).where(
                 self._here(instances_t), instances_t.c.template != FRAME_TEMPLATE,
-                instances_t.c.status.in_(sorted(ACTIVE | {"suspended"})))).scalar()
+                instances_t.c.status.in_(sorted(ACTIVE | {"suspended"})))).scalar_one()
             names = conn.execute(select(func.count(templates_t.c.name.distinct())).where(
-                self._here(templates_t))).scalar()
+                self._here(templates_t))).scalar_one()
         return {"instances": int(running), "templates": int(names)}
 
     # ------------------------------------------------------------- the checks

@@ -43,7 +43,7 @@ class Users(StoreParts):
                 uid = conn.execute(insert(users_t).values(
                     tenant=self._owner(), username=username,
                     password_hash=hash_password(password), roles=roles,
-                    created_at=self.clock())).inserted_primary_key[0]
+                    created_at=self.clock()).returning(users_t.c.id)).scalar_one()
         except IntegrityError as exc:
             raise ValueError(f"user '{username}' already exists") from exc
         self._users.forget()  # a lookup of the name before it existed is not reused
@@ -170,7 +170,7 @@ class Users(StoreParts):
     def user_ids(self, conn: Connection, names: list[str]) -> dict[str, int]:
         """The ids of these active usernames (on an open connection); NotFound names the
         missing."""
-        found = dict(conn.execute(select(users_t.c.username, users_t.c.id).where(
+        found: dict[str, int] = dict(conn.execute(select(users_t.c.username, users_t.c.id).where(
             self._here(users_t), users_t.c.username.in_(names),
             users_t.c.disabled_at.is_(None))).all())
         missing = [n for n in names if n not in found]

@@ -20,7 +20,14 @@ from sqlalchemy.engine import Connection, Engine
 from bpflow.store import statements as sql
 from engine.instance import Event
 
-L = TypeVar("L")
+
+class Closing(Protocol):
+    """What a loop's writer is at least: closed with its store."""
+
+    def close(self) -> None: ...
+
+
+L = TypeVar("L", bound=Closing)  # a loop's writer
 
 
 class Lost(Exception):
