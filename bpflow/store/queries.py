@@ -79,9 +79,10 @@ class Queries(StoreParts):
              .limit(limit).offset(offset))
         with self.reader() as conn:
             rows = conn.execute(q).mappings().all()
-            total = conn.execute(select(func.count()).select_from(i).where(*found)).scalar()
+            total = conn.execute(select(func.count()).select_from(i).where(*found)
+                                 ).scalar_one()
             looked = conn.execute(select(func.count()).select_from(
-                ids.limit(most + 1).subquery())).scalar()
+                ids.limit(most + 1).subquery())).scalar_one()
         return [dict(r) for r in rows], int(total), looked > most
 
     def stats(self, template: str, user_id: int | None = None) -> dict[str, Any]:
