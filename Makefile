@@ -42,7 +42,7 @@ help:
 	@echo "make soak       the long crash test (20 kills of the server under load), then the" \
 		"paper flow scaled out for 10 minutes (SOAK_ARGS=\"--minutes M --rate R\")"
 	@echo "make bench      bpflow against SpiffWorkflow and DBOS (installs the bench extra)"
-	@echo "make lint       ruff check, and the layer contracts (lint-imports)"
+	@echo "make lint       ruff check, the layer contracts (lint-imports), mypy"
 	@echo "make install    create $(VENV) and install bpflow with its dev extras"
 	@echo "make bun        install bun $(BUN_VERSION) under .tools/ (used by Reflex)"
 	@echo "make chromium   install Debian's chromium if $(CHROMIUM) is missing"
@@ -139,6 +139,7 @@ bench: install
 lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports
+	$(VENV)/bin/mypy engine bpflow
 
 clean:
 	rm -rf .web .states test-output

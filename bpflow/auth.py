@@ -76,6 +76,7 @@ class TokenCache:
             caller = hit[0]
         else:
             caller = verify_token(token, self.secret)
+            assert token is not None  # verify_token refuses a missing token
             claims = jwt.decode(token, options={"verify_signature": False})
             if len(self.known) >= self.size:
                 self.known.clear()

@@ -192,9 +192,10 @@ class Interactions:
         username = user["username"]  # as stored (normalised)
         existing = self.store.latest_instance(SIGNIN_TEMPLATE, user["id"], OUTER_STATUSES)
         if existing is not None:
-            return self.store.apply(existing, lambda e, i: (
-                e.record(i, "signed_in_again", data={"username": username},
-                         actor=username), i)[1])
+            def again(e: Engine, i: Instance) -> Instance:
+                e.record(i, "signed_in_again", data={"username": username}, actor=username)
+                return i
+            return self.store.apply(existing, again)
         inst = self.store.start(SIGNIN_TEMPLATE, {}, user, quota=False)  # the app's frame
         return self.submit(inst.id, "auth", self.store.engine.bookmark(inst, "auth"),
                            {"username": username, "password": password}, username, client)

@@ -128,7 +128,8 @@ def _constant(_literal: str) -> float:
 
 class _Bad(Exception):
     def __init__(self, problem: str, located: bool = True):
-        self.problem, self.path, self.located = problem, [], located
+        self.problem, self.located = problem, located
+        self.path: list[str | int] = []  # where, innermost first
 
 
 def _check(value: Any, level: int) -> None:
@@ -144,6 +145,7 @@ def _check(value: Any, level: int) -> None:
     elif kind is dict or kind is list:
         if level >= MAX_DEPTH:
             raise _Bad(f"arrays and objects nested more than {MAX_DEPTH} deep", False)
+        key: Any  # an object's key (text) or an array's index
         for key, item in (value.items() if kind is dict else enumerate(value)):
             try:
                 if kind is dict:

@@ -264,7 +264,7 @@ class Connection:
         return status, answer[:ANSWER_BYTES], keep
 
     def _headers(self) -> dict[bytes, bytes]:
-        headers = {}
+        headers: dict[bytes, bytes] = {}
         for _ in range(200):
             line = self.file.readline(8000)
             if line in (b"\r\n", b"\n", b""):

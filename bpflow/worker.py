@@ -92,8 +92,10 @@ class Worker:
                        else self._run(job.context))
             try:
                 if outcome.ok is None:
-                    self.store.apply(instance_id, lambda e, i, job=job, o=outcome: e.mark_pending(
-                        i, job.circle, job.bookmark, o.pending or {}, "worker"))
+                    def pend(e: Engine, i: Instance, job: Job = job, o: Outcome = outcome
+                             ) -> None:
+                        e.mark_pending(i, job.circle, job.bookmark, o.pending or {}, "worker")
+                    self.store.apply(instance_id, pend)
                 elif outcome.ok:
                     self._complete(instance_id, job, outcome.result)
                 else:

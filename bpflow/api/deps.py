@@ -12,7 +12,8 @@ Dependencies are `async` so they run on the event loop, not on a thread each.
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Mapping
+from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, Request
 from fastapi.security import HTTPBearer
@@ -68,7 +69,7 @@ async def _store(request: Request, caller: Annotated[Caller, Depends(bearer)]) -
     return store_of(request.app).of(caller.tenant)
 
 
-def client_of(scope: dict) -> str:
+def client_of(scope: Mapping[str, Any]) -> str:
     """The client's address (what sign-in failures are counted by, with the account)."""
     client = scope.get("client")
     return client[0] if client else "unknown"

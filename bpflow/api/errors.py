@@ -81,8 +81,11 @@ def answer(exc: Exception) -> JSONResponse | None:
     return None
 
 
-async def _handle(_request: Request, exc: Exception) -> JSONResponse | None:
-    return answer(exc)
+async def _handle(_request: Request, exc: Exception) -> JSONResponse:
+    found = answer(exc)
+    if found is None:  # registered for the classes of `ERRORS` only
+        raise exc
+    return found
 
 
 async def _http_error(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
@@ -96,7 +99,9 @@ def register(app: FastAPI) -> None:
     exception handlers."""
     for cls in ERRORS:
         app.add_exception_handler(cls, _handle)
-    app.add_exception_handler(StarletteHTTPException, _http_error)
+    # Starlette types a handler as taking any Exception, though it calls each with the
+    # class it was registered for
+    app.add_exception_handler(StarletteHTTPException, _http_error)  # type: ignore[arg-type]
 
 
 def responses(*codes: int) -> dict[int | str, dict[str, Any]]:

@@ -101,7 +101,7 @@ class HotPaths:
         self.routes = [(route, _body_model(route.endpoint)) for router in routers
                        for route in router.routes
                        if isinstance(route, APIRoute) and route.endpoint in endpoints
-                       and "POST" in route.methods]
+                       and "POST" in (route.methods or set())]
         if len(self.routes) != len(endpoints):
             raise ValueError("every short-path endpoint needs a POST route in the router")
         self.served = 0  # requests answered here rather than by the framework
@@ -187,7 +187,8 @@ def _body_headers(scope) -> tuple[int | None, str | None]:
 async def _read_body(receive, limit: int) -> bytes | None:
     """The whole request body, or None once it is over `limit` bytes (counted as it
     arrives, whatever Content-Length said)."""
-    chunks, size = [], 0
+    chunks: list[bytes] = []
+    size = 0
     while True:
         message = await receive()
         if message["type"] != "http.request":

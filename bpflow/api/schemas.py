@@ -244,7 +244,7 @@ def json_answer(data: Any, status: int = 200) -> Response:
 def summary_payload(record: Mapping[str, Any]) -> dict[str, Any]:
     """An instance's row (`Store.list_instances`) or `Instance.to_dict()` as an
     `InstanceSummary`: the model's fields, times in ISO 8601."""
-    out = {name: record.get(name) for name in _SUMMARY_FIELDS}
+    out: dict[str, Any] = {name: record.get(name) for name in _SUMMARY_FIELDS}
     for name in _TIMES:
         if not isinstance(out[name], str):
             out[name] = out[name].isoformat()

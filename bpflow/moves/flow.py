@@ -11,7 +11,6 @@ asked) gets Forbidden.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 from typing import Any
 
 from bpflow import access
@@ -19,7 +18,7 @@ from bpflow.access import Caller, drivable, startable
 from bpflow.errors import Conflict, Forbidden, NotFound
 from bpflow.interactions import Interactions, take
 from bpflow.mailbox import Mailbox
-from bpflow.moves.steps import Op, step, step_async, visible, visible_async
+from bpflow.moves.steps import Op, returning, step, step_async, visible, visible_async
 from bpflow.store import Store
 from bpflow.store.public import AlreadyStarted
 from engine.instance import Instance
@@ -122,8 +121,8 @@ async def complete_async(store: Store, caller: Caller, iid: str, uri: str, bookm
     if data is not None:
         return await Interactions(store).submit_async(iid, uri, bookmark, data,
                                                       caller.username, client, caller)
-    return await store.apply_async(iid, _returning(completing(caller, uri, bookmark,
-                                                              result)))
+    return await store.apply_async(iid, returning(completing(caller, uri, bookmark,
+                                                             result)))
 
 
 def submit(store: Store, caller: Caller, iid: str, uri: str, bookmark: str,
@@ -138,17 +137,13 @@ def submit(store: Store, caller: Caller, iid: str, uri: str, bookmark: str,
 def fail(store: Store, caller: Caller, iid: str, uri: str, bookmark: str,
          reason: str) -> Instance:
     drivable(caller, visible(store, caller, iid), uri)
-    return store.apply(iid, _returning(failing(caller, uri, bookmark, reason)))
+    return store.apply(iid, returning(failing(caller, uri, bookmark, reason)))
 
 
 async def fail_async(store: Store, caller: Caller, iid: str, uri: str, bookmark: str,
                      reason: str) -> Instance:
     drivable(caller, await visible_async(store, caller, iid), uri)
-    return await store.apply_async(iid, _returning(failing(caller, uri, bookmark, reason)))
-
-
-def _returning(op: Op) -> Callable[[Engine, Instance], Instance]:
-    return lambda e, i: (op(e, i), i)[1]
+    return await store.apply_async(iid, returning(failing(caller, uri, bookmark, reason)))
 
 
 # ----------------------------------------------- reset, suspend, resume, abort
@@ -230,7 +225,7 @@ async def control_async(store: Store, caller: Caller, iid: str, move: str,
 def expire(store: Store, iid: str, reason: str) -> Instance:
     """The worker terminates an instance past its template's `stop_at` (no caller), its
     approval mail closed as any abort's."""
-    inst = store.apply(iid, _returning(controlling(None, "abort", reason)))
+    inst = store.apply(iid, returning(controlling(None, "abort", reason)))
     _over(store, iid, "abort")
     return inst
 

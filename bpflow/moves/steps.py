@@ -20,6 +20,14 @@ from engine.runtime import Engine
 Op = Callable[[Engine, Instance], None]
 
 
+def returning(op: Op) -> Callable[[Engine, Instance], Instance]:
+    """`op` answering the instance it changed (what a move's step returns)."""
+    def run(engine: Engine, inst: Instance) -> Instance:
+        op(engine, inst)
+        return inst
+    return run
+
+
 def visible(store: Store, caller: Caller, iid: str, inst: Instance | None = None) -> Instance:
     """The instance, NotFound unless the caller may see it (a cached copy settles it for
     its starter and admins; who else may see it is read from its state now)."""
@@ -41,10 +49,10 @@ async def visible_async(store: Store, caller: Caller, iid: str) -> Instance:
 def step(store: Store, caller: Caller, iid: str, op: Op) -> Instance:
     """`op` as one durable step on this thread, for a caller who may see the instance."""
     visible(store, caller, iid)
-    return store.apply(iid, lambda e, i: (op(e, i), i)[1])
+    return store.apply(iid, returning(op))
 
 
 async def step_async(store: Store, caller: Caller, iid: str, op: Op) -> Instance:
     """`step` for an event loop: the commit is awaited."""
     await visible_async(store, caller, iid)
-    return await store.apply_async(iid, lambda e, i: (op(e, i), i)[1])
+    return await store.apply_async(iid, returning(op))

@@ -20,6 +20,7 @@ leases in one database (an SQLite file by default, PostgreSQL or any SQLAlchemy 
     alchemy.py     the SQLAlchemy driver (any other database), the locked path's writes
     tables.py      the schema; migrations/ and migrate.py keep databases at it
     connection.py  engines, SQLite settings, waiting for the write lock
+    parts.py       what the parts above use of one another, declared for the type checker
 
     changes/       committed steps and starts published to the pages (push, not poll)
     accounts.py    who a caller is, role names, usernames, password hashes

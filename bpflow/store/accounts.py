@@ -46,7 +46,7 @@ class Caller:
         """A caller from a user record (`{"id", "username", "roles", "tenant"}`)."""
         if isinstance(user, Caller):
             return user
-        return cls(user.get("id"), str(user.get("username", "")),
+        return cls(user["id"], str(user.get("username", "")),
                    tuple(user.get("roles") or (USER,)),
                    str(user.get("tenant") or DEFAULT_TENANT))
 

@@ -138,14 +138,14 @@ def aware(t: datetime | None) -> datetime | None:
     return t
 
 
-class UTCDateTime(TypeDecorator):
+class UTCDateTime(TypeDecorator[datetime]):
     """Aware UTC datetimes on every backend (SQLite keeps naive ones)."""
 
     impl = DateTime(timezone=True)
     cache_ok = True
 
     def process_bind_param(self, value: datetime | None, dialect) -> datetime | None:
-        if aware(value) is None:
+        if (value := aware(value)) is None:
             return None
         value = value.astimezone(UTC)
         return value.replace(tzinfo=None) if dialect.name == "sqlite" else value

@@ -22,6 +22,7 @@ from bpflow.store import audience
 from bpflow.store.accounts import Caller, normal_username, valid_roles
 from bpflow.store.changes import Change
 from bpflow.store.errors import NotFound
+from bpflow.store.parts import StoreParts
 from bpflow.store.tables import batches_t, circles_t, instances_t, users_t
 from bpflow.store.writing import NewInstance
 from engine.inputs import InputError
@@ -34,7 +35,7 @@ STATES = ("waiting", "success", "failure", "skipped")  # a circle's
 KEYS = 400  # (circle, state) pairs counted per statement (SQLite: 500 SELECTs at most)
 
 
-class Crowds:
+class Crowds(StoreParts):
     """(part of `Store`)"""
 
     def start_batch(self, name: str, users: list[str] | None = None,

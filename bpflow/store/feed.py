@@ -30,6 +30,7 @@ from typing import Any, Literal, get_args
 from sqlalchemy import func, insert, select, text, tuple_, update
 
 from bpflow.store.errors import BadCursor, Conflict, NotFound
+from bpflow.store.parts import StoreParts
 from bpflow.store.tables import deliveries_t, events_t, instances_t, webhooks_t
 from engine.instance import iso
 
@@ -98,7 +99,7 @@ def item(row: Any, postgres: bool) -> dict[str, Any]:
             "data": data}
 
 
-class Feed:
+class Feed(StoreParts):
     """The event feed, webhooks and deliveries (part of `Store`)."""
 
     # ----------------------------------------------------------------- the feed
@@ -159,14 +160,14 @@ class Feed:
         tenant = self._owner()
         with self.db.begin() as conn:
             count = conn.execute(select(func.count()).select_from(webhooks_t).where(
-                webhooks_t.c.tenant == tenant)).scalar()
+                webhooks_t.c.tenant == tenant)).scalar_one()
             if count >= MAX_WEBHOOKS:
                 raise Conflict(f"tenant '{tenant}' has {MAX_WEBHOOKS} webhooks already, the"
                                " most it may have: delete one first")
             new = conn.execute(insert(webhooks_t).values(
                 tenant=tenant, url=url, events=list(events), secret=secret,
                 created_by=created_by, created_at=self.clock(), cursor=self.feed_end(conn),
-                failures=0).returning(webhooks_t.c.id)).scalar()
+                failures=0).returning(webhooks_t.c.id)).scalar_one()
         return self.webhook(new)
 
     def webhooks(self) -> list[dict[str, Any]]:
@@ -299,7 +300,8 @@ class Feed:
         if not results:
             return []
         now = self.clock()
-        ok, failed = defaultdict(list), defaultdict(list)
+        ok: defaultdict[int | None, list[Attempt]] = defaultdict(list)
+        failed: defaultdict[int | None, list[Attempt]] = defaultdict(list)
         for r in results:
             (ok if r.ok else failed)[r.status].append(r)
         rounds: dict[int, Attempt | None] = {}

@@ -14,13 +14,14 @@ import asyncio
 import time
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeGuard
 
 from sqlalchemy import bindparam, select
 
 from bpflow.store import statements as sql
 from bpflow.store.changes import Change
 from bpflow.store.errors import NotFound
+from bpflow.store.parts import StoreParts
 from bpflow.store.reads import Straight, by_ids
 from bpflow.store.tables import circles_t, instances_t, templates_t
 from bpflow.store.writing import NewInstance, Write
@@ -55,7 +56,7 @@ class Loaded:
     batch: str | None = None  # the crowd it was started in (`instances.batch`)
 
 
-class Instances:
+class Instances(StoreParts):
     """Reading and caching instances (part of `Store`)."""
 
     def get(self, instance_id: str) -> Instance:
@@ -86,7 +87,7 @@ class Instances:
             return loaded.inst
 
     # ------------------------------------------------------------------ cache
-    def _mine(self, loaded: Loaded | None) -> bool:
+    def _mine(self, loaded: Loaded | None) -> TypeGuard[Loaded]:
         return loaded is not None and (self.tenant is None or loaded.inst.tenant == self.tenant)
 
     def _cached(self, instance_id: str) -> Loaded | None:
@@ -212,7 +213,7 @@ class Instances:
             values, [sql.circle_row(inst.id, cid, d, tenant, batch) for cid, d in circles.items()],
             sql.event_rows(inst.id, tenant, events),
             [{"instance_id": inst.id, "tenant": tenant,
-              "template_id": self._template_row(n, v).id} for n, v in nested.items()],
+              "template_id": self._version_id(n, v)} for n, v in nested.items()],
             [a for cid, d in circles.items()
              for a in sql.audience_rows(inst.id, tenant, cid, d)]
             if inst.status in ACTIVE else [])

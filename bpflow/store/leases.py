@@ -11,12 +11,13 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import func, or_, select, update
 
+from bpflow.store.parts import StoreParts
 from bpflow.store.tables import instances_t
 from engine.instance import Instance
 from engine.phase import Phase, box_phase
 
 
-class Leases:
+class Leases(StoreParts):
     """The store's worker leases (part of `Store`)."""
 
     def claim_due(self, owner: str, limit: int = 20, lease: float = 30.0) -> list[str]:

@@ -13,6 +13,7 @@ from sqlalchemy.exc import IntegrityError
 
 from bpflow.store.accounts import Caller, reads_guest_mail
 from bpflow.store.errors import Conflict, RateLimited
+from bpflow.store.parts import StoreParts
 from bpflow.store.tables import mail_t
 
 MailRow = Any  # a row of the mailbox table
@@ -30,7 +31,7 @@ def visible_mail(caller: Caller, kind: str | None = None):
     return mine
 
 
-class MailRows:
+class MailRows(StoreParts):
     """The store's mailbox rows (part of `Store`)."""
 
     def insert_mails(self, to: list[str], build: Callable[[str, int], dict[str, Any]],
@@ -53,8 +54,8 @@ class MailRows:
                         continue
                 try:
                     ids.append(conn.execute(insert(mail_t).values(
-                        **build(name, users[name]), tenant=self._owner(), created_at=now))
-                        .inserted_primary_key[0])
+                        **build(name, users[name]), tenant=self._owner(), created_at=now)
+                        .returning(mail_t.c.id)).scalar_one())
                 except IntegrityError as exc:
                     raise Conflict("the same request is being sent concurrently") from exc
         return ids
@@ -74,7 +75,7 @@ class MailRows:
                 raise RateLimited(f"too many messages; try again in {wait} seconds", wait)
             return conn.execute(insert(mail_t).values(
                 kind="guest", tenant=tenant, client=client, created_at=now, **values)
-            ).inserted_primary_key[0]
+                .returning(mail_t.c.id)).scalar_one()
 
     def record_decision(self, mail_id: int, decision: str, comment: str,
                         sign: Callable[[MailRow], str]) -> None:

@@ -28,7 +28,7 @@ def revision(conn: Connection) -> str | None:
     return MigrationContext.configure(conn).get_current_revision()
 
 
-def upgrade(target: str | Engine | None = None) -> tuple[str | None, str]:
+def upgrade(target: str | Engine | None = None) -> tuple[str | None, str | None]:
     """Create or migrate the schema of `target` (a URL or an Engine) to head; the revisions
     before (None for a new database) and after, so the caller can say what happened."""
     if isinstance(target, Engine):

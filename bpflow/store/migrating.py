@@ -18,6 +18,7 @@ from sqlalchemy import func, select
 
 from bpflow.store import statements as sql
 from bpflow.store.errors import BadMigration, NotFound
+from bpflow.store.parts import StoreParts
 from bpflow.store.queries import SUMMARY
 from bpflow.store.tables import circles_t, instances_t
 from bpflow.store.writing import Write, moved_rows
@@ -30,7 +31,7 @@ CHUNK = 200  # instances read and written together
 CIRCLE_STATES = ("ready", "waiting", "success", "failure", "skipped")
 
 
-class Migrating:
+class Migrating(StoreParts):
     """(part of `Store`)"""
 
     def migrate_instances(self, name: str, source: int, target: int,
@@ -128,7 +129,7 @@ class Migrating:
         instance = {"id": inst.id, "template_id": row_id, "version": inst.version,
                     "nested_versions": pins}
         pinned = [{"instance_id": inst.id, "tenant": tenant,
-                   "template_id": self._template_row(n, v, tenant).id}
+                   "template_id": self._version_id(n, v, tenant)}
                   for n, v in pins.items()]
         write.moved = moved_rows(
             [{"instance_id": inst.id, "circle": cid} for cid in gone],
@@ -176,5 +177,6 @@ class Migrating:
              .order_by(i.c.created_at.desc(), i.c.id).limit(limit).offset(offset))
         with self.reader() as conn:
             rows = conn.execute(q).mappings().all()
-            total = conn.execute(select(func.count()).select_from(joined).where(*cond)).scalar()
+            total = conn.execute(select(func.count()).select_from(joined).where(*cond)
+                                 ).scalar_one()
         return [dict(r) for r in rows], int(total)

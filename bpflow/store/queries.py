@@ -13,6 +13,7 @@ from sqlalchemy import and_, case, func, or_, select
 from bpflow.store import audience
 from bpflow.store.accounts import Caller
 from bpflow.store.mail import visible_mail
+from bpflow.store.parts import StoreParts
 from bpflow.store.tables import audience_t, circles_t, events_t, instances_t, mail_t
 from engine.instance import Event
 
@@ -23,7 +24,7 @@ STEP_EVENTS = ("circle_succeeded", "circle_failed", "circle_skipped", "circle_re
                "circle_retry_scheduled", "circle_pending", "circle_ready")
 
 
-class Queries:
+class Queries(StoreParts):
     """The store's read-only queries (part of `Store`)."""
 
     def list_instances(self, user_id: int | None = None, template: str | None = None,
@@ -46,7 +47,7 @@ class Queries:
         with self.reader() as conn:
             rows = conn.execute(q).mappings().all()
             total = conn.execute(select(func.count()).select_from(instances_t)
-                                 .where(*cond)).scalar()
+                                 .where(*cond)).scalar_one()
         return [dict(r) for r in rows], total
 
     def search_instances(self, user_id: int, text: str, words: dict[str, str], limit: int,
@@ -78,9 +79,10 @@ class Queries:
              .limit(limit).offset(offset))
         with self.reader() as conn:
             rows = conn.execute(q).mappings().all()
-            total = conn.execute(select(func.count()).select_from(i).where(*found)).scalar()
+            total = conn.execute(select(func.count()).select_from(i).where(*found)
+                                 ).scalar_one()
             looked = conn.execute(select(func.count()).select_from(
-                ids.limit(most + 1).subquery())).scalar()
+                ids.limit(most + 1).subquery())).scalar_one()
         return [dict(r) for r in rows], int(total), looked > most
 
     def stats(self, template: str, user_id: int | None = None) -> dict[str, Any]:
@@ -100,11 +102,12 @@ class Queries:
             q = (select(circles_t.c.circle, circles_t.c.state, func.count())
                  .join(instances_t, instances_t.c.id == circles_t.c.instance_id)
                  .where(*cond).group_by(circles_t.c.circle, circles_t.c.state))
-            for cid, state, n in (conn.execute(q) if circle_counts is None
-                                  else circle_counts(conn)):
+            found: Iterable[Any] = (conn.execute(q) if circle_counts is None
+                                    else circle_counts(conn))
+            for cid, state, n in found:
                 circles.setdefault(cid, {s: 0 for s in ("waiting", "success", "failure",
                                                         "skipped")})[state] = n
-            statuses = dict(conn.execute(select(instances_t.c.status, func.count())
+            statuses: dict[str, int] = dict(conn.execute(select(instances_t.c.status, func.count())
                                          .where(*cond).group_by(instances_t.c.status)).all())
         return {"circles": circles, "instances": statuses}
 
@@ -188,7 +191,7 @@ class Queries:
                             c.c.circle.in_({k[1] for k in keys})))
                 found = {(r.instance_id, r.circle): r for r in conn.execute(q)}
             rows = [found[k] for k in keys if k in found]
-            total = conn.execute(select(func.count()).select_from(tasks)).scalar()
+            total = conn.execute(select(func.count()).select_from(tasks)).scalar_one()
         return rows, int(total)
 
     def taking_part(self, caller: Caller, limit: int = 50) -> list[dict[str, Any]]:

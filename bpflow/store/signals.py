@@ -18,6 +18,7 @@ from typing import Any
 from sqlalchemy import bindparam, select
 
 from bpflow.store.errors import Conflict, NotFound
+from bpflow.store.parts import StoreParts
 from bpflow.store.reads import straight
 from bpflow.store.tables import circles_t, instances_t, templates_t
 from engine.errors import TransitionError
@@ -56,7 +57,8 @@ class _Lookups:
 
     def __init__(self, store: Any):
         self.store = store
-        self.queued: list[tuple[Any, str, Any, asyncio.Future]] = []
+        self.queued: list[tuple[Any, str, Any, list[tuple[str, str]] | None,
+                                asyncio.Future]] = []
         self.running = False
 
     def ask(self, view: Any, name: str, key: Any,
@@ -102,7 +104,7 @@ def _lookups(store: Any) -> _Lookups:
     return found
 
 
-class Signals:
+class Signals(StoreParts):
     """(part of `Store`)"""
 
     def waiting(self, name: str, key: Any) -> list[tuple[str, str]]:

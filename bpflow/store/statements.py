@@ -12,13 +12,12 @@ SQLAlchemy would store them, so every side reads what the others wrote.
 from __future__ import annotations
 
 from collections import namedtuple
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from operator import attrgetter
 from typing import Any
 
 import orjson
-from sqlalchemy import Select, bindparam, delete, insert, select, update
-from sqlalchemy.sql import Executable
+from sqlalchemy import Insert, Select, bindparam, delete, insert, select, update
 
 from bpflow.store.audience import audience, people
 from bpflow.store.tables import (
@@ -93,7 +92,7 @@ def event_rows(instance_id: str, tenant: str, events: list[Event]) -> list[dict[
              "data": e.data} for e in events]
 
 
-def new_rows(news: list[Any]) -> list[tuple[Executable, list[dict[str, Any]]]]:
+def new_rows(news: Sequence[Any]) -> list[tuple[Insert, list[dict[str, Any]]]]:
     """The inserts of new instances (`writing.NewInstance`), in the order the foreign
     keys need, each with its rows of all of them (tables without rows left out)."""
     out = [(instance_insert, [n.instance for n in news]),
@@ -164,13 +163,15 @@ def row_maker(query: Select, convert: dict[type, Callable[[Any], Any]],
     columns by name, the value of each column whose type is a key of `convert` passed
     through its function (a read straight through sqlite3 or psycopg)."""
     columns = list(query.selected_columns)
-    make = namedtuple("Row", [c.key for c in columns])._make  # noqa: PYI024
+    names = [c.key or "" for c in columns]  # every column a driver reads has its key
+    # typeshed gives namedtuple() the type of a plain tuple class, without `_make`
+    make = namedtuple("Row", names)._make  # type: ignore[attr-defined]  # noqa: PYI024
     converting = [(i, conv) for i, c in enumerate(columns)
                   for kind, conv in convert.items() if isinstance(c.type, kind)]
 
     def row(values: tuple[Any, ...]) -> Any:
-        values = list(values)
+        converted = list(values)
         for i, conv in converting:
-            values[i] = conv(values[i])
-        return make(values)
+            converted[i] = conv(converted[i])
+        return make(converted)
     return row

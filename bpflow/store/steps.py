@@ -27,6 +27,7 @@ from bpflow.store.alchemy import save_rows
 from bpflow.store.errors import AlreadyStarted, Conflict, NotFound
 from bpflow.store.instances import started
 from bpflow.store.keys import derive
+from bpflow.store.parts import StoreParts
 from bpflow.store.writing import Lost
 from engine.errors import BpflowError
 from engine.instance import Instance
@@ -42,7 +43,7 @@ Op = Callable[[Engine, Instance], T]
 Attempts = Generator[tuple[Callable[..., Any], Callable[..., Awaitable[Any]], tuple], Any, T]
 
 
-class Steps:
+class Steps(StoreParts):
     """Starting instances and applying steps to them (part of `Store`)."""
 
     def start(self, name: str, inputs: dict[str, Any] | None = None,
@@ -150,7 +151,7 @@ class Steps:
         self._notify(new.instance["due_at"])
         return loaded.inst
 
-    def apply(self, instance_id: str, op: Op, optimistic: int = 3) -> T:
+    def apply(self, instance_id: str, op: Op[T], optimistic: int = 3) -> T:
         """Run `op` on the instance and persist what it did, as one atomic step.
 
         First optimistically (the cached or freshly read state, then a compare-and-set);
@@ -165,7 +166,7 @@ class Steps:
         except StopIteration as done:
             return done.value
 
-    async def apply_async(self, instance_id: str, op: Op, optimistic: int = 3) -> T:
+    async def apply_async(self, instance_id: str, op: Op[T], optimistic: int = 3) -> T:
         """`apply` for an event loop: `op` runs on the loop, the commit is awaited (on
         SQLite, group commit with the steps that arrive together) and a read the cache
         cannot serve runs on a thread."""
@@ -177,7 +178,7 @@ class Steps:
         except StopIteration as done:
             return done.value
 
-    def _attempts(self, instance_id: str, op: Op, optimistic: int) -> Attempts:
+    def _attempts(self, instance_id: str, op: Op[T], optimistic: int) -> Attempts[T]:
         """The optimistic loop. It yields what it needs of the database as (how a thread
         gets it, how an event loop awaits it, arguments): a fresh read, the commit of a
         step (answered with the ids whose compare-and-set lost) and, when every attempt
@@ -230,10 +231,10 @@ class Steps:
     async def _run_async(self, op: Op, inst: Instance) -> Future:
         return await asyncio.to_thread(self._run, op, inst)
 
-    async def _apply_locked_async(self, instance_id: str, op: Op) -> T:
+    async def _apply_locked_async(self, instance_id: str, op: Op[T]) -> T:
         return await asyncio.to_thread(self._apply_locked, instance_id, op)
 
-    def _apply_locked(self, instance_id: str, op: Op) -> T:
+    def _apply_locked(self, instance_id: str, op: Op[T]) -> T:
         with self.db.begin() as conn:  # SQLite: BEGIN IMMEDIATE already excludes writers
             loaded = self._load(instance_id, conn, lock=True)
             value = op(self.engine, loaded.inst)

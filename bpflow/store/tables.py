@@ -19,6 +19,7 @@ from sqlalchemy import (
     Index,
     Integer,
     String,
+    Table,
     Text,
     UniqueConstraint,
     text,
@@ -285,14 +286,19 @@ class MailRow(SQLModel, table=True):
     read_at: datetime | None = _time(nullable=True)
 
 
-users_t = UserRow.__table__
-templates_t = TemplateVersion.__table__
-instances_t = InstanceRow.__table__
-pinned_t = InstanceTemplate.__table__
-circles_t = CircleStateRow.__table__
-events_t = EventRow.__table__
-mail_t = MailRow.__table__
-audience_t = TaskAudienceRow.__table__
+def _table_of(model: type[SQLModel]) -> Table:
+    """A model's table (SQLModel sets it; its type hints do not declare it)."""
+    return model.__table__  # type: ignore[attr-defined]
+
+
+users_t = _table_of(UserRow)
+templates_t = _table_of(TemplateVersion)
+instances_t = _table_of(InstanceRow)
+pinned_t = _table_of(InstanceTemplate)
+circles_t = _table_of(CircleStateRow)
+events_t = _table_of(EventRow)
+mail_t = _table_of(MailRow)
+audience_t = _table_of(TaskAudienceRow)
 
 
 class TemplateRetirement(SQLModel, table=True):
@@ -309,8 +315,8 @@ class TemplateRetirement(SQLModel, table=True):
     retired_by: str | None = Field(default=None, sa_column=Column(String(100), nullable=True))
 
 
-retired_t = TemplateRetirement.__table__
-tenants_t = TenantRow.__table__
+retired_t = _table_of(TemplateRetirement)
+tenants_t = _table_of(TenantRow)
 
 
 class WebhookRow(SQLModel, table=True):
@@ -381,9 +387,9 @@ class BatchRow(SQLModel, table=True):
     created_at: datetime = _time()
 
 
-webhooks_t = WebhookRow.__table__
-deliveries_t = DeliveryRow.__table__
-batches_t = BatchRow.__table__
+webhooks_t = _table_of(WebhookRow)
+deliveries_t = _table_of(DeliveryRow)
+batches_t = _table_of(BatchRow)
 
 
 def _implied(key: ForeignKeyConstraint) -> bool:

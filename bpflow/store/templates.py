@@ -21,6 +21,7 @@ from sqlalchemy.exc import IntegrityError
 
 from bpflow.store import statements as sql
 from bpflow.store.errors import Conflict, NotFound
+from bpflow.store.parts import StoreParts
 from bpflow.store.reads import straight
 from bpflow.store.reuse import Reused
 from bpflow.store.tables import instances_t, pinned_t, retired_t, templates_t
@@ -39,7 +40,7 @@ def digest(body: dict[str, Any]) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
-class Templates:
+class Templates(StoreParts):
     """The store's template versions (part of `Store`)."""
 
     retired_ttl = RETIRED_TTL
@@ -55,6 +56,7 @@ class Templates:
         report = analyze(body, self.latest_body, limits=limits)
         if not report.valid:
             raise DefinitionError(report.errors)
+        assert report.template is not None  # a valid report has its template
         name, fingerprint, tenant = body["name"], digest(body), self._owner()
         self._admit_template(name)
         for _ in range(5):
@@ -104,6 +106,13 @@ class Templates:
                 row = conn.execute(select(templates_t).where(templates_t.c.id == tid)).first()
             self._template_rows[tid] = row
         return row
+
+    def _version_id(self, name: str, version: int, tenant: str | None = None) -> int:
+        """The row id of a version an instance pins (it exists: versions stay)."""
+        row = self._template_row(name, version, tenant)
+        if row is None:
+            raise NotFound(f"no template '{name}' version {version}")
+        return row.id
 
     def template_versions(self) -> dict[str, list[int]]:
         with self.reader() as conn:

@@ -15,6 +15,7 @@ from sqlalchemy import func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from bpflow.store.errors import NotFound, QuotaExceeded, StorageQuotaExceeded
+from bpflow.store.parts import StoreParts
 from bpflow.store.tables import instances_t, templates_t, tenants_t
 from engine.instance import SUSPENDED
 from engine.moves import ACTIVE
@@ -52,7 +53,7 @@ def valid_quotas(quotas: dict[str, Any]) -> dict[str, int]:
     return out
 
 
-class Tenants:
+class Tenants(StoreParts):
     """The store's tenants and their quotas (part of `Store`)."""
 
     quota_ttl = QUOTA_TTL
@@ -106,9 +107,9 @@ class Tenants:
         with self.reader() as conn:
             running = conn.execute(select(func.count()).select_from(instances_t).where(
                 self._here(instances_t), instances_t.c.template != FRAME_TEMPLATE,
-                instances_t.c.status.in_(sorted(ACTIVE | {SUSPENDED})))).scalar()
+                instances_t.c.status.in_(sorted(ACTIVE | {SUSPENDED})))).scalar_one()
             names = conn.execute(select(func.count(templates_t.c.name.distinct())).where(
-                self._here(templates_t))).scalar()
+                self._here(templates_t))).scalar_one()
         return {"instances": int(running), "templates": int(names)}
 
     # ------------------------------------------------------------- the checks

@@ -21,6 +21,7 @@ from bpflow.store.accounts import (
     valid_username,
 )
 from bpflow.store.errors import NotFound
+from bpflow.store.parts import StoreParts
 from bpflow.store.reads import straight
 from bpflow.store.reuse import Reused
 from bpflow.store.tables import users_t
@@ -31,7 +32,7 @@ USER = {False: straight(_BY_NAME),  # any tenant's, and this store's tenant's
         True: straight(_BY_NAME.where(users_t.c.tenant == bindparam("b_tenant")))}
 
 
-class Users:
+class Users(StoreParts):
     """The store's users (part of `Store`)."""
 
     account_ttl = ACCOUNT_TTL
@@ -48,7 +49,7 @@ class Users:
                 uid = conn.execute(insert(users_t).values(
                     tenant=self._owner(), username=username,
                     password_hash=hash_password(password), roles=roles,
-                    created_at=self.clock())).inserted_primary_key[0]
+                    created_at=self.clock()).returning(users_t.c.id)).scalar_one()
         except IntegrityError as exc:
             raise ValueError(f"user '{username}' already exists") from exc
         self._users.forget()  # a lookup of the name before it existed is not reused
@@ -175,7 +176,7 @@ class Users:
     def user_ids(self, conn: Connection, names: list[str]) -> dict[str, int]:
         """The ids of these active usernames (on an open connection); NotFound names the
         missing."""
-        found = dict(conn.execute(select(users_t.c.username, users_t.c.id).where(
+        found: dict[str, int] = dict(conn.execute(select(users_t.c.username, users_t.c.id).where(
             self._here(users_t), users_t.c.username.in_(names),
             users_t.c.disabled_at.is_(None))).all())
         missing = [n for n in names if n not in found]

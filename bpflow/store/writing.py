@@ -23,7 +23,14 @@ from engine.instance import Event
 if TYPE_CHECKING:
     from bpflow.store.reads import Straight
 
-L = TypeVar("L")
+
+class Closing(Protocol):
+    """What a loop's writer is at least: closed with its store."""
+
+    def close(self) -> None: ...
+
+
+L = TypeVar("L", bound=Closing)  # a loop's writer
 
 
 class Lost(Exception):

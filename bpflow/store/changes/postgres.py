@@ -166,7 +166,9 @@ class PgHub(Hub):
 
     def payloads(self, changes: list[Change]) -> list[str]:
         """The notifications carrying `changes`, each under PAYLOAD_MAX bytes."""
-        out, rows, size = [], [], 0
+        out: list[str] = []
+        rows: list[str] = []
+        size = 0
         for c in changes:
             row = json.dumps([c.instance, c.seq, c.tenant, sorted(c.tokens)],
                              separators=(",", ":"))

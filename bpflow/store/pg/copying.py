@@ -12,7 +12,7 @@ from typing import Any
 
 import psycopg
 from sqlalchemy import JSON
-from sqlalchemy.sql import Executable
+from sqlalchemy.sql.dml import Insert
 
 from bpflow.store import statements as sql
 from bpflow.store.connection import UTCDateTime, aware
@@ -30,7 +30,7 @@ class Copy:
     types: list[str]  # the binary format's, by column (JSON goes as its text)
 
 
-def for_copy(statement: Executable) -> Copy:
+def for_copy(statement: Insert) -> Copy:
     keys = binds(statement)
     types = [statement.table.c[k].type for k in keys]
     texts = [i for i, t in enumerate(types) if isinstance(t, JSON)]

@@ -30,9 +30,10 @@ from sqlalchemy import (
     select,
 )
 from sqlalchemy.dialects import postgresql
-from sqlalchemy.sql import Executable, visitors
-from sqlalchemy.sql.dml import Insert
-from sqlalchemy.sql.elements import BindParameter
+from sqlalchemy.sql import ClauseElement, visitors
+from sqlalchemy.sql.dml import Delete, Insert, Update, UpdateBase
+from sqlalchemy.sql.elements import BindParameter, ColumnClause
+from sqlalchemy.sql.visitors import ExternallyTraversible
 
 from bpflow.store import statements as sql
 from bpflow.store.connection import UTCDateTime, aware
@@ -52,7 +53,7 @@ def _converter(column_type: Any) -> Callable[[Any], Any]:
     return lambda value: value
 
 
-def binds(statement: Executable) -> list[str]:
+def binds(statement: ClauseElement) -> list[str]:
     """The row keys a statement of `statements` binds (its `b_` parameters), in order."""
     keys: dict[str, None] = {}
     for element in visitors.iterate(statement):
@@ -66,11 +67,11 @@ class Rows:
     """A statement of `statements` taking many rows at once: `values(rows)` gives its
     parameter (named as the statement's part: `many`)."""
 
-    statement: Executable
-    values: Callable[[list[dict[str, Any]]], dict[str, list[Any]]]
+    statement: UpdateBase
+    values: Callable[[list[dict[str, Any]]], dict[str, str]]
 
 
-def many(statement: Executable, name: str, when: Any = None) -> Rows:
+def many(statement: UpdateBase, name: str, when: Any = None) -> Rows:
     """`statement` for many rows given as one JSON array (`json_to_recordset`: one
     parameter whatever the number of rows): an insert takes its rows from it, an update
     or delete joins them; `when` is a condition all of it holds under. JSON columns travel
@@ -84,16 +85,21 @@ def many(statement: Executable, name: str, when: Any = None) -> Rows:
               .render_derived(name=f"{name}_rows", with_types=True))
     value = {k: cast(source.c[k], t) if isinstance(t, JSON) else source.c[k]
              for k, t in zip(keys, types, strict=True)}
+    derived: UpdateBase
     if isinstance(statement, Insert):
         rows = select(*value.values())
         derived = insert(table).from_select(
             [table.c[k] for k in keys], rows if when is None else rows.where(when))
     else:
-        derived = visitors.replacement_traverse(statement, {}, lambda element: (
-            value[element.key[2:]] if element.__visit_name__ == "bindparam"
-            and element.key.startswith("b_") else None))
-        if when is not None:
-            derived = derived.where(when)
+        def bound(element: ExternallyTraversible, **_: Any) -> ExternallyTraversible | None:
+            """A `b_` parameter replaced by its column of the rows given."""
+            if isinstance(element, BindParameter) and element.key.startswith("b_"):
+                return value[element.key[2:]]
+            return None
+
+        replaced = visitors.replacement_traverse(statement, {}, bound)
+        assert isinstance(replaced, Update | Delete)  # a copy of the statement
+        derived = replaced if when is None else replaced.where(when)
     texts = [k for k, t in zip(keys, types, strict=True) if isinstance(t, JSON)]
     times = [k for k, t in zip(keys, types, strict=True) if isinstance(t, UTCDateTime)]
 
@@ -107,7 +113,7 @@ def many(statement: Executable, name: str, when: Any = None) -> Rows:
     return Rows(derived, values)
 
 
-def single(statement: Executable) -> Callable[[dict[str, Any]], dict[str, Any]]:
+def single(statement: UpdateBase) -> Callable[[dict[str, Any]], dict[str, Any]]:
     """The parameters of a one-row statement of `statements` for a row (by column)."""
     table = statement.table
     convert = [(k, _converter(table.c[k].type if k in table.c else None))
@@ -115,12 +121,12 @@ def single(statement: Executable) -> Callable[[dict[str, Any]], dict[str, Any]]:
     return lambda row: {f"b_{k}": conv(row[k]) for k, conv in convert}
 
 
-def text(statement: Executable) -> str:
+def text(statement: ClauseElement) -> str:
     return str(statement.compile(dialect=DIALECT))
 
 
 _cas = sql.cas.returning(instances_t.c.id).cte("cas")
-ONE = literal_column("1")
+ONE: ColumnClause[Any] = literal_column("1")
 _won = exists(select(ONE).select_from(_cas))
 # the rows of the instance whose compare-and-set matched: found by its key (an index scan),
 # whatever the planner guesses of the rows given

@@ -174,7 +174,15 @@ def send(conn: psycopg.Connection, jobs: list[Job]) -> list[Any]:
             conn.execute("ROLLBACK")
         raise _refused(exc) from exc
     rows = [c.fetchone() for c, (_, p) in zip(cursors, framed, strict=True) if p is not None]
-    return _answers(jobs, [row[0] for row in rows])
+    return _answers(jobs, [_value(row) for row in rows])
+
+
+
+def _value(row: tuple[Any, ...] | None) -> Any:
+    """The value a statement of `send` answers (each answers one row)."""
+    if row is None:
+        raise RuntimeError("a statement answered no row")
+    return row[0]
 
 
 async def send_async(conn: psycopg.AsyncConnection, jobs: list[Job]) -> list[Any]:
@@ -192,4 +200,4 @@ async def send_async(conn: psycopg.AsyncConnection, jobs: list[Job]) -> list[Any
         raise _refused(exc) from exc
     rows = [await c.fetchone() for c, (_, p) in zip(cursors, framed, strict=True)
             if p is not None]
-    return _answers(jobs, [row[0] for row in rows])
+    return _answers(jobs, [_value(row) for row in rows])

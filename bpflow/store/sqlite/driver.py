@@ -147,7 +147,7 @@ class SqliteDriver:
         """This thread's connection `name` (made anew when there is none yet in this
         thread, or the one there was inherited through a fork)."""
         pid, conn = getattr(self._local, name, (None, None))
-        if pid != os.getpid():
+        if pid != os.getpid() or conn is None:
             conn = sqlite_connect(self.path)
             setattr(self._local, name, (os.getpid(), conn))
             with self._lock:

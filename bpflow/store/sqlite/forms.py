@@ -12,9 +12,8 @@ from operator import itemgetter
 from typing import Any
 
 import orjson
-from sqlalchemy import JSON, Select, bindparam, func, select
+from sqlalchemy import JSON, ClauseElement, Select, bindparam, func, select
 from sqlalchemy.dialects import sqlite
-from sqlalchemy.sql import Executable
 
 from bpflow.store.connection import UTCDateTime, aware
 from bpflow.store.statements import dumps, row_maker
@@ -22,7 +21,7 @@ from bpflow.store.statements import dumps, row_maker
 
 def sql_time(t: datetime | None) -> str | None:
     """A UTC time as SQLAlchemy stores it in SQLite ("YYYY-MM-DD HH:MM:SS.ffffff")."""
-    if aware(t) is None:
+    if (t := aware(t)) is None:
         return None
     if t.tzinfo is not UTC:
         t = t.astimezone(UTC)
@@ -38,7 +37,7 @@ class SqliteStatement:
     bind: Callable[[dict[str, Any]], list[Any]]
 
 
-def for_sqlite(statement: Executable) -> SqliteStatement:
+def for_sqlite(statement: ClauseElement) -> SqliteStatement:
     compiled = statement.compile(dialect=sqlite.dialect())
     table = statement.table if hasattr(statement, "table") else None
     return SqliteStatement(compiled.string,
@@ -52,7 +51,7 @@ def _binder(compiled: Any, columns: Any) -> Callable[[dict[str, Any]], list[Any]
     names = list(compiled.positiontup)
     constants = {i: compiled.params[n] for i, n in enumerate(names) if not n.startswith("b_")}
     keys = [n[2:] if n.startswith("b_") else n for n in names]
-    convert = []
+    convert: list[tuple[int, Callable[[Any], Any]]] = []
     for i, key in enumerate(keys):
         column_type = columns[key].type if key in columns else compiled.binds[names[i]].type
         if isinstance(column_type, JSON):

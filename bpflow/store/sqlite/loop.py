@@ -70,8 +70,8 @@ class LoopWriter:
         done.add_done_callback(lambda d: self._committed(d, batch, outcomes))
 
     def _committed(self, done: asyncio.Future, batch, outcomes) -> None:
-        if done.exception() is not None:
-            self._failed(batch, done.exception())
+        if (exc := done.exception()) is not None:
+            self._failed(batch, exc)
             return
         self.commits += 1
         self.jobs += len(batch)
@@ -101,7 +101,7 @@ def _run_jobs(conn: sqlite3.Connection, batch: list[tuple[Job, Waiter]]
     if len(batch) == 1:
         job, future = batch[0]
         return [(future, job(conn), None)]
-    outcomes = []
+    outcomes: list[tuple[Waiter, Any, BaseException | None]] = []
     for job, future in batch:
         conn.execute("SAVEPOINT job")
         try:

@@ -15,6 +15,7 @@ Create Date: 2026-11-23 04:30:00
 from __future__ import annotations
 
 import contextlib
+from datetime import datetime
 
 import sqlalchemy as sa
 from alembic import op
@@ -31,7 +32,8 @@ def upgrade() -> None:
     bind = op.get_bind()
     if "disabled_at" in {c["name"] for c in sa.inspect(bind).get_columns("users")}:
         return  # a rebuild that committed before its revision was recorded
-    column = sa.Column("disabled_at", UTCDateTime(timezone=True), nullable=True)
+    column: sa.Column[datetime] = sa.Column("disabled_at", UTCDateTime(timezone=True),
+                                            nullable=True)
     if bind.dialect.name != "sqlite":
         op.add_column("users", column)
         return

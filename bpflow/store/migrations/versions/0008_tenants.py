@@ -74,7 +74,7 @@ IN_TENANT = {
 }
 
 # table: [(index, columns at 0007 or None, columns now)]
-INDEXES = {
+INDEXES: dict[str, list[tuple[str, list[str] | None, list[str]]]] = {
     "instances": [("ix_instances_tenant_created", None, ["tenant", "created_at"])],
     "task_audience": [("ix_task_audience_who", ["who", "ready_at"],
                        ["tenant", "who", "ready_at"])],

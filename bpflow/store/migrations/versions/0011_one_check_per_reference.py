@@ -61,7 +61,8 @@ def upgrade() -> None:
     inspector = sa.inspect(op.get_bind())
     for table, column, referred, _, _ in IMPLIED:
         for key in inspector.get_foreign_keys(table):
-            if key["constrained_columns"] == [column] and key["referred_table"] == referred:
+            if key["constrained_columns"] == [column] and key["referred_table"] == referred \
+                    and key["name"] is not None:  # PostgreSQL names every constraint
                 op.drop_constraint(key["name"], table, type_="foreignkey")
 
 
