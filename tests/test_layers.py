@@ -36,7 +36,7 @@ def test_a_store_module_importing_a_service_breaks_the_contracts(tmp_path):
     shutil.copy(ROOT / "pyproject.toml", tmp_path)
     with open(tmp_path / "bpflow/store/tenants.py", "a") as f:
         f.write("\nimport bpflow.access  # noqa: E402\n")
-    with open(tmp_path / "bpflow/work.py", "a") as f:  # a service, past the public modules
+    with open(tmp_path / "bpflow/moves/tasks.py", "a") as f:  # a service, past the public modules
         f.write("\nimport bpflow.store.tables  # noqa: E402\n")
 
     run = lint(tmp_path)
@@ -47,5 +47,5 @@ def test_a_store_module_importing_a_service_breaks_the_contracts(tmp_path):
     assert "bpflow.store.tenants -> bpflow.access" in out
     assert ("Outside the store, only bpflow.store and bpflow.store.public are imported"
             " BROKEN") in out
-    assert "bpflow.work -> bpflow.store.tables" in out
+    assert "bpflow.moves.tasks -> bpflow.store.tables" in out
     assert "Contracts: 3 kept, 2 broken." in out
