@@ -16,26 +16,23 @@ from typing import Annotated, Any, Literal
 
 import orjson
 from fastapi import Header, Response
-from pydantic import AfterValidator, BaseModel, Field, StrictInt, StrictStr, model_validator
+from pydantic import AfterValidator, BaseModel, Field, model_validator
 
 from bpflow import limits
 from bpflow.access import Caller, may_drive
 from bpflow.mailbox import GUEST_LIMITS
-from bpflow.store.public import FeedType
 from engine import bookmarks
-from engine.boxes import SIGNAL_NAME
 from engine.instance import Instance
 from engine.model import Template
 from engine.phase import public_pending
 from engine.runtime import Engine
-from engine.signals import MAX_KEY
 
 Json = Any
 MAX_INT = 2**31 - 1  # what every database stores in an INTEGER column
-_SMALL = f"at most {limits.MAX_VALUE_BYTES // 1024} KiB as JSON"
+SMALL = f"at most {limits.MAX_VALUE_BYTES // 1024} KiB as JSON"
 
 
-def _small(what: str) -> AfterValidator:
+def small(what: str) -> AfterValidator:
     """A field's value kept within `limits.MAX_VALUE_BYTES` as JSON (SPEC §13)."""
     return AfterValidator(lambda value: limits.small(value, what))
 
@@ -154,8 +151,8 @@ class BatchStatsOut(StatsOut):
 class StartIn(BaseModel):
     template: str = Field(min_length=1, max_length=100)
     version: int | None = Field(default=None, ge=1, le=MAX_INT)
-    inputs: Annotated[dict[str, Json], _small("inputs")] = Field(default_factory=dict,
-                                                                 description=_SMALL)
+    inputs: Annotated[dict[str, Json], small("inputs")] = Field(default_factory=dict,
+                                                                 description=SMALL)
 
 
 MAX_CROWD_NAMES = 100_000  # usernames one bulk start may list (a role selects any number)
@@ -282,7 +279,7 @@ class EventOut(BaseModel):
 
 class CompleteIn(BaseModel):
     bookmark: str = Field(min_length=1, max_length=200)
-    result: Annotated[Json, _small("result")] = Field(default=None, description=_SMALL)
+    result: Annotated[Json, small("result")] = Field(default=None, description=SMALL)
 
 
 class FailIn(BaseModel):
@@ -372,89 +369,3 @@ def task_payload(engine: Engine, row: Any, description: str) -> dict[str, Any]:
             "ready_at": row.ready_at.isoformat() if row.ready_at else None,
             "due_at": task.get("due_at"),
             "bookmark": bookmarks.make(engine.key, row.instance_id, row.circle, row.epoch)}
-
-
-# -------------------------------------------------------------- signals (SPEC §11)
-MAX_SIGNAL_INT = 2**63 - 1  # a larger key is sent as its digits, a string (they meet)
-# the analysis's pattern of a signal's name, in the form JSON Schema (and FastAPI) read
-SIGNAL_NAME_PATTERN = "^" + SIGNAL_NAME.pattern.removesuffix(r"\Z") + "$"
-
-
-class SignalIn(BaseModel):
-    key: (Annotated[StrictStr, Field(max_length=MAX_KEY)]
-          | Annotated[StrictInt, Field(ge=-MAX_SIGNAL_INT, le=MAX_SIGNAL_INT)] | None) = Field(
-        default=None, description="the key the waiting circles rendered: text, or an integer"
-                                  " (42 and \"42\" meet); null or absent: the empty key")
-    data: Annotated[Json, _small("data")] = Field(
-        default=None, description=f"the circles' result; {_SMALL}")
-
-
-class SignalOut(BaseModel):
-    delivered: int = Field(description="how many waiting circles it completed")
-
-
-# -------------------------------------------------- event feed, webhooks (SPEC §11)
-# FeedType: the feed's event types, the store's (`bpflow.store.feed`)
-
-
-class FeedItem(BaseModel):
-    id: int = Field(description="the event's id (the same in every delivery of it)")
-    cursor: str = Field(description="read on after this item with ?after=")
-    type: FeedType
-    instance: str
-    template: str
-    uri: str | None = Field(description="the circle's uri; null for instance events")
-    at: str
-    data: dict[str, Json]
-
-
-class FeedOut(BaseModel):
-    items: list[FeedItem]
-    next: str = Field(description="the cursor to read on from (`after` when nothing is new)")
-
-
-class WebhookIn(BaseModel):
-    url: str = Field(min_length=1, max_length=2000, description="http or https")
-    events: list[FeedType] = Field(min_length=1, max_length=20)
-    secret: str = Field(min_length=16, max_length=200,
-                        description="signs every body (X-Bpflow-Signature); never shown again")
-
-
-class WebhookOut(BaseModel):
-    id: int
-    url: str
-    events: list[FeedType]
-    created_by: str | None
-    created_at: str
-    state: Literal["active", "failing", "disabled"]
-    failures: int = Field(description="rounds of deliveries failed in a row")
-    disabled_at: str | None
-    disabled_reason: str | None
-    deliveries: dict[str, int] = Field(description="how many are pending, delivered, failed")
-
-
-def webhook_payload(hook: Mapping[str, Any]) -> WebhookOut:
-    return WebhookOut(**{**hook, "created_at": _iso(hook["created_at"]),
-                         "disabled_at": _iso(hook["disabled_at"])})
-
-
-class DeliveryOut(BaseModel):
-    id: int
-    event_id: int
-    type: str | None
-    state: Literal["pending", "delivered", "failed"]
-    attempts: int
-    status_code: int | None
-    error: str | None
-    next_at: str | None = Field(description="when a pending delivery is tried next")
-    created_at: str
-    delivered_at: str | None
-
-
-def delivery_payload(row: Mapping[str, Any]) -> DeliveryOut:
-    return DeliveryOut(**{**row, **{k: _iso(row[k]) for k in ("next_at", "created_at",
-                                                              "delivered_at")}})
-
-
-def _iso(t: Any) -> str | None:
-    return t.isoformat() if t is not None else None

@@ -16,8 +16,7 @@ from fastapi import APIRouter, HTTPException, Path, Query
 from bpflow.access import require_admin
 from bpflow.api.deps import CallerDep, StoreDep
 from bpflow.api.errors import responses
-from bpflow.api.schemas import (
-    MAX_INT,
+from bpflow.api.event_schemas import (
     DeliveryOut,
     FeedOut,
     WebhookIn,
@@ -25,6 +24,7 @@ from bpflow.api.schemas import (
     delivery_payload,
     webhook_payload,
 )
+from bpflow.api.schemas import MAX_INT
 from bpflow.store.public import BadCursor
 from bpflow.webhooks import WebhookInvalid, add_webhook
 

@@ -18,7 +18,8 @@ from fastapi import APIRouter, Path, Response
 from bpflow.access import require_signaller
 from bpflow.api.deps import CallerDep, StoreDep
 from bpflow.api.errors import responses
-from bpflow.api.schemas import SIGNAL_NAME_PATTERN, SignalIn, SignalOut, json_answer
+from bpflow.api.event_schemas import SIGNAL_NAME_PATTERN, SignalIn, SignalOut
+from bpflow.api.schemas import json_answer
 
 router = APIRouter(prefix="/api", tags=["signals"])
 
