@@ -59,6 +59,20 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     return ServersApart(config, log)
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test gets a node id of its own: schemathesis gives the tests of all API
+    operations one id (`test_api_conforms_to_its_openapi`, their names say the operation),
+    and pytest-xdist tells tests apart by their ids, so it would run one of them and drop
+    the others. A test sharing its id with another gets the id its name makes."""
+    count: dict[str, int] = {}
+    for item in items:
+        count[item.nodeid] = count.get(item.nodeid, 0) + 1
+    for item in items:
+        if count[item.nodeid] > 1 and item.parent is not None:
+            item._id = item.parent.id.child(item.name)  # pytest 9: a node's id
+    assert len({item.nodeid for item in items}) == len(items), "tests sharing a node id"
+
+
 # "sqlite": the upgraded file; "postgres": the upgrade's statements; a `fill`: its file
 _upgraded: dict[Any, Any] = {}
 _upgrading = threading.Lock()

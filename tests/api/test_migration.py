@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import json
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -185,8 +186,7 @@ def test_every_instance_state_migrates_or_is_refused_and_goes_on_at_v2(api, clai
     assert event["kind"] == "instance_migrated" and event["actor"] == "admin"
     assert event["data"] == {"from": 1, "to": 2, "map": {"review": "check"},
                              "added": ["notify"], "removed": []}
-    feed = call(api, "admin", "GET", "/api/events", limit=1000).json()["items"]
-    moved = [i for i in feed if i["type"] == "instance.migrated"]
+    moved = _migrated_in_feed(api, len(movable))
     assert {i["instance"] for i in moved} == movable
     assert all(i["data"]["added"] == ["notify"] for i in moved)
     with api.store.reader() as conn:  # the rows say v2 too, as a fresh read does
@@ -327,3 +327,17 @@ def test_a_migration_racing_a_step_loses_nothing(api):
         assert kinds.count("instance_migrated") == 1
         assert kinds.count("circle_succeeded") == 1
         assert [e["seq"] for e in history] == list(range(1, len(history) + 1))
+
+
+def _migrated_in_feed(api, count: int, wait_s: float = 20.0) -> list[dict]:
+    """The feed's `instance.migrated` items once `count` are there (or what is there after
+    `wait_s`). On PostgreSQL the feed holds back what committed after the oldest
+    transaction still open anywhere on the server (so that nothing is skipped): with other
+    tests writing at the same time, it shows what committed a moment later."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        feed = call(api, "admin", "GET", "/api/events", limit=1000).json()["items"]
+        moved = [i for i in feed if i["type"] == "instance.migrated"]
+        if len(moved) >= count or time.monotonic() > deadline:
+            return moved
+        time.sleep(0.1)
