@@ -147,18 +147,24 @@ def db_url(request, tmp_path, pg_available) -> Iterator[str]:
     if request.param == "sqlite":
         yield sqlite_database(tmp_path / "bpflow.db")
         return
-    if pg_available:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"CI requires PostgreSQL: {pg_available}")
-        warnings.warn(pg_available, stacklevel=1)
-        pytest.skip(f"SKIPPING POSTGRESQL TESTS: {pg_available}")
+    need_postgres(pg_available)
     with pg_schema() as url:
         yield url
 
 
+def need_postgres(unreachable: str | None) -> None:
+    """Skip loudly when PostgreSQL is unreachable (`pg_available`'s reason); under CI fail."""
+    if unreachable:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI requires PostgreSQL: {unreachable}")
+        warnings.warn(unreachable, stacklevel=2)
+        pytest.skip(f"SKIPPING POSTGRESQL TESTS: {unreachable}")
+
+
 @contextlib.contextmanager
-def pg_schema() -> Iterator[str]:
-    """The URL of a fresh, upgraded PostgreSQL schema of its own, dropped afterwards."""
+def pg_schema(prepare: Callable[[str], Any] | None = None) -> Iterator[str]:
+    """The URL of a fresh PostgreSQL schema of its own, dropped afterwards, made ready by
+    `prepare` (default: this process's upgrade replayed)."""
     schema = f"bpflow_test_{uuid.uuid4().hex[:12]}"
     admin = create_engine(PG_URL)
     with admin.begin() as conn:
@@ -166,7 +172,7 @@ def pg_schema() -> Iterator[str]:
     sep = "&" if "?" in PG_URL else "?"
     url = f"{PG_URL}{sep}options={quote(f'-csearch_path={schema}')}"
     try:
-        _upgrade_postgres(url)
+        (prepare or _upgrade_postgres)(url)
         yield url
     finally:
         with admin.begin() as conn:

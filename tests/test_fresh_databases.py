@@ -6,20 +6,15 @@ default tenant's `created_at`) is when the process's one upgrade ran."""
 
 from __future__ import annotations
 
-import os
 import re
 import sqlite3
-import uuid
-import warnings
 from datetime import datetime
 from pathlib import Path
-from urllib.parse import quote
 
-import pytest
 from sqlalchemy import create_engine, text
 
 from bpflow.store.migrate import upgrade
-from tests.conftest import PG_URL, pg_schema, sqlite_database
+from tests.conftest import need_postgres, pg_schema, sqlite_database
 
 # Everything of the current schema, its name written as S (index and function definitions
 # carry it).
@@ -100,24 +95,10 @@ def test_a_fresh_sqlite_database_is_an_upgraded_one(tmp_path):
 
 
 def test_a_fresh_postgresql_schema_is_an_upgraded_one(pg_available):
-    if pg_available:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"CI requires PostgreSQL: {pg_available}")
-        warnings.warn(pg_available, stacklevel=1)
-        pytest.skip(f"SKIPPING POSTGRESQL TESTS: {pg_available}")
-    schema = f"bpflow_test_{uuid.uuid4().hex[:12]}"
-    admin = create_engine(PG_URL)
-    with admin.begin() as conn:
-        conn.execute(text(f'CREATE SCHEMA "{schema}"'))
-    sep = "&" if "?" in PG_URL else "?"
-    try:
-        upgrade(f"{PG_URL}{sep}options={quote(f'-csearch_path={schema}')}")
-        expected = _postgres(f"{PG_URL}{sep}options={quote(f'-csearch_path={schema}')}")
-        assert len(expected[0]) > 50 and len(expected[3]) > 0  # columns, triggers
-        with pg_schema() as first, pg_schema() as replayed:
-            assert _postgres(first) == expected
-            assert _postgres(replayed) == expected
-    finally:
-        with admin.begin() as conn:
-            conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
-        admin.dispose()
+    need_postgres(pg_available)
+    with pg_schema(upgrade) as upgraded:
+        expected = _postgres(upgraded)
+    assert len(expected[0]) > 50 and len(expected[3]) > 0  # columns, triggers
+    with pg_schema() as first, pg_schema() as replayed:
+        assert _postgres(first) == expected
+        assert _postgres(replayed) == expected

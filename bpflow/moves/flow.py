@@ -110,7 +110,7 @@ def complete(store: Store, caller: Caller, iid: str, uri: str, bookmark: str, re
     if data is not None:
         return Interactions(store).submit(iid, uri, bookmark, data, caller.username, client,
                                           caller)
-    return step(store, caller, iid, completing(caller, uri, bookmark, result))
+    return store.apply(iid, returning(completing(caller, uri, bookmark, result)))
 
 
 async def complete_async(store: Store, caller: Caller, iid: str, uri: str, bookmark: str,
