@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import io
 import json
 import shutil
 import subprocess
 import sys
+from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import pytest
@@ -98,10 +100,24 @@ def test_a_file_named_twice_gives_two_results(capsys):
 
 def run_cli(*args: str, env_extra: dict | None = None, stdin: str | None = None,
             cwd: Path | None = None, unset: tuple[str, ...] = ()):
-    import os
-    env = {k: v for k, v in {**os.environ, **(env_extra or {})}.items() if k not in unset}
-    return subprocess.run([sys.executable, "-m", "bpflow.cli", *args], capture_output=True,
-                          text=True, input=stdin, env=env, cwd=cwd or ROOT, timeout=120)
+    """`bpflow ARGS` as the console script runs it (`main`), in this process: its exit code,
+    stdout and stderr, with `env_extra` set and `unset` removed from the environment, `stdin`
+    as its standard input and `cwd` as its folder. A process of its own costs ~2 s of CPU
+    to import the app; test_console_script_runs_the_same_command runs the real script."""
+    out, err = io.StringIO(), io.StringIO()
+    with pytest.MonkeyPatch.context() as patch:
+        for name in unset:
+            patch.delenv(name, raising=False)
+        for name, value in (env_extra or {}).items():
+            patch.setenv(name, value)
+        patch.chdir(cwd or ROOT)
+        patch.setattr(sys, "stdin", io.StringIO(stdin or ""))
+        with redirect_stdout(out), redirect_stderr(err):
+            try:
+                code = main(list(args))
+            except SystemExit as exc:  # argparse's refusals
+                code = exc.code if isinstance(exc.code, int) else 2
+    return subprocess.CompletedProcess(list(args), code, out.getvalue(), err.getvalue())
 
 
 def test_db_upgrade_import_and_user_add(tmp_path):
