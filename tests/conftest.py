@@ -42,11 +42,15 @@ SECRET = b"store-test-secret"
 # pytest-xdist worker, one after the other, so their servers never share a `.web`, a
 # database or a port; the other tests go to whichever worker is free.
 SERVERS = ("tests/browser/", "tests/scaled/")
+# Modules whose tests share one expensive run (a module fixture: mypy's first run over the
+# tree): their tests go to one worker together.
+TOGETHER = ("tests/test_types.py",)
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """xdist's `loadscope` scheduling with one scope for the tests of SERVERS (the largest
-    scope, so it starts first) and one for each other test. (Its `loadgroup` would do with
+    scope, so it starts first), one for each module of TOGETHER and one for each other
+    test. (Its `loadgroup` would do with
     `xdist_group` marks, but pytest 9.2 ignores the group xdist 3.8 writes into node ids.)"""
     if config.getvalue("dist") == "each":
         return None
@@ -54,9 +58,41 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 
     class ServersApart(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            return "servers" if nodeid.startswith(SERVERS) else nodeid
+            if nodeid.startswith(SERVERS):
+                return "servers"
+            return nodeid.split("::")[0] if nodeid.startswith(TOGETHER) else nodeid
 
     return ServersApart(config, log)
+
+
+_CPU_START = pytest.StashKey[float]()
+
+
+def _cpu_used() -> float:
+    """CPU seconds of this process and of the child processes it has waited for."""
+    import resource
+    import time
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + children.ru_utime + children.ru_stime
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    item.stash[_CPU_START] = _cpu_used()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Any:
+    """The CPU a test cost (set-up, call and tear-down, with the child processes it waited
+    for) as its `cpu_s` property in `--junitxml` reports: on a busy machine wall times say
+    little, CPU times say what to make cheaper."""
+    try:
+        return (yield)
+    finally:
+        if _CPU_START in item.stash:
+            item.user_properties.append(("cpu_s", round(_cpu_used() - item.stash[_CPU_START],
+                                                        3)))
+
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
