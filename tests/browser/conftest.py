@@ -219,9 +219,11 @@ def browser():
         chromium.close()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
 def new_page(browser, app_server: str) -> Callable[..., object]:
-    """A page in a fresh browser context (own storage), like a person on their own machine."""
+    """A page in a fresh browser context (own storage), like a person on their own machine;
+    closed when the test ends (an open page keeps its socket, gets the server's pushes and
+    keeps Chromium drawing: CPU the rest of the suite would lose)."""
     contexts = []
 
     def make(width: int = 1280, height: int = 800):
