@@ -58,8 +58,8 @@ def test_a_fresh_worker_works_on_instances_of_templates_it_has_not_read(db_url, 
 WORKER_SECRET = "worker-process-test-secret-0123456789"
 
 
-def run_worker_process(db_url: str, *args: str) -> subprocess.Popen:
-    env = {**os.environ, "DATABASE_URL": db_url, "BPFLOW_SECRET": WORKER_SECRET}
+def run_worker_process(db_url: str, *args: str, **env: str) -> subprocess.Popen:
+    env = {**os.environ, "DATABASE_URL": db_url, "BPFLOW_SECRET": WORKER_SECRET, **env}
     return subprocess.Popen([sys.executable, "-m", "bpflow.cli", "worker", *args], cwd=ROOT,
                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             start_new_session=True)
