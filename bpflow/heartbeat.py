@@ -85,7 +85,7 @@ class Heartbeat:
                 if not self._changed.wait_for(lambda: self._held, self.lease):
                     self._beating = False  # idle for a whole lease
                     return
-                # renew a third of a lease from now, sooner when all are released
+                # a third of a lease from now (nothing to renew if all were released)
                 self._changed.wait_for(lambda: not self._held, self.lease / 3)
                 ids = sorted(self._held - self._lost)
             if ids:
