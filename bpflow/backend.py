@@ -11,8 +11,11 @@ import os
 import sys
 import threading
 import time
+from typing import NoReturn
 
+from bpflow import logs
 from bpflow.access import Caller
+from bpflow.heartbeat import lease_seconds
 from bpflow.security import SecretError, load_secret
 from bpflow.store import Store
 from bpflow.store.public import upgrade
@@ -22,7 +25,7 @@ from bpflow.worker import start_in_thread
 log = logging.getLogger("bpflow")
 _store: Store | None = None
 _lock = threading.Lock()
-EXIT_SECRET = 2  # the exit code of a server refusing to start for its secret (as the CLI)
+EXIT_SECRET = 2  # the exit code of a server refusing to start (as the CLI's for a secret)
 
 
 def get_store() -> Store:
@@ -44,9 +47,14 @@ def check_secret() -> None:
     try:
         load_secret()
     except SecretError as exc:
-        print(f"bpflow: the server cannot start: {exc}", file=sys.stderr, flush=True)
-        logging.shutdown()
-        os._exit(EXIT_SECRET)  # from inside the server's start-up: no exception may escape
+        cannot_start(exc)
+
+
+def cannot_start(problem: object) -> NoReturn:
+    """Say on stderr why the server does not start, and exit (no traceback)."""
+    print(f"bpflow: the server cannot start: {problem}", file=sys.stderr, flush=True)
+    logging.shutdown()
+    os._exit(EXIT_SECRET)  # from inside the server's start-up: no exception may escape
 
 
 def prepare(store: Store | None = None) -> Store:
@@ -129,12 +137,18 @@ async def lifespan():
     """Reflex lifespan task: check the secret, prepare the database, then run the
     in-process worker."""
     import asyncio
+    logs.setup("backend")
     check_secret()
+    inprocess = os.environ.get("BPFLOW_INPROCESS_WORKER", "1") != "0"
+    try:
+        lease = lease_seconds() if inprocess else None
+    except ValueError as exc:
+        cannot_start(exc)
     store = await asyncio.to_thread(prepare)
     settle_memory()
     stop = None
-    if os.environ.get("BPFLOW_INPROCESS_WORKER", "1") != "0":
-        _, stop = start_in_thread(store)
+    if inprocess:
+        _, stop = start_in_thread(store, lease=lease)
     try:
         yield
     finally:

@@ -3,8 +3,10 @@ worker-side actions (HTTP calls), then releases them.
 
 Several workers can run at once: a lease is taken in one transaction (PostgreSQL
 `FOR UPDATE SKIP LOCKED`, SQLite's single writer), so an instance is worked on by one
-worker at a time. A worker that dies leaves its lease to expire; the instance is then due
-again and another worker picks it up, so nothing is lost.
+worker at a time, and renewed while the worker works on it (`heartbeat.py`). A worker that
+dies leaves its lease to expire; the instance is then due again and another worker picks
+it up (an action it had sent is sent again with the same Idempotency-Key), so nothing is
+lost.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Any
 from bpflow.actions import HANDLERS, ActionContext, Outcome, shown_data
 from bpflow.errors import NotFound, StorageQuotaExceeded
 from bpflow.expiry import expire
+from bpflow.heartbeat import Heartbeat, lease_seconds
 from bpflow.mailbox import Mailbox
 from bpflow.store import Store
 from bpflow.webhooks import Deliverer
@@ -44,11 +47,12 @@ class Job:
 
 
 class Worker:
-    def __init__(self, store: Store, name: str | None = None, lease: float = 60.0,
+    def __init__(self, store: Store, name: str | None = None, lease: float | None = None,
                  handlers: dict[str, Handler] | None = None):
         self.store = store.of(None)  # every tenant's due work (ids from its leases)
         self.name = name or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
-        self.lease = lease
+        self.lease = lease_seconds() if lease is None else lease
+        self.heartbeat = Heartbeat(self.store, self.name, self.lease)
         self.handlers = handlers if handlers is not None else HANDLERS
         self.mailbox = Mailbox(self.store)
         # what else a worker does each round besides due instances (expiry, webhook
@@ -65,6 +69,7 @@ class Worker:
         ids = self.store.claim_due(self.name, limit, self.lease)
         if not ids:
             return 0
+        self.heartbeat.hold(ids)
         try:
             due = self.store.apply_many(ids, self._due_jobs)
             for instance_id, outcome in due.items():
@@ -77,6 +82,7 @@ class Worker:
                 except BpflowError as exc:
                     log.warning("instance %s: %s", instance_id, exc)
         finally:
+            self.heartbeat.drop(ids)
             self.store.release(ids, self.name)
         return len(ids)
 
@@ -90,6 +96,10 @@ class Worker:
                 return
             outcome = (Outcome(False, reason=job.reason) if job.context is None
                        else self._run(job.context))
+            if self.heartbeat.lost(instance_id):  # its new holder sends the action again
+                log.warning("instance %s circle %s: result dropped: the lease was lost "
+                            "while the action ran", instance_id, job.circle)
+                return
             try:
                 if outcome.ok is None:
                     def pend(e: Engine, i: Instance, job: Job = job, o: Outcome = outcome

@@ -36,7 +36,9 @@ __all__ = ["Api", "create_app"]
 
 @contextlib.asynccontextmanager
 async def _lifespan(_app: FastAPI):  # served on its own (mounted in Reflex: the backend's)
+    from bpflow import logs
     from bpflow.backend import check_secret, settle_memory
+    logs.setup("backend")
     check_secret()
     settle_memory()
     yield

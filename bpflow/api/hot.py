@@ -2,11 +2,12 @@
 `HotPaths`, the short path it first offers the paper's two requests and signals to.
 
 The guard (`Api.__call__`, SPEC §13): every answer carries the security headers
-(`SECURITY_HEADERS`: no content sniffing, no framing); a body over `max_body` bytes is
-answered 413 (announced by Content-Length, or counted while it is read); a JSON body is
-parsed once, strictly (`bpflow.limits.parse`), and one that breaks a limit is answered 422
-`{"detail": "..."}`; the body is then replayed to the framework. Paths outside `/api`
-(the Reflex backend mounted inside this app) pass untouched.
+(`SECURITY_HEADERS`: no content sniffing, no framing) and names the backend process that
+served it (`X-Bpflow-Backend`, SPEC §14a: `bpflow.logs.backend_name`); a body over
+`max_body` bytes is answered 413 (announced by Content-Length, or counted while it is
+read); a JSON body is parsed once, strictly (`bpflow.limits.parse`), and one that breaks a
+limit is answered 422 `{"detail": "..."}`; the body is then replayed to the framework.
+Paths outside `/api` (the Reflex backend mounted inside this app) pass untouched.
 
 The short path (`HotPaths`) answers POST /api/instances, POST .../complete and POST
 /api/signals/{name} without the framework's per-request machinery (middleware layers,
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import email.message
 import inspect
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -31,7 +33,7 @@ from fastapi import FastAPI
 from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute, APIRouter
 
-from bpflow import limits
+from bpflow import limits, logs
 from bpflow.api.deps import caller_from, client_of, store_of
 from bpflow.api.errors import answer
 from bpflow.api.schemas import valid_idempotency_key
@@ -39,6 +41,7 @@ from bpflow.errors import Unauthorized
 
 SECURITY_HEADERS = ((b"x-content-type-options", b"nosniff"), (b"x-frame-options", b"DENY"),
                     (b"content-security-policy", b"frame-ancestors 'none'"))
+BACKEND_HEADER = b"x-bpflow-backend"
 NO_JSON = object()  # no body, a body that is not JSON, or one not sent as JSON
 
 
@@ -49,12 +52,13 @@ class Api(FastAPI):
 
     hot: HotPaths | None = None
     max_body: int = limits.MAX_BODY
+    _headers: tuple[int, tuple[tuple[bytes, bytes], ...]] | None = None  # (pid, headers)
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] != "http":
             await super().__call__(scope, receive, send)
             return
-        send = _secured(send)  # every HTTP answer: the API's and the app's pages alike
+        send = _secured(send, self._answer_headers())  # the API's and the pages' alike
         path = scope.get("path", "")
         if not (path.startswith("/api/") or path == "/api"):
             await super().__call__(scope, receive, send)
@@ -80,6 +84,15 @@ class Api(FastAPI):
             receive = _replay(body, receive)
         if self.hot is None or not await self.hot(scope, receive, send, value):
             await super().__call__(scope, receive, send)
+
+    def _answer_headers(self) -> tuple[tuple[bytes, bytes], ...]:
+        """The headers every answer gets: the security headers and this process's name
+        (worked out once per process: a server's workers may be forked from one)."""
+        pid = os.getpid()
+        if self._headers is None or self._headers[0] != pid:
+            name = logs.backend_name().encode("ascii", "replace")
+            self._headers = (pid, (*SECURITY_HEADERS, (BACKEND_HEADER, name)))
+        return self._headers[1]
 
     def _too_large(self) -> str:
         return f"the request body is larger than {self.max_body} bytes"
@@ -216,12 +229,11 @@ def _replay(body: bytes, receive):
     return again
 
 
-def _secured(send):
-    """`send` with the security headers added to the start of the answer."""
+def _secured(send, headers: tuple[tuple[bytes, bytes], ...]):
+    """`send` with `headers` added to the start of the answer."""
     async def secured(message):
         if message["type"] == "http.response.start":
-            message = {**message, "headers": [*message.get("headers", ()),
-                                              *SECURITY_HEADERS]}
+            message = {**message, "headers": [*message.get("headers", ()), *headers]}
         await send(message)
     return secured
 

@@ -155,17 +155,10 @@ class Instances(StoreParts):
         circle_rows: dict[str, list] = {}
         for r in circles:
             circle_rows.setdefault(r.instance_id, []).append(r)
+        self._read_templates({row.template_id for row in rows}, conn)
         out = {}
         for row in rows:
-            trow = self._template_rows.get(row.template_id)
-            if trow is None:
-                query = select(templates_t).where(templates_t.c.id == row.template_id)
-                if conn is None:
-                    with self.reader() as conn:
-                        trow = conn.execute(query).first()
-                else:
-                    trow = conn.execute(query).first()
-                self._template_rows[row.template_id] = trow
+            trow = self._template_rows[row.template_id]
             template, _ = self._build(trow, dict(row.nested_versions))
             inst = Instance(
                 id=row.id, template=template, status=row.status, inputs=row.inputs,
@@ -177,6 +170,21 @@ class Instances(StoreParts):
                                  {cid: sql.snapshot(run) for cid, run in inst.circles.items()},
                                  row.status in ACTIVE, batch=row.batch)
         return out
+
+    def _read_templates(self, ids: set[int], conn=None) -> None:
+        """Keep the template rows of `ids` this process has not read yet (versions never
+        change): all in one query, on `conn` or on a reading connection of its own."""
+        missing = ids - self._template_rows.keys()
+        if not missing:
+            return
+        query = select(templates_t).where(templates_t.c.id.in_(sorted(missing)))
+        if conn is None:
+            with self.reader() as reading:
+                found = reading.execute(query).all()
+        else:
+            found = conn.execute(query).all()
+        for trow in found:
+            self._template_rows[trow.id] = trow
 
     # ------------------------------------------------------------------ rows
     def _version_row(self, name: str, version: int | None):

@@ -1,8 +1,9 @@
 """Worker leases: which instances have work due, and who works on them now.
 
 A lease is taken in one transaction (PostgreSQL `FOR UPDATE SKIP LOCKED`, SQLite's single
-writer), so an instance is worked on by one worker at a time; a crashed holder's lease
-expires and the instance is due again.
+writer), so an instance is worked on by one worker at a time. Its holder renews it while it
+works (`renew_all`, the worker's heartbeat); a crashed holder's lease expires and the
+instance is due again.
 """
 
 from __future__ import annotations
@@ -38,10 +39,20 @@ class Leases(StoreParts):
 
     def renew(self, instance_id: str, owner: str, lease: float) -> bool:
         """Extend `owner`'s lease before a long step; False when it was lost."""
+        return instance_id in self.renew_all([instance_id], owner, lease)
+
+    def renew_all(self, ids: list[str], owner: str, lease: float) -> set[str]:
+        """Extend `owner`'s leases on these instances to `lease` seconds from now, in one
+        statement (a worker's heartbeat); the ids it still held. A lease is lost only to
+        another worker (its claim after the lease ran out), never by running out alone."""
+        if not ids:
+            return set()
         with self.db.begin() as conn:
-            return conn.execute(update(instances_t).where(
-                instances_t.c.id == instance_id, instances_t.c.lease_owner == owner).values(
-                lease_until=self.clock() + timedelta(seconds=lease))).rowcount == 1
+            return set(conn.execute(
+                update(instances_t)
+                .where(instances_t.c.id.in_(ids), instances_t.c.lease_owner == owner)
+                .values(lease_until=self.clock() + timedelta(seconds=lease))
+                .returning(instances_t.c.id)).scalars())
 
     def release(self, ids: str | list[str], owner: str) -> None:
         """End `owner`'s leases on these instances (one id or many)."""

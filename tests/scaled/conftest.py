@@ -3,9 +3,10 @@
 worker`s, all on a PostgreSQL schema of the module's own (SPEC §14).
 
 - ``cluster`` (module): the four processes, started together; ``cluster.a`` and
-  ``cluster.b`` are the backends' base URLs, ``cluster.store`` a Store on their database
-  with their secret, ``cluster.workers`` the worker processes. Logs go to
-  ``test-output/scaled/``.
+  ``cluster.b`` are the backends' base URLs (processes named ``backend-a`` and
+  ``backend-b``), ``cluster.store`` a Store on their database with their secret,
+  ``cluster.workers`` the worker processes (``worker-1``, ``worker-2``, on a lease of
+  LEASE_S seconds). Logs go to ``test-output/scaled/``.
 - ``app_site(url, ...)``: a context manager for the pages' tests and bench/push_latency.py:
   the built app served (`--single-port`) from a frontend folder of its own, optionally with
   several Granian workers and beside an API-only backend; see ``AppSite``. With it
@@ -43,7 +44,8 @@ ROOT = Path(__file__).resolve().parents[2]
 OUTPUT = ROOT / "test-output" / "scaled"
 REDIS_URL = os.environ.get("BPFLOW_TEST_REDIS_URL", "redis://127.0.0.1:6379")
 SECRET = "scaled-test-secret-0123456789-abcdefgh"
-LEASE_S = 8  # the workers' lease: a killed worker's instance is due again this soon
+LEASE_S = 5  # the workers' lease (renewed while they work): a killed worker's instance is
+# due again this soon
 # A backend starts in about 10 s on a busy machine; the first start on a fresh checkout
 # may set up .web/ first.
 STARTUP_S = float(os.environ.get("BPFLOW_SCALED_STARTUP_TIMEOUT", "180"))
@@ -167,12 +169,13 @@ def cluster(pg_available) -> Iterator[Cluster]:
                 cluster.backends.append(spawn(
                     [sys.executable, "-m", "reflex", "run", "--env", "prod", "--backend-only",
                      "--backend-port", base.rsplit(":", 1)[1], "--loglevel", "info"],
-                    env, logs[base]))
+                    {**env, "BPFLOW_PROCESS": f"backend-{name}"}, logs[base]))
                 wait_for({base: cluster.backends[-1]}, logs)
             for i in (1, 2):
                 cluster.workers.append(spawn(
-                    [sys.executable, "-m", "bpflow.cli", "worker", "--poll", "0.1",
-                     "--lease", str(LEASE_S)], env, OUTPUT / f"worker-{i}.log"))
+                    [sys.executable, "-m", "bpflow.cli", "worker", "--poll", "0.1"],
+                    {**env, "BPFLOW_PROCESS": f"worker-{i}",
+                     "BPFLOW_LEASE_SECONDS": str(LEASE_S)}, OUTPUT / f"worker-{i}.log"))
             yield cluster
         finally:
             for process in cluster.backends + cluster.workers:

@@ -36,14 +36,30 @@ def test_worker_runs_http_and_records_the_outcome(store, server):
     assert worker.run_once() == 0  # nothing left due
 
 
+def test_a_fresh_worker_works_on_instances_of_templates_it_has_not_read(db_url, store,
+                                                                       server):
+    """A worker's first batch holds instances of three templates its store has not read:
+    their rows are read for it, and the whole batch is worked on."""
+    ids = []
+    for name in ("one", "two", "three"):
+        store.put_template(http_flow(f"{server.url}/ok", name))
+        ids.append(store.start(name, {"n": 1}).id)
+    fresh = Store(db_url, secret=SECRET)  # no template cached
+    try:
+        assert Worker(fresh, name="fresh").run_once() == 3
+    finally:
+        fresh.close()
+    assert [store.get(i).status for i in ids] == ["completed"] * 3
+
+
 # The worker processes' own secret: at least 32 bytes (SPEC §13), unlike the short one the
 # test stores are given. Nothing these tests check is signed across processes (a worker
 # makes and uses its own bookmarks).
 WORKER_SECRET = "worker-process-test-secret-0123456789"
 
 
-def run_worker_process(db_url: str, *args: str) -> subprocess.Popen:
-    env = {**os.environ, "DATABASE_URL": db_url, "BPFLOW_SECRET": WORKER_SECRET}
+def run_worker_process(db_url: str, *args: str, **env: str) -> subprocess.Popen:
+    env = {**os.environ, "DATABASE_URL": db_url, "BPFLOW_SECRET": WORKER_SECRET, **env}
     return subprocess.Popen([sys.executable, "-m", "bpflow.cli", "worker", *args], cwd=ROOT,
                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             start_new_session=True)
