@@ -28,13 +28,19 @@ from urllib.parse import quote
 import pytest
 from sqlalchemy import create_engine, event, text
 
-from bpflow.store import Store
+from bpflow.store import Store, accounts
 from bpflow.store.connection import make_engine, normalize_url
 from bpflow.store.migrate import upgrade
 
 # The tests' HTTP servers listen on 127.0.0.1, which the egress guard refuses unless allowed
 # (set before the app and any server process read it; tests of the guard change it).
 os.environ.setdefault("BPFLOW_EGRESS_ALLOW", "127.0.0.1")
+# Passwords are hashed with scrypt at N=2**14: about 70 ms of CPU for each user a test adds
+# and each sign-in it makes, a third of the API tests' CPU. The tests' own process hashes at
+# 2**10; a hash records its cost, so checking one works as before. The servers the tests
+# start hash at the real cost, and tests/store/test_store.py checks that cost in a process
+# of bpflow's own.
+accounts.SCRYPT_N = 2**10
 PG_URL = normalize_url(os.environ.get("BPFLOW_TEST_PG_URL",
                                       "postgresql://postgres@127.0.0.1:5432/test"))
 SECRET = b"store-test-secret"

@@ -102,6 +102,18 @@ def check_password(password: str, stored: str) -> bool:
     return hmac.compare_digest(got, expected)
 
 
+_NOBODY: dict[int, str] = {}  # work factor -> a hash of no one's password, made once
+
+
+def check_nobody(password: str) -> bool:
+    """The check a sign-in as a name nobody has costs: one scrypt, as for a real account
+    (an unknown name must not answer sooner, or later, than a known one); always False."""
+    if SCRYPT_N not in _NOBODY:
+        _NOBODY[SCRYPT_N] = hash_password(os.urandom(16).hex())
+    check_password(password, _NOBODY[SCRYPT_N])
+    return False
+
+
 def normal_username(name: str) -> str:
     """The form a username is stored and looked up in (NFKC)."""
     return unicodedata.normalize("NFKC", name) if isinstance(name, str) else ""

@@ -14,6 +14,7 @@ from sqlalchemy.exc import IntegrityError
 
 from bpflow.store.accounts import (
     Caller,
+    check_nobody,
     check_password,
     hash_password,
     normal_username,
@@ -137,7 +138,7 @@ class Users(StoreParts):
             row = conn.execute(select(users_t).where(
                 users_t.c.username == normal_username(username))).first()
         if row is None:
-            check_password(password, hash_password("timing"))  # same cost either way
+            check_nobody(password)  # the cost of a real account's check
             return None
         if not check_password(password, row.password_hash) or row.disabled_at is not None:
             return None

@@ -250,6 +250,37 @@ def test_users_have_salted_slow_hashes_and_authenticate(store):
         store.add_user("eve", "x", ["Root"])
 
 
+def test_an_unknown_name_costs_one_password_check_as_a_known_one(store, monkeypatch):
+    """No answer sooner or later for a name nobody has: one scrypt, like a real account's
+    wrong password (it used to be two: a hash made, then checked)."""
+    import hashlib
+    store.add_user("ann", "s3cret pass")
+    calls = []
+    real = hashlib.scrypt
+
+    def counted(*args, **kwargs):
+        calls.append(kwargs["n"])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(hashlib, "scrypt", counted)
+    store.authenticate("nobody", "s3cret pass")  # the first one makes no one's hash too
+    del calls[:]
+    for name in ("ann", "nobody", "ann", "nobody2"):
+        store.authenticate(name, "wrong")
+    assert len(calls) == 4 and len(set(calls)) == 1
+
+
+def test_passwords_are_hashed_at_the_real_cost_outside_the_tests():
+    """This suite's processes hash at a lower cost (tests/conftest.py); a process of
+    bpflow's own hashes at scrypt N=2**14, r=8, p=1."""
+    import subprocess
+    import sys
+    code = "from bpflow.store.accounts import hash_password; print(hash_password('x'))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True, timeout=120)
+    assert done.stdout.startswith("scrypt$16384$8$1$")
+
+
 # ------------------------------------------------------------------- leases
 def test_due_work_is_leased_to_one_claimant_until_released_or_expired(store, db_url):
     timer = {"name": "wait", "circles": [
