@@ -144,6 +144,10 @@ def shown(path: Path) -> str:
     return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
 
 
+def plural(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
 def answers(url: str) -> bool:
     try:
         with urllib.request.urlopen(url, timeout=2) as response:
@@ -254,8 +258,9 @@ def manage(conf: Path, progs: list[supervision.Program], env: dict[str, str], po
         if ready.is_set() and not announced:
             announced = True
             print(f"bpflow scaled out on http://localhost:{port}"
-                  f"{' (API and event socket only)' if backend_only else ''}: {backends} "
-                  f"backend processes, {workers} workers; `{ctl} status` shows them; "
+                  f"{' (API and event socket only)' if backend_only else ''}: "
+                  f"{plural(backends, 'backend process', 'backend processes')}, "
+                  f"{plural(workers, 'worker', 'workers')}; `{ctl} status` shows them; "
                   "Ctrl-C stops them all", flush=True)
         stopping.wait(0.2)
     code = 0

@@ -37,6 +37,11 @@ def _patch_reflex(*, mount_frontend: bool, build_only: bool) -> None:
     processes.handle_port = lambda service_name, port, auto_increment: port
     run_backend_prod = rx_exec.run_backend_prod
 
+    if build_only:  # nothing runs: Reflex's "App running" and "app stopped" would mislead
+        rx_exec.notify_app_running = lambda: None
+        rx_exec.notify_frontend = lambda url, backend_present: None
+        processes.atexit_handler = lambda: None
+
     def run_backend(host, port, loglevel, mount_frontend_compiled_app=False):
         if build_only:
             return
