@@ -48,11 +48,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from sqlalchemy import create_engine, text
-from sqlalchemy.engine import make_url
-
 from bpflow import supervision, tether
-from bpflow.store.public import normalize_url
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATABASE = "postgresql://postgres@127.0.0.1:5432/bpflow"
@@ -67,6 +63,11 @@ class SetupError(Exception):
 def ensure_database(url: str) -> str:
     """Create the PostgreSQL database of `url` when the server does not have it; say
     which happened."""
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.engine import make_url
+
+    from bpflow.store.public import normalize_url
+
     target = make_url(normalize_url(url))
     if not target.drivername.startswith("postgresql"):
         raise SetupError(f"DATABASE_URL must name a PostgreSQL database, not {url!r}")
@@ -99,18 +100,28 @@ def check_redis(url: str) -> None:
 PREPARE = (["db", "upgrade"], ["import", "--new-only", "upload/workflow"], ["seed-demo"])
 
 
-def prepare(env: dict[str, str]) -> None:
-    """The database as `make run` prepares it (the `db` target's three commands), in one
-    process of its own (`prepare_here`): one interpreter start, not three."""
-    if subprocess.run([sys.executable, "-c", "import sys; from bpflow.scaled import "
-                       "prepare_here; sys.exit(prepare_here())"], cwd=ROOT, env=env,
-                      stdin=subprocess.DEVNULL).returncode:
-        raise SetupError("preparing the database failed (the reason is above)")
+def prepare(env: dict[str, str]) -> int:
+    """The servers checked and the database prepared (`prepare_here`), in a process of
+    its own: this one, which stays for the whole run, imports none of that. Its exit
+    code."""
+    return subprocess.run([sys.executable, "-c", "import sys; from bpflow.scaled import "
+                           "prepare_here; sys.exit(prepare_here())"], cwd=ROOT, env=env,
+                          stdin=subprocess.DEVNULL).returncode
 
 
 def prepare_here() -> int:
+    """Redis must answer; the database is created when missing and prepared as `make run`
+    prepares it (the `db` target's three commands, in this one process). 2 with a line on
+    stderr when a server cannot be used; a command's own exit code when it fails."""
     from bpflow.cli import main as bpflow
 
+    try:
+        check_redis(os.environ["REFLEX_REDIS_URL"])
+        print(f"Reflex state in Redis at {os.environ['REFLEX_REDIS_URL']}", flush=True)
+        print(ensure_database(os.environ["DATABASE_URL"]), flush=True)
+    except SetupError as exc:
+        print(f"bpflow: {exc}", file=sys.stderr)
+        return 2
     for args in PREPARE:
         print(f"bpflow {' '.join(args)}", flush=True)
         if code := bpflow(args):
@@ -305,10 +316,12 @@ def run(backends: int, workers: int, port: int, backend_only: bool = False,
             raise SetupError(f"port {port} is in use (another run? `make run-scaled "
                              "PORT=…` picks another)")
         conf = write_config(home, progs)
-        check_redis(env["REFLEX_REDIS_URL"])
-        print(f"Reflex state in Redis at {env['REFLEX_REDIS_URL']}", flush=True)
-        print(ensure_database(env["DATABASE_URL"]), flush=True)
-        prepare(env)
+    except SetupError as exc:
+        print(f"bpflow: {exc}", file=sys.stderr)
+        return 2
+    if code := prepare(env):
+        return code
+    try:
         if not backend_only:
             build_frontend(env, port)
     except SetupError as exc:

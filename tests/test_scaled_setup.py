@@ -175,14 +175,14 @@ def test_a_database_that_is_not_postgresql_is_refused():
         scaled.ensure_database("sqlite:///bpflow.db")
 
 
-def test_unreachable_redis_stops_it_before_the_database_is_touched(monkeypatch, capsys,
+def test_unreachable_redis_stops_it_before_the_database_is_touched(monkeypatch, capfd,
                                                                   tmp_path):
     name = f"bpflow_never_{uuid.uuid4().hex[:8]}"
     monkeypatch.setenv("BPFLOW_HOME", str(tmp_path))
     monkeypatch.setenv("REFLEX_REDIS_URL", "redis://127.0.0.1:9")
     monkeypatch.setenv("DATABASE_URL", f"postgresql://postgres@127.0.0.1:9/{name}")
     assert scaled.run(backends=1, workers=1, port=free_port()) == 2
-    assert "cannot reach Redis at redis://127.0.0.1:9" in capsys.readouterr().err
+    assert "bpflow: cannot reach Redis at redis://127.0.0.1:9" in capfd.readouterr().err
 
 
 def test_a_missing_database_is_created_and_said_so_once(pg_available):
