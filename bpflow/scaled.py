@@ -113,8 +113,6 @@ def prepare_here() -> int:
     """Redis must answer; the database is created when missing and prepared as `make run`
     prepares it (the `db` target's three commands, in this one process). 2 with a line on
     stderr when a server cannot be used; a command's own exit code when it fails."""
-    from bpflow.cli import main as bpflow
-
     try:
         check_redis(os.environ["REFLEX_REDIS_URL"])
         print(f"Reflex state in Redis at {os.environ['REFLEX_REDIS_URL']}", flush=True)
@@ -122,6 +120,8 @@ def prepare_here() -> int:
     except SetupError as exc:
         print(f"bpflow: {exc}", file=sys.stderr)
         return 2
+    from bpflow.cli import main as bpflow
+
     for args in PREPARE:
         print(f"bpflow {' '.join(args)}", flush=True)
         if code := bpflow(args):
