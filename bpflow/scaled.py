@@ -233,8 +233,11 @@ def manage(conf: Path, progs: list[supervision.Program], env: dict[str, str], po
         {"supervisord": logs / "supervisord.log",
          **{p.name: logs / f"{p.name}.log" for p in progs}})
     stopping = threading.Event()
+    sup: subprocess.Popen | None = None
 
     def on_signal(signum: int, frame: object) -> None:
+        if stopping.is_set() and sup is not None:  # a second Ctrl-C: no more waiting
+            sup.kill()  # the programs die with it
         stopping.set()
 
     signal.signal(signal.SIGINT, on_signal)
@@ -276,7 +279,7 @@ def manage(conf: Path, progs: list[supervision.Program], env: dict[str, str], po
         stopping.wait(0.2)
     code = 0
     if stopping.is_set():
-        print("stopping every process", flush=True)
+        print("stopping every process (Ctrl-C again: at once)", flush=True)
         sup.send_signal(signal.SIGTERM)
         deadline = time.monotonic() + supervision.STOP_WAIT_S + 10
         while sup.poll() is None and time.monotonic() < deadline:
