@@ -141,8 +141,11 @@ class Faults:
             took, _ = await until(lambda: port_answers(self.port), PORT_BACK_S, 0.02)
             back.append(took)
         spread = self.kills[-1] - self.kills[self.first] if doomed else 0.0
-        serving, _ = await until(lambda: listeners(self.port) >= self.backends
-                                 and self.sup.info(name)[0] == "RUNNING", BACKEND_BACK_S, 0.2)
+        # a new process RUNNING (the killed one may take a moment to be gone: until
+        # then supervisord says RUNNING and its socket still listens)
+        serving, _ = await until(lambda: (s := self.sup.info(name))[0] == "RUNNING"
+                                 and s[1] not in doomed
+                                 and listeners(self.port) >= self.backends, BACKEND_BACK_S, 0.2)
         if any(t is None for t in back):
             self.failures.append(f"the port did not answer within {PORT_BACK_S:.0f} s of a "
                                  f"kill of {name}")

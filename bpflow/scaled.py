@@ -288,8 +288,11 @@ def manage(conf: Path, progs: list[supervision.Program], env: dict[str, str], po
         if sup.poll() is None:
             sup.kill()
     else:
-        print(f"bpflow: supervisord exited with code {sup.returncode}; stopping what is "
-              "left of the run", file=sys.stderr, flush=True)
+        rc = sup.returncode
+        how = (f"was killed by {signal.Signals(-rc).name}" if rc < 0 else
+               f"exited with code {rc}")
+        print(f"bpflow: supervisord {how}; stopping what is left of the run",
+              file=sys.stderr, flush=True)
         code = 1
     sup.wait()
     reap_strays()
