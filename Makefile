@@ -43,7 +43,8 @@ help:
 	@echo "make test       set up (browser included) and run the whole test suite" \
 		"(TEST_WORKERS=N processes, default $(TEST_WORKERS))"
 	@echo "make soak       the long crash test (20 kills of the server under load), then the" \
-		"paper flow scaled out for 10 minutes (SOAK_ARGS=\"--minutes M --rate R\")"
+		"paper flow scaled out for 10 minutes, workers and backends killed meanwhile" \
+		"(SOAK_ARGS=\"--minutes M --rate R\")"
 	@echo "make bench      bpflow against SpiffWorkflow and DBOS (installs the bench extra)"
 	@echo "make lint       ruff check, the layer contracts (lint-imports), mypy"
 	@echo "make install    create $(VENV) and install bpflow with its dev extras"
@@ -126,8 +127,9 @@ test: install bun chromium
 
 # Two soaks, one after the other: the crash test (20 kills of the server under load) and
 # the paper flow in scale-out mode (bench/soak.py: 2 backends, 2 workers, a PostgreSQL
-# database of its own, Redis), which fails on any error or on a process whose memory grows
-# more than 10 % after the first minute. The second needs PostgreSQL and Redis at their
+# database of its own, Redis) with a worker and the backends killed during it, which fails
+# on any error (besides requests in flight at a kill), on a fault not recovered from or
+# on a process whose memory grows more than 10 % after the first minute. The second needs PostgreSQL and Redis at their
 # default addresses (DATABASE_URL is not its: it makes a database of its own on
 # BENCH_PG_URL); SOAK_ARGS passes options to it (`bench/soak.py --help`).
 soak: install
