@@ -130,15 +130,14 @@ def prepare_here() -> int:
 
 
 def port_taken(port: int) -> bool:
-    """Whether something listens on `port` already (the backends share their port with one
-    another, and would with a stray server there too)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind(("0.0.0.0", port))
-        except OSError:
+    """Whether a server answers on `port` already (the backends share their port with one
+    another, and would with a stray server there too). A connection, not a bind: the
+    sockets a killed run leaves closing for a while on the port are no server."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=2):
             return True
-    return False
+    except OSError:
+        return False
 
 
 def build_frontend(env: dict[str, str], port: int) -> None:
