@@ -15,6 +15,9 @@ CHROMIUM := /usr/bin/chromium
 PORT ?= 3000
 BACKENDS ?= 2
 WORKERS ?= 2
+# run-scaled's workers: lease per instance and idle poll (s); empty: the worker's defaults
+LEASE ?=
+POLL ?=
 TEST_WORKERS ?= 3
 
 # Reflex would download bun itself, which cannot work here: use the one from npm.
@@ -35,12 +38,13 @@ REFLEX_RUN = $(VENV)/bin/reflex run --env prod --single-port --frontend-port $(P
 
 help:
 	@echo "make run        set up and serve the app on http://localhost:$(PORT)"
-	@echo "make run-scaled $(BACKENDS) backends + $(WORKERS) workers on PostgreSQL and Redis" \
-		"(BACKENDS=N WORKERS=M)"
+	@echo "make run-scaled $(BACKENDS) backends + $(WORKERS) workers on PostgreSQL and Redis," \
+		"under supervisord (BACKENDS=N WORKERS=M LEASE=S POLL=S)"
 	@echo "make test       set up (browser included) and run the whole test suite" \
 		"(TEST_WORKERS=N processes, default $(TEST_WORKERS))"
 	@echo "make soak       the long crash test (20 kills of the server under load), then the" \
-		"paper flow scaled out for 10 minutes (SOAK_ARGS=\"--minutes M --rate R\")"
+		"paper flow scaled out for 10 minutes, workers and backends killed meanwhile" \
+		"(SOAK_ARGS=\"--minutes M --rate R\")"
 	@echo "make bench      bpflow against SpiffWorkflow and DBOS (installs the bench extra)"
 	@echo "make lint       ruff check, the layer contracts (lint-imports), mypy"
 	@echo "make install    create $(VENV) and install bpflow with its dev extras"
@@ -105,12 +109,13 @@ run: install bun db $(WEB_STAMP)
 	@BPFLOW_EGRESS_ALLOW="$${BPFLOW_EGRESS_ALLOW-127.0.0.1}" $(REFLEX_ENV) $(REFLEX_RUN)
 
 # Scale-out on this machine (docs/operations.md#make-run-scaled): BACKENDS backend processes
-# behind PORT, WORKERS `bpflow worker`s, on the PostgreSQL of DATABASE_URL (default
+# on PORT, WORKERS `bpflow worker`s (LEASE and POLL passed to them), each a program of
+# supervisord, on the PostgreSQL of DATABASE_URL (default
 # postgresql://postgres@127.0.0.1:5432/bpflow, created when missing) and the Redis of
 # REFLEX_REDIS_URL (default redis://127.0.0.1:6379). The database is prepared as for run.
 run-scaled: install bun $(WEB_STAMP)
 	@$(REFLEX_ENV) $(PY) -m bpflow.scaled --backends $(BACKENDS) --workers $(WORKERS) \
-		--port $(PORT)
+		--port $(PORT) $(if $(LEASE),--lease $(LEASE)) $(if $(POLL),--poll $(POLL))
 
 # TEST_WORKERS pytest-xdist workers (TEST_WORKERS=0: one process). The tests that start
 # servers (tests/browser/, tests/scaled/) are run by one worker, one after the other, while
@@ -122,8 +127,9 @@ test: install bun chromium
 
 # Two soaks, one after the other: the crash test (20 kills of the server under load) and
 # the paper flow in scale-out mode (bench/soak.py: 2 backends, 2 workers, a PostgreSQL
-# database of its own, Redis), which fails on any error or on a process whose memory grows
-# more than 10 % after the first minute. The second needs PostgreSQL and Redis at their
+# database of its own, Redis) with a worker and the backends killed during it, which fails
+# on any error (besides requests in flight at a kill), on a fault not recovered from or
+# on a process whose memory grows more than 10 % after the first minute. The second needs PostgreSQL and Redis at their
 # default addresses (DATABASE_URL is not its: it makes a database of its own on
 # BENCH_PG_URL); SOAK_ARGS passes options to it (`bench/soak.py --help`).
 soak: install

@@ -14,9 +14,10 @@ tree because Reflex writes beside the app. `--servers` also takes `granian` (the
 alone, `--factory bpflow.api:create_app`, as Reflex runs granian), `uvicorn` (h11 and the
 asyncio loop), `uvicorn-httptools` (httptools + uvloop) and `scaled`: the scale-out mode
 as `make run-scaled` starts it (SPEC §14; `python -m bpflow.scaled --backends 2 --workers 0
---backend-only`: Granian with 2 backend processes behind one port, Reflex's Redis state
-manager at $REFLEX_REDIS_URL), also from a copy of the tree, on a PostgreSQL database of
-its own created for the round on the server of $BENCH_PG_URL (default
+--backend-only`: 2 backend processes, each its own Granian server, on one port under
+supervisord, Reflex's Redis state manager at $REFLEX_REDIS_URL), also from a copy of the
+tree, on a PostgreSQL database of its own created for the round on the server of
+$BENCH_PG_URL (default
 postgresql://postgres@127.0.0.1:5432/postgres) and dropped after it, BPFLOW_HOME in the
 round's folder. The server's CPU figure is always its whole process tree (every backend).
 
@@ -408,6 +409,7 @@ class Server:
     gc_log: Path  # its garbage-collector pauses (see GC_HOOK)
     store: str = ""  # what it stores on, said in the report
     log: Path | None = None  # its output
+    url: str = ""  # its database's URL
 
 
 class Meter:
@@ -438,6 +440,7 @@ class Figures:
     latencies: list[float] = field(default_factory=list)  # seconds, measured requests
     lags: list[float] = field(default_factory=list)  # how late the generator sent them
     errors: Counter = field(default_factory=Counter)
+    error_at: list[float] = field(default_factory=list)  # when each error ended (monotonic)
     warmup_errors: int = 0
     achieved: float = 0.0  # requests/s answered without error
     instances: float = 0.0  # instances completed per second
@@ -490,6 +493,7 @@ async def open_loop(http: Http, work: Health | Flow, rate: float, duration: floa
         figures.latencies.append(ends[-1] - at)
         if problem is not None:
             figures.errors[problem] += 1
+            figures.error_at.append(ends[-1])
 
     meter = Meter(server)
     start = loop.time() + 0.01
@@ -740,7 +744,7 @@ def serve(kind: str, args: argparse.Namespace,
                 return
             store = ("SQLite (WAL, synchronous=FULL)" if url.startswith("sqlite") else
                      f"PostgreSQL (database {url.rsplit('/', 1)[1]})")
-            yield Server(port, proc.pid, gc_log, store, log_path)
+            yield Server(port, proc.pid, gc_log, store, log_path, url)
         finally:
             tree = process_tree(proc.pid)  # `scaled` starts its processes in their own groups
             os.killpg(proc.pid, signal.SIGTERM)

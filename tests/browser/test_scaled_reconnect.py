@@ -1,9 +1,11 @@
 """Scaled out (SPEC §14): one backend process killed, the others keep serving, and a page
 open in the browser reconnects and keeps its place.
 
-The app is served as `make run-scaled` serves it: `reflex run --env prod --single-port`
-with two Granian workers behind one port, Reflex's Redis state manager, PostgreSQL (a
-schema of the module's own), as tests/scaled/ sets them up. A signed-in flow page is open;
+The app is served by `reflex run --env prod --single-port` with two Granian workers behind
+one port, Reflex's Redis state manager, PostgreSQL (a schema of the module's own), as
+tests/scaled/ sets them up. (`make run-scaled` runs each backend as a Granian server of its
+own, all on one port, under supervisord: tests/scaled/test_managed.py. A page whose
+process dies reconnects to another the same way there.) A signed-in flow page is open;
 the worker holding the page's websocket gets SIGKILL. Then:
 
 - Granian starts a new worker in its place (rxconfig.py asks for that: as Reflex starts it,
