@@ -3,6 +3,7 @@ account, else the browser's, else English; handlers' texts in it."""
 
 from __future__ import annotations
 
+import pytest
 from reflex.istate.data import RouterData
 
 from bpflow_app.frame_state import FrameState, SignInState
@@ -39,6 +40,7 @@ def test_a_handlers_text_is_in_the_pages_language(make_state):
     assert "请检查表单" in _toasts(events)
 
 
+@pytest.mark.parametrize("web_store", ["sqlite", "postgres"], indirect=True)
 def test_the_menu_keeps_a_signed_in_persons_choice_with_the_account(make_state, web_store):
     state = make_state(SessionState, user="alice")
     run(state.choose_language("zh-CN"))
