@@ -34,7 +34,8 @@ WEB_STAMP := .web/reflex.json
 REFLEX_RUN = $(VENV)/bin/reflex run --env prod --single-port --frontend-port $(PORT) \
 	--backend-port $(PORT)
 
-.PHONY: help venv install bun chromium db run run-scaled test soak bench lint clean distclean
+.PHONY: help venv install bun chromium db run run-scaled test soak bench lint messages clean \
+	distclean
 
 help:
 	@echo "make run        set up and serve the app on http://localhost:$(PORT)"
@@ -47,6 +48,7 @@ help:
 		"(SOAK_ARGS=\"--minutes M --rate R\")"
 	@echo "make bench      bpflow against SpiffWorkflow and DBOS (installs the bench extra)"
 	@echo "make lint       ruff check, the layer contracts (lint-imports), mypy"
+	@echo "make messages   the web app's texts into its catalogs (bpflow_app/locale/*.po)"
 	@echo "make install    create $(VENV) and install bpflow with its dev extras"
 	@echo "make bun        install bun $(BUN_VERSION) under .tools/ (used by Reflex)"
 	@echo "make chromium   install Debian's chromium if $(CHROMIUM) is missing"
@@ -146,6 +148,16 @@ lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/mypy engine bpflow
+
+# The texts marked in bpflow_app/ (babel.cfg) added to every catalog, those no longer in the
+# code marked obsolete (#~); then translate the new entries of zh_CN. The app reads the .po
+# files themselves (bpflow_app/catalogs.py): nothing is compiled. docs/languages.md.
+LOCALES := bpflow_app/locale
+messages: install
+	@pot=$$(mktemp --suffix=.pot) && trap 'rm -f "$$pot"' EXIT && \
+	$(VENV)/bin/pybabel -q extract -F babel.cfg --add-location=file --sort-by-file \
+		--project=bpflow --copyright-holder=bpflow -o "$$pot" bpflow_app && \
+	$(VENV)/bin/pybabel -q update -i "$$pot" -d $(LOCALES) --no-fuzzy-matching
 
 clean:
 	rm -rf .web .states test-output

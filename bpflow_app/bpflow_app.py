@@ -9,6 +9,7 @@ from bpflow_app import routes
 from bpflow_app.asset_cache import cache_fingerprinted_assets
 from bpflow_app.components.frame import outer_circle
 from bpflow_app.frame_state import page_loads
+from bpflow_app.i18n import _
 from bpflow_app.pages.flow import flow_page
 from bpflow_app.pages.flow_state import FlowState
 from bpflow_app.pages.flows import flows_page
@@ -18,7 +19,6 @@ from bpflow_app.pages.guest_state import GuestState
 from bpflow_app.pages.home import TAGLINE, index
 from bpflow_app.pages.inbox import inbox_page
 from bpflow_app.pages.mail_state import MailState
-from bpflow_app.pages.not_found import TITLE as NOT_FOUND_TITLE
 from bpflow_app.pages.not_found import not_found_page
 from bpflow_app.pages.register import register_page
 from bpflow_app.pages.tasks_state import TasksState
@@ -36,22 +36,22 @@ app.api_transformer = [app.api_transformer, cache_fingerprinted_assets]
 app.register_lifespan_task(lifespan)
 # Signed-in pages load on the server right after hydrating (on_load: no round trip
 # through the browser), the frame's load last; see frame_state.page_loads.
-app.add_page(outer_circle(flow_page), route=routes.FLOW, title="Flow · bpflow",
+app.add_page(outer_circle(flow_page), route=routes.FLOW, title=_("Flow · bpflow"),
              on_load=page_loads(routes.FLOW, FlowState.load))
 app.add_page(index, route=routes.HOME, title="bpflow", description=TAGLINE)
-app.add_page(outer_circle(flows_page), route=routes.FLOWS, title="My flows · bpflow",
+app.add_page(outer_circle(flows_page), route=routes.FLOWS, title=_("My flows · bpflow"),
              on_load=page_loads(routes.FLOWS, FlowsState.load))
-app.add_page(outer_circle(inbox_page), route=routes.INBOX, title="Inbox · bpflow",
+app.add_page(outer_circle(inbox_page), route=routes.INBOX, title=_("Inbox · bpflow"),
              on_load=page_loads(routes.INBOX, MailState.load, TasksState.load))
-app.add_page(outer_circle(templates_page), route=routes.TEMPLATES, title="Templates · bpflow",
+app.add_page(outer_circle(templates_page), route=routes.TEMPLATES, title=_("Templates · bpflow"),
              on_load=page_loads(routes.TEMPLATES, TemplatesState.load))
-app.add_page(outer_circle(users_page), route=routes.USERS, title="Users · bpflow",
+app.add_page(outer_circle(users_page), route=routes.USERS, title=_("Users · bpflow"),
              on_load=page_loads(routes.USERS, UsersState.load))
-app.add_page(outer_circle(webhooks_page), route=routes.WEBHOOKS, title="Webhooks · bpflow",
+app.add_page(outer_circle(webhooks_page), route=routes.WEBHOOKS, title=_("Webhooks · bpflow"),
              on_load=page_loads(routes.WEBHOOKS, WebhooksState.load))
-app.add_page(guest_page, route=routes.GUEST, title="Leave a message · bpflow",
+app.add_page(guest_page, route=routes.GUEST, title=_("Leave a message · bpflow"),
              on_load=GuestState.load)
-app.add_page(guest_page, route=routes.GUEST_TENANT, title="Leave a message · bpflow",
+app.add_page(guest_page, route=routes.GUEST_TENANT, title=_("Leave a message · bpflow"),
              on_load=GuestState.load)
 app.add_page(register_page, route=routes.REGISTER, title="Create an account · bpflow")
-app.add_page(not_found_page, route=routes.NOT_FOUND, title=f"{NOT_FOUND_TITLE} · bpflow")
+app.add_page(not_found_page, route=routes.NOT_FOUND, title=_("Page not found · bpflow"))

@@ -23,27 +23,36 @@ from bpflow.errors import RateLimited
 from bpflow.forms import FormError, validate
 from bpflow.interactions import OUTER_STATUSES, SIGNIN_TEMPLATE, Interactions
 from bpflow_app.boxview import FieldView, field_view
+from bpflow_app.catalogs import N_
 from bpflow_app.session import SessionState
 from engine.errors import BpflowError
 from engine.model import Field
 
 REGISTRATION_OPEN = os.environ.get("BPFLOW_REGISTRATION", "closed") == "open"
-FALLBACK_FORM = (Field("username", "string", "Username", True),
-                 Field("password", "password", "Password", True))
+FALLBACK_FORM = (Field("username", "string", N_("Username"), True),
+                 Field("password", "password", N_("Password"), True))
 
 
 def auth_form() -> tuple[Field, ...]:
     """The fields of the outer flow's `auth` circle."""
     try:
-        _, template = get_store().template(SIGNIN_TEMPLATE)
+        template = get_store().template(SIGNIN_TEMPLATE)[1]
         return template.plan.nodes["auth"].circle.box.form or FALLBACK_FORM
     except (BpflowError, KeyError):
         return FALLBACK_FORM
 
 
-def auth_fields(errors: dict[str, str] | None = None) -> list[FieldView]:
+def auth_fields(state: SessionState, errors: dict[str, str] | None = None
+                ) -> list[FieldView]:
+    """The sign-in form's fields, labelled in the page's language (the shipped `signin`
+    template's labels are in the catalogs)."""
     errors = errors or {}
-    return [field_view("auth", f, None, errors.get(f.name, "")) for f in auth_form()]
+    out = []
+    for f in auth_form():
+        view = field_view("auth", f, None, errors.get(f.name, ""))
+        view.label = state.gettext(view.label)
+        out.append(view)
+    return out
 
 
 class SignInState(SessionState):
@@ -55,7 +64,13 @@ class SignInState(SessionState):
 
     @rx.event
     def load(self):
-        self.fields = auth_fields()
+        self.fields = auth_fields(self)
+
+    @rx.event
+    def choose_here(self, code: str):
+        """The sign-in page's language menu: the form relabelled too."""
+        self._choose(code)
+        self.fields, self.error = auth_fields(self), ""
 
     @rx.event
     def sign_in(self, form_data: dict[str, Any]):
@@ -76,29 +91,38 @@ class SignInState(SessionState):
         try:
             values, secrets = validate(form, form_data)
         except FormError as exc:
-            self.fields = auth_fields(exc.errors)
+            self.fields = auth_fields(self, {
+                f.name: self.gettext("%(field)s is required",
+                                     field=self.gettext(f.label or f.name))
+                for f in form if f.name in exc.errors})
             return None
         username, password = values.get("username") or "", secrets.get("password", "")
         store = get_store()
         try:
             outer = Interactions(store).sign_in(username, password, self._client())
         except RateLimited as exc:
-            self.error = f"Too many failed attempts; try again in {exc.retry_after} s"
+            self.error = self.gettext("Too many failed attempts; try again in %(n)s s",
+                                      n=exc.retry_after)
             return None
-        except FormError as exc:  # the auth action's own refusal
-            outer, self.error = None, str(exc.errors.get("password", exc))
+        except FormError:  # the auth action's own refusal (the same credentials checked)
+            outer = None
         except BpflowError as exc:
-            return rx.toast.error(f"Signing in failed: {exc}")
+            return rx.toast.error(self.gettext("Signing in failed: %(reason)s",
+                                               reason=exc))
         # The account as its own tenant has it (signing in names no tenant: the outer flow
         # is the user's tenant's, `Interactions.sign_in`).
         user = store.of(outer.tenant).user(username) if outer is not None else None
         if user is None:
-            self.fields = auth_fields({"password": "Wrong username or password"})
+            self.fields = auth_fields(
+                self, {"password": self.gettext("Wrong username or password")})
             return None
-        self.fields = auth_fields()
         self.token, self.outer = auth.issue_token(user), outer.id
+        caller = self._visitor()
+        if caller is not None:
+            self._account_language(caller)
+        self.fields = auth_fields(self)
         # The frame comes up for the new session and loads the page (FrameState.catch_up).
-        return rx.toast.success(f"Signed in as {username}")
+        return rx.toast.success(self.gettext("Signed in as %(name)s", name=username))
 
 
 class FrameState(SessionState):
@@ -128,6 +152,7 @@ class FrameState(SessionState):
         return self._guarded(self._show)
 
     def _show(self, caller: Caller) -> None:
+        self._account_language(caller)
         counts = store_for(caller).mail_counts(caller)
         self.unread = sum(c["unread"] for c in counts.values())
         self.main_state = self._main_state(caller)

@@ -6,8 +6,8 @@ is trusted from the browser except that signature, and even a signed token only 
 account: the caller's roles, and whether the account is still enabled, come from the
 users table (the store's short cache of accounts), as for the REST API. Handlers get
 the signed-in person as a `bpflow.access.Caller` and ask `bpflow.access` what they may
-do. Every page state derives from `SessionState`, which holds nothing else, so loading it
-costs nothing.
+do. Every page state derives from `SessionState`, which holds nothing else (but the
+language of `LangState`, which it derives from), so loading it costs nothing.
 """
 
 from __future__ import annotations
@@ -18,10 +18,12 @@ from typing import Any
 
 import reflex as rx
 
+from bpflow import languages
 from bpflow.access import DEFAULT_TENANT, Caller, require_admin
 from bpflow.auth import current, verify_token
-from bpflow.backend import get_store
+from bpflow.backend import get_store, store_for
 from bpflow.errors import Forbidden, Unauthorized
+from bpflow_app.i18n import LangState
 
 
 class NotAdmin(Unauthorized):
@@ -42,7 +44,7 @@ def token_caller(token: str) -> Caller | None:
         return None
 
 
-class SessionState(rx.State):
+class SessionState(LangState):
     """The signed-in user of this browser (shared by its tabs)."""
 
     token: str = rx.LocalStorage("", name="bpflow_token", sync=True)
@@ -110,12 +112,32 @@ class SessionState(rx.State):
     def sign_out(self):
         self.token = ""
         self.outer = ""
-        return [rx.redirect("/"), rx.toast.info("Signed out")]
+        return [rx.redirect("/"), rx.toast.info(self.gettext("Signed out"))]
+
+    @rx.event
+    def choose_language(self, code: str):
+        """The language menu: this browser's pages, and the account's when someone is
+        signed in (kept for every browser they sign in from)."""
+        self._choose(code)
+        caller = self._visitor()
+        if caller is not None:
+            store_for(caller).set_language(caller.id, self.choice)
+
+    def _account_language(self, caller: Caller) -> None:
+        """At sign-in and on every page: the account's language, when it has one, is this
+        browser's; a language chosen here before signing in becomes the account's."""
+        store = store_for(caller)
+        user = store.user(caller.username)
+        kept = languages.known(user.get("language")) if user else None
+        if kept is not None:
+            self.choice = kept
+        elif languages.known(self.choice) is not None:
+            store.set_language(caller.id, languages.known(self.choice))
 
 
 def expired(state: SessionState, exc: Exception):
     """What a handler returns when its guard failed: back to the sign-in form."""
     if isinstance(exc, NotAdmin):
-        return rx.toast.error("Only administrators may do that")
+        return rx.toast.error(state.gettext("Only administrators may do that"))
     state.token = ""
-    return rx.toast.warning("Your session has ended; please sign in again")
+    return rx.toast.warning(state.gettext("Your session has ended; please sign in again"))

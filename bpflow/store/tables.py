@@ -82,6 +82,8 @@ class UserRow(SQLModel, table=True):
     roles: list[str] = _json(nullable=False)
     created_at: datetime = _time()
     disabled_at: datetime | None = _time(nullable=True)
+    # the language the web app speaks to them (`en`, `zh-CN`); null: their browser's
+    language: str | None = Field(default=None, sa_column=Column(String(16), nullable=True))
 
 
 class TemplateVersion(SQLModel, table=True):

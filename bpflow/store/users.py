@@ -90,6 +90,15 @@ class Users(StoreParts):
         self._users.forget()
         return roles
 
+    def set_language(self, uid: int, language: str | None) -> None:
+        """Keep the language a user chose (a code of `bpflow.languages`, checked there;
+        None: their browser's again). Their `user` record has it at once in this
+        process."""
+        with self.db.begin() as conn:
+            conn.execute(update(users_t).where(self._here(users_t), users_t.c.id == uid)
+                         .values(language=language))
+        self._users.forget()
+
     def account(self, uid: int) -> Caller | None:
         """The caller a token's user id stands for now (roles and tenant from the users
         table), or None when the account does not exist or is disabled; each lookup is
@@ -126,7 +135,7 @@ class Users(StoreParts):
             row = rows[0] if rows else None
             return None if row is None or row.disabled_at is not None else {
                 "id": row.id, "username": row.username, "roles": list(row.roles),
-                "tenant": row.tenant}
+                "tenant": row.tenant, "language": row.language}
         found = self._users.get((self.tenant, name), self.account_ttl, load)
         return None if found is None else {**found, "roles": list(found["roles"])}
 

@@ -10,8 +10,10 @@ import reflex as rx
 
 from bpflow_app import routes
 from bpflow_app.components.fields import fields
+from bpflow_app.components.language import language_menu
 from bpflow_app.components.ui import state_badge
 from bpflow_app.frame_state import REGISTRATION_OPEN, FrameState, SignInState
+from bpflow_app.i18n import LangState, _
 from bpflow_app.session import SessionState
 
 
@@ -19,11 +21,11 @@ def brand() -> rx.Component:
     return rx.link(
         rx.hstack(rx.image(src="/favicon.ico", width="26px", height="26px", alt=""),
                   rx.heading("bpflow", size="5", as_="span"), spacing="2", align="center"),
-        href=routes.HOME, underline="none", color="inherit", aria_label="bpflow home",
+        href=routes.HOME, underline="none", color="inherit", aria_label=_("bpflow home"),
     )
 
 
-def _nav_link(label: str, href: str, icon: str, badge: rx.Var | None = None) -> rx.Component:
+def _nav_link(label: rx.Var, href: str, icon: str, badge: rx.Var | None = None) -> rx.Component:
     inner = [rx.icon(icon, size=16), rx.text(label, size="2")]
     if badge is not None:
         inner.append(rx.cond(badge > 0, rx.badge(badge, color_scheme="red", radius="full",
@@ -34,11 +36,11 @@ def _nav_link(label: str, href: str, icon: str, badge: rx.Var | None = None) -> 
 
 def _links() -> list[rx.Component]:
     return [
-        _nav_link("My flows", routes.FLOWS, "workflow"),
-        _nav_link("Inbox", routes.INBOX, "inbox", FrameState.unread),
-        rx.cond(SessionState.is_admin, _nav_link("Templates", routes.TEMPLATES, "files")),
-        rx.cond(SessionState.is_admin, _nav_link("Users", routes.USERS, "users")),
-        rx.cond(SessionState.is_admin, _nav_link("Webhooks", routes.WEBHOOKS, "webhook")),
+        _nav_link(_("My flows"), routes.FLOWS, "workflow"),
+        _nav_link(_("Inbox"), routes.INBOX, "inbox", FrameState.unread),
+        rx.cond(SessionState.is_admin, _nav_link(_("Templates"), routes.TEMPLATES, "files")),
+        rx.cond(SessionState.is_admin, _nav_link(_("Users"), routes.USERS, "users")),
+        rx.cond(SessionState.is_admin, _nav_link(_("Webhooks"), routes.WEBHOOKS, "webhook")),
     ]
 
 
@@ -51,7 +53,7 @@ def outer_steps() -> rx.Component:
                 rx.link(state_badge(rx.cond(FrameState.main_state == "success", "success",
                                             "ready"), "main"),
                         href=routes.flow(SessionState.outer), underline="none",
-                        aria_label="The outer flow"),
+                        aria_label=_("The outer flow")),
                 state_badge("ready", "main")),
         spacing="1", align="center", id="outer-steps",
     )
@@ -62,7 +64,7 @@ def tenant_name() -> rx.Component:
     return rx.cond(SessionState.organisation != "",
                    rx.badge(rx.icon("building-2", size=14), SessionState.organisation,
                             variant="surface", size="2", id="tenant-name",
-                            aria_label="Organisation"))
+                            aria_label=_("Organisation")))
 
 
 def navbar() -> rx.Component:
@@ -70,7 +72,7 @@ def navbar() -> rx.Component:
         rx.menu.trigger(rx.button(rx.icon("circle-user", size=16), SessionState.username,
                                   variant="soft", size="2", id="user-menu")),
         rx.menu.content(
-            rx.menu.item("Sign out", on_click=SessionState.sign_out, id="sign-out"),
+            rx.menu.item(_("Sign out"), on_click=SessionState.sign_out, id="sign-out"),
         ),
     )
     return rx.box(
@@ -78,8 +80,8 @@ def navbar() -> rx.Component:
             rx.hstack(brand(), tenant_name(),
                       rx.box(outer_steps(), display=["none", "none", "block"]),
                       spacing="4", align="center"),
-            rx.flex(*_links(), user_menu, spacing="4", align="center", wrap="wrap",
-                    justify="end"),
+            rx.flex(*_links(), language_menu(SessionState.choose_language), user_menu,
+                    spacing="4", align="center", wrap="wrap", justify="end"),
             justify="between", align="center", wrap="wrap", spacing="3",
             max_width="1280px", margin_x="auto", padding_x="16px", padding_y="10px",
         ),
@@ -96,21 +98,23 @@ def sign_in_panel() -> rx.Component:
         rx.card(
             rx.form(
                 rx.vstack(
-                    rx.hstack(brand(), spacing="2"),
-                    rx.heading("Sign in", size="6", as_="h1"),
-                    rx.text("The first circle of your outer flow: once it succeeds, your "
-                            "flows continue where you left them.", size="2",
+                    rx.hstack(brand(), language_menu(SignInState.choose_here),
+                              justify="between", align="center", width="100%"),
+                    rx.heading(_("Sign in"), size="6", as_="h1"),
+                    rx.text(_("The first circle of your outer flow: once it succeeds, your "
+                              "flows continue where you left them."), size="2",
                             color_scheme="gray"),
                     fields(SignInState.fields),
                     rx.cond(SignInState.error != "",
                             rx.callout(SignInState.error, icon="triangle-alert",
                                        color_scheme="red", role="alert", width="100%")),
-                    rx.button("Sign in", type="submit", loading=SignInState.busy,
+                    rx.button(_("Sign in"), type="submit", loading=SignInState.busy,
                               width="100%", size="3", id="sign-in-submit"),
                     rx.hstack(
-                        rx.link("Leave a message as a guest", href=routes.GUEST, size="2"),
+                        rx.link(_("Leave a message as a guest"), href=routes.GUEST, size="2"),
                         rx.cond(REGISTRATION_OPEN,
-                                rx.link("Create an account", href=routes.REGISTER, size="2")),
+                                rx.link(_("Create an account"), href=routes.REGISTER,
+                                        size="2")),
                         justify="between", width="100%", wrap="wrap",
                     ),
                     spacing="4", width="100%",
@@ -118,7 +122,7 @@ def sign_in_panel() -> rx.Component:
                 on_submit=SignInState.sign_in,
                 on_mount=SignInState.load,
                 reset_on_submit=False,
-                aria_label="Sign in",
+                aria_label=_("Sign in"),
             ),
             size="4", width="100%", max_width="420px",
         ),
@@ -127,7 +131,7 @@ def sign_in_panel() -> rx.Component:
 
 
 def loading_screen(**props) -> rx.Component:
-    return rx.center(rx.spinner(size="3"), rx.text("Loading…", size="2"), min_height="60vh",
+    return rx.center(rx.spinner(size="3"), rx.text(_("Loading…"), size="2"), min_height="60vh",
                      spacing="3", aria_busy="true", **props)
 
 
@@ -160,7 +164,10 @@ def public_frame(*children: rx.Component) -> rx.Component:
     """Pages without an account (home, guest): the brand and a sign-in link."""
     return rx.box(
         rx.box(
-            rx.flex(brand(), rx.link("Sign in", href=routes.FLOWS, size="2"),
+            rx.flex(brand(),
+                    rx.hstack(language_menu(LangState.choose),
+                              rx.link(_("Sign in"), href=routes.FLOWS, size="2"),
+                              spacing="4", align="center"),
                     justify="between", align="center", max_width="1280px", margin_x="auto",
                     padding_x="16px", padding_y="10px"),
             as_="header", border_bottom=f"1px solid {rx.color('gray', 5)}",

@@ -15,22 +15,30 @@ from bpflow.errors import RateLimited
 from bpflow.forms import FormError
 from bpflow.mailbox import GUEST_LIMITS, Mailbox
 from bpflow.store.public import valid_tenant
+from bpflow_app.catalogs import N_
+from bpflow_app.i18n import LangState
 
-LABELS = {"name": "Your name", "subject": "Subject", "body": "Message"}
+LABELS = {"name": N_("Your name"), "subject": N_("Subject"), "body": N_("Message")}
 # One toast for the form's outcome: "Message sent" replaces a "Please check the form".
 TOAST = "guest-form"
 
 
-def friendly(errors: dict[str, str], data: dict[str, str] | None = None) -> dict[str, str]:
-    """The mailbox's messages, naming the fields as the form labels them, and how long a
-    field over its limit is."""
+def friendly(state: LangState, errors: dict[str, str], data: dict[str, str]
+             ) -> dict[str, str]:
+    """What the mailbox refused, in the page's language, naming the fields as the form
+    labels them: a field missing, or over its limit (and by how much)."""
     out = {}
     for k, m in errors.items():
-        text = LABELS[k] + m[len(k):] if k in LABELS and m.startswith(k) else m
-        size = len((data or {}).get(k, ""))
+        label = state.gettext(LABELS.get(k, k))
+        size = len(data.get(k, ""))
         if k in GUEST_LIMITS and size > GUEST_LIMITS[k]:
-            text += f" (yours has {size:,}); nothing was sent"
-        out[k] = text
+            out[k] = state.gettext(
+                "%(field)s must be at most %(most)s characters (yours has %(size)s); "
+                "nothing was sent", field=label, most=GUEST_LIMITS[k], size=format(size, ","))
+        elif not data.get(k, "").strip():
+            out[k] = state.gettext("%(field)s is required", field=label)
+        else:
+            out[k] = m
     return out
 
 
@@ -52,7 +60,7 @@ def known_tenant(name: str) -> str | None:
     return name if get_store().has_tenant(name) else None
 
 
-class GuestState(rx.State):
+class GuestState(LangState):
     errors: dict[str, str] = {}
     limited: str = ""
     sent: bool = False
@@ -83,19 +91,22 @@ class GuestState(rx.State):
         tenant = known_tenant(self.org)
         if tenant is None:
             self.unknown = True
-            return rx.toast.error("There is no such organisation", id=TOAST)
+            return rx.toast.error(self.gettext("There is no such organisation"), id=TOAST)
         try:
             Mailbox(get_store().of(tenant)).guest_message(data["name"], data["subject"],
                                                           data["body"], client)
         except FormError as exc:
-            self.errors = friendly(exc.errors, data)
-            return rx.toast.error("Please check the form", id=TOAST)
+            self.errors = friendly(self, exc.errors, data)
+            return rx.toast.error(self.gettext("Please check the form"), id=TOAST)
         except RateLimited as exc:
-            self.limited = (f"You have sent several messages in a short time. Please try "
-                            f"again in {exc.retry_after} seconds.")
+            self.limited = self.ngettext(
+                "You have sent several messages in a short time. Please try again in "
+                "%(n)s second.",
+                "You have sent several messages in a short time. Please try again in "
+                "%(n)s seconds.", exc.retry_after)
             return None
         self.sent = True
-        return rx.toast.success("Message sent", id=TOAST)
+        return rx.toast.success(self.gettext("Message sent"), id=TOAST)
 
     @rx.event
     def again(self):

@@ -6,23 +6,25 @@ from __future__ import annotations
 import reflex as rx
 
 from bpflow_app import routes
+from bpflow_app.catalogs import N_
 from bpflow_app.components.frame import public_frame
+from bpflow_app.i18n import _
 
-TITLE = "Page not found"
+TITLE = N_("Page not found")
 
 
 def not_found_page() -> rx.Component:
     return public_frame(
         rx.vstack(
-            rx.heading(TITLE, size="7", as_="h1"),
-            rx.text("There is no page at this address. It may have been mistyped, or the "
-                    "link that brought you here is out of date.", color_scheme="gray"),
+            rx.heading(_(TITLE), size="7", as_="h1"),
+            rx.text(_("There is no page at this address. It may have been mistyped, or the "
+                      "link that brought you here is out of date."), color_scheme="gray"),
             rx.card(
                 rx.hstack(
-                    rx.link(rx.hstack(rx.icon("house", size=16), rx.text("Home"),
+                    rx.link(rx.hstack(rx.icon("house", size=16), rx.text(_("Home")),
                                       spacing="1", align="center"),
                             href=routes.HOME, id="not-found-home"),
-                    rx.link(rx.hstack(rx.icon("workflow", size=16), rx.text("My flows"),
+                    rx.link(rx.hstack(rx.icon("workflow", size=16), rx.text(_("My flows")),
                                       spacing="1", align="center"),
                             href=routes.FLOWS, id="not-found-flows"),
                     spacing="5", align="center",

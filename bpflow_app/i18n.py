@@ -1,0 +1,151 @@
+"""Texts in the reader's language (SPEC §17; the design: docs/languages.md).
+
+A page's texts are written `_("Sign in")`, `_("Signed in as %(name)s", name=...)` or
+`ngettext("%(n)s flow", "%(n)s flows", count)`: each is a Var that holds the text in
+every language, read from the catalogs when the page is compiled, and shows the one of
+`LangState.lang`. Changing the language changes that one short var; the browser already
+has every text, so the page is redrawn at once, and what was typed into it stays.
+
+Handlers make texts (toasts, errors) with `self.gettext(...)`/`self.ngettext(...)`, in
+the language of the session at that moment: every page state derives from `LangState`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+import reflex as rx
+from reflex.vars.base import VarData
+
+from bpflow import languages
+from bpflow_app.catalogs import CATALOGS, PLACEHOLDER, translate
+
+PLURAL_N = re.compile(r"\bn\b")  # the number in a plural rule
+
+
+class LangState(rx.State):
+    """The language of this browser's pages: the one chosen (kept with the account when
+    someone is signed in, `SessionState`), else the browser's (`Accept-Language`), else
+    English."""
+
+    choice: str = rx.LocalStorage("", name="bpflow_lang", sync=True)
+
+    @rx.var
+    def lang(self) -> str:
+        return self._language()
+
+    def _language(self) -> str:
+        """`lang` as of now (also within the handler that changed `choice`)."""
+        return (languages.known(self.choice)
+                or languages.best(self.router.headers.accept_language))
+
+    @rx.event
+    def choose(self, code: str):
+        """The language menu of the pages without an account."""
+        self._choose(code)
+
+    def _choose(self, code: str) -> None:
+        self.choice = languages.known(code) or languages.DEFAULT
+
+    def gettext(self, message: str, **values: Any) -> str:
+        return translate(self._language(), message, **values)
+
+    def ngettext(self, singular: str, plural: str, n: int, **values: Any) -> str:
+        return translate(self._language(), singular, plural, n, **values)
+
+
+def _filled(text: str, values: dict[str, Any]) -> rx.Var:
+    """A translated text with its placeholders filled: literal values at once, Vars in
+    the browser."""
+    pieces: list[str] = []
+    at = 0
+    for m in PLACEHOLDER.finditer(text):
+        pieces.append(text[at:m.start()].replace("%%", "%"))
+        value = values.get(m.group(1), m.group(0))
+        pieces.append(f"{value}")  # a Var formats as a reference the string Var expands
+        at = m.end()
+    pieces.append(text[at:].replace("%%", "%"))
+    return rx.Var.create("".join(pieces))
+
+
+def _by_language(texts: dict[str, rx.Var]) -> rx.Var:
+    """The Var showing `texts[LangState.lang]` (the default language's for any other)."""
+    shown = texts[languages.DEFAULT]
+    for code, text in texts.items():
+        if code != languages.DEFAULT and str(text) != str(texts[languages.DEFAULT]):
+            shown = rx.cond(LangState.lang == code, text, shown)
+    return shown
+
+
+def _(message: str, **values: Any) -> rx.Var:
+    """A page's text in the reader's language, `%(name)s` filled from `values` (plain
+    values or Vars)."""
+    return _by_language({code: _filled(lang.forms(message)[0], values)
+                         for code, lang in CATALOGS.items()})
+
+
+def _plural_index(expr: str, n: rx.Var) -> rx.Var:
+    """A language's plural rule (a C expression of `n`, which JavaScript reads alike) as a
+    Var of the form's index for `n`."""
+    js = PLURAL_N.sub(f"({n!s})", expr)
+    return rx.Var(f"Number({js})", _var_type=int,
+                  _var_data=VarData.merge(n._get_all_var_data()))
+
+
+def ngettext(singular: str, plural: str, n: int | rx.Var, **values: Any) -> rx.Var:
+    """A page's text whose form depends on a number `n` (`%(n)s` in the text), in the
+    reader's language."""
+    if not isinstance(n, rx.Var):
+        return _by_language({code: rx.Var.create(translate(code, singular, plural, n,
+                                                            **values))
+                             for code in CATALOGS})
+    texts: dict[str, rx.Var] = {}
+    for code, lang in CATALOGS.items():
+        strings, rule = lang.plural_forms(singular, plural)
+        forms = [_filled(f, {"n": n, **values}) for f in strings]
+        if len(forms) == 1:
+            texts[code] = forms[0]
+        else:
+            index = _plural_index(rule, n)
+            texts[code] = rx.match(index, *[(i, f) for i, f in enumerate(forms[:-1])],
+                                   forms[-1])
+    return _by_language(texts)
+
+
+def rich(message: str, **parts: Callable[[], rx.Component]) -> rx.Component:
+    """A page's text with components in it (`%(name)s` → `parts["name"]()`, made anew for
+    each language, whose word order may differ), in the reader's language."""
+    def pieces(text: str) -> rx.Component:
+        out: list[Any] = []
+        at = 0
+        for m in PLACEHOLDER.finditer(text):
+            out.append(text[at:m.start()].replace("%%", "%"))
+            out.append(parts[m.group(1)]())
+            at = m.end()
+        out.append(text[at:].replace("%%", "%"))
+        return rx.fragment(*[p for p in out if not isinstance(p, str) or p])
+
+    texts = {code: lang.forms(message)[0] for code, lang in CATALOGS.items()}
+    shown = pieces(texts[languages.DEFAULT])
+    for code, text in texts.items():
+        if code != languages.DEFAULT and text != texts[languages.DEFAULT]:
+            shown = rx.cond(LangState.lang == code, pieces(text), shown)
+    return shown
+
+
+class DocumentLang(rx.Fragment):
+    """Keeps `<html lang>` at the page's language (the built page says `en`)."""
+
+    def add_hooks(self) -> list[str | rx.Var]:
+        lang = LangState.lang
+        js = str(lang)
+        return [rx.Var(
+            f"useEffect(() => {{ document.documentElement.lang = {js}; }}, [{js}])",
+            _var_data=VarData.merge(lang._get_all_var_data(),
+                                    VarData(imports={"react": ["useEffect"]})))]
+
+
+def document_lang() -> rx.Component:
+    return DocumentLang.create()

@@ -1,0 +1,81 @@
+"""The web app's message catalogs (SPEC §17): complete in every language, up to date with
+the texts the code marks, and a text's placeholders kept by its translation."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from babel.messages.extract import extract_from_dir
+from babel.messages.frontend import parse_mapping_cfg
+
+from bpflow.languages import LANGUAGES
+from bpflow_app.catalogs import CATALOGS, LOCALE_DIR, PLACEHOLDER, translate
+from bpflow_app.i18n import _, ngettext
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _entries(code: str) -> dict[object, object]:
+    return {m.id: m for m in CATALOGS[code].catalog if m.id}
+
+
+def _marked() -> set[object]:
+    """The texts `make messages` extracts from the code (babel.cfg)."""
+    with (REPO / "babel.cfg").open() as f:
+        method_map, options_map = parse_mapping_cfg(f)
+    found = set()
+    for _file, _line, message, _comments, _context in extract_from_dir(
+            LOCALE_DIR.parent, method_map, options_map):
+        found.add(message if isinstance(message, str) else tuple(message[:2]))
+    return found
+
+
+def test_there_is_a_catalog_for_every_language():
+    assert set(CATALOGS) == set(LANGUAGES)
+
+
+@pytest.mark.parametrize("code", sorted(set(LANGUAGES) - {"en"}))
+def test_every_entry_has_its_translation(code):
+    missing = [m.id for m in _entries(code).values()
+               if m.fuzzy or not all(m.string if isinstance(m.string, tuple) else
+                                     (m.string,))]
+    assert missing == [], f"untranslated in {code} (run `make messages`, then translate)"
+
+
+@pytest.mark.parametrize("code", sorted(LANGUAGES))
+def test_the_catalogs_hold_exactly_the_texts_the_code_marks(code):
+    marked, listed = _marked(), set(_entries(code))
+    assert marked - listed == set(), "texts not in the catalog: run `make messages`"
+    assert listed - marked == set(), "entries no longer in the code: run `make messages`"
+
+
+@pytest.mark.parametrize("code", sorted(set(LANGUAGES) - {"en"}))
+def test_a_translation_keeps_the_placeholders_of_its_text(code):
+    for mid, m in _entries(code).items():
+        wanted = set(PLACEHOLDER.findall(mid if isinstance(mid, str) else mid[1]))
+        for string in m.string if isinstance(m.string, tuple) else (m.string,):
+            assert set(PLACEHOLDER.findall(string)) == wanted, (mid, string)
+
+
+def test_a_text_is_filled_and_takes_the_plural_form_of_its_language():
+    assert translate("zh-CN", "Signed in as %(name)s", name="bob") == "已登录：bob"
+    assert translate("en", "Signed in as %(name)s", name="bob") == "Signed in as bob"
+    assert translate("fr", "Sign in") == "Sign in"  # not ours: English
+    assert translate("zh_CN", "Sign in") == "登录"
+    one, many = ("You have sent several messages in a short time. Please try again in "
+                 "%(n)s second.", "You have sent several messages in a short time. Please "
+                 "try again in %(n)s seconds.")
+    assert translate("en", one, many, 1).endswith("in 1 second.")
+    assert translate("en", one, many, 30).endswith("in 30 seconds.")
+    assert translate("zh-CN", one, many, 30) == "你在短时间内发送了多条留言，请 30 秒后再试。"
+    assert translate("zh-CN", "Nothing %(n)s", "Nothings %(n)s", 2) == "Nothings 2"
+
+
+def test_a_pages_text_holds_every_language_and_shows_the_readers():
+    text = str(_("Sign in"))
+    assert json.dumps("登录") in text and '"Sign in"' in text and ".lang_rx_state_" in text
+    assert str(_("bpflow")) == '"bpflow"'  # the same in every language: no choice made
+    counted = str(ngettext("%(n)s flow", "%(n)s flows", 3))  # untranslated: English's rule
+    assert counted == '"3 flows"'

@@ -1,0 +1,100 @@
+"""Languages (SPEC §17): the header's menu turns a page to Chinese at once, keeping what
+was typed, with `<html lang>` following; the choice stays with the account; a browser
+that asks for Chinese gets it before anyone signs in."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+pytestmark = pytest.mark.browser
+
+
+# In the page: the time of the click on a language, and of `<html lang>` changing after
+# it (set right after React has drawn the page in that language).
+TIMING = """() => {
+  window.__langTimes = {};
+  document.addEventListener('click', (e) => {
+    if (e.target.closest('[id^="lang-"]:not(#lang-menu)'))
+      window.__langTimes.click = performance.now();
+  }, true);
+  new MutationObserver(() => { window.__langTimes.shown = performance.now(); })
+    .observe(document.documentElement, {attributes: true, attributeFilter: ['lang']});
+}"""
+
+
+def _choose(page, code: str) -> float:
+    """Choose a language in the page's menu: the milliseconds from the click until the
+    page has drawn itself in it, as the page measures them."""
+    page.evaluate(TIMING)
+    page.locator("#lang-menu").click()
+    page.locator(f"#lang-{code}").click()
+    expect(page.locator("html")).to_have_attribute("lang", code)
+    times = page.evaluate("window.__langTimes")
+    return times["shown"] - times["click"]
+
+
+def test_the_menu_turns_the_guest_page_chinese_keeping_what_was_typed(page, screenshot):
+    page.goto("/guest")
+    expect(page.get_by_role("heading", name="Leave a message")).to_be_visible()
+    expect(page.locator("html")).to_have_attribute("lang", "en")
+    page.get_by_label("Your name").fill("李雷")
+    page.get_by_role("textbox", name="Message").fill("你好")
+
+    took = _choose(page, "zh-CN")
+    print(f"the page showed zh-CN {took:.0f} ms after the click")
+    assert took < 1000  # one short var from the server; every text is in the page already
+    expect(page.get_by_role("heading", name="留言", exact=True)).to_be_visible()
+    expect(page.get_by_role("button", name="发送留言")).to_be_visible()
+    expect(page.locator("#lang-menu")).to_contain_text("中文")
+    expect(page).to_have_title("留言 · bpflow")
+    expect(page.get_by_label("你的姓名")).to_have_value("李雷")  # typed input kept
+    expect(page.locator("#guest-body-count")).to_have_text("2 / 5,000 字")
+    page.get_by_role("button", name="发送留言").click()
+    expect(page.get_by_text("请填写主题")).to_be_visible()
+    expect(page.get_by_text("请检查表单")).to_be_visible()
+    screenshot(page, "languages_guest_zh")
+
+    page.goto("/")  # the choice stays with this browser
+    expect(page.get_by_text("用圆圈和箭头画出的业务流程。")).to_be_visible()
+    expect(page.locator("html")).to_have_attribute("lang", "zh-CN")
+
+
+def test_the_headers_choice_stays_with_the_account(browser, app_server, app_store, new_page,
+                                                    screenshot):
+    app_store.add_user("lilei", "lilei-pass-1", ["user"])
+    page = new_page()
+    page.goto("/flows")
+    page.get_by_label("Username").fill("lilei")
+    page.get_by_label("Password").fill("lilei-pass-1")
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.locator("#user-menu")).to_contain_text("lilei")
+    expect(page.get_by_role("link", name="My flows")).to_be_visible()
+
+    _choose(page, "zh-CN")
+    expect(page.get_by_role("link", name="我的流程")).to_be_visible()
+    expect(page.get_by_role("link", name="收件箱")).to_be_visible()
+    expect(page).to_have_title(re.compile("我的流程"))
+    screenshot(page, "languages_header_zh")
+
+    elsewhere = new_page()  # another browser, English: Chinese once lilei signs in
+    elsewhere.goto("/flows")
+    elsewhere.get_by_label("Username").fill("lilei")
+    elsewhere.get_by_label("Password").fill("lilei-pass-1")
+    elsewhere.get_by_role("button", name="Sign in").click()
+    expect(elsewhere.get_by_role("link", name="我的流程")).to_be_visible()
+    expect(elsewhere.locator("html")).to_have_attribute("lang", "zh-CN")
+
+
+def test_a_browser_asking_for_chinese_gets_the_sign_in_page_in_chinese(browser, app_server):
+    context = browser.new_context(base_url=app_server, locale="zh-CN")
+    try:
+        page = context.new_page()
+        page.goto("/flows")
+        expect(page.get_by_role("heading", name="登录")).to_be_visible()
+        expect(page.get_by_label("用户名")).to_be_visible()
+        expect(page.locator("html")).to_have_attribute("lang", "zh-CN")
+    finally:
+        context.close()
