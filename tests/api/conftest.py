@@ -43,8 +43,11 @@ def api(db_url) -> Iterator[Api]:
     for name, roles in PEOPLE.items():
         store.add_user(name, f"pw-{name}", roles)
     port = free_port()
+    # without the app's lifespan: it sets up a process of its own (its log lines, the
+    # secret check, gc.freeze), not the tests' process; tests/services/test_security.py and
+    # test_logs.py start such processes
     server = uvicorn.Server(uvicorn.Config(create_app(lambda: store), host="127.0.0.1",
-                                           port=port, log_level="warning"))
+                                           port=port, log_level="warning", lifespan="off"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 20
