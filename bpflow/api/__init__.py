@@ -35,10 +35,11 @@ __all__ = ["Api", "create_app"]
 
 
 @contextlib.asynccontextmanager
-async def _lifespan(_app: FastAPI):  # served on its own (mounted in Reflex: the backend's)
+async def _lifespan(app: FastAPI):  # served on its own (mounted in Reflex: the backend's)
     from bpflow import logs
     from bpflow.backend import check_secret, settle_memory
-    logs.setup("backend")
+    if app.state.own_store:  # the process's app (`uvicorn --factory`), not one of a host's
+        logs.setup("backend")
     check_secret()
     settle_memory()
     yield
@@ -47,6 +48,7 @@ async def _lifespan(_app: FastAPI):  # served on its own (mounted in Reflex: the
 def create_app(store_factory: Callable[[], Store] | None = None) -> Api:
     """The API app; `store_factory` gives the Store (the process-wide one by default).
     Request bodies may have `limits.max_body()` bytes (`BPFLOW_MAX_BODY`)."""
+    own_store = store_factory is None
     if store_factory is None:
         from bpflow.backend import get_store
         store_factory = get_store
@@ -55,6 +57,7 @@ def create_app(store_factory: Callable[[], Store] | None = None) -> Api:
               # no OpenTelemetry here; its per-request check alone costs ~0.1 ms
               telemetry={"tracing": False, "metrics": False, "logs": False},
               description="Start, resume (with a bookmark) and abort business flows.")
+    app.state.own_store = own_store  # the process's: its lifespan sets up the log lines
     app.state.store_factory = store_factory
     app.state.tokens = None  # deps.tokens: made on first use
     app.max_body = limits.max_body()
