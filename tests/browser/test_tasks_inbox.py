@@ -45,6 +45,10 @@ def claim_waiting_for_bob(store, amount: float, reason: str) -> str:
                                {"amount": amount, "reason": reason, "manager": "bob"},
                                "alice")
     Worker(store).run_once()
+    # the server's own worker may have leased the instance first: its mail comes a moment
+    # later
+    wait_for(lambda: any(m["instance"] == inst.id
+                         for m in Mailbox(store).inbox(store.user("bob"))))
     return inst.id
 
 
