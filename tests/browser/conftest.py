@@ -291,3 +291,18 @@ def sign_in(accounts) -> Callable[..., None]:
         expect(page.locator("#user-menu")).to_contain_text(name)
 
     return go
+
+
+@pytest.fixture(scope="session")
+def scaled_site(pg_available) -> Iterator[object]:
+    """The app scaled out, built once for the tests that need it (a build bakes its port in,
+    and takes half a minute): `reflex run --env prod --single-port` with two Granian workers
+    behind its port and an API-only backend before it, on a PostgreSQL schema of its own
+    and Reflex's Redis state manager (tests/scaled/conftest.py, `app_site`)."""
+    from tests.conftest import pg_schema
+    from tests.scaled import conftest as scaled
+
+    scaled.require_servers(pg_available)
+    with pg_schema() as url, scaled.app_site(url, api=True, workers=2,
+                                             web="web-scaled") as served:
+        yield served

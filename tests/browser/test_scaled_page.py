@@ -6,30 +6,19 @@ step reaches B by PostgreSQL NOTIFY, not by the page polling."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from playwright.sync_api import expect
 
 from bpflow.store import Store
-from tests.conftest import pg_schema
-from tests.scaled.conftest import (
-    app_site,
-    complete,
-    require_servers,
-    sign_in,
-    started_flow,
-)
+from tests.scaled.conftest import complete, sign_in, started_flow
 
 pytestmark = pytest.mark.browser
 
 
-@pytest.fixture(scope="module")
-def site(pg_available) -> Iterator[tuple[str, str, Store]]:
+@pytest.fixture
+def site(scaled_site) -> tuple[str, str, Store]:
     """(A's base URL, B's base URL, a Store on their database)."""
-    require_servers(pg_available)
-    with pg_schema() as url, app_site(url) as served:
-        yield served.api, served.app, served.store
+    return scaled_site.api, scaled_site.app, scaled_site.store
 
 
 def test_step_through_backend_a_appears_on_the_page_of_backend_b(browser, site,

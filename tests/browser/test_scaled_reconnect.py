@@ -26,14 +26,12 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 from playwright.sync_api import expect
 
-from tests.conftest import pg_schema
 from tests.scaled import conftest as scaled
 
 pytestmark = pytest.mark.browser
@@ -42,13 +40,10 @@ RESPAWN_S = 60  # a new worker imports the app and connects to its servers
 TCP_ESTABLISHED = "01"
 
 
-@pytest.fixture(scope="module")
-def site(pg_available) -> Iterator[scaled.AppSite]:
-    """The app alone (its own REST API serves the steps), two Granian workers."""
-    scaled.require_servers(pg_available)
-    with pg_schema() as url, scaled.app_site(url, api=False, workers=WORKERS,
-                                      web="web-reconnect") as served:
-        yield served
+@pytest.fixture
+def site(scaled_site) -> scaled.AppSite:
+    """The app with two Granian workers (its own REST API serves the steps here)."""
+    return scaled_site
 
 
 def workers(server: subprocess.Popen) -> list[int]:
