@@ -227,7 +227,7 @@ def new_page(browser, app_server: str) -> Callable[..., object]:
     contexts = []
 
     def make(width: int = 1280, height: int = 800):
-        context = browser.new_context(base_url=app_server,
+        context = browser.new_context(base_url=app_server, reduced_motion="reduce",
                                       viewport={"width": width, "height": height})
         context.set_default_timeout(30_000)
         contexts.append(context)
@@ -241,7 +241,10 @@ def new_page(browser, app_server: str) -> Callable[..., object]:
 @pytest.fixture
 def page(browser, app_server: str):
     """A fresh page (own cookies and storage) whose relative URLs resolve to the app."""
-    context = browser.new_context(base_url=app_server, viewport={"width": 1280, "height": 800})
+    # people who ask for less motion get no pulsing circles (assets/styles.css), and
+    # Chromium, drawing without a GPU here, no frame every 16 ms for them
+    context = browser.new_context(base_url=app_server, viewport={"width": 1280, "height": 800},
+                                  reduced_motion="reduce")
     context.set_default_timeout(30_000)
     page = context.new_page()
     yield page
