@@ -12,6 +12,7 @@ Dependencies are `async` so they run on the event loop, not on a thread each.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import Annotated, Any
 
@@ -69,10 +70,30 @@ async def _store(request: Request, caller: Annotated[Caller, Depends(bearer)]) -
     return store_of(request.app).of(caller.tenant)
 
 
+PROXY_HOPS_ENV = "REFLEX_TRUSTED_PROXY_HOPS"  # Reflex's own setting: one for app and API
+
+
+def trusted_proxy_hops() -> int:
+    """How many reverse proxies in front of the backend add to `X-Forwarded-For` (0: none,
+    the header is the client's to write and is ignored). A value that is not a whole
+    number counts as 0."""
+    raw = os.environ.get(PROXY_HOPS_ENV, "").strip()
+    return int(raw) if raw.isdigit() else 0
+
+
 def client_of(scope: Mapping[str, Any]) -> str:
-    """The client's address (what sign-in failures are counted by, with the account)."""
+    """The client's address (what sign-in failures and guest messages are counted by):
+    the connection's, or behind `trusted_proxy_hops()` proxies the address the farthest
+    trusted one saw in `X-Forwarded-For`, as Reflex reads it for the pages' sign-in."""
     client = scope.get("client")
-    return client[0] if client else "unknown"
+    address = client[0] if client else "unknown"
+    hops = trusted_proxy_hops()
+    if hops:
+        forwarded = b",".join(v for k, v in scope.get("headers", ()) if k == b"x-forwarded-for")
+        seen = [ip.strip() for ip in forwarded.decode("latin-1").split(",") if ip.strip()]
+        if len(seen) >= hops:
+            address = seen[-hops][:64]
+    return address
 
 
 async def _client(request: Request) -> str:

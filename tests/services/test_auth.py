@@ -362,3 +362,33 @@ def test_an_attempt_under_way_ends_with_its_outcome():
     assert limit.reserve("ann", "c") == 0
     assert limit.reserve("ann", "c") == 0  # two under way: the limit
     assert limit.reserve("ann", "c") > 0
+
+
+# ------------------------------------------------ behind a reverse proxy (deploy/)
+def test_behind_a_trusted_proxy_failures_count_per_forwarded_client(store, monkeypatch):
+    """Behind a proxy every request comes from the proxy's address: with
+    REFLEX_TRUSTED_PROXY_HOPS=1 (deploy/'s recipes) the API counts a client by the address
+    the proxy forwards, so one guesser locks out only itself; without it, X-Forwarded-For
+    is the client's own to write and is not believed."""
+    users(store, "alice")
+    app = create_app(lambda: store)
+
+    def status(password: str, forwarded: str) -> int:
+        async def post() -> int:
+            async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
+                                         base_url="http://bpflow.test") as client:
+                answer = await client.post(
+                    "/api/auth/token", headers={"X-Forwarded-For": forwarded},
+                    json={"username": "alice", "password": password})
+                return answer.status_code
+        return run_async(post())
+
+    monkeypatch.setenv("REFLEX_TRUSTED_PROXY_HOPS", "1")
+    for _ in range(SIGN_IN_FAILURES.limit):
+        assert status("guess", "10.0.0.66") == 401
+    assert status("pw-alice", "10.0.0.66") == 429  # the guesser
+    assert status("pw-alice", "203.0.113.7, 10.0.0.1") == 200  # alice, via the same proxy
+    monkeypatch.delenv("REFLEX_TRUSTED_PROXY_HOPS")
+    for i in range(SIGN_IN_FAILURES.limit):
+        status("guess", f"10.9.{i}.1")  # a forged header changes nothing: one client
+    assert status("pw-alice", "10.0.0.1") == 429

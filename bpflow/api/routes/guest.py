@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Path, Request
 
-from bpflow.api.deps import InstallationDep
+from bpflow.api.deps import InstallationDep, client_of
 from bpflow.api.errors import responses
 from bpflow.api.schemas import GuestIn, GuestOut
 from bpflow.errors import NotFound
@@ -20,9 +20,8 @@ TenantPath = Path(max_length=63, pattern=f"^{TENANT_NAME.pattern}$",
 
 
 def _leave(store: Store, body: GuestIn, request: Request) -> GuestOut:
-    client = request.client.host if request.client else "unknown"
     return GuestOut(id=Mailbox(store).guest_message(body.name, body.subject, body.body,
-                                                    client))
+                                                    client_of(request.scope)))
 
 
 @router.post("/messages", response_model=GuestOut, status_code=201,
