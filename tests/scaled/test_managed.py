@@ -200,7 +200,9 @@ def holders(port: int) -> list[str]:
 
 def exactly_once(store: Store, acked: list[str]) -> None:
     """Each acknowledged completion is one `circle_succeeded` of `fill`, and only those
-    instances' (an instance's completion that got no answer may be there once too)."""
+    instances' (an instance's completion that got no answer may be there once too). The
+    load may still run: what it acknowledged is taken before the database is read."""
+    acked = list(acked)
     with store.db.connect() as conn:
         counts = dict(conn.execute(text(
             "select instance_id, count(*) from events where kind = 'circle_succeeded'"
