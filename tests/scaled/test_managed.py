@@ -169,24 +169,26 @@ def tree(root: int) -> set[int]:
     return found
 
 
-def listening(port: int) -> int:
-    """How many sockets listen on `port` (/proc/net/tcp, tcp6: state 0A)."""
-    count = 0
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        for line in Path(table).read_text().splitlines()[1:]:
-            fields = line.split()
-            count += fields[1].endswith(f":{port:04X}") and fields[3] == "0A"
-    return count
-
-
-def holders(port: int) -> list[str]:
-    """The processes holding a socket that listens on `port`: 'pid command' each."""
+def listeners(port: int) -> set[str]:
+    """The sockets that listen on `port` (/proc/net/tcp, tcp6: state 0A), as the
+    `socket:[inode]` a process's descriptor links to."""
     inodes = set()
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
         for line in Path(table).read_text().splitlines()[1:]:
             fields = line.split()
             if fields[1].endswith(f":{port:04X}") and fields[3] == "0A":
                 inodes.add(f"socket:[{fields[9]}]")
+    return inodes
+
+
+def listening(port: int) -> int:
+    """How many sockets listen on `port`."""
+    return len(listeners(port))
+
+
+def holders(port: int) -> list[str]:
+    """The processes holding a socket that listens on `port`: 'pid command' each."""
+    inodes = listeners(port)
     out = []
     for entry in Path("/proc").iterdir():
         try:

@@ -7,9 +7,6 @@ stops the worker and the server when it is not a duration."""
 from __future__ import annotations
 
 import logging
-import os
-import subprocess
-import sys
 import threading
 from datetime import timedelta
 
@@ -21,7 +18,8 @@ from bpflow.heartbeat import DEFAULT_LEASE_S, LEASE_ENV, Heartbeat, lease_second
 from bpflow.store import Store
 from bpflow.store.tables import instances_t
 from bpflow.worker import Worker
-from tests.services.helpers import ROOT, http_flow
+from tests.services.helpers import http_flow
+from tests.services.test_security import start_backend
 from tests.services.test_worker import WORKER_SECRET, wait_until
 
 
@@ -131,13 +129,8 @@ def test_a_lease_that_is_not_a_duration_stops_the_worker_with_a_message(tmp_path
 
 
 def test_a_lease_that_is_not_a_duration_stops_the_server_with_a_message(tmp_path):
-    env = {**os.environ, "BPFLOW_SECRET": WORKER_SECRET, LEASE_ENV: "-1",
-           "DATABASE_URL": f"sqlite:///{tmp_path / 'never.db'}"}
-    code = ("import asyncio\nfrom bpflow.backend import lifespan\n"
-            "async def main():\n    async with lifespan():\n        pass\n"
-            "asyncio.run(main())\nprint('started')\n")
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, text=True,
-                          capture_output=True, timeout=120)
+    done = start_backend(**{"BPFLOW_SECRET": WORKER_SECRET, LEASE_ENV: "-1",
+                            "DATABASE_URL": f"sqlite:///{tmp_path / 'never.db'}"})
     assert done.returncode == 2, done.stderr
     assert done.stderr == f"bpflow: the server cannot start: {LEASE_ENV} must be a positive " \
         "number of seconds, not '-1'\n"

@@ -105,15 +105,20 @@ def test_explicit_store_secrets_are_not_the_configured_secret(store):
     assert store.secret == SECRET  # tests pass short ones; only load_secret checks
 
 
-def test_the_server_refuses_to_start_with_a_short_secret(tmp_path):
-    """The web backend's start-up (its lifespan) stops the process: a message, exit 2."""
-    env = {**os.environ, "BPFLOW_SECRET": "abcd", "DATABASE_URL":
-           f"sqlite:///{tmp_path / 'x.db'}", "BPFLOW_INPROCESS_WORKER": "0"}
+def start_backend(**env: str) -> subprocess.CompletedProcess[str]:
+    """The web backend's start-up (its lifespan) in a process of its own with `env` added;
+    it prints `started` if it got through."""
     code = ("import asyncio\nfrom bpflow.backend import lifespan\n"
             "async def main():\n    async with lifespan():\n        pass\n"
             "asyncio.run(main())\nprint('started')\n")
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, text=True,
-                          capture_output=True, timeout=120)
+    return subprocess.run([sys.executable, "-c", code], cwd=ROOT, env={**os.environ, **env},
+                          text=True, capture_output=True, timeout=120)
+
+
+def test_the_server_refuses_to_start_with_a_short_secret(tmp_path):
+    """The web backend's start-up (its lifespan) stops the process: a message, exit 2."""
+    done = start_backend(BPFLOW_SECRET="abcd", DATABASE_URL=f"sqlite:///{tmp_path / 'x.db'}",
+                         BPFLOW_INPROCESS_WORKER="0")
     assert done.returncode == 2, done.stderr
     assert "BPFLOW_SECRET has 4 bytes; it needs at least 32" in done.stderr
     assert "Traceback" not in done.stderr and "started" not in done.stdout
