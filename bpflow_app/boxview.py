@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any
 
 from bpflow import access
@@ -70,6 +70,18 @@ class BoxView:
     claim: bool = False  # what the viewer may do: take the task,
     unclaim: bool = False  # give it back to its candidates,
     withdraw: bool = False  # take the work back (the flow's starter, an admin)
+
+
+def iso_text(at: datetime | str | None) -> str:
+    """A time for the browser to show in its reader's language and zone
+    (`components/when.py`): ISO 8601 with its offset, empty for none."""
+    if at is None:
+        return ""
+    if isinstance(at, str):
+        at = datetime.fromisoformat(at)
+    if at.tzinfo is None:
+        at = at.replace(tzinfo=timezone.utc)
+    return at.isoformat()
 
 
 def clock_text(at: datetime | str | None) -> str:
