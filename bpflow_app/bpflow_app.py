@@ -7,6 +7,7 @@ from bpflow.api import create_app
 from bpflow.backend import lifespan
 from bpflow_app import routes
 from bpflow_app.asset_cache import cache_fingerprinted_assets
+from bpflow_app.components.connection import connection_overlay
 from bpflow_app.components.frame import outer_circle
 from bpflow_app.frame_state import page_loads
 from bpflow_app.i18n import _
@@ -30,7 +31,10 @@ from bpflow_app.pages.webhooks import webhooks_page
 from bpflow_app.pages.webhooks_state import WebhooksState
 
 # The Radix theme is configured in rxconfig.py (RadixThemesPlugin).
-app = rx.App(api_transformer=create_app(), stylesheets=["/styles.css"])  # REST API: /api
+app = rx.App(api_transformer=create_app(), stylesheets=["/styles.css"],  # REST API: /api
+             toaster=rx.toast.provider(custom_attrs={"containerAriaLabel": _("Notifications")}))
+# The overlay says in the reader's language when the server cannot be reached.
+app.app_wraps[(5, "Overlay")] = lambda stateful: connection_overlay() if stateful else None
 # Fingerprinted frontend files are cached for good (wrapped around the REST API above).
 app.api_transformer = [app.api_transformer, cache_fingerprinted_assets]
 app.register_lifespan_task(lifespan)
@@ -53,5 +57,5 @@ app.add_page(guest_page, route=routes.GUEST, title=_("Leave a message · bpflow"
              on_load=GuestState.load)
 app.add_page(guest_page, route=routes.GUEST_TENANT, title=_("Leave a message · bpflow"),
              on_load=GuestState.load)
-app.add_page(register_page, route=routes.REGISTER, title="Create an account · bpflow")
+app.add_page(register_page, route=routes.REGISTER, title=_("Create an account · bpflow"))
 app.add_page(not_found_page, route=routes.NOT_FOUND, title=_("Page not found · bpflow"))

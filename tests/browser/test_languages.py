@@ -9,6 +9,8 @@ import re
 import pytest
 from playwright.sync_api import expect
 
+from tests.browser.untranslated import untranslated
+
 pytestmark = pytest.mark.browser
 
 
@@ -55,6 +57,7 @@ def test_the_menu_turns_the_guest_page_chinese_keeping_what_was_typed(page, scre
     page.get_by_role("button", name="发送留言").click()
     expect(page.get_by_text("请填写主题")).to_be_visible()
     expect(page.get_by_text("请检查表单")).to_be_visible()
+    assert untranslated(page) == []
     screenshot(page, "languages_guest_zh")
 
     page.goto("/")  # the choice stays with this browser
