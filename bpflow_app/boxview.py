@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from bpflow import access
@@ -80,7 +80,7 @@ def iso_text(at: datetime | str | None) -> str:
     if isinstance(at, str):
         at = datetime.fromisoformat(at)
     if at.tzinfo is None:
-        at = at.replace(tzinfo=timezone.utc)
+        at = at.replace(tzinfo=UTC)
     return at.isoformat()
 
 

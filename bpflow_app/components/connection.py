@@ -8,9 +8,12 @@ import reflex as rx
 from reflex.vars.base import VarData
 from reflex_base.components.memo import memo
 from reflex_base.constants import Hooks
-from reflex_components_core.core.banner import (WifiOffPulse, connect_errors,
-                                                has_connection_errors,
-                                                has_too_many_connection_errors)
+from reflex_components_core.core.banner import (
+    WifiOffPulse,
+    connect_errors,
+    has_connection_errors,
+    has_too_many_connection_errors,
+)
 from reflex_components_sonner.toast import toast_ref
 
 from bpflow_app.i18n import _
