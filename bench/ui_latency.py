@@ -15,7 +15,11 @@ served as `make run` serves it (production build, one port), on its own SQLite d
    browser starting the tab's renderer process). Peer: the same for a user whose inbox
    is empty (the fixed cost), loads taking turns with the full inbox's.
 
+The pages are drawn in the language the browser asks for (`--lang`, default `en`; `zh-CN`
+draws them in Chinese: SPEC §17), as a person's browser would ask.
+
     .venv/bin/python bench/ui_latency.py [--steps 40] [--flows 3] [--loads 40] [--mails 10000]
+                                         [--lang en|zh-CN]
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ from bpflow.store.public import mail_t  # noqa: E402
 
 OUT = ROOT / "test-output" / "bench"
 SECRET = "ui-latency-bench-secret-0123456789"
+LANG = "en"  # the browser's language (--lang)
 CHROMIUM = os.environ.get("BPFLOW_CHROMIUM", "/usr/bin/chromium")
 # As the browser tests launch it (tests/browser/conftest.py): no background traffic.
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -154,7 +159,8 @@ def serve(db: Path, port: int) -> subprocess.Popen:
 
 def signed_in(browser, base: str, store: Store, name: str):
     """A browser context whose localStorage already holds `name`'s session."""
-    context = browser.new_context(base_url=base, viewport={"width": 1280, "height": 800})
+    context = browser.new_context(base_url=base, viewport={"width": 1280, "height": 800},
+                                  locale=LANG)
     token = issue_token(store.user(name), secret=SECRET.encode())
     context.add_init_script(f"window.localStorage.setItem('bpflow_token', {json.dumps(token)})")
     return context
@@ -167,6 +173,8 @@ def click_to_update(browser, base: str, store: Store, steps: int, flows: int) ->
     for _ in range(flows):
         inst = store.start("bench_chain", {}, store.user("runner"))
         page.goto(f"/flow/{inst.id}")
+        # the page is drawn in the language asked for (the figures are that language's)
+        page.wait_for_function(f"document.documentElement.lang === {json.dumps(LANG)}")
         for i in range(steps - 1):
             box = page.locator(f'.circle-box[data-circle="s{i}"]')
             box.get_by_label("Note").fill(f"step {i}")
@@ -273,7 +281,10 @@ def main() -> None:
     parser.add_argument("--flows", type=int, default=3)
     parser.add_argument("--loads", type=int, default=40)
     parser.add_argument("--mails", type=int, default=10_000)
+    parser.add_argument("--lang", choices=["en", "zh-CN"], default="en")
     args = parser.parse_args()
+    global LANG
+    LANG = args.lang
     from playwright.sync_api import sync_playwright
 
     OUT.mkdir(parents=True, exist_ok=True)
@@ -297,6 +308,7 @@ def main() -> None:
         server.wait(30)
         store.close()
     report = {
+        "lang": args.lang,
         "click_to_update_ms": summary(clicks),
         "inbox_first_load_in_app_ms": {"mails": args.mails, **summary(opened)},
         "empty_inbox_first_load_in_app_ms": summary(opened_empty),
