@@ -1,5 +1,6 @@
-"""The web app's message catalogs (SPEC §17): complete in every language, up to date with
-the texts the code marks, and a text's placeholders kept by its translation."""
+"""The message catalogs (SPEC §17), the web app's texts and the services' messages:
+complete in every language, up to date with the texts the code marks, and a text's
+placeholders kept by its translation."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from bpflow_app.catalogs import CATALOGS, LOCALE_DIR, PLACEHOLDER, translate
 from bpflow_app.i18n import _, ngettext
 
 REPO = Path(__file__).resolve().parents[2]
+MESSAGES_FROM = ("bpflow_app", "bpflow", "engine")  # the Makefile's MESSAGES_FROM
 
 
 def _entries(code: str) -> dict[object, object]:
@@ -26,10 +28,16 @@ def _marked() -> set[object]:
     with (REPO / "babel.cfg").open() as f:
         method_map, options_map = parse_mapping_cfg(f)
     found = set()
-    for _file, _line, message, _comments, _context in extract_from_dir(
-            LOCALE_DIR.parent, method_map, options_map):
-        found.add(message if isinstance(message, str) else tuple(message[:2]))
+    for folder in MESSAGES_FROM:
+        for _file, _line, message, _comments, _context in extract_from_dir(
+                REPO / folder, method_map, options_map):
+            found.add(message if isinstance(message, str) else tuple(message[:2]))
     return found
+
+
+def test_the_makefile_extracts_where_the_test_looks():
+    assert f"MESSAGES_FROM := {' '.join(MESSAGES_FROM)}" in (REPO / "Makefile").read_text()
+    assert LOCALE_DIR == REPO / "bpflow_app" / "locale"
 
 
 def test_there_is_a_catalog_for_every_language():
