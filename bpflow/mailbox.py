@@ -171,7 +171,10 @@ class Mailbox:
     def _closed(self, row) -> str | None:
         """Why a decision on this (intact) approval mail cannot be taken now, or None."""
         if row.decision is not None:
-            return N_("it was already %(decision)s", decision=row.decision)
+            return {"approved": N_("it was already approved"),
+                    "rejected": N_("it was already rejected"),
+                    "returned": N_("it was already returned")}.get(
+                row.decision, N_("it was already %(decision)s", decision=row.decision))
         inst = self.store.get(row.instance_id)
         if inst.status not in ACTIVE:
             return N_("the instance is %(status)s", status=inst.status)
