@@ -58,6 +58,12 @@ def test_a_refusal_says_its_reason_in_the_language_asked_for(api):
         assert words(*asked(c, "POST", "/api/templates/signin/retire"), 409) == (
             "'signin' is the flow signing in starts: it cannot be retired",
             "“signin”是登录时发起的流程，不能停用")
+        assert c.post("/api/templates", json=FORM).status_code == 201
+    with api.client("alice") as c:  # a move the engine refuses
+        inst = c.post("/api/instances", json={"template": "simple"}).json()
+        en, zh = words(*asked(c, "POST", f"/api/instances/{inst['id']}/resume"), 409)
+        assert en == "cannot resume an instance that is running"
+        assert zh == "流程处于 running 状态，不能执行 resume"
 
 
 def test_a_decision_on_a_closed_approval_is_refused_in_the_approvers_language(api):
