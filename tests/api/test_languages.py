@@ -8,6 +8,7 @@ from typing import Any
 
 import httpx
 
+from bpflow.limits import MAX_BODY
 from bpflow.mailbox import Mailbox
 from bpflow.worker import Worker
 
@@ -54,6 +55,9 @@ def test_a_refusal_says_its_reason_in_the_language_asked_for(api):
             headers={"Content-Type": "application/json"}), 422)
         assert en == "an integer outside 64 bits (from -2^63 to 2^63-1) (at /inputs/amount)"
         assert zh == "超出 64 位范围的整数（应在 -2^63 到 2^63-1 之间）（位置：/inputs/amount）"
+        assert words(*asked(c, "POST", "/api/instances", content=b" " * (MAX_BODY + 1),
+                            headers={"Content-Type": "application/json"}), 413) == (
+            f"the request body is larger than {MAX_BODY} bytes", f"请求体超过 {MAX_BODY} 字节")
     with api.client("admin") as c:
         assert words(*asked(c, "POST", "/api/templates/signin/retire"), 409) == (
             "'signin' is the flow signing in starts: it cannot be retired",
