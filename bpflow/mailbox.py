@@ -26,7 +26,7 @@ from bpflow.forms import FormError
 from bpflow.security import derive
 from bpflow.store import Store
 from engine.instance import WAITING
-from engine.messages import N_
+from engine.messages import N_, word
 from engine.moves import ACTIVE
 from engine.phase import Phase, approval, box_phase
 
@@ -177,7 +177,7 @@ class Mailbox:
                 row.decision, N_("it was already %(decision)s", decision=row.decision))
         inst = self.store.get(row.instance_id)
         if inst.status not in ACTIVE:
-            return N_("the instance is %(status)s", status=inst.status)
+            return N_("the instance is %(status)s", status=word(inst.status))
         run = inst.circles.get(row.circle)
         if run is None or run.epoch != row.epoch or box_phase(
                 inst.template.plan.nodes[row.circle].circle.box, run) is not Phase.APPROVAL:

@@ -45,3 +45,21 @@ def N_(message: str, **values: Any) -> str:  # noqa: N802 (gettext's name)
     """Marks a message for the catalogs; `values` fill its `%(name)s` placeholders (in
     whichever language it is said). The `str` it gives is a `Text`."""
     return Text(message, values)
+
+
+# The engine's words a message names as values (an instance's status, a circle's state, a
+# move), marked so that the message is said in one language throughout: `word(status)`.
+WORDS = {
+    "running": N_("running"), "completed": N_("completed"), "failed": N_("failed"),
+    "suspended": N_("suspended"), "terminated": N_("terminated"),
+    "waiting": N_("waiting"), "success": N_("success"), "failure": N_("failure"),
+    "skipped": N_("skipped"),
+    "succeed": N_("succeed"), "fail": N_("fail"), "retry": N_("retry"), "skip": N_("skip"),
+    "reset": N_("reset"), "suspend": N_("suspend"), "resume": N_("resume"),
+    "abort": N_("abort"),
+}
+
+
+def word(name: str) -> str:
+    """One of the engine's words (`WORDS`) as a marked message; any other as it is."""
+    return WORDS.get(name, name)

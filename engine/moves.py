@@ -27,7 +27,7 @@ from engine.instance import (
     Event,
     Instance,
 )
-from engine.messages import N_
+from engine.messages import N_, word
 from engine.phase import staged_form
 
 Clock = Callable[[], datetime]
@@ -70,7 +70,7 @@ def move_circle(inst: Instance, clock: Clock, cid: str, move: str, actor: str | 
     run = inst.circles[cid]
     if run.state not in allowed:
         raise TransitionError(N_("circle '%(uri)s' cannot %(move)s from %(state)s", uri=cid,
-                                 move=move, state=run.state),
+                                 move=word(move), state=word(run.state)),
                               instance=inst.id, circle=cid, state=run.state)
     before = run.snapshot()
     if move == "reset":
@@ -97,8 +97,8 @@ def move_instance(inst: Instance, clock: Clock, move: str, actor: str | None,
     """Apply one instance move from INSTANCE_MOVES (suspend, resume, abort) and record it."""
     allowed, target, event = INSTANCE_MOVES[move]
     if inst.status not in allowed:
-        raise TransitionError(N_("cannot %(move)s an instance that is %(status)s", move=move,
-                                 status=inst.status),
+        raise TransitionError(N_("cannot %(move)s an instance that is %(status)s",
+                                 move=word(move), status=word(inst.status)),
                               instance=inst.id, state=inst.status)
     before = {"status": inst.status}
     inst.status = target

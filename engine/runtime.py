@@ -33,7 +33,7 @@ from engine.instance import (
     CircleRun,
     Instance,
 )
-from engine.messages import N_
+from engine.messages import N_, word
 from engine.model import Template
 from engine.moves import (
     ACTIVE,
@@ -296,15 +296,15 @@ class Engine:
         bookmarks.verify(self.key, inst.id, cid, run.epoch, bookmark)
         if run.state != WAITING:
             raise BookmarkError(N_("bookmark already used: circle '%(uri)s' is %(state)s",
-                                   uri=cid, state=run.state),
+                                   uri=cid, state=word(run.state)),
                                 instance=inst.id, circle=cid, state=run.state)
         if inst.status not in ACTIVE:
-            raise TransitionError(N_("instance is %(status)s", status=inst.status),
+            raise TransitionError(N_("instance is %(status)s", status=word(inst.status)),
                                   instance=inst.id, circle=cid,
                                   state=run.state)
         if cid not in self.ready(inst):
             raise TransitionError(N_("circle '%(uri)s' is not ready (it is %(state)s)", uri=cid,
-                                     state=run.state),
+                                     state=word(run.state)),
                                   instance=inst.id, circle=cid, state=run.state)
         return node
 

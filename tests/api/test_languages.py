@@ -67,7 +67,7 @@ def test_a_refusal_says_its_reason_in_the_language_asked_for(api):
         inst = c.post("/api/instances", json={"template": "simple"}).json()
         en, zh = words(*asked(c, "POST", f"/api/instances/{inst['id']}/resume"), 409)
         assert en == "cannot resume an instance that is running"
-        assert zh == "流程处于 running 状态，不能执行 resume"
+        assert zh == "流程当前为“进行中”，不能恢复"
 
 
 def test_a_decision_on_a_closed_approval_is_refused_in_the_approvers_language(api):
