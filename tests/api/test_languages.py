@@ -131,6 +131,10 @@ def test_the_language_is_the_best_of_ours_the_header_asks_for(api):
         assert said("fr, zh;q=0.8, en;q=0.5") == "流程“nope”不存在"
         assert said("zh-Hans") == said("zh") == said("zh_CN") == "流程“nope”不存在"
         assert said("fr") == said(None) == said("") == said("zh;q=0") == "no instance 'nope'"
+        # the framework's own answers: what no route serves, a method no route takes
+        assert words(*asked(c, "GET", "/api/nothing-here"), 404) == ("Not Found", "未找到")
+        assert words(*asked(c, "DELETE", "/api/health"), 405) == (
+            "Method Not Allowed", "不允许的请求方法")
         # answers that are not errors are the same in every language
         for path in ("/api/health", "/api/templates", "/api/instances"):
             en, zh = asked(c, "GET", path)
