@@ -48,7 +48,8 @@ help:
 		"(SOAK_ARGS=\"--minutes M --rate R\")"
 	@echo "make bench      bpflow against SpiffWorkflow and DBOS (installs the bench extra)"
 	@echo "make lint       ruff check, the layer contracts (lint-imports), mypy"
-	@echo "make messages   the web app's texts into its catalogs (bpflow_app/locale/*.po)"
+	@echo "make messages   the texts of the web app and the services' messages into the" \
+		"catalogs (bpflow_app/locale/*.po)"
 	@echo "make install    create $(VENV) and install bpflow with its dev extras"
 	@echo "make bun        install bun $(BUN_VERSION) under .tools/ (used by Reflex)"
 	@echo "make chromium   install Debian's chromium if $(CHROMIUM) is missing"
@@ -149,14 +150,16 @@ lint: install
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/mypy engine bpflow
 
-# The texts marked in bpflow_app/ (babel.cfg) added to every catalog, those no longer in the
-# code marked obsolete (#~); then translate the new entries of zh_CN. The app reads the .po
-# files themselves (bpflow_app/catalogs.py): nothing is compiled. docs/languages.md.
+# The texts marked in $(MESSAGES_FROM) (babel.cfg: the web app's, and the messages of the
+# services and the API) added to every catalog, those no longer in the code marked obsolete
+# (#~); then translate the new entries of zh_CN. The .po files themselves are read
+# (bpflow/catalogs.py): nothing is compiled. docs/languages.md.
 LOCALES := bpflow_app/locale
+MESSAGES_FROM := bpflow_app bpflow engine
 messages: install
 	@pot=$$(mktemp --suffix=.pot) && trap 'rm -f "$$pot"' EXIT && \
 	$(VENV)/bin/pybabel -q extract -F babel.cfg --add-location=file --sort-by-file \
-		--project=bpflow --copyright-holder=bpflow -o "$$pot" bpflow_app && \
+		--project=bpflow --copyright-holder=bpflow -o "$$pot" $(MESSAGES_FROM) && \
 	$(VENV)/bin/pybabel -q update -i "$$pot" -d $(LOCALES) --no-fuzzy-matching
 
 clean:

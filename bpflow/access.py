@@ -44,6 +44,7 @@ from bpflow.store.public import USER as USER
 from bpflow.store.public import valid_roles as valid_roles
 from engine.instance import Instance
 from engine.kinds import automatic
+from engine.messages import N_
 from engine.phase import action_started
 from engine.signals import waiting_for
 
@@ -62,7 +63,7 @@ def is_admin(caller: Caller) -> bool:
 
 def require_admin(caller: Caller) -> None:
     if not caller.is_admin:
-        raise Forbidden("only admins may do this")
+        raise Forbidden(N_("only admins may do this"))
 
 
 def may_signal(caller: Caller) -> bool:
@@ -72,7 +73,7 @@ def may_signal(caller: Caller) -> bool:
 
 def require_signaller(caller: Caller) -> None:
     if not may_signal(caller):
-        raise Forbidden("only admins and integration users may send signals")
+        raise Forbidden(N_("only admins and integration users may send signals"))
 
 
 def same_tenant(caller: Caller, inst: Instance) -> bool:
@@ -89,7 +90,7 @@ def acting(caller: Caller, inst: Instance) -> Instance:
     """The instance if the caller may act on it; else the 'not found' of what does not
     exist (whether it exists is not for them to learn)."""
     if not may_act(caller, inst):
-        raise NotFound(f"no instance '{inst.id}'")
+        raise NotFound(N_("no instance '%(id)s'", id=inst.id))
     return inst
 
 
@@ -115,7 +116,7 @@ def awaited(caller: Caller, inst: Instance) -> bool:
 def seeing(caller: Caller, inst: Instance, asked: Callable[[], bool]) -> Instance:
     """The instance if the caller may see it; else the 'not found' of what does not exist."""
     if sight(caller, inst, asked) is Sight.NONE:
-        raise NotFound(f"no instance '{inst.id}'")
+        raise NotFound(N_("no instance '%(id)s'", id=inst.id))
     return inst
 
 
@@ -160,24 +161,28 @@ def drivable(caller: Caller, inst: Instance, cid: str) -> None:
     """`may_drive`, or the reason why not (NotFound for a circle that does not exist)."""
     node = inst.template.plan.nodes.get(cid)
     if node is None:
-        raise NotFound(f"instance has no circle '{cid}'")
+        raise NotFound(N_("instance has no circle '%(uri)s'", uri=cid))
     if may_drive(caller, inst, cid):
         return
     task = inst.circles[cid].task
     if task is not None and not action_started(inst.circles[cid]):
         holder = task["assignee"]
-        raise Forbidden(f"circle '{cid}' is {holder}'s task" if holder else
-                        f"circle '{cid}' waits for {describe(task)}")
-    raise Forbidden(f"circle '{cid}' runs a {node.circle.box.action_type} action;"
-                    " only an admin may complete or fail it by hand")
+        raise Forbidden(N_("circle '%(uri)s' is %(user)s's task", uri=cid, user=holder)
+                        if holder else
+                        N_("circle '%(uri)s' waits for %(whom)s", uri=cid, whom=describe(task)))
+    raise Forbidden(N_("circle '%(uri)s' runs a %(kind)s action; only an admin may complete or"
+                       " fail it by hand", uri=cid, kind=node.circle.box.action_type))
 
 
 def describe(task: Mapping[str, Any]) -> str:
     """Whom a task waits for, in words: "bob, carol or someone in finance"."""
-    who = list(task["users"]) + [f"someone in {r}" for r in task["roles"]]
+    who = list(task["users"]) + [N_("someone in %(role)s", role=r) for r in task["roles"]]
     if not who:
-        return "nobody"
-    return who[0] if len(who) == 1 else ", ".join(who[:-1]) + " or " + who[-1]
+        return N_("nobody")
+    some = who[0]
+    for one in who[1:-1]:
+        some = N_("%(some)s, %(one)s", some=some, one=one)
+    return some if len(who) == 1 else N_("%(some)s or %(last)s", some=some, last=who[-1])
 
 
 def may_claim(caller: Caller, task: Mapping[str, Any]) -> bool:
@@ -242,8 +247,10 @@ def startable(caller: Caller, template: Mapping[str, Any] | Any) -> None:
     """`may_start`, or Forbidden saying who may."""
     if not may_start(caller, template):
         body = template if isinstance(template, Mapping) else getattr(template, "body", {})
-        raise Forbidden(f"only {', '.join(body.get('starters') or ()) or 'admins'} may start"
-                        f" '{body.get('name', '')}'")
+        starters = ", ".join(body.get("starters") or ())
+        raise Forbidden(N_("only %(roles)s may start '%(name)s'", roles=starters,
+                           name=body.get("name", "")) if starters else
+                        N_("only admins may start '%(name)s'", name=body.get("name", "")))
 
 
 def own_account_kept(caller: Caller, username: str, roles: Iterable[str] | None = None,
@@ -253,6 +260,6 @@ def own_account_kept(caller: Caller, username: str, roles: Iterable[str] | None 
     if username != caller.username:
         return
     if disable:
-        raise Forbidden("you cannot disable your own account")
+        raise Forbidden(N_("you cannot disable your own account"))
     if roles is not None and caller.is_admin and ADMIN not in set(roles):
-        raise Forbidden("you cannot take away your own admin role")
+        raise Forbidden(N_("you cannot take away your own admin role"))

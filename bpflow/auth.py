@@ -20,6 +20,7 @@ import jwt
 from bpflow.access import DEFAULT_TENANT, Caller
 from bpflow.errors import Unauthorized
 from bpflow.security import derive, load_secret, normal_username
+from engine.messages import N_
 
 ISSUER = "bpflow"
 AUDIENCE = "bpflow-api"
@@ -43,14 +44,14 @@ def issue_token(user: Caller | dict[str, Any], secret: bytes | None = None,
 def verify_token(token: str | None, secret: bytes | None = None) -> Caller:
     """The caller a token stands for; Unauthorized otherwise."""
     if not token:
-        raise Unauthorized("missing bearer token")
+        raise Unauthorized(N_("missing bearer token"))
     try:
         claims = jwt.decode(token, _key(secret), algorithms=["HS256"], audience=AUDIENCE,
                             issuer=ISSUER, options={"require": ["exp", "iat", "sub", "uid"]})
     except jwt.ExpiredSignatureError:
-        raise Unauthorized("token expired") from None
+        raise Unauthorized(N_("token expired")) from None
     except jwt.PyJWTError:
-        raise Unauthorized("invalid token") from None
+        raise Unauthorized(N_("invalid token")) from None
     return Caller(claims["uid"], claims["sub"], tuple(claims["roles"]),
                   str(claims.get("tenant") or DEFAULT_TENANT))
 
@@ -89,7 +90,7 @@ def current(caller: Caller, account: Caller | None) -> Caller:
     id): Unauthorized when the account is gone, disabled, or is not the token's user."""
     if account is None or account.username != caller.username or \
             account.tenant != caller.tenant:
-        raise Unauthorized("this account is disabled or no longer exists")
+        raise Unauthorized(N_("this account is disabled or no longer exists"))
     return account
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from bpflow.limits import INT_MAX, INT_MIN
 from engine.errors import BpflowError
+from engine.messages import N_
 from engine.model import Field
 
 EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+\Z")
@@ -58,36 +59,37 @@ def convert(field: Field, value: Any) -> Any:
         try:
             return _number(value, kind == "integer")
         except OverflowError:
-            raise ValueError(f"must be between {INT_MIN} and {INT_MAX}") from None
+            raise ValueError(N_("must be between %(min)s and %(max)s", min=INT_MIN,
+                                max=INT_MAX)) from None
         except (ValueError, TypeError):
-            raise ValueError("must be a whole number" if kind == "integer"
-                             else "must be a number") from None
+            raise ValueError(N_("must be a whole number") if kind == "integer"
+                             else N_("must be a number")) from None
     if kind == "boolean":
         if isinstance(value, bool):
             return value
         if isinstance(value, str) and value.strip().lower() in TRUE | FALSE:
             return value.strip().lower() in TRUE
-        raise ValueError("must be yes or no")
+        raise ValueError(N_("must be yes or no"))
     if not isinstance(value, str):
         if kind == "select" and isinstance(value, (int, float)):
             value = str(value)
         else:
-            raise ValueError("must be text")
+            raise ValueError(N_("must be text"))
     if len(value) > MAX_LENGTH.get(kind, 1000):
-        raise ValueError(f"must be at most {MAX_LENGTH.get(kind, 1000)} characters")
+        raise ValueError(N_("must be at most %(n)s characters", n=MAX_LENGTH.get(kind, 1000)))
     if kind == "email":
         value = value.strip()
         if not EMAIL.match(value):
-            raise ValueError("must be an email address like name@example.com")
+            raise ValueError(N_("must be an email address like name@example.com"))
     elif kind == "date":
         try:
             value = date.fromisoformat(value.strip()).isoformat()
         except ValueError:
-            raise ValueError("must be a date like 2026-01-31") from None
+            raise ValueError(N_("must be a date like 2026-01-31")) from None
     elif kind == "select":
         options = [str(o) for o in field.options]
         if value not in options:
-            raise ValueError(f"must be one of: {', '.join(options)}")
+            raise ValueError(N_("must be one of: %(options)s", options=", ".join(options)))
         value = field.options[options.index(value)]
     return value
 
@@ -98,10 +100,12 @@ Accounts = Callable[[str], "tuple[str, tuple[str, ...]] | None"]  # name -> (as 
 def _account(field: Field, name: str, accounts: Accounts | None) -> str:
     found = accounts(name.strip()) if accounts is not None else None
     if found is None:
-        raise ValueError(f"must name a user of bpflow; there is no '{name.strip()[:100]}'")
+        raise ValueError(N_("must name a user of bpflow; there is no '%(name)s'",
+                            name=name.strip()[:100]))
     username, roles = found
     if field.role is not None and field.role not in roles:
-        raise ValueError(f"must name someone in {field.role}; {username} is not")
+        raise ValueError(N_("must name someone in %(role)s; %(name)s is not", role=field.role,
+                            name=username))
     return username
 
 
@@ -115,7 +119,7 @@ def validate(fields: tuple[Field, ...], data: dict[str, Any],
     stored and its roles, or None), of the field's role when it names one.
     """
     if not isinstance(data, dict):
-        raise FormError({"_form": "the form data must be an object of field values"})
+        raise FormError({"_form": N_("the form data must be an object of field values")})
     defaults = defaults or {}
     values: dict[str, Any] = {}
     secrets: dict[str, str] = {}
@@ -129,7 +133,7 @@ def validate(fields: tuple[Field, ...], data: dict[str, Any],
             value = False
         if _empty(value):
             if field.required:
-                errors[field.name] = f"{label} is required"
+                errors[field.name] = N_("%(field)s is required", field=label)
             elif field.type != "password":
                 values[field.name] = None
             continue
@@ -138,7 +142,8 @@ def validate(fields: tuple[Field, ...], data: dict[str, Any],
             if field.type == "user":
                 typed = _account(field, typed, accounts)
         except ValueError as exc:
-            errors[field.name] = f"{label} {exc}"
+            errors[field.name] = N_("%(field)s %(problem)s", field=label,
+                                    problem=exc.args[0] if exc.args else exc)
             continue
         if field.type == "password":
             secrets[field.name] = typed

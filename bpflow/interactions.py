@@ -22,6 +22,7 @@ from bpflow.store import Store
 from bpflow.store.public import FRAME_TEMPLATE
 from engine.errors import TransitionError, VariableError
 from engine.instance import COMPLETED, FAILED, RUNNING, SUSPENDED, Instance
+from engine.messages import N_
 from engine.phase import action_started, approval
 from engine.runtime import Engine
 
@@ -98,7 +99,8 @@ class Interactions:
         def op(engine: Engine, inst: Instance) -> Instance:
             node = inst.template.plan.nodes.get(cid)
             if node is None:
-                raise TransitionError(f"instance has no circle '{cid}'", instance=inst.id,
+                raise TransitionError(N_("instance has no circle '%(uri)s'", uri=cid),
+                                      instance=inst.id,
                                       circle=cid)
             box = node.circle.box
             engine.check_bookmark(inst, cid, bookmark)  # 409 before any 422
@@ -115,8 +117,9 @@ class Interactions:
             if box.action_type is not None and action_started(inst.circles[cid]):
                 # decided here, on the stored state: two submissions of the same form
                 # never both reach its action
-                raise TransitionError(f"the form of circle '{cid}' was already sent; its"
-                                      " action runs", instance=inst.id, circle=cid)
+                raise TransitionError(N_("the form of circle '%(uri)s' was already sent; its"
+                                         " action runs", uri=cid), instance=inst.id,
+                                      circle=cid)
             values, _ = validate(box.form, data, self.defaults(inst, cid), self.accounts)
             if box.action_type is None:
                 engine.complete(inst, cid, bookmark, values, actor)
@@ -142,15 +145,15 @@ class Interactions:
         """The auth action: the owner's credentials, a limited number of tries."""
         wait = auth.sign_in_allowed(username, client)
         if wait:
-            raise FormError({"password": f"too many failed attempts; try again in {wait}"
-                                         " seconds"})
+            raise FormError({"password": N_("too many failed attempts; try again in %(n)s"
+                                            " seconds", n=wait)})
         user = self.store.authenticate(username, password)
         owner = inst.user.get("username")
         if user is None or (owner and user["username"] != owner):
             auth.sign_in_failed(username, client)
             self.store.apply(inst.id, lambda e, i: e.record(
                 i, "auth_failed", cid, {"username": username}, actor=owner))
-            raise FormError({"password": "wrong username or password"})
+            raise FormError({"password": N_("wrong username or password")})
         auth.sign_in_succeeded(username, client)
         return {"username": user["username"], "roles": user["roles"]}
 
@@ -163,7 +166,7 @@ class Interactions:
         def op(engine: Engine, inst: Instance) -> Instance:
             node = inst.template.plan.nodes.get(cid)
             if node is not None and node.circle.box.confirm is None:
-                raise TransitionError(f"circle '{cid}' asks for no confirmation",
+                raise TransitionError(N_("circle '%(uri)s' asks for no confirmation", uri=cid),
                                       instance=inst.id, circle=cid)
             return decide(engine, inst)
         return self.store.apply(instance_id, op)
@@ -178,7 +181,8 @@ class Interactions:
         `client` (the person's address), right password or not."""
         wait = auth.sign_in_allowed(username, client)
         if wait:
-            raise RateLimited(f"too many failed sign-ins; try again in {wait} seconds", wait)
+            raise RateLimited(N_("too many failed sign-ins; try again in %(n)s seconds", n=wait),
+                              wait)
         user = self.store.authenticate(username, password)
         if user is None:
             auth.sign_in_failed(username, client)

@@ -23,6 +23,8 @@ from typing import Any
 
 import orjson
 
+from engine.messages import N_
+
 __all__ = ["INT_MAX", "INT_MIN", "MAX_BODY", "MAX_DEPTH", "MAX_STRING", "MAX_VALUE_BYTES",
            "LimitError", "NotJson", "check", "max_body", "parse", "small"]
 
@@ -80,9 +82,11 @@ def parse(body: bytes) -> Any:
     except json.JSONDecodeError as exc:
         raise NotJson(str(exc)) from None
     except RecursionError:
-        raise LimitError(f"arrays and objects nested more than {MAX_DEPTH} deep") from None
+        raise LimitError(N_("arrays and objects nested more than %(n)s deep",
+                              n=MAX_DEPTH)) from None
     except ValueError as exc:  # not UTF-8
-        raise LimitError(f"the body cannot be read as JSON: {_safe(str(exc), 200)}") from None
+        raise LimitError(N_("the body cannot be read as JSON: %(why)s",
+                              why=_safe(str(exc), 200))) from None
     check(value)
     return value
 
@@ -96,8 +100,8 @@ def check(value: Any) -> None:
     except _Bad as bad:
         where = "".join("/" + _safe(str(p), 40).replace("~", "~0").replace("/", "~1")
                         for p in reversed(bad.path))
-        raise LimitError(f"{bad.problem} (at {where})" if where and bad.located
-                         else bad.problem) from None
+        raise LimitError(N_("%(problem)s (at %(where)s)", problem=bad.problem, where=where)
+                         if where and bad.located else bad.problem) from None
 
 
 def small(value: Any, what: str = "value", limit: int = MAX_VALUE_BYTES) -> Any:
@@ -106,14 +110,15 @@ def small(value: Any, what: str = "value", limit: int = MAX_VALUE_BYTES) -> Any:
         size = len(orjson.dumps(value))
     except orjson.JSONEncodeError:
         check(value)
-        raise LimitError(f"{what} cannot be written as JSON") from None
+        raise LimitError(N_("%(what)s cannot be written as JSON", what=what)) from None
     if size > limit:
-        raise LimitError(f"{what} is {size} bytes as JSON; at most {limit} are allowed")
+        raise LimitError(N_("%(what)s is %(size)s bytes as JSON; at most %(limit)s are allowed",
+                            what=what, size=size, limit=limit))
     return value
 
 
-_OUTSIDE_64_BITS = "an integer outside 64 bits (from -2^63 to 2^63-1)"
-_NOT_FINITE = "a number that is not finite (NaN and infinities are not allowed)"
+_OUTSIDE_64_BITS = N_("an integer outside 64 bits (from -2^63 to 2^63-1)")
+_NOT_FINITE = N_("a number that is not finite (NaN and infinities are not allowed)")
 
 
 def _integer(literal: str) -> int:
@@ -144,7 +149,7 @@ def _check(value: Any, level: int) -> None:
             raise _Bad(_NOT_FINITE)
     elif kind is dict or kind is list:
         if level >= MAX_DEPTH:
-            raise _Bad(f"arrays and objects nested more than {MAX_DEPTH} deep", False)
+            raise _Bad(N_("arrays and objects nested more than %(n)s deep", n=MAX_DEPTH), False)
         key: Any  # an object's key (text) or an array's index
         for key, item in (value.items() if kind is dict else enumerate(value)):
             try:
@@ -158,13 +163,13 @@ def _check(value: Any, level: int) -> None:
 
 def _text(text: str) -> None:
     if len(text) > MAX_STRING:
-        raise _Bad(f"a text longer than {MAX_STRING} characters")
+        raise _Bad(N_("a text longer than %(n)s characters", n=MAX_STRING))
     if not text.isascii():
         try:
             text.encode()
         except UnicodeEncodeError:
-            raise _Bad("a lone surrogate (a \\ud800-\\udfff escape without its pair), "
-                       "which is not text") from None
+            raise _Bad(N_("a lone surrogate (a \\ud800-\\udfff escape without its pair), "
+                          "which is not text")) from None
 
 
 def _safe(text: str, most: int) -> str:

@@ -26,6 +26,7 @@ from bpflow.forms import FormError
 from bpflow.security import derive
 from bpflow.store import Store
 from engine.instance import WAITING
+from engine.messages import N_, word
 from engine.moves import ACTIVE
 from engine.phase import Phase, approval, box_phase
 
@@ -57,18 +58,18 @@ class Mailbox:
         """Why this approval mail cannot be trusted, or None when it is intact."""
         payload = row.payload or {}
         if not row.signature or not hmac.compare_digest(self.sign(payload), row.signature):
-            return "the mail does not match its signature"
+            return N_("the mail does not match its signature")
         columns = {"instance": row.instance_id, "circle": row.circle, "epoch": row.epoch,
                    "subject": row.subject, "body": row.body, "kind": row.kind,
                    "recipient_id": row.recipient_id, "sender_id": row.sender_id}
         if any(payload.get(k) != v for k, v in columns.items()) or \
                 row.sender_name != (payload.get("requester") or "bpflow"):
-            return "the mail was altered after it was signed"
+            return N_("the mail was altered after it was signed")
         if row.decision is not None:
             if row.decision not in DECISIONS + ("withdrawn",) or not row.decision_signature or \
                     not hmac.compare_digest(self._decision_signature(row),
                                             row.decision_signature):
-                return "the decision does not match its signature"
+                return N_("the decision does not match its signature")
         return None
 
     # -------------------------------------------------------------- sending
@@ -95,9 +96,10 @@ class Mailbox:
     def guest_message(self, name: str, subject: str, body: str, client: str) -> int:
         """A note from someone without an account; goes to every admin's inbox."""
         fields = {"name": name, "subject": subject, "body": body}
-        errors = {k: f"{k} is required" for k, v in fields.items()
+        errors = {k: N_("%(field)s is required", field=k) for k, v in fields.items()
                   if not isinstance(v, str) or not v.strip()}
-        errors |= {k: f"{k} must be at most {GUEST_LIMITS[k]} characters"
+        errors |= {k: N_("%(field)s must be at most %(n)s characters", field=k,
+                         n=GUEST_LIMITS[k])
                    for k, v in fields.items() if isinstance(v, str) and len(v) > GUEST_LIMITS[k]}
         if errors:
             raise FormError(errors)
@@ -115,20 +117,20 @@ class Mailbox:
         history: altered mail (Tampered), a decided mail, a request no longer open, an
         instance that cannot move now (suspended, terminated, completed) (Conflict)."""
         if decision not in DECISIONS:
-            raise ValueError("decision must be 'approved', 'rejected' or 'returned'")
+            raise ValueError(N_("decision must be 'approved', 'rejected' or 'returned'"))
         caller = Caller.of(user)
         row = self.store.mail(mail_id)
         if row is None or row.kind != "approval" or not access.may_decide(caller,
                                                                           row.recipient_id):
-            raise NotFound(f"no approval mail {mail_id}")
+            raise NotFound(N_("no approval mail %(id)s", id=mail_id))
         problem = self.check(row)
         if problem:
             self._refuse(row, caller, decision, problem)
-            raise Tampered(f"approval {mail_id} refused: {problem}")
+            raise Tampered(N_("approval %(id)s refused: %(why)s", id=mail_id, why=problem))
         why = self._closed(row)
         if why:
             self._refuse(row, caller, decision, why)
-            raise Conflict(f"approval {mail_id} refused: {why}")
+            raise Conflict(N_("approval %(id)s refused: %(why)s", id=mail_id, why=why))
         if decision == "returned":
             self._send_back(row, caller, comment)
         else:
@@ -169,14 +171,17 @@ class Mailbox:
     def _closed(self, row) -> str | None:
         """Why a decision on this (intact) approval mail cannot be taken now, or None."""
         if row.decision is not None:
-            return f"it was already {row.decision}"
+            return {"approved": N_("it was already approved"),
+                    "rejected": N_("it was already rejected"),
+                    "returned": N_("it was already returned")}.get(
+                row.decision, N_("it was already %(decision)s", decision=row.decision))
         inst = self.store.get(row.instance_id)
         if inst.status not in ACTIVE:
-            return f"the instance is {inst.status}"
+            return N_("the instance is %(status)s", status=word(inst.status))
         run = inst.circles.get(row.circle)
         if run is None or run.epoch != row.epoch or box_phase(
                 inst.template.plan.nodes[row.circle].circle.box, run) is not Phase.APPROVAL:
-            return "this approval request is no longer open"
+            return N_("this approval request is no longer open")
         return None
 
     def _refuse(self, row, caller: Caller, decision: str, why: str) -> None:
@@ -253,7 +258,7 @@ class Mailbox:
     def mark_read(self, mail_id: int, user: Caller | dict[str, Any]) -> None:
         row = self.store.mail(mail_id)
         if row is None or not access.may_read_mail(Caller.of(user), row.kind, row.recipient_id):
-            raise NotFound(f"no mail {mail_id}")
+            raise NotFound(N_("no mail %(id)s", id=mail_id))
         self.store.mark_mail_read(mail_id)
 
 

@@ -41,6 +41,7 @@ import orjson
 from bpflow import egress
 from bpflow.store import Store
 from bpflow.store.public import TYPES, Attempt
+from engine.messages import N_
 
 SECRET_LENGTH = (16, 200)
 log = logging.getLogger("bpflow.webhooks")
@@ -66,7 +67,7 @@ class WebhookInvalid(ValueError):
 
     def __init__(self, field: str, message: str):
         self.field = field
-        super().__init__(f"{field}: {message}")
+        super().__init__(N_("%(field)s: %(problem)s", field=field, problem=message))
 
 
 def add_webhook(store: Store, url: str, events: Sequence[str], secret: str,
@@ -75,7 +76,7 @@ def add_webhook(store: Store, url: str, events: Sequence[str], secret: str,
     an http(s) URL the egress guard allows, known event types, a secret of 16 to 200
     characters."""
     if any(c <= " " or c == "\x7f" for c in url):
-        raise WebhookInvalid("url", "a URL has no spaces or control characters")
+        raise WebhookInvalid("url", N_("a URL has no spaces or control characters"))
     try:
         httpx.URL(url)
         egress.check(url)
@@ -84,11 +85,11 @@ def add_webhook(store: Store, url: str, events: Sequence[str], secret: str,
     events = list(dict.fromkeys(events))
     unknown = [e for e in events if e not in TYPES]
     if not events or unknown:
-        raise WebhookInvalid("events", f"unknown event types {unknown}" if unknown
-                             else "choose at least one event type")
+        raise WebhookInvalid("events", N_("unknown event types %(types)s", types=unknown)
+                             if unknown else N_("choose at least one event type"))
     if not SECRET_LENGTH[0] <= len(secret) <= SECRET_LENGTH[1]:
-        raise WebhookInvalid("secret", f"a secret has {SECRET_LENGTH[0]} to"
-                                       f" {SECRET_LENGTH[1]} characters")
+        raise WebhookInvalid("secret", N_("a secret has %(min)s to %(max)s characters",
+                                          min=SECRET_LENGTH[0], max=SECRET_LENGTH[1]))
     return store.add_webhook(url, events, secret, created_by)
 
 

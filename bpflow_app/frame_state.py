@@ -108,7 +108,7 @@ class SignInState(SessionState):
             outer = None
         except BpflowError as exc:
             return rx.toast.error(self.gettext("Signing in failed: %(reason)s",
-                                               reason=exc))
+                                               reason=self.explain(exc)))
         # The account as its own tenant has it (signing in names no tenant: the outer flow
         # is the user's tenant's, `Interactions.sign_in`).
         user = store.of(outer.tenant).user(username) if outer is not None else None

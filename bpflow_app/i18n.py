@@ -8,6 +8,9 @@ has every text, so the page is redrawn at once, and what was typed into it stays
 
 Handlers make texts (toasts, errors) with `self.gettext(...)`/`self.ngettext(...)`, in
 the language of the session at that moment: every page state derives from `LangState`.
+A service's refusal is shown with `self.explain(exc)` (its message, marked where it was
+raised, from the same catalogs the API answers with), a message a service gave as a value
+(a form's field errors) with `self.say(text)`.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import reflex as rx
 from reflex.vars.base import VarData
 
 from bpflow import languages
-from bpflow_app.catalogs import CATALOGS, PLACEHOLDER, translate
+from bpflow_app.catalogs import CATALOGS, PLACEHOLDER, Text, explain, say, translate
 
 PLURAL_N = re.compile(r"\bn\b")  # the number in a plural rule
 
@@ -50,10 +53,23 @@ class LangState(rx.State):
         self.choice = languages.known(code) or languages.DEFAULT
 
     def gettext(self, message: str, **values: Any) -> str:
+        if isinstance(message, Text) and not values:  # a service's message, its values kept
+            return say(self._language(), message)
         return translate(self._language(), message, **values)
 
     def ngettext(self, singular: str, plural: str, n: int, **values: Any) -> str:
         return translate(self._language(), singular, plural, n, **values)
+
+    def explain(self, exc: BaseException) -> str:
+        """What an error of the services says, in this session's language: its message
+        as the catalogs have it (as the API says it), or as it was written if it was
+        never marked. For the toast of a refused move: `rx.toast.error(self.explain(exc))`."""
+        return explain(exc, self._language())
+
+    def say(self, text: str) -> str:
+        """A message a service gave as a value (a `FormError`'s field errors, a reason) in
+        this session's language; any other text as it is."""
+        return say(self._language(), text)
 
 
 def _filled(text: str, values: dict[str, Any]) -> rx.Var:

@@ -17,6 +17,7 @@ import hmac
 import re
 
 from engine.errors import BookmarkError
+from engine.messages import N_
 
 _SHAPE = re.compile(r"(0|[1-9][0-9]{0,11})\.([A-Za-z0-9_-]{1,64})")
 
@@ -34,15 +35,15 @@ def make(key: bytes, instance_id: str, circle: str, epoch: int) -> str:
 def verify(key: bytes, instance_id: str, circle: str, epoch: int, token: object) -> None:
     """Raise BookmarkError unless `token` is the bookmark of this circle's current epoch."""
     if not isinstance(token, str) or "." not in token:
-        raise BookmarkError("bookmark is missing or malformed", instance=instance_id,
+        raise BookmarkError(N_("bookmark is missing or malformed"), instance=instance_id,
                             circle=circle)
     shape = _SHAPE.fullmatch(token)
     if shape is None:
-        raise BookmarkError("bookmark is malformed", instance=instance_id, circle=circle)
+        raise BookmarkError(N_("bookmark is malformed"), instance=instance_id, circle=circle)
     claimed, sig = int(shape[1]), shape[2]
     if not hmac.compare_digest(sig, _sign(key, instance_id, circle, claimed)):
-        raise BookmarkError("bookmark is not valid for this circle", instance=instance_id,
+        raise BookmarkError(N_("bookmark is not valid for this circle"), instance=instance_id,
                             circle=circle)
     if claimed != epoch:
-        raise BookmarkError("bookmark is stale: the circle was retried or reset since",
+        raise BookmarkError(N_("bookmark is stale: the circle was retried or reset since"),
                             instance=instance_id, circle=circle)

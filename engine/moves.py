@@ -27,6 +27,7 @@ from engine.instance import (
     Event,
     Instance,
 )
+from engine.messages import N_, word
 from engine.phase import staged_form
 
 Clock = Callable[[], datetime]
@@ -68,7 +69,8 @@ def move_circle(inst: Instance, clock: Clock, cid: str, move: str, actor: str | 
     allowed, target, event = CIRCLE_MOVES[move]
     run = inst.circles[cid]
     if run.state not in allowed:
-        raise TransitionError(f"circle '{cid}' cannot {move} from {run.state}",
+        raise TransitionError(N_("circle '%(uri)s' cannot %(move)s from %(state)s", uri=cid,
+                                 move=word(move), state=word(run.state)),
                               instance=inst.id, circle=cid, state=run.state)
     before = run.snapshot()
     if move == "reset":
@@ -95,7 +97,8 @@ def move_instance(inst: Instance, clock: Clock, move: str, actor: str | None,
     """Apply one instance move from INSTANCE_MOVES (suspend, resume, abort) and record it."""
     allowed, target, event = INSTANCE_MOVES[move]
     if inst.status not in allowed:
-        raise TransitionError(f"cannot {move} an instance that is {inst.status}",
+        raise TransitionError(N_("cannot %(move)s an instance that is %(status)s",
+                                 move=word(move), status=word(inst.status)),
                               instance=inst.id, state=inst.status)
     before = {"status": inst.status}
     inst.status = target

@@ -33,6 +33,7 @@ from engine.instance import (
     CircleRun,
     Instance,
 )
+from engine.messages import N_, word
 from engine.model import Template
 from engine.moves import (
     ACTIVE,
@@ -183,7 +184,8 @@ class Engine:
                  actor: str | None = None) -> None:
         """The outside world finished a ready circle's box successfully."""
         if self._node(inst, cid).children:
-            raise TransitionError(f"circle '{cid}' is a nested flow; its circles complete it",
+            raise TransitionError(N_("circle '%(uri)s' is a nested flow; its circles complete"
+                                     " it", uri=cid),
                                   instance=inst.id, circle=cid, state=inst.circles[cid].state)
         self._claim(inst, cid, bookmark)
         move_circle(inst, self.clock, cid, "succeed", actor, result=result)
@@ -233,13 +235,14 @@ class Engine:
               actor: str | None = None) -> list[str]:
         """The seed's user-formed cycle: send finished circles (and what follows) back."""
         if inst.status == TERMINATED:
-            raise TransitionError("a terminated instance cannot be reset", instance=inst.id,
+            raise TransitionError(N_("a terminated instance cannot be reset"), instance=inst.id,
                                   circle=cid, state=TERMINATED)
         self._node(inst, cid)
         run = inst.circles[cid]
         if run.state == WAITING and scope != "all":
-            raise TransitionError(f"circle '{cid}' is still waiting; only failed or finished"
-                                  " circles can be reset", instance=inst.id, circle=cid,
+            raise TransitionError(N_("circle '%(uri)s' is still waiting; only failed or"
+                                     " finished circles can be reset", uri=cid),
+                                  instance=inst.id, circle=cid,
                                   state=WAITING)
         changed = self.reset_preview(inst, cid, scope, levels)
         for nid in changed:
@@ -283,7 +286,8 @@ class Engine:
     def _node(self, inst: Instance, cid: str) -> Node:
         node = inst.template.plan.nodes.get(cid)
         if node is None:
-            raise TransitionError(f"instance has no circle '{cid}'", instance=inst.id, circle=cid)
+            raise TransitionError(N_("instance has no circle '%(uri)s'", uri=cid),
+                                  instance=inst.id, circle=cid)
         return node
 
     def _claim(self, inst: Instance, cid: str, bookmark: str) -> Node:
@@ -291,13 +295,16 @@ class Engine:
         run = inst.circles[cid]
         bookmarks.verify(self.key, inst.id, cid, run.epoch, bookmark)
         if run.state != WAITING:
-            raise BookmarkError(f"bookmark already used: circle '{cid}' is {run.state}",
+            raise BookmarkError(N_("bookmark already used: circle '%(uri)s' is %(state)s",
+                                   uri=cid, state=word(run.state)),
                                 instance=inst.id, circle=cid, state=run.state)
         if inst.status not in ACTIVE:
-            raise TransitionError(f"instance is {inst.status}", instance=inst.id, circle=cid,
+            raise TransitionError(N_("instance is %(status)s", status=word(inst.status)),
+                                  instance=inst.id, circle=cid,
                                   state=run.state)
         if cid not in self.ready(inst):
-            raise TransitionError(f"circle '{cid}' is not ready (it is {run.state})",
+            raise TransitionError(N_("circle '%(uri)s' is not ready (it is %(state)s)", uri=cid,
+                                     state=word(run.state)),
                                   instance=inst.id, circle=cid, state=run.state)
         return node
 

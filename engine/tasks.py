@@ -18,6 +18,7 @@ from typing import Any, Protocol
 from engine.definition import Assign
 from engine.errors import TransitionError, VariableError
 from engine.instance import SUCCESS, Instance, iso
+from engine.messages import N_
 from engine.moves import Clock, emit, move_circle, reset_reach
 from engine.phase import Phase, box_phase
 from engine.plan import Node
@@ -77,11 +78,13 @@ def open_task(engine: Engine, inst: Instance, cid: str) -> dict[str, Any]:
     otherwise: 409)."""
     node = inst.template.plan.nodes.get(cid)
     if node is None:
-        raise TransitionError(f"instance has no circle '{cid}'", instance=inst.id, circle=cid)
+        raise TransitionError(N_("instance has no circle '%(uri)s'", uri=cid),
+                              instance=inst.id, circle=cid)
     run = inst.circles[cid]
     if run.task is None or cid not in engine.ready(inst) or \
             box_phase(node.circle.box, run) is not Phase.INPUT:
-        raise TransitionError(f"circle '{cid}' is not waiting for a person", instance=inst.id,
+        raise TransitionError(N_("circle '%(uri)s' is not waiting for a person", uri=cid),
+                              instance=inst.id,
                               circle=cid, state=run.state)
     return run.task
 
@@ -102,7 +105,8 @@ def unclaim(engine: Engine, inst: Instance, cid: str, actor: str | None) -> None
     """Give the task back to its candidates."""
     task = open_task(engine, inst, cid)
     if task["assignee"] is None:
-        raise TransitionError(f"nobody holds the task of circle '{cid}'", instance=inst.id,
+        raise TransitionError(N_("nobody holds the task of circle '%(uri)s'", uri=cid),
+                              instance=inst.id,
                               circle=cid)
     _change(engine.clock, inst, cid, task, "task_unclaimed", actor, {"assignee": None},
             {"from": task["assignee"]})
@@ -142,18 +146,21 @@ def send_back(engine: Engine, inst: Instance, cid: str, kind: str, actor: str | 
     attempt: its mail and bookmarks no longer count). Returns the circles reset."""
     node = inst.template.plan.nodes.get(cid)
     if node is None:
-        raise TransitionError(f"instance has no circle '{cid}'", instance=inst.id, circle=cid)
+        raise TransitionError(N_("instance has no circle '%(uri)s'", uri=cid),
+                              instance=inst.id, circle=cid)
     run = inst.circles[cid]
     phase = box_phase(node.circle.box, run)
     wanted = (Phase.APPROVAL,) if kind == "returned" else (Phase.APPROVAL, Phase.INPUT)
     if cid not in engine.ready(inst) or phase not in wanted or (
             phase is Phase.INPUT and run.task is None):
-        what = "a pending approval" if kind == "returned" else "a pending approval or task"
-        raise TransitionError(f"circle '{cid}' is not {what}", instance=inst.id, circle=cid,
-                              state=run.state)
+        what = N_("a pending approval") if kind == "returned" else \
+            N_("a pending approval or task")
+        raise TransitionError(N_("circle '%(uri)s' is not %(what)s", uri=cid, what=what),
+                              instance=inst.id, circle=cid, state=run.state)
     before = [m for group in node.deps for m in group if inst.circles[m].state == SUCCESS]
     if not before:
-        raise TransitionError(f"nothing comes before circle '{cid}' to send it back to",
+        raise TransitionError(N_("nothing comes before circle '%(uri)s' to send it back to",
+                                 uri=cid),
                               instance=inst.id, circle=cid, state=run.state)
     reach: set[str] = set()
     for m in before:

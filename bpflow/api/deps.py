@@ -5,7 +5,8 @@ the caller (`CallerDep`, from the bearer token). `caller_from` is the one readin
 `Authorization` header, for the routes' dependency and the short path alike: the token's
 signature and expiry, then the users table (through the store's short cache of
 accounts), so the caller's roles and tenant are the table's now and a disabled or
-unknown account's token is refused (401).
+unknown account's token is refused (401). `language_of` is the language a request's
+error answers speak (its `Accept-Language`, SPEC §17).
 
 Dependencies are `async` so they run on the event loop, not on a thread each.
 """
@@ -19,10 +20,12 @@ from typing import Annotated, Any
 from fastapi import Depends, FastAPI, Request
 from fastapi.security import HTTPBearer
 
+from bpflow import languages
 from bpflow.access import Caller
 from bpflow.auth import TokenCache
 from bpflow.errors import Unauthorized
 from bpflow.store import Store
+from engine.messages import N_
 
 
 def store_of(app: FastAPI) -> Store:
@@ -46,7 +49,7 @@ def caller_from(app: FastAPI, authorization: str | None) -> Caller:
     scheme, _, token = (authorization or "").partition(" ")
     token = token.strip()
     if not token or scheme.lower() != "bearer":
-        raise Unauthorized("missing bearer token")
+        raise Unauthorized(N_("missing bearer token"))
     return tokens(app).verify(token)
 
 
@@ -94,6 +97,14 @@ def client_of(scope: Mapping[str, Any]) -> str:
         if len(seen) >= hops:
             address = seen[-hops][:64]
     return address
+
+
+def language_of(scope: Mapping[str, Any]) -> str:
+    """The language of ours a request's `Accept-Language` asks for most, else English."""
+    for key, value in scope.get("headers", ()):
+        if key == b"accept-language":
+            return languages.best(value.decode("latin-1"))
+    return languages.DEFAULT
 
 
 async def _client(request: Request) -> str:

@@ -34,10 +34,11 @@ from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute, APIRouter
 
 from bpflow import limits, logs
-from bpflow.api.deps import caller_from, client_of, store_of
-from bpflow.api.errors import answer
+from bpflow.api.deps import caller_from, client_of, language_of, store_of
+from bpflow.api.errors import answer, message, say
 from bpflow.api.schemas import valid_idempotency_key
 from bpflow.errors import Unauthorized
+from engine.messages import N_
 
 SECURITY_HEADERS = ((b"x-content-type-options", b"nosniff"), (b"x-frame-options", b"DENY"),
                     (b"content-security-policy", b"frame-ancestors 'none'"))
@@ -67,11 +68,11 @@ class Api(FastAPI):
         length, media = _body_headers(scope)
         if length != 0:  # a body, or perhaps one (chunked; HTTP/2 needs no Content-Length)
             if length is not None and length > self.max_body:
-                await _refuse(scope, receive, send, 413, self._too_large())
+                await _refuse(scope, receive, send, 413, self._too_large(scope))
                 return
             body = await _read_body(receive, self.max_body)
             if body is None:
-                await _refuse(scope, receive, send, 413, self._too_large())
+                await _refuse(scope, receive, send, 413, self._too_large(scope))
                 return
             if body and _is_json(media):
                 try:
@@ -79,7 +80,8 @@ class Api(FastAPI):
                 except limits.NotJson:
                     pass  # the framework's answer (422 json_invalid)
                 except limits.LimitError as exc:
-                    await _refuse(scope, receive, send, 422, str(exc))
+                    await _refuse(scope, receive, send, 422,
+                                  message(exc, language_of(scope)))
                     return
             receive = _replay(body, receive)
         if self.hot is None or not await self.hot(scope, receive, send, value):
@@ -94,8 +96,9 @@ class Api(FastAPI):
             self._headers = (pid, (*SECURITY_HEADERS, (BACKEND_HEADER, name)))
         return self._headers[1]
 
-    def _too_large(self) -> str:
-        return f"the request body is larger than {self.max_body} bytes"
+    def _too_large(self, scope) -> str:
+        return say(N_("the request body is larger than %(limit)s bytes", limit=self.max_body),
+                   language_of(scope))
 
 
 class HotPaths:
@@ -155,7 +158,7 @@ class HotPaths:
             response = await route.endpoint(body=data, store=store, caller=caller, **extra,
                                             **params)
         except Exception as exc:
-            response = answer(exc)
+            response = answer(exc, language_of(scope))
             if response is None:
                 raise
         await response(scope, receive, send)

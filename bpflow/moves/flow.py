@@ -22,6 +22,7 @@ from bpflow.moves.steps import Op, returning, step, step_async, visible, visible
 from bpflow.store import Store
 from bpflow.store.public import AlreadyStarted
 from engine.instance import Instance
+from engine.messages import N_
 from engine.moves import INSTANCE_MOVES
 from engine.runtime import Engine, InputError
 
@@ -68,7 +69,7 @@ async def start_async(store: Store, caller: Caller, template: str,
 def _first(inst: Instance, caller: Caller) -> Instance:
     """The instance an earlier start with the caller's key made."""
     if inst.user.get("id") != caller.id:
-        raise Conflict("this Idempotency-Key names another instance")
+        raise Conflict(N_("this Idempotency-Key names another instance"))
     return inst
 
 
@@ -150,14 +151,14 @@ async def fail_async(store: Store, caller: Caller, iid: str, uri: str, bookmark:
 def levels_of(scope: str, levels: int | None) -> int | None:
     """The levels a reset of `scope` goes up (InputError when 'levels' names none)."""
     if scope == "levels" and levels is None:
-        raise InputError("scope 'levels' needs levels (0 or more)")
+        raise InputError(N_("scope 'levels' needs levels (0 or more)"))
     return levels
 
 
 def _controlled(caller: Caller | None, inst: Instance) -> None:
     """The flow's starter or an admin controls it (None: the worker, on its own)."""
     if caller is not None and not access.may_act(caller, inst):
-        raise Forbidden("only the flow's starter (or an admin) may do this")
+        raise Forbidden(N_("only the flow's starter (or an admin) may do this"))
 
 
 def resetting(caller: Caller, uri: str, scope: str, levels: int | None) -> Op:
@@ -166,7 +167,7 @@ def resetting(caller: Caller, uri: str, scope: str, levels: int | None) -> Op:
     def op(engine: Engine, inst: Instance) -> None:
         _controlled(caller, inst)
         if uri not in inst.template.plan.nodes:
-            raise NotFound(f"instance has no circle '{uri}'")
+            raise NotFound(N_("instance has no circle '%(uri)s'", uri=uri))
         engine.reset(inst, uri, scope, levels, caller.username)
     return op
 
@@ -175,7 +176,8 @@ def controlling(caller: Caller | None, move: str, reason: str | None = None) -> 
     """Suspend, resume or abort the flow (the engine's instance moves); `caller` None is
     the worker acting on its own."""
     if move not in INSTANCE_MOVES:
-        raise InputError(f"unknown move '{move}' (expected {', '.join(INSTANCE_MOVES)})")
+        raise InputError(N_("unknown move '%(move)s' (expected %(moves)s)", move=move,
+                            moves=", ".join(INSTANCE_MOVES)))
 
     def op(engine: Engine, inst: Instance) -> None:
         _controlled(caller, inst)
@@ -192,7 +194,7 @@ def reset_preview(store: Store, caller: Caller, iid: str, uri: str, scope: str,
     """The circles a reset would send back to waiting (nothing changes)."""
     inst = access.acting(caller, store.get(iid))
     if uri not in inst.circles:
-        raise NotFound(f"instance has no circle '{uri}'")
+        raise NotFound(N_("instance has no circle '%(uri)s'", uri=uri))
     return store.engine.reset_preview(inst, uri, scope, levels_of(scope, levels))
 
 

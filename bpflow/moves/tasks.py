@@ -21,6 +21,7 @@ from bpflow.mailbox import Mailbox
 from bpflow.moves.steps import Op, step, step_async
 from bpflow.store import Store
 from engine.instance import Instance
+from engine.messages import N_
 from engine.runtime import Engine
 from engine.tasks import open_task
 
@@ -29,7 +30,7 @@ from engine.tasks import open_task
 def engine_task(engine: Engine, inst: Instance, uri: str) -> dict[str, Any]:
     """The open task of circle `uri` (NotFound / 409 as the engine says)."""
     if uri not in inst.circles:
-        raise NotFound(f"instance has no circle '{uri}'")
+        raise NotFound(N_("instance has no circle '%(uri)s'", uri=uri))
     return open_task(engine, inst, uri)
 
 
@@ -37,9 +38,11 @@ def claiming(caller: Caller, uri: str) -> Op:
     def op(engine: Engine, inst: Instance) -> None:
         task = engine_task(engine, inst, uri)
         if task["assignee"] not in (None, caller.username):
-            raise Conflict(f"circle '{uri}' is held by {task['assignee']}")
+            raise Conflict(N_("circle '%(uri)s' is held by %(user)s", uri=uri,
+                                  user=task["assignee"]))
         if task["assignee"] is None and not access.may_claim(caller, task):
-            raise Forbidden(f"circle '{uri}' waits for {access.describe(task)}")
+            raise Forbidden(N_("circle '%(uri)s' waits for %(whom)s", uri=uri,
+                                   whom=access.describe(task)))
         engine.claim(inst, uri, caller.username, caller.username)
     return op
 
@@ -48,9 +51,10 @@ def unclaiming(caller: Caller, uri: str) -> Op:
     def op(engine: Engine, inst: Instance) -> None:
         task = engine_task(engine, inst, uri)
         if task["assignee"] is None:
-            raise Conflict(f"nobody holds circle '{uri}'")
+            raise Conflict(N_("nobody holds circle '%(uri)s'", uri=uri))
         if not access.may_unclaim(caller, task):
-            raise Forbidden(f"circle '{uri}' is {task['assignee']}'s task")
+            raise Forbidden(N_("circle '%(uri)s' is %(user)s's task", uri=uri,
+                                   user=task["assignee"]))
         engine.unclaim(inst, uri, caller.username)
     return op
 
@@ -59,10 +63,11 @@ def delegating(caller: Caller, uri: str, target: Caller) -> Op:
     def op(engine: Engine, inst: Instance) -> None:
         task = engine_task(engine, inst, uri)
         if not access.may_delegate(caller, task, target):
-            raise Forbidden("only the task's assignee may hand it on, to another candidate"
-                            " (an admin to anyone)" if task["assignee"] == caller.username
+            raise Forbidden(N_("only the task's assignee may hand it on, to another candidate"
+                               " (an admin to anyone)") if task["assignee"] == caller.username
                             or task["assignee"] is None else
-                            f"circle '{uri}' is {task['assignee']}'s task")
+                            N_("circle '%(uri)s' is %(user)s's task", uri=uri,
+                               user=task["assignee"]))
         engine.delegate(inst, uri, target.username, caller.username)
     return op
 
@@ -71,9 +76,9 @@ def withdrawing(caller: Caller, uri: str, reason: str | None, epoch: list[int]) 
     """The op of a withdrawal; `epoch` receives the attempt it closes."""
     def op(engine: Engine, inst: Instance) -> None:
         if uri not in inst.circles:
-            raise NotFound(f"instance has no circle '{uri}'")
+            raise NotFound(N_("instance has no circle '%(uri)s'", uri=uri))
         if not access.may_withdraw(caller, inst):
-            raise Forbidden("only the flow's starter (or an admin) may withdraw its work")
+            raise Forbidden(N_("only the flow's starter (or an admin) may withdraw its work"))
         epoch[:] = [inst.circles[uri].epoch]
         engine.send_back(inst, uri, "withdrawn", caller.username, reason or None)
     return op
@@ -83,7 +88,7 @@ def target(store: Store, username: str) -> Caller:
     """The user a task is handed to (NotFound for an unknown or disabled one)."""
     to = store.user(username)
     if to is None:
-        raise NotFound(f"no user '{username}'")
+        raise NotFound(N_("no user '%(name)s'", name=username))
     return Caller.of(to)
 
 

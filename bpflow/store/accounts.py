@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from engine.messages import N_
 from engine.model import ROLE_NAME
 
 ADMIN, APPROVER, USER = "admin", "approver", "user"
@@ -71,12 +72,12 @@ def valid_roles(roles: Iterable[str]) -> list[str]:
     otherwise."""
     out = set(roles)
     if not out:
-        raise ValueError("a user needs at least one role")
+        raise ValueError(N_("a user needs at least one role"))
     bad = sorted(repr(r) for r in out if not isinstance(r, str) or not ROLE_NAME.match(r))
     if bad:
-        raise ValueError(f"not a role name: {', '.join(bad)} (a role is a lowercase letter,"
-                         " then up to 39 lowercase letters, digits, _ or -; built in:"
-                         f" {', '.join(ROLES)})")
+        raise ValueError(N_("not a role name: %(names)s (a role is a lowercase letter, then up"
+                            " to 39 lowercase letters, digits, _ or -; built in: %(roles)s)",
+                            names=", ".join(bad), roles=", ".join(ROLES)))
     return sorted(out)
 
 
@@ -122,13 +123,14 @@ def normal_username(name: str) -> str:
 def username_problem(name: str) -> str | None:
     """Why `name` (normalised) cannot be a username, or None."""
     if not 1 <= len(name) <= USERNAME_MAX:
-        return f"a username has 1 to {USERNAME_MAX} characters"
+        return N_("a username has 1 to %(n)s characters", n=USERNAME_MAX)
     for i, ch in enumerate(name):
         kind = unicodedata.category(ch)
         if ch in INVISIBLE_LETTERS or not (
                 kind[0] in "LN" or ch in USERNAME_PUNCTUATION or (kind[0] == "M" and i)):
-            return (f"a username has letters, digits and {' '.join(sorted(USERNAME_PUNCTUATION))}"
-                    f" only (not {unicodedata.name(ch, f'U+{ord(ch):04X}')})")
+            return N_("a username has letters, digits and %(marks)s only (not %(char)s)",
+                      marks=" ".join(sorted(USERNAME_PUNCTUATION)),
+                      char=unicodedata.name(ch, f"U+{ord(ch):04X}"))
     return None
 
 

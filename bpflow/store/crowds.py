@@ -26,6 +26,7 @@ from bpflow.store.parts import StoreParts
 from bpflow.store.tables import batches_t, circles_t, instances_t, users_t
 from bpflow.store.writing import NewInstance
 from engine.inputs import InputError
+from engine.messages import N_
 
 CHUNK = 2000  # instances built and written at a time (memory holds one chunk)
 LOOKUP = 5000  # usernames looked up per query (below every database's parameter limit)
@@ -49,7 +50,7 @@ class Crowds(StoreParts):
         (the tenant's running-instances quota cannot take them all), InputError (bad
         inputs; no users; unknown or disabled ones; both users and a role, or neither)."""
         if (users is None) == (role is None):
-            raise InputError("name the crowd either by 'users' or by 'role', not both")
+            raise InputError(N_("name the crowd either by 'users' or by 'role', not both"))
         people = self._crowd(users) if users is not None else self._having(role or "")
         with self._quota_lock() or contextlib.nullcontext():  # count and insert, together
             return self._start_crowd(name, people, inputs, version, created_by)
@@ -92,7 +93,7 @@ class Crowds(StoreParts):
         InputError listing some of the unknown and disabled ones."""
         names = list(dict.fromkeys(normal_username(u) for u in users))
         if not names:
-            raise InputError("'users' is empty: name at least one user")
+            raise InputError(N_("'users' is empty: name at least one user"))
         found: dict[str, Any] = {}
         q = select(users_t.c.id, users_t.c.username, users_t.c.roles, users_t.c.disabled_at)
         with self.reader() as conn:
@@ -123,7 +124,8 @@ class Crowds(StoreParts):
         with self.reader() as conn:
             people = [_starter(r) for r in conn.execute(q) if role in r.roles]
         if not people:
-            raise InputError(f"no enabled user has the role '{role}' (nothing was started)")
+            raise InputError(N_("no enabled user has the role '%(role)s' (nothing was started)",
+                                role=role))
         return people
 
     def batch_stats(self, batch: str) -> dict[str, Any]:
@@ -134,7 +136,7 @@ class Crowds(StoreParts):
             row = conn.execute(select(batches_t).where(
                 self._here(batches_t), batches_t.c.id == batch)).first()
         if row is None:
-            raise NotFound(f"no batch '{batch}'")
+            raise NotFound(N_("no batch '%(id)s'", id=batch))
         template, _ = self._build(self._version_row(row.template, row.version), None)
         counts = self._counts([self._here(instances_t), instances_t.c.batch == batch],
                               lambda conn: self._crowd_counts(conn, row, template.plan.order))

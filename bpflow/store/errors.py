@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from engine.errors import BpflowError
+from engine.messages import N_
 
 if TYPE_CHECKING:
     from engine.instance import Instance
@@ -42,7 +43,8 @@ class AlreadyStarted(Conflict):
 
     def __init__(self, instance: Instance):
         self.instance = instance
-        super().__init__(f"instance '{instance.id}' was started with this key already")
+        super().__init__(N_("instance '%(id)s' was started with this key already",
+                            id=instance.id))
 
 
 class BadMigration(BpflowError, ValueError):

@@ -33,6 +33,7 @@ from bpflow.store.errors import BadCursor, Conflict, NotFound
 from bpflow.store.parts import StoreParts
 from bpflow.store.tables import deliveries_t, events_t, instances_t, webhooks_t
 from engine.instance import iso
+from engine.messages import N_
 
 # the feed's event types (SPEC §11): the API's schemas name them from here
 FeedType = Literal["instance.started", "instance.completed", "instance.failed",
@@ -77,10 +78,10 @@ def position(cursor: str | None, postgres: bool) -> Position:
     parts = cursor.split(".")
     if len(parts) != (2 if postgres else 1) or not all(
             p.isascii() and p.isdigit() and len(p) <= 19 for p in parts):
-        raise BadCursor(f"not a cursor of this feed: {cursor[:40]!r}")
+        raise BadCursor(N_("not a cursor of this feed: %(cursor)s", cursor=repr(cursor[:40])))
     numbers = [int(p) for p in parts]
     if any(n >= 2 ** 63 for n in numbers):
-        raise BadCursor(f"not a cursor of this feed: {cursor[:40]!r}")
+        raise BadCursor(N_("not a cursor of this feed: %(cursor)s", cursor=repr(cursor[:40])))
     return Position(*numbers) if postgres else Position(0, numbers[0])
 
 
@@ -162,8 +163,8 @@ class Feed(StoreParts):
             count = conn.execute(select(func.count()).select_from(webhooks_t).where(
                 webhooks_t.c.tenant == tenant)).scalar_one()
             if count >= MAX_WEBHOOKS:
-                raise Conflict(f"tenant '{tenant}' has {MAX_WEBHOOKS} webhooks already, the"
-                               " most it may have: delete one first")
+                raise Conflict(N_("tenant '%(name)s' has %(n)s webhooks already, the most it may"
+                                  " have: delete one first", name=tenant, n=MAX_WEBHOOKS))
             new = conn.execute(insert(webhooks_t).values(
                 tenant=tenant, url=url, events=list(events), secret=secret,
                 created_by=created_by, created_at=self.clock(), cursor=self.feed_end(conn),
@@ -183,7 +184,7 @@ class Feed(StoreParts):
             row = conn.execute(select(webhooks_t).where(
                 self._here(webhooks_t), webhooks_t.c.id == webhook_id)).mappings().first()
             if row is None:
-                raise NotFound(f"no webhook {webhook_id}")
+                raise NotFound(N_("no webhook %(id)s", id=webhook_id))
             return _webhook(row, self._delivery_counts(conn, [webhook_id]).get(webhook_id, {}))
 
     def _delivery_counts(self, conn, ids: list[int]) -> dict[int, dict[str, int]]:
@@ -206,7 +207,7 @@ class Feed(StoreParts):
             gone = conn.execute(webhooks_t.delete().where(
                 self._here(webhooks_t), webhooks_t.c.id == webhook_id)).rowcount
             if not gone:
-                raise NotFound(f"no webhook {webhook_id}")
+                raise NotFound(N_("no webhook %(id)s", id=webhook_id))
         return hook
 
     def deliveries(self, webhook_id: int, limit: int = 50) -> list[dict[str, Any]]:
@@ -260,7 +261,7 @@ class Feed(StoreParts):
                 webhooks_t.c.id == webhook_id, webhooks_t.c.cursor == hook["cursor"])
                 .values(cursor=last.text(self.postgres))).rowcount
             if moved != 1:  # (the row lock makes this unreachable; the cursor is the rule)
-                raise Conflict(f"webhook {webhook_id}: its cursor moved meanwhile")
+                raise Conflict(N_("webhook %(id)s: its cursor moved meanwhile", id=webhook_id))
             now = self.clock()
             if items:
                 conn.execute(insert(deliveries_t), [

@@ -26,6 +26,7 @@ from bpflow.store.reads import Straight, by_ids
 from bpflow.store.tables import circles_t, instances_t, templates_t
 from bpflow.store.writing import NewInstance, Write
 from engine.instance import COMPLETED, TERMINATED, Event, Instance
+from engine.messages import N_
 from engine.migration import MIGRATED
 from engine.moves import ACTIVE
 
@@ -40,7 +41,7 @@ CIRCLES = by_ids(lambda ids: select(circles_t).where(ids(circles_t.c.instance_id
 def _one(loaded: dict[str, Loaded], instance_id: str) -> Loaded:
     """The instance read, or NotFound."""
     if instance_id not in loaded:
-        raise NotFound(f"no instance '{instance_id}'")
+        raise NotFound(N_("no instance '%(id)s'", id=instance_id))
     return loaded[instance_id]
 
 
@@ -191,7 +192,9 @@ class Instances(StoreParts):
         """The template version an instance starts from; NotFound when there is none."""
         row = self._template_row(name, version) if version else self._latest_row(name)
         if row is None:
-            raise NotFound(f"no template '{name}'" + (f" version {version}" if version else ""))
+            raise NotFound(N_("no template '%(name)s'", name=name) if not version else
+                           N_("no template '%(name)s' version %(version)s", name=name,
+                              version=version))
         return row
 
     def _new_instance(self, row, inputs: dict[str, Any] | None,

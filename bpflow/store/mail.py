@@ -15,6 +15,7 @@ from bpflow.store.accounts import Caller, reads_guest_mail
 from bpflow.store.errors import Conflict, RateLimited
 from bpflow.store.parts import StoreParts
 from bpflow.store.tables import mail_t
+from engine.messages import N_
 
 MailRow = Any  # a row of the mailbox table
 
@@ -57,7 +58,7 @@ class MailRows(StoreParts):
                         **build(name, users[name]), tenant=self._owner(), created_at=now)
                         .returning(mail_t.c.id)).scalar_one())
                 except IntegrityError as exc:
-                    raise Conflict("the same request is being sent concurrently") from exc
+                    raise Conflict(N_("the same request is being sent concurrently")) from exc
         return ids
 
     def insert_guest_mail(self, values: dict[str, Any], client: str, limit: int,
@@ -72,7 +73,8 @@ class MailRows(StoreParts):
                 mail_t.c.created_at > now - window)).one()
             if recent[0] >= limit:
                 wait = int((recent[1] + window - now).total_seconds()) + 1
-                raise RateLimited(f"too many messages; try again in {wait} seconds", wait)
+                raise RateLimited(N_("too many messages; try again in %(n)s seconds", n=wait),
+                                  wait)
             return conn.execute(insert(mail_t).values(
                 kind="guest", tenant=tenant, client=client, created_at=now, **values)
                 .returning(mail_t.c.id)).scalar_one()
@@ -87,7 +89,7 @@ class MailRows(StoreParts):
                 self._here(mail_t), mail_t.c.id == mail_id, mail_t.c.decision.is_(None)).values(
                 decision=decision, comment=comment or "", updated_at=now, read_at=now))
             if done.rowcount != 1:
-                raise Conflict(f"approval {mail_id} was decided concurrently")
+                raise Conflict(N_("approval %(id)s was decided concurrently", id=mail_id))
             fresh = conn.execute(select(mail_t).where(mail_t.c.id == mail_id)).one()
             conn.execute(update(mail_t).where(mail_t.c.id == mail_id).values(
                 decision_signature=sign(fresh)))

@@ -24,6 +24,7 @@ from bpflow.store.tables import circles_t, instances_t
 from bpflow.store.writing import Write, moved_rows
 from engine.errors import BpflowError
 from engine.instance import WAITING
+from engine.messages import N_
 from engine.migration import MIGRATABLE, MigrationRefused, map_problems, migrate, prepare
 
 MAX_INSTANCES = 10_000  # instances one migration request moves (more: page with `instances`)
@@ -47,7 +48,8 @@ class Migrating(StoreParts):
         old_row, new_row = self._version_row(name, source), self._version_row(name, target)
         ids = self._migrating_ids(name, source, ids)
         if source == target:
-            raise BadMigration(f"version {source} is the version to migrate from already")
+            raise BadMigration(N_("version %(version)s is the version to migrate from already",
+                                  version=source))
         old, _ = self._build(old_row, None)
         new, _ = self._build(new_row, None)
         problems = map_problems(old, new, mapping)
@@ -81,7 +83,7 @@ class Migrating(StoreParts):
         NotFound), or the oldest MAX_INSTANCES migratable ones of `name` at `source`."""
         if ids is not None:
             if len(ids) > MAX_INSTANCES:
-                raise BadMigration(f"at most {MAX_INSTANCES} instances per request")
+                raise BadMigration(N_("at most %(n)s instances per request", n=MAX_INSTANCES))
             ids = list(dict.fromkeys(ids))
             found: set[str] = set()
             with self.reader() as conn:
@@ -91,7 +93,7 @@ class Migrating(StoreParts):
                         instances_t.c.id.in_(ids[start:start + 1000]))).scalars())
             missing = [iid for iid in ids if iid not in found]
             if missing:
-                raise NotFound(f"no instance '{missing[0]}'")
+                raise NotFound(N_("no instance '%(id)s'", id=missing[0]))
             return ids
         q = (select(instances_t.c.id)
              .where(self._here(instances_t), instances_t.c.template == name,

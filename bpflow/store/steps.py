@@ -31,6 +31,7 @@ from bpflow.store.parts import StoreParts
 from bpflow.store.writing import Lost
 from engine.errors import BpflowError
 from engine.instance import Instance
+from engine.messages import N_
 from engine.model import Template
 from engine.runtime import Engine
 
@@ -125,11 +126,11 @@ class Steps(StoreParts):
         if quota:
             self._admit_instance(count)
         if self.is_retired(name):
-            raise Conflict(f"template '{name}' is retired: it cannot be started (running"
-                           " instances go on)")
+            raise Conflict(N_("template '%(name)s' is retired: it cannot be started (running"
+                              " instances go on)", name=name))
         if row.stop_at is not None and self.clock() >= row.stop_at:  # SPEC §11
-            raise Conflict(f"template '{name}' stopped taking starts at"
-                           f" {row.stop_at.isoformat()} (its stop_at)")
+            raise Conflict(N_("template '%(name)s' stopped taking starts at %(at)s (its stop_at)",
+                              name=name, at=row.stop_at.isoformat()))
         if admit is not None:
             admit(row.body)
         return row

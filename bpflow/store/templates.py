@@ -28,6 +28,7 @@ from bpflow.store.tables import instances_t, pinned_t, retired_t, templates_t
 from engine.analysis import analyze
 from engine.errors import DefinitionError
 from engine.limits import DEFAULT_LIMITS
+from engine.messages import N_
 from engine.model import Template
 
 TEMPLATE_ID = {False: straight(sql.template_id), True: straight(sql.template_version_id)}
@@ -77,7 +78,8 @@ class Templates(StoreParts):
                     continue
             self._latest.forget()  # this process starts the new version at once
             return version, True
-        raise Conflict(f"template '{name}' is being uploaded concurrently; try again")
+        raise Conflict(N_("template '%(name)s' is being uploaded concurrently; try again",
+                          name=name))
 
     def _latest_row(self, name: str):
         """The latest version row of `name` for a start (None: no such template); this
@@ -111,7 +113,8 @@ class Templates(StoreParts):
         """The row id of a version an instance pins (it exists: versions stay)."""
         row = self._template_row(name, version, tenant)
         if row is None:
-            raise NotFound(f"no template '{name}' version {version}")
+            raise NotFound(N_("no template '%(name)s' version %(version)s", name=name,
+                              version=version))
         return row.id
 
     def template_versions(self) -> dict[str, list[int]]:
@@ -185,7 +188,7 @@ class Templates(StoreParts):
 
     def _known(self, name: str) -> None:
         if self._template_row(name) is None:
-            raise NotFound(f"no template '{name}'")
+            raise NotFound(N_("no template '%(name)s'", name=name))
 
     def locked_versions(self, name: str) -> set[int]:
         """Versions of `name` that instances use, as their own or nested (and so can never
@@ -202,7 +205,9 @@ class Templates(StoreParts):
         """(version, Template); nested templates resolved at their latest versions."""
         row = self._template_row(name, version)
         if row is None:
-            raise NotFound(f"no template '{name}'" + (f" version {version}" if version else ""))
+            raise NotFound(N_("no template '%(name)s'", name=name) if not version else
+                           N_("no template '%(name)s' version %(version)s", name=name,
+                              version=version))
         template, _ = self._build(row, None)
         return row.version, template
 

@@ -18,6 +18,7 @@ from bpflow.store.errors import NotFound, QuotaExceeded, StorageQuotaExceeded
 from bpflow.store.parts import StoreParts
 from bpflow.store.tables import instances_t, templates_t, tenants_t
 from engine.instance import SUSPENDED
+from engine.messages import N_
 from engine.moves import ACTIVE
 
 TENANT_NAME = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?")  # a DNS label
@@ -66,7 +67,7 @@ class Tenants(StoreParts):
                 conn.execute(insert(tenants_t).values(
                     name=name, created_at=self.clock(), quotas=valid_quotas(quotas or {})))
         except IntegrityError as exc:
-            raise ValueError(f"tenant '{name}' already exists") from exc
+            raise ValueError(N_("tenant '%(name)s' already exists", name=name)) from exc
         return name
 
     def tenant_names(self) -> list[str]:
@@ -86,7 +87,7 @@ class Tenants(StoreParts):
             row = conn.execute(select(tenants_t.c.quotas).where(
                 tenants_t.c.name == self._owner())).first()
             if row is None:
-                raise NotFound(f"no tenant '{self.tenant}'")
+                raise NotFound(N_("no tenant '%(name)s'", name=self.tenant))
             merged = {**(row.quotas or {}), **quotas}
             stored = valid_quotas(merged)
             conn.execute(update(tenants_t).where(tenants_t.c.name == self.tenant)
@@ -122,17 +123,21 @@ class Tenants(StoreParts):
         running = self.usage()["instances"]
         if running + count > limit:
             if count == 1:
-                raise QuotaExceeded(f"tenant '{self.tenant}' runs {limit} instances, its"
-                                    " quota; finish or abort some first")
-            raise QuotaExceeded(f"tenant '{self.tenant}' runs {running} instances and its"
-                                f" quota is {limit}: {count} more do not fit")
+                raise QuotaExceeded(N_("tenant '%(name)s' runs %(limit)s instances, its quota;"
+                                       " finish or abort some first", name=self.tenant,
+                                       limit=limit))
+            raise QuotaExceeded(N_("tenant '%(name)s' runs %(running)s instances and its quota"
+                                   " is %(limit)s: %(count)s more do not fit",
+                                   name=self.tenant, running=running, limit=limit,
+                                   count=count))
 
     def _admit_template(self, name: str) -> None:
         """QuotaExceeded when a new template name would pass the tenant's quota."""
         limit = self.quotas().get("templates")
         if limit is not None and self._template_row(name) is None and \
                 self.usage()["templates"] >= limit:
-            raise QuotaExceeded(f"tenant '{self.tenant}' has {limit} templates, its quota")
+            raise QuotaExceeded(N_("tenant '%(name)s' has %(limit)s templates, its quota",
+                                   name=self.tenant, limit=limit))
 
     def _admit_variables(self, variables: Any) -> None:
         """StorageQuotaExceeded when an instance's variables are larger than the quota."""
@@ -141,5 +146,6 @@ class Tenants(StoreParts):
             size = len(orjson.dumps(variables, option=orjson.OPT_NON_STR_KEYS))
             if size > limit:
                 raise StorageQuotaExceeded(
-                    f"the instance's variables would take {size} bytes; the quota of"
-                    f" tenant '{self.tenant}' allows {limit}")
+                    N_("the instance's variables would take %(size)s bytes; the quota of"
+                       " tenant '%(name)s' allows %(limit)s", size=size, name=self.tenant,
+                       limit=limit))

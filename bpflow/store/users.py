@@ -26,6 +26,7 @@ from bpflow.store.parts import StoreParts
 from bpflow.store.reads import straight
 from bpflow.store.reuse import Reused
 from bpflow.store.tables import users_t
+from engine.messages import N_
 
 ACCOUNT_TTL = 2.0  # seconds this process reuses a users-table lookup of a token's account
 _BY_NAME = select(users_t).where(users_t.c.username == bindparam("b_username"))
@@ -52,7 +53,7 @@ class Users(StoreParts):
                     password_hash=hash_password(password), roles=roles,
                     created_at=self.clock()).returning(users_t.c.id)).scalar_one()
         except IntegrityError as exc:
-            raise ValueError(f"user '{username}' already exists") from exc
+            raise ValueError(N_("user '%(name)s' already exists", name=username)) from exc
         self._users.forget()  # a lookup of the name before it existed is not reused
         return uid
 
@@ -65,7 +66,7 @@ class Users(StoreParts):
             row = conn.execute(select(users_t.c.id, users_t.c.disabled_at)
                                .where(self._here(users_t), users_t.c.username == name)).first()
             if row is None:
-                raise NotFound(f"no user named {name}")
+                raise NotFound(N_("no user named %(name)s", name=name))
             if row.disabled_at is not None:
                 return False
             conn.execute(update(users_t).where(users_t.c.id == row.id)
@@ -84,7 +85,7 @@ class Users(StoreParts):
             uid = conn.execute(select(users_t.c.id).where(
                 self._here(users_t), users_t.c.username == name)).scalar()
             if uid is None:
-                raise NotFound(f"no user named {name}")
+                raise NotFound(N_("no user named %(name)s", name=name))
             conn.execute(update(users_t).where(users_t.c.id == uid).values(roles=roles))
         self._accounts.forget(uid)
         self._users.forget()
@@ -191,5 +192,5 @@ class Users(StoreParts):
             users_t.c.disabled_at.is_(None))).all())
         missing = [n for n in names if n not in found]
         if missing:
-            raise NotFound(f"no user named {', '.join(missing)}")
+            raise NotFound(N_("no user named %(name)s", name=", ".join(missing)))
         return found

@@ -1,5 +1,6 @@
-"""The web app's message catalogs (SPEC §17): complete in every language, up to date with
-the texts the code marks, and a text's placeholders kept by its translation."""
+"""The message catalogs (SPEC §17), the web app's texts and the services' messages:
+complete in every language, up to date with the texts the code marks, and a text's
+placeholders kept by its translation."""
 
 from __future__ import annotations
 
@@ -9,12 +10,20 @@ from pathlib import Path
 import pytest
 from babel.messages.extract import extract_from_dir
 from babel.messages.frontend import parse_mapping_cfg
+from reflex.istate.data import RouterData
 
+from bpflow.catalogs import explain, say
+from bpflow.errors import Conflict, NotFound
+from bpflow.forms import FormError, validate
 from bpflow.languages import LANGUAGES
 from bpflow_app.catalogs import CATALOGS, LOCALE_DIR, PLACEHOLDER, translate
 from bpflow_app.i18n import _, ngettext
+from bpflow_app.pages.guest_state import GuestState
+from engine.definition import Field
+from engine.messages import N_
 
 REPO = Path(__file__).resolve().parents[2]
+MESSAGES_FROM = ("bpflow_app", "bpflow", "engine")  # the Makefile's MESSAGES_FROM
 
 
 def _entries(code: str) -> dict[object, object]:
@@ -26,10 +35,16 @@ def _marked() -> set[object]:
     with (REPO / "babel.cfg").open() as f:
         method_map, options_map = parse_mapping_cfg(f)
     found = set()
-    for _file, _line, message, _comments, _context in extract_from_dir(
-            LOCALE_DIR.parent, method_map, options_map):
-        found.add(message if isinstance(message, str) else tuple(message[:2]))
+    for folder in MESSAGES_FROM:
+        for _file, _line, message, _comments, _context in extract_from_dir(
+                REPO / folder, method_map, options_map):
+            found.add(message if isinstance(message, str) else tuple(message[:2]))
     return found
+
+
+def test_the_makefile_extracts_where_the_test_looks():
+    assert f"MESSAGES_FROM := {' '.join(MESSAGES_FROM)}" in (REPO / "Makefile").read_text()
+    assert LOCALE_DIR == REPO / "bpflow_app" / "locale"
 
 
 def test_there_is_a_catalog_for_every_language():
@@ -79,3 +94,31 @@ def test_a_pages_text_holds_every_language_and_shows_the_readers():
     assert str(_("bpflow")) == '"bpflow"'  # the same in every language: no choice made
     counted = str(ngettext("%(n)s flow", "%(n)s flows", 3))  # untranslated: English's rule
     assert counted == '"3 flows"'
+
+
+def test_a_services_message_is_said_in_the_language_of_the_api_and_the_pages():
+    why = N_("it was already approved")
+    refused = Conflict(N_("approval %(id)s refused: %(why)s", id=7, why=why))
+    assert str(refused) == "approval 7 refused: it was already approved"  # logs, callers
+    assert explain(refused, "en") == "approval 7 refused: it was already approved"
+    assert explain(refused, "zh-CN") == "无法处理审批 7：该审批已同意"  # values said too
+    assert explain(Conflict("never marked"), "zh-CN") == "never marked"
+    assert say("zh-CN", N_("100%% sure")) == "100%% sure"  # no values: not a format
+    assert say("zh-CN", "wrong username or password") == "wrong username or password"
+    assert say("zh-CN", N_("wrong username or password")) == "用户名或密码错误"
+
+
+def test_a_page_state_shows_a_refusal_in_the_sessions_language(make_state):
+    state = make_state(GuestState)
+    state.router = RouterData.from_router_data(
+        {"pathname": "/", "asPath": "/", "ip": "10.0.0.1", "token": "client-1",
+         "headers": {"origin": "http://test", "accept-language": "zh-CN"}})
+    missing = NotFound(N_("no template '%(name)s'", name="leave"))
+    assert state.explain(missing) == "模板“leave”不存在"
+    with pytest.raises(FormError) as refused:
+        validate((Field(name="amount", type="number", label="金额"),), {"amount": "lots"})
+    assert {k: state.say(v) for k, v in refused.value.errors.items()} == {
+        "amount": "金额必须是数字"}
+    assert state.gettext(missing.args[0]) == "模板“leave”不存在"
+    state.choose("en")
+    assert state.explain(missing) == "no template 'leave'"

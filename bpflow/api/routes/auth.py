@@ -10,6 +10,7 @@ from bpflow.api.deps import ClientDep, InstallationDep
 from bpflow.api.errors import responses
 from bpflow.api.schemas import TokenIn, TokenOut
 from bpflow.errors import RateLimited, Unauthorized
+from engine.messages import N_
 
 router = APIRouter(prefix="/api/auth", tags=["auth"])
 
@@ -18,11 +19,12 @@ router = APIRouter(prefix="/api/auth", tags=["auth"])
 def token(body: TokenIn, store: InstallationDep, client: ClientDep) -> TokenOut:
     wait = auth.sign_in_allowed(body.username, client)
     if wait:
-        raise RateLimited(f"too many failed sign-ins; try again in {wait} seconds", wait)
+        raise RateLimited(N_("too many failed sign-ins; try again in %(n)s seconds", n=wait),
+                          wait)
     found = store.authenticate(body.username, body.password)
     if found is None:
         auth.sign_in_failed(body.username, client)
-        raise Unauthorized("wrong username or password")
+        raise Unauthorized(N_("wrong username or password"))
     auth.sign_in_succeeded(body.username, client)
     return TokenOut(access_token=auth.issue_token(found, store.secret),
                     expires_in=auth.LIFETIME_S)

@@ -15,7 +15,7 @@ from fastapi import APIRouter, HTTPException, Path, Query
 
 from bpflow.access import require_admin
 from bpflow.api.deps import CallerDep, StoreDep
-from bpflow.api.errors import responses
+from bpflow.api.errors import responses, text_of
 from bpflow.api.event_schemas import (
     DeliveryOut,
     FeedOut,
@@ -46,7 +46,7 @@ def events(store: StoreDep, caller: CallerDep,
     try:
         items, cursor = store.feed(after, limit)
     except BadCursor as exc:
-        raise HTTPException(422, str(exc)) from None
+        raise HTTPException(422, text_of(exc)) from None
     return FeedOut.model_validate({"items": items, "next": cursor})
 
 
@@ -60,7 +60,7 @@ def create_webhook(body: WebhookIn, store: StoreDep, caller: CallerDep) -> Webho
     try:
         hook = add_webhook(store, body.url, body.events, body.secret, caller.username)
     except WebhookInvalid as exc:
-        raise HTTPException(422, str(exc)) from None
+        raise HTTPException(422, text_of(exc)) from None
     return webhook_payload(hook)
 
 

@@ -13,6 +13,7 @@ from bpflow.errors import NotFound
 from bpflow.mailbox import Mailbox
 from bpflow.store import Store
 from bpflow.store.public import DEFAULT_TENANT, TENANT_NAME
+from engine.messages import N_
 
 router = APIRouter(prefix="/api/guest", tags=["guest"])
 TenantPath = Path(max_length=63, pattern=f"^{TENANT_NAME.pattern}$",
@@ -35,5 +36,5 @@ def guest(body: GuestIn, request: Request, store: InstallationDep) -> GuestOut:
 def guest_of(body: GuestIn, request: Request, store: InstallationDep,
              tenant: str = TenantPath) -> GuestOut:
     if not store.has_tenant(tenant):
-        raise NotFound(f"no tenant '{tenant}'")
+        raise NotFound(N_("no tenant '%(name)s'", name=tenant))
     return _leave(store.of(tenant), body, request)

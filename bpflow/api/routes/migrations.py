@@ -11,11 +11,12 @@ from fastapi import APIRouter, HTTPException, Query, Response
 
 from bpflow.access import instance_scope, require_admin
 from bpflow.api.deps import CallerDep, StoreDep
-from bpflow.api.errors import responses
+from bpflow.api.errors import responses, text_of
 from bpflow.api.schemas import MAX_INT, InstanceSummary, MigrateIn, MigrateOut, summary_payload
 from bpflow.errors import NotFound
 from bpflow.store import Store
 from bpflow.store.public import BadMigration
+from engine.messages import N_
 
 router = APIRouter(prefix="/api", tags=["migrations"])
 
@@ -33,7 +34,7 @@ def migrate(name: str, body: MigrateIn, store: StoreDep, caller: CallerDep) -> M
         outcome = store.migrate_instances(name, body.source, body.target, body.map,
                                           body.instances, body.dry_run, caller.username)
     except BadMigration as exc:
-        raise HTTPException(422, str(exc)) from None
+        raise HTTPException(422, text_of(exc)) from None
     return MigrateOut.model_validate(outcome)
 
 
@@ -51,7 +52,7 @@ def circle_instances(name: str, uri: str, store: StoreDep, caller: CallerDep,
     total in `X-Total-Count`. 404 for an unknown template or a uri none of its versions
     has."""
     if not _has_circle(store, name, uri):
-        raise NotFound(f"template '{name}' has no circle '{uri}'")
+        raise NotFound(N_("template '%(name)s' has no circle '%(uri)s'", name=name, uri=uri))
     rows, total = store.circle_instances(name, uri, state, version, instance_scope(caller),
                                          limit, offset)
     response.headers["X-Total-Count"] = str(total)
@@ -64,6 +65,6 @@ def _has_circle(store: Store, name: str, uri: str) -> bool:
     instances of an older one may stand at a circle the latest has no more."""
     versions = store.template_versions().get(name)
     if not versions:
-        raise NotFound(f"no template '{name}'")
+        raise NotFound(N_("no template '%(name)s'", name=name))
     return any(uri in store.template(name, version)[1].plan.nodes
                for version in reversed(versions))

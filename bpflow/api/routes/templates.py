@@ -32,6 +32,7 @@ from bpflow.api.schemas import (
 from bpflow.errors import Conflict, NotFound
 from bpflow.interactions import SIGNIN_TEMPLATE
 from bpflow.store import Store
+from engine.messages import N_
 
 router = APIRouter(prefix="/api/templates", tags=["templates"])
 DISCONNECT_POLL_S = 0.2  # how often an upload under analysis looks for its client
@@ -79,7 +80,7 @@ def template(name: str, store: StoreDep, caller: CallerDep,
 @router.get("/{name}/stats", response_model=StatsOut, responses=responses(401, 404))
 def stats(name: str, store: StoreDep, caller: CallerDep) -> StatsOut:
     if name not in store.template_versions():
-        raise NotFound(f"no template '{name}'")
+        raise NotFound(N_("no template '%(name)s'", name=name))
     return stats_payload(store.stats(name, instance_scope(caller)))
 
 
@@ -90,7 +91,8 @@ def retire(name: str, store: StoreDep, caller: CallerDep) -> TemplateRetired:
     flow that signing in starts cannot be retired (409)."""
     require_admin(caller)
     if name == SIGNIN_TEMPLATE:
-        raise Conflict(f"'{name}' is the flow signing in starts: it cannot be retired")
+        raise Conflict(N_("'%(name)s' is the flow signing in starts: it cannot be retired",
+                          name=name))
     store.retire_template(name, caller.username)
     return retired_payload(name, True)
 
