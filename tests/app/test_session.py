@@ -84,7 +84,7 @@ def test_an_admin_disables_an_account_on_the_users_page(make_state, web_store):
     state.load()
     assert {u.username: u.disabled for u in state.users}["carol"] == ""
     run(state.disable("carol"))
-    assert {u.username: u.disabled for u in state.users}["carol"].endswith("UTC")
+    assert {u.username: u.disabled for u in state.users}["carol"].endswith("+00:00")
     assert web_store.user("carol") is None and carol._visitor() is None
     run(state.disable("root"))  # not oneself
     assert web_store.user("root") is not None
