@@ -116,8 +116,7 @@ def _reset_dialog() -> rx.Component:
                     rx.button(_("Reset password"), type="submit", id="confirm-reset"),
                     spacing="3", justify="end", width="100%"),
                 spacing="2", width="100%", margin_top="12px"),
-            on_submit=UsersState.reset_password, reset_on_submit=False,
-            aria_label=_("New password for %(name)s", name=UsersState.resetting)),
+            on_submit=UsersState.reset_password, reset_on_submit=False),
     ), open=UsersState.resetting != "")
 
 
