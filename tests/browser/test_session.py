@@ -164,18 +164,19 @@ def test_a_tab_follows_sign_in_and_out_in_another_tab(page, sign_in, app_store,
     other.close()
 
 
-def test_a_user_changes_their_password_and_an_admin_resets_it(page, new_page, sign_in,
-                                                             app_store, screenshot) -> None:
+def test_a_user_changes_their_password_and_an_admin_resets_it(page, new_page, app_store,
+                                                             screenshot) -> None:
     """Account basics (SPEC §17): pat changes her password on her account page (from the
     user menu) and stays signed in while her other browser is sent to the sign-in form;
-    an admin resets it on the users page, and her session ends too."""
+    an admin (in Chinese) resets it on the users page, and her session ends too."""
     app_store.add_user("pat", "pat-password-1", ["user"])
+    app_store.add_user("ada", "ada-password-1", ["admin"])  # her choice of language stays
 
-    def enter(p, password: str) -> None:
-        p.get_by_label("Username").fill("pat")
+    def enter(p, password: str, name: str = "pat") -> None:
+        p.get_by_label("Username").fill(name)
         p.get_by_label("Password").fill(password)
         p.get_by_role("button", name="Sign in").click()
-        expect(p.locator("#user-menu")).to_contain_text("pat")
+        expect(p.locator("#user-menu")).to_contain_text(name)
 
     elsewhere = new_page()
     for p in (page, elsewhere):
@@ -197,12 +198,16 @@ def test_a_user_changes_their_password_and_an_admin_resets_it(page, new_page, si
     expect(elsewhere.get_by_label("Username")).to_be_visible()
 
     admin = new_page()
-    sign_in(admin, "root", path="/users")
-    admin.locator('tr[data-user="pat"]').get_by_role("button", name="Reset password").click()
-    admin.get_by_label("New password", exact=True).fill("pat-password-3")
+    admin.goto("/users")
+    enter(admin, "ada-password-1", "ada")
+    admin.locator("#lang-menu").click()
+    admin.locator("#lang-zh-CN").click()
+    expect(admin.get_by_role("columnheader", name="角色")).to_be_visible()
+    admin.locator('tr[data-user="pat"]').get_by_role("button", name="重置密码").click()
+    admin.get_by_label("新密码", exact=True).fill("pat-password-3")
+    screenshot(admin, "users_reset_password_zh")
     admin.locator("#confirm-reset").click()
-    expect(admin.get_by_text("pat has a new password; their sessions have ended")
-           ).to_be_visible()
+    expect(admin.get_by_text("已为 pat 重置密码，其所有会话已结束")).to_be_visible()
     page.goto("/flows")
     expect(page.get_by_label("Username")).to_be_visible()
     enter(page, "pat-password-3")
