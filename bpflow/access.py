@@ -19,7 +19,8 @@ too.
   and may complete or fail its signal circles only.
 - Approval mail is decided by its addressee only; guest messages are read by admins.
 - Templates, users, webhooks, the event feed, migrations and crowds are administered by
-  admins.
+  admins; an admin resets the others' passwords, everyone changes their own (with the
+  current one).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from bpflow.store.public import (  # who a caller is, and role names: the store'
     INTEGRATION,
     Caller,
     named_in,
+    normal_username,
     reads_guest_mail,
     tokens_of,
 )
@@ -263,3 +265,17 @@ def own_account_kept(caller: Caller, username: str, roles: Iterable[str] | None 
         raise Forbidden(N_("you cannot disable your own account"))
     if roles is not None and caller.is_admin and ADMIN not in set(roles):
         raise Forbidden(N_("you cannot take away your own admin role"))
+
+
+def may_reset_password(caller: Caller, username: str) -> bool:
+    """Give someone a new password without knowing theirs: admins, for the others of their
+    tenant (the store looks the name up in the admin's tenant only). Their own they change
+    with their current password, as everyone does."""
+    return caller.is_admin and normal_username(username) != caller.username
+
+
+def password_resettable(caller: Caller, username: str) -> None:
+    """`may_reset_password`, or Forbidden saying why not."""
+    require_admin(caller)
+    if not may_reset_password(caller, username):
+        raise Forbidden(N_("change your own password with your current password"))

@@ -1,10 +1,12 @@
 """Signed tokens (JWT, HS256) for the REST API and the web app's session, and the one
 limit on failed sign-ins (per account and client, with a growing back-off).
 
-The token names the user (id and name) and the roles the users table gave at sign-in;
-issuer, audience and expiry are always checked. The key is derived from the server
-secret. A token is only a claim: who the caller is now (their roles, whether the account
-is still enabled) is the users table's (`current`, `TokenCache` with `accounts`).
+The token names the user (id and name), the roles the users table gave at sign-in and
+the account's token generation (which every change of the password moves on); issuer,
+audience and expiry are always checked. The key is derived from the server secret. A
+token is only a claim: who the caller is now (their roles, whether the account is still
+enabled, whether the password changed since the token was issued) is the users table's
+(`current`, `TokenCache` with `accounts`).
 """
 
 from __future__ import annotations
@@ -36,8 +38,8 @@ def issue_token(user: Caller | dict[str, Any], secret: bytes | None = None,
     now = int(now if now is not None else time.time())
     user = Caller.of(user)
     claims = {"sub": user.username, "uid": user.id, "roles": list(user.roles),
-              "tenant": user.tenant, "iss": ISSUER, "aud": AUDIENCE, "iat": now,
-              "exp": now + lifetime}
+              "tenant": user.tenant, "gen": user.generation, "iss": ISSUER, "aud": AUDIENCE,
+              "iat": now, "exp": now + lifetime}
     return jwt.encode(claims, _key(secret), algorithm="HS256")
 
 
@@ -52,8 +54,11 @@ def verify_token(token: str | None, secret: bytes | None = None) -> Caller:
         raise Unauthorized(N_("token expired")) from None
     except jwt.PyJWTError:
         raise Unauthorized(N_("invalid token")) from None
+    generation = claims.get("gen", 0)  # a token of before generations were counted: 0
+    if not isinstance(generation, int) or isinstance(generation, bool):
+        raise Unauthorized(N_("invalid token"))
     return Caller(claims["uid"], claims["sub"], tuple(claims["roles"]),
-                  str(claims.get("tenant") or DEFAULT_TENANT))
+                  str(claims.get("tenant") or DEFAULT_TENANT), generation)
 
 
 class TokenCache:
@@ -85,12 +90,20 @@ class TokenCache:
         return caller if self.accounts is None else current(caller, self.accounts(caller.id))
 
 
+class PasswordChanged(Unauthorized):
+    """A token issued before its account's password changed: that session has ended."""
+
+
 def current(caller: Caller, account: Caller | None) -> Caller:
     """The caller as the users table has it now (`account`, looked up by the token's user
-    id): Unauthorized when the account is gone, disabled, or is not the token's user."""
+    id): Unauthorized when the account is gone, disabled, or is not the token's user, or
+    when its password changed since the token was issued (the token's generation is not
+    the account's: every session ends with a change of the password)."""
     if account is None or account.username != caller.username or \
             account.tenant != caller.tenant:
         raise Unauthorized(N_("this account is disabled or no longer exists"))
+    if account.generation != caller.generation:
+        raise PasswordChanged(N_("this session has ended: the password was changed"))
     return account
 
 

@@ -11,6 +11,8 @@ from bpflow_app.components.connection import connection_overlay
 from bpflow_app.components.frame import outer_circle
 from bpflow_app.frame_state import page_loads
 from bpflow_app.i18n import _
+from bpflow_app.pages.account import account_page
+from bpflow_app.pages.account_state import AccountState
 from bpflow_app.pages.flow import flow_page
 from bpflow_app.pages.flow_state import FlowState
 from bpflow_app.pages.flows import flows_page
@@ -51,6 +53,8 @@ app.add_page(outer_circle(templates_page), route=routes.TEMPLATES, title=_("Temp
              on_load=page_loads(routes.TEMPLATES, TemplatesState.load))
 app.add_page(outer_circle(users_page), route=routes.USERS, title=_("Users · bpflow"),
              on_load=page_loads(routes.USERS, UsersState.load))
+app.add_page(outer_circle(account_page), route=routes.ACCOUNT, title=_("My account · bpflow"),
+             on_load=page_loads(routes.ACCOUNT, AccountState.load))
 app.add_page(outer_circle(webhooks_page), route=routes.WEBHOOKS, title=_("Webhooks · bpflow"),
              on_load=page_loads(routes.WEBHOOKS, WebhooksState.load))
 app.add_page(guest_page, route=routes.GUEST, title=_("Leave a message · bpflow"),

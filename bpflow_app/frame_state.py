@@ -81,11 +81,6 @@ class SignInState(SessionState):
         finally:
             self.busy = False
 
-    def _client(self) -> str | None:
-        """The browser's address, which the sign-in limit counts failures for (with the
-        account): Reflex's view of the websocket peer."""
-        return self.router.session.client_ip or None
-
     def _sign_in(self, form_data: dict[str, Any]):
         form = auth_form()
         try:
@@ -101,8 +96,8 @@ class SignInState(SessionState):
         try:
             outer = Interactions(store).sign_in(username, password, self._client())
         except RateLimited as exc:
-            self.error = self.gettext("Too many failed attempts; try again in %(n)s s",
-                                      n=exc.retry_after)
+            self.error = self.gettext("Too many failed attempts; try again in %(seconds)s s",
+                                      seconds=exc.retry_after)
             return None
         except FormError:  # the auth action's own refusal (the same credentials checked)
             outer = None

@@ -12,6 +12,7 @@ GUEST = "/guest"
 GUEST_TENANT = "/guest/[tenant]"  # a tenant's guest page (SPEC §12)
 TEMPLATES = "/templates"
 USERS = "/users"
+ACCOUNT = "/account"  # one's own account
 WEBHOOKS = "/webhooks"
 REGISTER = "/register"
 NOT_FOUND = "404"  # Reflex's route of every path the app does not have

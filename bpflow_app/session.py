@@ -20,7 +20,7 @@ import reflex as rx
 
 from bpflow import languages
 from bpflow.access import DEFAULT_TENANT, Caller, require_admin
-from bpflow.auth import current, verify_token
+from bpflow.auth import PasswordChanged, current, verify_token
 from bpflow.backend import get_store, store_for
 from bpflow.errors import Forbidden, Unauthorized
 from bpflow_app.i18n import LangState
@@ -91,6 +91,11 @@ class SessionState(LangState):
         own load says why, so a page's load just has nothing to show."""
         return token_caller(self.token)
 
+    def _client(self) -> str | None:
+        """The browser's address, which the sign-in limit counts failures for (with the
+        account): Reflex's view of the websocket peer."""
+        return self.router.session.client_ip or None
+
     def _admin(self) -> Caller:
         caller = self._caller()
         try:
@@ -140,4 +145,7 @@ def expired(state: SessionState, exc: Exception):
     if isinstance(exc, NotAdmin):
         return rx.toast.error(state.gettext("Only administrators may do that"))
     state.token = ""
+    if isinstance(exc, PasswordChanged):
+        return rx.toast.warning(state.gettext(
+            "Your password was changed, which ended this session; please sign in again"))
     return rx.toast.warning(state.gettext("Your session has ended; please sign in again"))

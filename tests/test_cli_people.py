@@ -1,9 +1,12 @@
-"""`bpflow user add --role` with custom roles, `bpflow import` (versions) beside the app's
+"""`bpflow user add --role` with custom roles, `bpflow user password` (a new password
+ends the user's sessions), `bpflow import` (versions) beside the app's
 start-up import (only unknown templates: SPEC §6), on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
+import io
 import json
+import sys
 
 import pytest
 
@@ -43,6 +46,33 @@ def test_user_add_takes_custom_roles(url, capsys):
         assert store.user("fay")["roles"] == ["approver", "finance", "user"]
         assert store.user("gus") is None and store.user("hal") is None
         assert store.list_users(role="finance") == ["fay"]
+    finally:
+        store.close()
+
+
+def test_user_password_gives_a_new_one_and_ends_the_users_sessions(url, capsys, monkeypatch):
+    from bpflow.auth import current, issue_token, verify_token
+    from bpflow.errors import Unauthorized
+    assert main(["user", "add", "fay", "--url", url]) == 0
+    store = Store(url, secret=b"x")
+    store.account_ttl = 0  # the CLI is another process: no reuse of a lookup
+    try:
+        token = issue_token(store.user("fay"), b"x" * 32)
+        monkeypatch.setattr(sys, "stdin", io.StringIO("short\n"))
+        assert main(["user", "password", "fay", "--password-stdin", "--url", url]) == 1
+        assert "8 to 1000 characters" in capsys.readouterr().err
+        assert main(["user", "password", "nobody", "--url", url]) == 1
+        assert "no user named nobody" in capsys.readouterr().err
+        assert current(verify_token(token, b"x" * 32), store.account(store.user("fay")["id"]))
+        monkeypatch.setattr(sys, "stdin", io.StringIO("fay-new-password\n"))
+        assert main(["user", "password", "fay", "--password-stdin", "--url", url]) == 0
+        assert "fay has a new password; their sessions have ended" in capsys.readouterr().out
+        assert store.authenticate("fay", "fay-new-password") is not None
+        with pytest.raises(Unauthorized, match="password was changed"):
+            current(verify_token(token, b"x" * 32), store.account(store.user("fay")["id"]))
+        assert main(["user", "password", "fay", "--url", url]) == 0  # generated, printed
+        generated = capsys.readouterr().out.split("password: ")[1].strip()
+        assert store.authenticate("fay", generated) is not None
     finally:
         store.close()
 

@@ -5,7 +5,8 @@ templates, history, stats, the mailbox and the guest endpoint, under `/api` with
 - `schemas`: the request and answer models, and the functions that build the answers.
 - `errors`: the one error map (exception → status, headers, detail).
 - `deps`: the store and the caller (from the bearer token) the routes depend on.
-- `routes/`: one router per resource (auth, templates, instances, mailbox, guest, health).
+- `routes/`: one router per resource (auth, users, templates, instances, mailbox, guest,
+  health, ...).
 - `hot`: the app class (which guards every request: security headers, the body-size limit,
   one strict parse of a JSON body held to `bpflow.limits`) and the short path for start,
   complete and signals.

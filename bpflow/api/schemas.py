@@ -53,6 +53,20 @@ class TokenOut(BaseModel):
     expires_in: int
 
 
+class PasswordChangeIn(BaseModel):
+    current_password: str = Field(max_length=1000)
+    new_password: str = Field(max_length=1000, description="8 to 1000 characters")
+
+
+class PasswordResetIn(BaseModel):
+    password: str = Field(max_length=1000, description="8 to 1000 characters")
+
+
+class PasswordResetOut(BaseModel):
+    username: str
+    sessions_ended: bool = Field(True, description="every session of theirs has ended")
+
+
 # ---------------------------------------------------------------- templates
 class TemplateSummary(BaseModel):
     name: str

@@ -1,5 +1,7 @@
-"""`bpflow user add|disable`: the people of a tenant (SPEC §7, §13): an account with its
-roles and a password read from stdin or generated; an account disabled, never deleted."""
+"""`bpflow user add|password|disable`: the people of a tenant (SPEC §7, §13, §17): an
+account with its roles and a password read from stdin or generated; a new password for an
+account (read or generated alike), which ends every session of theirs; an account
+disabled, never deleted."""
 
 from __future__ import annotations
 
@@ -31,6 +33,12 @@ def register(sub: Subparsers) -> None:
     add_password_stdin(add, "read the password from stdin (otherwise one is generated)")
     add_tenant(add, "the tenant the user belongs to")
     add_url(add)
+    pw = command(user_sub, "password", _password,
+                 "give a user a new password (their sessions end)")
+    pw.add_argument("name", metavar="NAME")
+    add_password_stdin(pw, "read the new password from stdin (otherwise one is generated)")
+    add_tenant(pw, "the user's tenant")
+    add_url(pw)
     off = command(user_sub, "disable", _disable, "disable a user (users are never deleted)")
     off.add_argument("name", metavar="NAME")
     add_tenant(off, "the user's tenant")
@@ -40,6 +48,10 @@ def register(sub: Subparsers) -> None:
 def _add(args: argparse.Namespace) -> int:
     return user_add(args.name, role_names(args.role), args.password_stdin, args.url,
                     args.tenant)
+
+
+def _password(args: argparse.Namespace) -> int:
+    return user_password(args.name, args.password_stdin, args.url, args.tenant)
 
 
 def _disable(args: argparse.Namespace) -> int:
@@ -89,4 +101,30 @@ def user_disable(name: str, url: str | None, tenant: str = "default") -> int:
     finally:
         store.close()
     print(f"user {normal_username(name)} " + ("disabled" if changed else "was disabled already"))
+    return EXIT_OK
+
+
+def user_password(name: str, password_stdin: bool, url: str | None,
+                  tenant: str = "default") -> int:
+    """A new password for an account (as an admin's reset: the rule of every password,
+    every session of theirs ends)."""
+    from bpflow.accounts import reset_password
+    from bpflow.errors import NotFound
+    from bpflow.forms import FormError
+    try:
+        password, generated = read_password(password_stdin)
+        store = tenant_store(url, tenant)
+    except ValueError as exc:
+        return refuse(exc)
+    try:
+        reset_password(store, name, password)
+    except FormError as exc:
+        return refuse(exc.errors["password"])
+    except NotFound as exc:
+        return refuse(exc)
+    finally:
+        store.close()
+    print(f"user {normal_username(name)} has a new password; their sessions have ended")
+    if generated:
+        print(f"password: {password}")
     return EXIT_OK

@@ -16,7 +16,7 @@ import hmac
 import os
 import unicodedata
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from engine.messages import N_
@@ -35,12 +35,16 @@ INVISIBLE_LETTERS = frozenset("\u115f\u1160\u3164\uffa0\u2800")
 
 @dataclass(frozen=True, slots=True)
 class Caller:
-    """Who is asking (from a verified token)."""
+    """Who is asking (from a verified token). `generation` is the account's token
+    generation: the one a token was issued under, or the users table's now (it grows with
+    every change of the password, which ends the sessions of the earlier ones); it is not
+    part of who the caller is (equality, hashing)."""
 
     id: int
     username: str
     roles: tuple[str, ...] = (USER,)
     tenant: str = DEFAULT_TENANT  # the organisation they belong to (SPEC §12)
+    generation: int = field(default=0, compare=False)
 
     @classmethod
     def of(cls, user: Caller | Mapping[str, Any]) -> Caller:
@@ -49,7 +53,8 @@ class Caller:
             return user
         return cls(user["id"], str(user.get("username", "")),
                    tuple(user.get("roles") or (USER,)),
-                   str(user.get("tenant") or DEFAULT_TENANT))
+                   str(user.get("tenant") or DEFAULT_TENANT),
+                   int(user.get("generation") or 0))
 
     def as_user(self) -> dict[str, Any]:
         """The user record an instance keeps of its starter."""

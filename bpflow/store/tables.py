@@ -84,6 +84,10 @@ class UserRow(SQLModel, table=True):
     disabled_at: datetime | None = _time(nullable=True)
     # the language the web app speaks to them (`en`, `zh-CN`); null: their browser's
     language: str | None = Field(default=None, sa_column=Column(String(16), nullable=True))
+    # counts the changes of their password: a token names the one it was issued under,
+    # and one of an earlier is refused (every session ends when the password changes)
+    token_generation: int = Field(default=0, sa_column=Column(Integer, nullable=False,
+                                                              server_default="0"))
 
 
 class TemplateVersion(SQLModel, table=True):

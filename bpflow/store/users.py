@@ -1,6 +1,7 @@
 """Users: added with hashed passwords, valid usernames (`bpflow.security.valid_username`)
 and valid role names (built in or custom: `bpflow.access.valid_roles`), looked up,
-authenticated, given other roles, disabled (never deleted: ids are never reused, and a
+authenticated, given other roles or a new password (which ends their sessions), disabled
+(never deleted: ids are never reused, and a
 disabled account's tokens stop working)."""
 
 from __future__ import annotations
@@ -91,6 +92,26 @@ class Users(StoreParts):
         self._users.forget()
         return roles
 
+    def set_password(self, username: str, password: str) -> int:
+        """Give a user (of this store's tenant) a new password, ending every session of
+        theirs: the account's token generation grows, so the tokens issued before are
+        refused within `account_ttl` seconds (at once in this process). The new
+        generation, to issue the token of a session that goes on; NotFound when there is
+        no such user. (Whether the password is good enough is the caller's to check:
+        `bpflow.accounts`.)"""
+        name = normal_username(username)
+        hashed = hash_password(password)  # a tenth of a second: outside the transaction
+        with self.db.begin() as conn:
+            row = conn.execute(update(users_t).where(
+                self._here(users_t), users_t.c.username == name).values(
+                password_hash=hashed, token_generation=users_t.c.token_generation + 1)
+                .returning(users_t.c.id, users_t.c.token_generation)).first()
+        if row is None:
+            raise NotFound(f"no user named {name}")
+        self._accounts.forget(row.id)
+        self._users.forget()
+        return int(row.token_generation)
+
     def set_language(self, uid: int, language: str | None) -> None:
         """Keep the language a user chose (a code of `bpflow.languages`, checked there;
         None: their browser's again). Their `user` record has it at once in this
@@ -107,9 +128,11 @@ class Users(StoreParts):
         def load() -> Caller | None:
             with self.reader() as conn:
                 row = conn.execute(select(users_t.c.id, users_t.c.username, users_t.c.roles,
-                                          users_t.c.disabled_at, users_t.c.tenant)
+                                          users_t.c.disabled_at, users_t.c.tenant,
+                                          users_t.c.token_generation)
                                    .where(users_t.c.id == uid)).first()
-            return (Caller(row.id, row.username, tuple(row.roles), row.tenant)
+            return (Caller(row.id, row.username, tuple(row.roles), row.tenant,
+                           row.token_generation)
                     if row is not None and row.disabled_at is None else None)
         return self._accounts.get(uid, self.account_ttl, load)
 
@@ -136,7 +159,8 @@ class Users(StoreParts):
             row = rows[0] if rows else None
             return None if row is None or row.disabled_at is not None else {
                 "id": row.id, "username": row.username, "roles": list(row.roles),
-                "tenant": row.tenant, "language": row.language}
+                "tenant": row.tenant, "language": row.language,
+                "generation": row.token_generation}
         found = self._users.get((self.tenant, name), self.account_ttl, load)
         return None if found is None else {**found, "roles": list(found["roles"])}
 
@@ -153,7 +177,7 @@ class Users(StoreParts):
         if not check_password(password, row.password_hash) or row.disabled_at is not None:
             return None
         return {"id": row.id, "username": row.username, "roles": list(row.roles),
-                "tenant": row.tenant}
+                "tenant": row.tenant, "generation": row.token_generation}
 
     @overload
     def list_users(self, role: None = None) -> list[dict[str, Any]]: ...

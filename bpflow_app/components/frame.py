@@ -72,6 +72,9 @@ def navbar() -> rx.Component:
         rx.menu.trigger(rx.button(rx.icon("circle-user", size=16), SessionState.username,
                                   variant="soft", size="2", id="user-menu")),
         rx.menu.content(
+            rx.menu.item(rx.link(_("My account"), href=routes.ACCOUNT, underline="none",
+                                 color="inherit", width="100%"), as_child=True,
+                         id="my-account"),
             rx.menu.item(_("Sign out"), on_click=SessionState.sign_out, id="sign-out"),
         ),
     )

@@ -1,30 +1,37 @@
 """State of the users page (admins): the users of the admin's tenant, adding one (with
-built-in or custom roles), changing a user's roles and disabling an account, each after a
-confirmation; and the checks of a new account that self-service registration shares."""
+built-in or custom roles), changing a user's roles, giving someone a new password and
+disabling an account, each after a confirmation; and the checks of a new account that
+self-service registration shares. Its texts are in the admin's language (`gettext`)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import reflex as rx
 
+from bpflow import accounts
 from bpflow.access import USER, Caller, own_account_kept, valid_roles
 from bpflow.backend import store_for
-from bpflow.errors import BpflowError
+from bpflow.errors import BpflowError, Forbidden, NotFound
+from bpflow.forms import FormError
 from bpflow.security import normal_username, username_problem
-from bpflow_app.boxview import clock_text
+from bpflow_app.boxview import iso_text
 from bpflow_app.session import SessionState
+from engine.model import ROLE_NAME
 
-MIN_PASSWORD = 8
+MIN_PASSWORD, MAX_PASSWORD = accounts.MIN_PASSWORD, accounts.MAX_PASSWORD
+USERNAME_MAX = 100
+USERNAME_MARKS = ". _ - @ + '"
 
 
 @dataclass
 class UserLine:
     username: str
     roles: str
-    created: str
-    disabled: str  # when it was disabled, "" while enabled
+    created: str  # ISO (components/when.py shows it)
+    disabled: str  # when it was disabled (ISO), "" while enabled
 
 
 def role_list(text: str) -> list[str]:
@@ -32,18 +39,33 @@ def role_list(text: str) -> list[str]:
     return [r for r in text.replace(",", " ").split() if r]
 
 
-def sentence(exc: Exception) -> str:
-    text = str(exc)
-    return text[:1].upper() + text[1:]
+def _english(message: str, **values: Any) -> str:
+    return message % values if values else message
 
 
-def user_problems(username: str, password: str) -> dict[str, str]:
-    problems = {}
-    problem = username_problem(normal_username(username))
-    if problem:
-        problems["username"] = problem[0].upper() + problem[1:]
+def password_error(password: str, gettext: Callable[..., str] = _english) -> str:
+    """Why `password` cannot be one (`bpflow.accounts`' rule), in the page's language;
+    "" when it can."""
+    if accounts.password_problem(password) is None:
+        return ""
     if len(password) < MIN_PASSWORD:
-        problems["password"] = f"A password has at least {MIN_PASSWORD} characters"
+        return gettext("A password has at least %(count)s characters", count=MIN_PASSWORD)
+    return gettext("A password has at most %(count)s characters", count=MAX_PASSWORD)
+
+
+def user_problems(username: str, password: str,
+                  gettext: Callable[..., str] = _english) -> dict[str, str]:
+    problems = {}
+    name = normal_username(username)
+    if username_problem(name):
+        problems["username"] = (
+            gettext("A username has 1 to %(count)s characters", count=USERNAME_MAX)
+            if not 1 <= len(name) <= USERNAME_MAX else
+            gettext("A username has letters, digits and %(marks)s only, no spaces",
+                    marks=USERNAME_MARKS))
+    problem = password_error(password, gettext)
+    if problem:
+        problems["password"] = problem
     return problems
 
 
@@ -55,12 +77,38 @@ class UsersState(SessionState):
     new_roles: str = ""  # what that dialog holds
     roles_error: str = ""
     disabling: str = ""  # whose disabling waits for a confirmation
+    resetting: str = ""  # whose new password the password dialog sets
+    reset_error: str = ""
 
     def _fetch(self, caller: Caller) -> None:
         """The users of the admin's tenant (admins administer their tenant only)."""
-        self.users = [UserLine(u["username"], ", ".join(u["roles"]), clock_text(u["created_at"]),
-                               clock_text(u["disabled_at"]))
+        self.users = [UserLine(u["username"], ", ".join(u["roles"]), iso_text(u["created_at"]),
+                               iso_text(u["disabled_at"]))
                       for u in store_for(caller).list_users()]
+
+    def _roles_problem(self, roles: list[str]) -> str:
+        """Why these roles cannot be given, in the page's language; "" when they can."""
+        if not roles:
+            return self.gettext("A user needs at least one role")
+        try:
+            valid_roles(roles)
+        except ValueError:
+            bad = sorted({r for r in roles if not ROLE_NAME.match(r)})
+            return self.gettext(
+                "Not a role name: %(names)s. A role is a lowercase letter, then up to 39"
+                " lowercase letters, digits, _ or -.", names=", ".join(bad))
+        return ""
+
+    def _own_account(self, caller: Caller, username: str, roles: list[str] | None = None,
+                     disable: bool = False) -> str:
+        """Why an admin may not do this to their own account (`access.own_account_kept`),
+        in the page's language; "" when they may."""
+        try:
+            own_account_kept(caller, username, roles, disable)
+        except Forbidden:
+            return (self.gettext("You cannot disable your own account") if disable else
+                    self.gettext("You cannot take away your own admin role"))
+        return ""
 
     @rx.event
     def load(self):
@@ -84,25 +132,26 @@ class UsersState(SessionState):
         name = str(form_data.get("username") or "").strip()
         password = str(form_data.get("password") or "")
         roles = role_list(str(form_data.get("role") or USER))
-        self.errors = user_problems(name, password)
-        if not roles:
-            self.errors["role"] = "A user needs at least one role"
+        self.errors = user_problems(name, password, self.gettext)
+        problem = self._roles_problem(roles)
+        if problem:
+            self.errors["role"] = problem
         if self.errors:
-            return rx.toast.error("Please check the form")
+            return rx.toast.error(self.gettext("Please check the form"))
+        store = store_for(caller)  # the admin's tenant
+        if store.username_taken(name):
+            self.errors = {"username": self.gettext("The username %(name)s is taken",
+                                                    name=normal_username(name))}
+            return rx.toast.error(self.errors["username"])
         try:
-            roles = valid_roles(roles)
-        except ValueError as exc:
-            self.errors = {"role": sentence(exc)}
-            return rx.toast.error("Please check the roles")
-        try:
-            store_for(caller).add_user(name, password, roles)  # in the admin's tenant
-        except ValueError as exc:
-            self.errors = {"username": str(exc)}
-            return rx.toast.error(str(exc))
+            store.add_user(name, password, roles)
+        except ValueError:  # taken meanwhile
+            self.errors = {"username": self.gettext("The username %(name)s is taken",
+                                                    name=normal_username(name))}
+            return rx.toast.error(self.errors["username"])
         self._fetch(caller)
-        return [rx.toast.success(f"Added {name}"), rx.set_value("new-username", ""),
-                rx.set_value("new-password", "")]
-
+        return [rx.toast.success(self.gettext("Added %(name)s", name=normal_username(name))),
+                rx.set_value("new-username", ""), rx.set_value("new-password", "")]
 
     @rx.event
     def ask_roles(self, username: str, roles: str):
@@ -124,15 +173,57 @@ class UsersState(SessionState):
                              admin=True)
 
     def _set_roles(self, caller: Caller, username: str, roles: list[str]):
+        self.roles_error = (self._roles_problem(roles)
+                            or self._own_account(caller, username, roles))
+        if self.roles_error:
+            return rx.toast.error(self.roles_error)
         try:
-            own_account_kept(caller, username, roles)
             stored = store_for(caller).set_roles(username, roles)
-        except (ValueError, BpflowError) as exc:
-            self.roles_error = sentence(exc)
+        except NotFound:
+            self.roles_error = self.gettext("There is no user %(name)s", name=username)
             return rx.toast.error(self.roles_error)
         self.editing, self.roles_error = "", ""
         self._fetch(caller)
-        return rx.toast.success(f"{username} now has the roles {', '.join(stored)}")
+        return rx.toast.success(self.gettext("%(name)s now has the roles %(roles)s",
+                                             name=username, roles=", ".join(stored)))
+
+    @rx.event
+    def ask_reset(self, username: str):
+        """Open the dialog giving `username` a new password."""
+        self.resetting, self.reset_error = username, ""
+
+    @rx.event
+    def cancel_reset(self):
+        self.resetting, self.reset_error = "", ""
+
+    @rx.event
+    def reset_password(self, form_data: dict[str, Any]):
+        username, password = self.resetting, str(form_data.get("password") or "")
+        return self._guarded(lambda caller: self._reset(caller, username, password),
+                             admin=True)
+
+    def _reset(self, caller: Caller, username: str, password: str):
+        """A new password for `username` (not the admin's own: they change theirs on
+        their account page); every session of theirs ends (`bpflow.accounts`)."""
+        self.reset_error = password_error(password, self.gettext)
+        if self.reset_error:
+            return None
+        try:
+            accounts.reset_password(store_for(caller), username, password, by=caller)
+        except Forbidden:
+            self.reset_error = self.gettext(
+                "Change your own password on your account page, with your current one")
+            return None
+        except NotFound:
+            self.reset_error = self.gettext("There is no user %(name)s", name=username)
+            return None
+        except FormError:  # the rule checked above: not reached
+            self.reset_error = password_error(password, self.gettext)
+            return None
+        self.resetting, self.reset_error = "", ""
+        return [rx.toast.success(self.gettext(
+            "%(name)s has a new password; their sessions have ended", name=username)),
+            rx.set_value("reset-password", "")]
 
     @rx.event
     def ask_disable(self, username: str):
@@ -153,11 +244,14 @@ class UsersState(SessionState):
         return self._guarded(lambda caller: self._disable(caller, username), admin=True)
 
     def _disable(self, caller: Caller, username: str):
+        problem = self._own_account(caller, username, disable=True)
+        if problem:
+            return rx.toast.error(problem)
         try:
-            own_account_kept(caller, username, disable=True)
             changed = store_for(caller).disable_user(username)
-        except BpflowError as exc:
-            return rx.toast.error(sentence(exc))
+        except BpflowError:
+            return rx.toast.error(self.gettext("There is no user %(name)s", name=username))
         self._fetch(caller)
-        return rx.toast.success(f"Disabled {username}" if changed
-                                else f"{username} was disabled already")
+        return rx.toast.success(self.gettext("Disabled %(name)s", name=username) if changed
+                                else self.gettext("%(name)s was disabled already",
+                                                  name=username))

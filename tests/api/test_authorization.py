@@ -44,6 +44,9 @@ MATRIX = {
     "GET /api/mailbox": (401, 200, 200, 200, 200),
     "POST /api/mailbox/{mail}/decision": (401, 404, 404, 200, 404),
     "POST /api/guest/messages": (201, 201, 201, 201, 201),
+    # account basics: admins reset others' passwords; a wrong current password is 422
+    "POST /api/users/bob/password": (401, 403, 403, 403, 200),
+    "POST /api/auth/password": (401, 422, 422, 422, 422),
 }
 BODIES = {
     "/api/templates": FORM, "/api/instances": {"template": "simple"},
@@ -52,6 +55,8 @@ BODIES = {
     "abort": {"reason": "stop"}, "decision": {"decision": "approved"},
     "assign": {"to": "bob"},
     "/api/guest/messages": {"name": "Guest", "subject": "hi", "body": "hello"},
+    "/api/users/bob/password": {"password": "bob-new-password"},
+    "/api/auth/password": {"current_password": "not-mine", "new_password": "a-new-password"},
 }
 
 

@@ -186,6 +186,11 @@ def test_every_answer_has_exactly_its_models_keys(store, short_path):
     assert crowd["started"] == 2
     assert call("admin", "GET", f"/api/batches/{crowd['batch']}/stats")["started"] == 2
 
+    reset = call("admin", "POST", "/api/users/ann/password", {"password": "ann-new-password"})
+    assert reset == {"username": "ann", "sessions_ended": True}
+    call("alice", "POST", "/api/auth/password", {"current_password": "pw-alice",
+                                                 "new_password": "alice-new-password"})
+
     assert call.checked == {(m, r.path) for r in ROUTES for m in r.methods}
     if short_path:
         assert app.hot.served == 9  # the four starts, four completions and the signal

@@ -65,7 +65,8 @@ def test_openapi_describes_every_endpoint_and_error():
             "/api/instances/{instance_id}/reset", "/api/instances/{instance_id}/abort",
             "/api/instances/{instance_id}/suspend", "/api/instances/{instance_id}/resume",
             "/api/mailbox", "/api/mailbox/{mail_id}/decision", "/api/guest/messages",
-            "/api/health"} <= set(paths)
+            "/api/health", "/api/auth/password", "/api/users/{username}/password"
+            } <= set(paths)
     complete = paths["/api/instances/{instance_id}/circles/{uri}/complete"]["post"]
     assert {"200", "401", "404", "409", "413", "422"} <= set(complete["responses"])
     assert "bearer" in json.dumps(doc["components"]["securitySchemes"]).lower()

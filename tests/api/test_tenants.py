@@ -403,6 +403,12 @@ ROWS += [  # changing running flows (SPEC §11)
          None if ctx["role"] != "admin" or ctx["own"]["simple"] in ids_in(r)
          else "an admin does not see the tenant's instance waiting at 'a'")),
 ]
+ROWS += [  # account basics (SPEC §17): nobody resets another tenant's password; a wrong
+    # current password changes nothing
+    ("POST", "/api/users/{v_user}/password", {"password": "a-new-password"}, ADMIN_ONLY_404),
+    ("POST", "/api/auth/password", {"current_password": "not-theirs",
+                                    "new_password": "a-new-password"}, 422),
+]
 ROWS += [  # the event feed and webhooks (SPEC §11)
     ("GET", "/api/events", None, own_events_only),
     ("GET", "/api/events?limit=1000", None, own_events_only),

@@ -207,4 +207,4 @@ def test_admin_adds_a_user_who_can_then_sign_in(make_state, web_store):
     assert state.errors == {} and "dave" in [u.username for u in state.users]
     assert web_store.authenticate("dave", "long-enough")["roles"] == ["approver"]
     run(state.add({"username": "dave", "password": "long-enough", "role": "user"}))
-    assert "already exists" in state.errors["username"]
+    assert state.errors["username"] == "The username dave is taken"

@@ -162,3 +162,52 @@ def test_a_tab_follows_sign_in_and_out_in_another_tab(page, sign_in, app_store,
     expect(other.locator(".mail", has_text="For bob only")).to_have_count(0)
     screenshot(other, "session_followed_from_another_tab")
     other.close()
+
+
+def test_a_user_changes_their_password_and_an_admin_resets_it(page, new_page, app_store,
+                                                             screenshot) -> None:
+    """Account basics (SPEC §17): pat changes her password on her account page (from the
+    user menu) and stays signed in while her other browser is sent to the sign-in form;
+    an admin (in Chinese) resets it on the users page, and her session ends too."""
+    app_store.add_user("pat", "pat-password-1", ["user"])
+    app_store.add_user("ada", "ada-password-1", ["admin"])  # her choice of language stays
+
+    def enter(p, password: str, name: str = "pat") -> None:
+        p.get_by_label("Username").fill(name)
+        p.get_by_label("Password").fill(password)
+        p.get_by_role("button", name="Sign in").click()
+        expect(p.locator("#user-menu")).to_contain_text(name)
+
+    elsewhere = new_page()
+    for p in (page, elsewhere):
+        p.goto("/flows")
+        enter(p, "pat-password-1")
+    page.locator("#user-menu").click()
+    page.get_by_role("menuitem", name="My account").click()
+    page.wait_for_url("**/account")
+    page.get_by_label("Current password").fill("pat-password-1")
+    page.get_by_label("New password", exact=True).fill("pat-password-2")
+    page.get_by_label("New password again").fill("pat-password-2")
+    page.get_by_role("button", name="Change password").click()
+    expect(page.get_by_text("Your password was changed; your other sessions have ended")
+           ).to_be_visible()
+    screenshot(page, "account_password_changed")
+    page.goto("/flows")  # this session goes on
+    expect(page.locator("#user-menu")).to_contain_text("pat")
+    elsewhere.goto("/flows")  # the other one ended
+    expect(elsewhere.get_by_label("Username")).to_be_visible()
+
+    admin = new_page()
+    admin.goto("/users")
+    enter(admin, "ada-password-1", "ada")
+    admin.locator("#lang-menu").click()
+    admin.locator("#lang-zh-CN").click()
+    expect(admin.get_by_role("columnheader", name="角色")).to_be_visible()
+    admin.locator('tr[data-user="pat"]').get_by_role("button", name="重置密码").click()
+    admin.get_by_label("新密码", exact=True).fill("pat-password-3")
+    screenshot(admin, "users_reset_password_zh")
+    admin.locator("#confirm-reset").click()
+    expect(admin.get_by_text("已为 pat 重置密码，其所有会话已结束")).to_be_visible()
+    page.goto("/flows")
+    expect(page.get_by_label("Username")).to_be_visible()
+    enter(page, "pat-password-3")

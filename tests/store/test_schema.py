@@ -88,6 +88,26 @@ def test_users_can_be_disabled_and_listed_as_such(store):
         store.disable_user("nobody")
 
 
+def test_a_new_password_moves_the_accounts_token_generation_on(store):
+    """`users.token_generation` (migration 0013): 0 for an account, one more with every new
+    password, as `user`, `authenticate` and a token's `account` see it at once; only the
+    store's tenant's users; NotFound for no such user."""
+    from bpflow.errors import NotFound
+    uid = store.add_user("ann", "ann-password-1")
+    assert store.user("ann")["generation"] == 0 and store.account(uid).generation == 0
+    assert store.set_password("ann", "ann-password-2") == 1
+    assert store.set_password("ann", "ann-password-3") == 2
+    assert store.user("ann")["generation"] == 2 and store.account(uid).generation == 2
+    assert store.authenticate("ann", "ann-password-2") is None
+    assert store.authenticate("ann", "ann-password-3")["generation"] == 2
+    with pytest.raises(NotFound):
+        store.set_password("nobody", "a-password")
+    store.add_tenant("acme")
+    with pytest.raises(NotFound):  # another tenant's
+        store.of("acme").set_password("ann", "a-password")
+    assert store.authenticate("ann", "ann-password-3") is not None
+
+
 def test_the_sqlite_users_rebuild_keeps_every_row_and_reference(tmp_path):
     """Migration 0005 rebuilds `users` with AUTOINCREMENT on a database in use: the rows,
     the instances and mail that reference them, and the foreign keys all stay."""

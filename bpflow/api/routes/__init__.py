@@ -15,8 +15,9 @@ from bpflow.api.routes import (
     signals,
     tasks,
     templates,
+    users,
 )
 
-ROUTERS = (health.router, auth.router, templates.router, migrations.router, crowds.router,
-           instances.router, tasks.router, mailbox.router, guest.router, signals.router,
-           events.router)
+ROUTERS = (health.router, auth.router, users.router, templates.router, migrations.router,
+           crowds.router, instances.router, tasks.router, mailbox.router, guest.router,
+           signals.router, events.router)
