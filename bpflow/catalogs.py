@@ -96,8 +96,8 @@ def translate(lang: str, message: str, plural: str | None = None, n: int | None 
     that are marked messages said in that language too)."""
     translations = CATALOGS[known(lang) or DEFAULT].translations
     values = {k: say(lang, v) if isinstance(v, Text) else v for k, v in values.items()}
-    if plural is None:
-        return fill(translations.gettext(message), values)
+    if plural is None:  # `n` without a plural is a value as any other (`%(n)s`)
+        return fill(translations.gettext(message), values if n is None else {"n": n, **values})
     count = n or 0
     return fill(translations.ngettext(message, plural, count), {"n": count, **values})
 

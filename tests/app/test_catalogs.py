@@ -122,3 +122,11 @@ def test_a_page_state_shows_a_refusal_in_the_sessions_language(make_state):
     assert state.gettext(missing.args[0]) == "模板“leave”不存在"
     state.choose("en")
     assert state.explain(missing) == "no template 'leave'"
+
+
+def test_a_number_named_n_fills_a_text_without_plural_forms():
+    # `n` is also the plural count's name: without a plural it is a value as any other
+    assert translate("zh-CN", "too many failed sign-ins; try again in %(n)s seconds",
+                     n=5) == "登录失败次数过多，请 5 秒后再试"
+    assert translate("en", "too many failed sign-ins; try again in %(n)s seconds",
+                     n=5) == "too many failed sign-ins; try again in 5 seconds"
