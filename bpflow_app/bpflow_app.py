@@ -53,5 +53,5 @@ app.add_page(guest_page, route=routes.GUEST, title=_("Leave a message · bpflow"
              on_load=GuestState.load)
 app.add_page(guest_page, route=routes.GUEST_TENANT, title=_("Leave a message · bpflow"),
              on_load=GuestState.load)
-app.add_page(register_page, route=routes.REGISTER, title="Create an account · bpflow")
+app.add_page(register_page, route=routes.REGISTER, title=_("Create an account · bpflow"))
 app.add_page(not_found_page, route=routes.NOT_FOUND, title=_("Page not found · bpflow"))
