@@ -94,7 +94,7 @@ def _hook_row(h: rx.Var[HookLine]) -> rx.Component:
         rx.button(_("Delete"), size="1", variant="soft", color_scheme="red",
                   on_click=WebhooksState.ask_delete(h.id),
                   aria_label=_("Delete %(url)s", url=h.url)),
-        spacing="2")
+        spacing="2", wrap="wrap")
     return rx.table.row(
         rx.table.cell(rx.text(h.url, size="2", style={"word_break": "break-all"})),
         rx.table.cell(rx.code(h.events, size="1", variant="ghost")), rx.table.cell(state),
@@ -112,11 +112,15 @@ def _delivery_row(d: rx.Var[DeliveryLine]) -> rx.Component:
         rx.table.cell(rx.text(when(d.when), size="1")), custom_attrs={"data-delivery": d.id})
 
 
-def _table(headers: list[rx.Var], body: rx.Component, label: rx.Var) -> rx.Component:
+def _table(headers: list[rx.Var], body: rx.Component, label: rx.Var,
+           least: str) -> rx.Component:
+    """A table at least `least` wide: on a phone it scrolls sideways rather than break
+    its words (Chinese ones) a character a line."""
     return rx.box(rx.table.root(
-        rx.table.header(rx.table.row(*[rx.table.column_header_cell(h) for h in headers])),
-        rx.table.body(body), width="100%", variant="surface", aria_label=label),
-        overflow_x="auto", width="100%")
+        rx.table.header(rx.table.row(*[rx.table.column_header_cell(h, white_space="nowrap")
+                                       for h in headers])),
+        rx.table.body(body), width="100%", min_width=least, variant="surface",
+        aria_label=label), overflow_x="auto", width="100%")
 
 
 def _deliveries() -> rx.Component:
@@ -128,7 +132,7 @@ def _deliveries() -> rx.Component:
                 _table([_("Event"), _("Type"), _("State"), _("Attempts"), _("HTTP status"),
                         _("Error"), _("Delivered / next attempt")],
                        rx.foreach(WebhooksState.deliveries, _delivery_row),
-                       _("Latest deliveries")),
+                       _("Latest deliveries"), "720px"),
                 rx.text(_("Nothing delivered yet: events come as they happen."), size="2",
                         color_scheme="gray")),
         spacing="2", width="100%"))
@@ -152,7 +156,8 @@ def _delete_dialog() -> rx.Component:
 def webhooks_page() -> rx.Component:
     hooks = rx.cond(WebhooksState.hooks.length() > 0,
                     _table([_("URL"), _("Events"), _("State"), _("Deliveries"), _("Actions")],
-                           rx.foreach(WebhooksState.hooks, _hook_row), _("Webhooks")),
+                           rx.foreach(WebhooksState.hooks, _hook_row), _("Webhooks"),
+                           "600px"),
                     empty_state("webhook", _("No webhooks yet"),
                                 _("Add one to have this organisation's events POSTed to "
                                   "it.")))
