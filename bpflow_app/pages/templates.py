@@ -215,10 +215,11 @@ def _migration() -> rx.Component:
         rx.hstack(
             rx.text(_("From"), size="2", aria_hidden="true"),
             rx.select(M.versions, value=M.mig_from, on_change=M.set_mig_from, size="1",
-                      id="migrate-from", aria_label=_("Version to migrate from")),
+                      id="migrate-from",  # the trigger's name (rx.select gives it these)
+                      custom_attrs={"aria-label": _("Version to migrate from")}),
             rx.text(_("to"), size="2", aria_hidden="true"),
             rx.select(M.versions, value=M.mig_to, on_change=M.set_mig_to, size="1",
-                      id="migrate-to", aria_label=_("Version to migrate to")),
+                      id="migrate-to", custom_attrs={"aria-label": _("Version to migrate to")}),
             spacing="2", align="center"),
         rx.text_area(value=M.mig_map, on_change=M.set_mig_map, rows="3", width="100%",
                      placeholder=_("Renamed circles, one per line: old -> new (optional)"),
