@@ -39,6 +39,13 @@ def reader_text(text: Any, lang: str) -> str:
     return "" if text is None else str(text)
 
 
+def in_every_language(text: Any, otherwise: str = "") -> dict[str, str]:
+    """`reader_text` of `text` for a reader of each of our languages (`otherwise` where
+    it has none): the page shows the one of its language, and a change of language
+    shows another at once."""
+    return {code: reader_text(text, code) or otherwise for code in languages.LANGUAGES}
+
+
 @dataclass
 class VersionLine:
     version: int
@@ -48,7 +55,7 @@ class VersionLine:
 @dataclass
 class TemplateLine:
     name: str
-    title: str  # in the reader's language, else the name
+    titles: dict[str, str]  # language -> the title its readers see (else the name)
     latest: int
     versions: list[VersionLine] = field(default_factory=list)
     retired: bool = False
@@ -117,15 +124,15 @@ def parse_map(text: str, say: Say = ENGLISH) -> dict[str, str]:
     return out
 
 
-def template_lines(store: Store, lang: str = languages.DEFAULT) -> list[TemplateLine]:
-    """The templates of `store`'s tenant (an admin's own: `store_for(caller)`), their
-    titles for a reader of `lang`."""
+def template_lines(store: Store) -> list[TemplateLine]:
+    """The templates of `store`'s tenant (an admin's own: `store_for(caller)`), with
+    their titles in every language."""
     retired = store.retired_templates()
     out = []
     for name, versions in sorted(store.template_versions().items()):
         locked = store.locked_versions(name)
         _, t = store.template(name)
-        out.append(TemplateLine(name, reader_text(t.title, lang) or name, versions[-1],
+        out.append(TemplateLine(name, in_every_language(t.title, name), versions[-1],
                                 [VersionLine(v, v in locked) for v in reversed(versions)],
                                 name in retired, name != SIGNIN_TEMPLATE))
     return out

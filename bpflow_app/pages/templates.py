@@ -11,7 +11,7 @@ from bpflow_app.catalogs import N_
 from bpflow_app.components.drawing import flow_drawing
 from bpflow_app.components.ui import empty_state, page_header, state_badge
 from bpflow_app.components.when import number
-from bpflow_app.i18n import _, ngettext, rich
+from bpflow_app.i18n import LangState, _, ngettext, rich
 from bpflow_app.pages.migration_state import MigrationState
 from bpflow_app.pages.templates_state import TemplatesState
 from bpflow_app.session import SessionState
@@ -38,6 +38,11 @@ def _word(state: rx.Var[str] | str, words: dict[str, str]) -> rx.Var:
     if isinstance(state, str):
         return _(words[state])
     return rx.match(state, *[(k, _(v)) for k, v in words.items()], state)
+
+
+def _mine(texts: rx.Var[dict[str, str]]) -> rx.Var[str]:
+    """Of a template's text in every language, the reader's."""
+    return texts[LangState.lang]
 
 
 def _status_badge(status: rx.Var[str]) -> rx.Component:
@@ -73,7 +78,7 @@ def _retirement(t: rx.Var[TemplateLine]) -> rx.Component:
 
 def _template(t: rx.Var[TemplateLine]) -> rx.Component:
     return rx.vstack(
-        rx.hstack(rx.text(t.title, weight="medium"), rx.code(t.name, size="1"),
+        rx.hstack(rx.text(_mine(t.titles), weight="medium"), rx.code(t.name, size="1"),
                   rx.cond(t.retired, rx.badge(_("retired"), color_scheme="gray",
                                               class_name="retired-badge")),
                   rx.spacer(), _retirement(t),
@@ -149,10 +154,11 @@ def _preview() -> rx.Component:
         rx.table.body(rx.foreach(S.stats, _stat)), size="1", variant="surface", width="100%"),
         overflow_x="auto", width="100%")
     return rx.card(rx.vstack(
-        rx.hstack(rx.heading(S.title, size="4", as_="h2"),
+        rx.hstack(rx.heading(_mine(S.titles), size="4", as_="h2"),
                   rx.code(S.name, " v", S.version, size="2"), spacing="2", align="center",
                   wrap="wrap"),
-        rx.cond(S.description != "", rx.text(S.description, size="2", color_scheme="gray")),
+        rx.cond(_mine(S.descriptions) != "", rx.text(_mine(S.descriptions), size="2",
+                                                     color_scheme="gray")),
         flow_drawing(S.preview),
         rx.heading(_("Flows (all versions)"), size="3", as_="h3"),
         rx.flex(rx.foreach(S.statuses, lambda kv: state_badge(

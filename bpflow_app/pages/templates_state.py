@@ -26,9 +26,9 @@ from bpflow_app.templatesview import (
     InstanceLink,
     StatLine,
     TemplateLine,
+    in_every_language,
     link,
     parse_body,
-    reader_text,
     template_lines,
 )
 from engine.errors import BpflowError, DefinitionError
@@ -40,8 +40,9 @@ class TemplatesState(SessionState):
     items: list[TemplateLine] = []
     name: str = ""
     version: int = 0
-    title: str = ""  # the chosen template's, in the reader's language
-    description: str = ""
+    # the chosen template's title and description: language -> the text its readers see
+    titles: dict[str, str] = {}
+    descriptions: dict[str, str] = {}
     preview: Drawing = Drawing()
     stats: list[StatLine] = []
     statuses: dict[str, int] = {}
@@ -71,8 +72,8 @@ class TemplatesState(SessionState):
     def _choose(self, store: Store, name: str, version: int | None) -> None:
         number, t = store.template(name, version)
         self.name, self.version = name, number
-        self.title = reader_text(t.title, self._language()) or name
-        self.description = reader_text(t.description, self._language())
+        self.titles = in_every_language(t.title, name)
+        self.descriptions = in_every_language(t.description)
         nested = {cid: node.weak for cid, node in t.plan.nodes.items() if node.weak}
         self.preview = draw(t.analysis, {}, expanded=set(t.analysis.get("nested", {})),
                             weak=nested or None)
@@ -84,7 +85,7 @@ class TemplatesState(SessionState):
             self._at(store)
 
     def _refresh(self, store: Store) -> None:
-        self.items = template_lines(store, self._language())
+        self.items = template_lines(store)
         if self.name and not any(t.name == self.name for t in self.items):
             self.name, self.version = "", 0  # chosen in another session (or tenant)
         if not self.name and self.items:

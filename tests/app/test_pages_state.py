@@ -8,7 +8,7 @@ from bpflow_app.pages.flows_state import FlowsState
 from bpflow_app.pages.guest_state import GuestState
 from bpflow_app.pages.templates_state import TemplatesState
 from bpflow_app.pages.users_state import UsersState
-from bpflow_app.templatesview import reader_text
+from bpflow_app.templatesview import in_every_language, reader_text
 from tests.app.helpers import run
 
 
@@ -199,7 +199,8 @@ def test_the_templates_pages_messages_are_in_the_pages_language(make_state, web_
     assert state.errors[0].message.startswith("不是 JSON：第 1 行第 10 列")
     body = dict(web_store.latest_body("reimbursement"), title="Expenses")
     assert "已保存 reimbursement 版本 2" in str(run(state.paste({"body": json.dumps(body)})))
-    assert state.outcome == "已保存 reimbursement 版本 2" and state.title == "Expenses"
+    assert state.outcome == "已保存 reimbursement 版本 2"
+    assert state.titles == {"en": "Expenses", "zh-CN": "Expenses"}
     run(state.paste({"body": json.dumps(body)}))
     assert state.outcome == "与 reimbursement 版本 2 完全相同，未保存"
     state.ask("signin", True)
@@ -217,6 +218,9 @@ def test_a_templates_text_is_the_readers_when_it_comes_in_several_languages():
     assert reader_text({"zh-CN": "出差申请", "ja": "出張"}, "en") == "出差申请"  # else the first
     assert reader_text("Travel request", "zh-CN") == "Travel request"  # one text for all
     assert reader_text(None, "en") == "" and reader_text({}, "en") == ""
+    assert in_every_language({"en": "Travel request"}, "travel") == {
+        "en": "Travel request", "zh-CN": "Travel request"}
+    assert in_every_language("", "travel") == {"en": "travel", "zh-CN": "travel"}
 
 
 def test_templates_and_users_are_for_admins_only(make_state):

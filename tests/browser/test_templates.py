@@ -61,6 +61,7 @@ def test_locked_versions_are_marked_in_the_readers_language(page, app_store,
     page.get_by_role("button", name="Sign in").click()
     line = page.locator('.template-line[data-template="signin"]')
     expect(line.get_by_role("button", name="v1 of signin, locked")).to_be_visible()
+    expect(line).to_contain_text("Sign in")  # the template's title
 
     page.locator("#lang-menu").click()
     page.locator("#lang-zh-CN").click()
