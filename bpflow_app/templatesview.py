@@ -4,19 +4,46 @@ upload's analysis errors, per-circle counts, and instances as links to their flo
 migration's map of renamed circles).
 
 The page's states (`pages/templates_state.py`, `pages/migration_state.py`) read the
-store and build these.
+store and build these, in the reader's language: a template's own texts may be one
+string or a map of language → text (`reader_text`), and the page's own messages here are
+made with the state's `gettext` (`say`, English without one).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
+from bpflow import languages
 from bpflow.interactions import SIGNIN_TEMPLATE
 from bpflow.store import Store
 from bpflow_app import routes
+from bpflow_app.catalogs import N_, translate
 from engine.errors import DefinitionError
+
+# A message in the reader's language: `LangState.gettext` (English: `translate("en", ...)`).
+Say = Callable[..., str]
+ENGLISH: Say = partial(translate, languages.DEFAULT)
+
+
+def reader_text(text: Any, lang: str) -> str:
+    """A template's text for a reader of `lang`: the text itself when it is one string;
+    of a map of language → text (SPEC §17) the reader's, else English, else the first
+    given."""
+    if isinstance(text, dict):
+        return str(text.get(lang) or text.get(languages.DEFAULT)
+                   or next((t for t in text.values() if t), ""))
+    return "" if text is None else str(text)
+
+
+def in_every_language(text: Any, otherwise: str = "") -> dict[str, str]:
+    """`reader_text` of `text` for a reader of each of our languages (`otherwise` where
+    it has none): the page shows the one of its language, and a change of language
+    shows another at once."""
+    return {code: reader_text(text, code) or otherwise for code in languages.LANGUAGES}
 
 
 @dataclass
@@ -28,7 +55,7 @@ class VersionLine:
 @dataclass
 class TemplateLine:
     name: str
-    title: str
+    titles: dict[str, str]  # language -> the title its readers see (else the name)
     latest: int
     versions: list[VersionLine] = field(default_factory=list)
     retired: bool = False
@@ -68,9 +95,9 @@ def link(row: dict[str, Any]) -> InstanceLink:
                         (row.get("user") or {}).get("username") or "")
 
 
-def parse_map(text: str) -> dict[str, str]:
+def parse_map(text: str, say: Say = ENGLISH) -> dict[str, str]:
     """A migration's map as typed: a JSON object, or one `old -> new` per line (`old = new`
-    too); ValueError saying what is wrong."""
+    too); ValueError saying (in `say`'s language) what is wrong."""
     text = text.strip()
     if not text:
         return {}
@@ -78,9 +105,11 @@ def parse_map(text: str) -> dict[str, str]:
         try:
             found = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise ValueError(f"the map is not JSON: {exc.msg} at line {exc.lineno}") from None
-        if not all(isinstance(k, str) and isinstance(v, str) for k, v in found.items()):
-            raise ValueError("the map must name circle uris: {\"old\": \"new\"}")
+            raise ValueError(say(N_("The map is not JSON: %(error)s at line %(line)s"),
+                                 error=exc.msg, line=exc.lineno)) from None
+        if not isinstance(found, dict) or not all(
+                isinstance(k, str) and isinstance(v, str) for k, v in found.items()):
+            raise ValueError(say(N_('The map must name circle uris: {"old": "new"}')))
         return found
     out = {}
     for number, line in enumerate(text.splitlines(), 1):
@@ -89,32 +118,35 @@ def parse_map(text: str) -> dict[str, str]:
         sep = "->" if "->" in line else "="
         old, _, new = line.partition(sep)
         if not _ or not old.strip() or not new.strip():
-            raise ValueError(f"line {number} of the map is not 'old -> new': {line.strip()!r}")
+            raise ValueError(say(N_("Line %(line)s of the map is not “old -> new”: "
+                                    "%(text)s"), line=number, text=line.strip()))
         out[old.strip()] = new.strip()
     return out
 
 
 def template_lines(store: Store) -> list[TemplateLine]:
-    """The templates of `store`'s tenant (an admin's own: `store_for(caller)`)."""
+    """The templates of `store`'s tenant (an admin's own: `store_for(caller)`), with
+    their titles in every language."""
     retired = store.retired_templates()
     out = []
     for name, versions in sorted(store.template_versions().items()):
         locked = store.locked_versions(name)
         _, t = store.template(name)
-        out.append(TemplateLine(name, t.title or name, versions[-1],
+        out.append(TemplateLine(name, in_every_language(t.title, name), versions[-1],
                                 [VersionLine(v, v in locked) for v in reversed(versions)],
                                 name in retired, name != SIGNIN_TEMPLATE))
     return out
 
 
-def parse_body(text: str) -> Any:
-    """The uploaded JSON, or DefinitionError with one `json` error saying where it broke."""
+def parse_body(text: str, say: Say = ENGLISH) -> Any:
+    """The uploaded JSON, or DefinitionError with one `json` error saying (in `say`'s
+    language) where it broke."""
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise DefinitionError([{"code": "json", "path": "",
-                                "message": f"not JSON: {exc.msg} at line {exc.lineno} "
-                                           f"column {exc.colno}"}]) from None
+        message = say(N_("Not JSON: %(error)s at line %(line)s, column %(column)s"),
+                      error=exc.msg, line=exc.lineno, column=exc.colno)
+        raise DefinitionError([{"code": "json", "path": "", "message": message}]) from None
 
 
 def refused_link(refusal: dict[str, Any], rows: dict[str, dict[str, Any]]) -> InstanceLink:

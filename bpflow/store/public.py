@@ -13,6 +13,8 @@ from bpflow.store.accounts import (
     INTEGRATION,
     ROLES,
     USER,
+    USERNAME_MAX,
+    USERNAME_PUNCTUATION,
     Caller,
     check_password,
     hash_password,
@@ -46,7 +48,8 @@ __all__ = [
     "AlreadyStarted", "BadCursor", "BadMigration", "Conflict", "NotFound", "QuotaExceeded",
     "RateLimited", "StorageQuotaExceeded",
     # accounts: who a caller is, role names, usernames, password hashes
-    "ADMIN", "APPROVER", "DEFAULT_TENANT", "INTEGRATION", "ROLES", "USER", "Caller",
+    "ADMIN", "APPROVER", "DEFAULT_TENANT", "INTEGRATION", "ROLES", "USER", "USERNAME_MAX",
+    "USERNAME_PUNCTUATION", "Caller",
     "check_password", "hash_password", "normal_username", "reads_guest_mail",
     "username_problem", "valid_roles", "valid_username",
     # the server secret and its derived keys

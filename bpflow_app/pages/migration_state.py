@@ -83,7 +83,7 @@ class MigrationState(SessionState):
         """Migrate, once a dry run of the same request was shown (the page then reads
         the template's counts again: `TemplatesState.choose`)."""
         if not self.can_migrate:
-            return rx.toast.error("Run a dry run of this migration first")
+            return rx.toast.error(self.gettext("Run a dry run of this migration first"))
         return await self._migrate(dry=False)
 
     async def _migrate(self, dry: bool):
@@ -96,11 +96,12 @@ class MigrationState(SessionState):
         key = self._mig_key()
         self._forget_migration()
         if not (self.mig_from.isdigit() and self.mig_to.isdigit()):
-            self.mig_error = "Choose the version to migrate from and the one to migrate to"
+            self.mig_error = self.gettext(
+                "Choose the version to migrate from and the one to migrate to")
             return None
         source, target = int(self.mig_from), int(self.mig_to)
         try:
-            mapping = parse_map(self.mig_map)
+            mapping = parse_map(self.mig_map, self.gettext)
         except ValueError as exc:
             self.mig_error = str(exc)
             return None
@@ -117,8 +118,10 @@ class MigrationState(SessionState):
         self.mig_checked = key if dry else ""
         if dry:
             return None
-        return rx.toast.success(f"Migrated {len(self.mig_migrated)} instance(s) to version"
-                                f" {target}; {len(self.mig_refused)} refused")
+        return rx.toast.success(self.ngettext(
+            "Migrated %(n)s flow to version %(version)s; %(refused)s refused",
+            "Migrated %(n)s flows to version %(version)s; %(refused)s refused",
+            len(self.mig_migrated), version=target, refused=len(self.mig_refused)))
 
     def _migrated(self, store: Store, source: int, target: int, mapping: dict[str, str],
                   dry: bool, actor: str) -> tuple[dict[str, Any], dict[str, Any]]:

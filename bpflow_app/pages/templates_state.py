@@ -26,6 +26,7 @@ from bpflow_app.templatesview import (
     InstanceLink,
     StatLine,
     TemplateLine,
+    in_every_language,
     link,
     parse_body,
     template_lines,
@@ -39,6 +40,9 @@ class TemplatesState(SessionState):
     items: list[TemplateLine] = []
     name: str = ""
     version: int = 0
+    # the chosen template's title and description: language -> the text its readers see
+    titles: dict[str, str] = {}
+    descriptions: dict[str, str] = {}
     preview: Drawing = Drawing()
     stats: list[StatLine] = []
     statuses: dict[str, int] = {}
@@ -68,6 +72,8 @@ class TemplatesState(SessionState):
     def _choose(self, store: Store, name: str, version: int | None) -> None:
         number, t = store.template(name, version)
         self.name, self.version = name, number
+        self.titles = in_every_language(t.title, name)
+        self.descriptions = in_every_language(t.description)
         nested = {cid: node.weak for cid, node in t.plan.nodes.items() if node.weak}
         self.preview = draw(t.analysis, {}, expanded=set(t.analysis.get("nested", {})),
                             weak=nested or None)
@@ -123,7 +129,7 @@ class TemplatesState(SessionState):
         try:
             data = await files[0].read()
             if len(data) > MAX_UPLOAD:
-                yield rx.toast.error("That file is too large for a template")
+                yield rx.toast.error(self.gettext("That file is too large for a template"))
                 return
             yield await self._offered(self._as_admin(lambda store: self._store(
                 store, data.decode("utf-8", errors="replace"))))
@@ -133,17 +139,22 @@ class TemplatesState(SessionState):
     def _store(self, store: Store, text: str):
         self.errors, self.outcome = [], ""
         try:
-            body = parse_body(text)
+            body = parse_body(text, self.gettext)
             version, created = store.put_template(body)
         except DefinitionError as exc:
             self.errors = [ErrorLine(e["code"], e["path"] or "/", e["message"])
                            for e in exc.errors]
-            return rx.toast.error(f"The template has {len(self.errors)} problem(s)")
+            return rx.toast.error(self.ngettext(
+                "The template has %(n)s problem", "The template has %(n)s problems",
+                len(self.errors)))
         except BpflowError as exc:
             return rx.toast.error(str(exc))
         name = body["name"]
-        self.outcome = (f"Stored {name} version {version}" if created else
-                        f"Identical to {name} version {version}; nothing was stored")
+        self.outcome = (
+            self.gettext("Stored %(name)s version %(version)s", name=name, version=version)
+            if created else
+            self.gettext("Identical to %(name)s version %(version)s; nothing was stored",
+                         name=name, version=version))
         self.name, self.version = name, version
         self._refresh(store)
         return rx.toast.success(self.outcome)
@@ -167,7 +178,8 @@ class TemplatesState(SessionState):
     def _retire(self, caller: Caller, name: str, retire: bool):
         store = store_for(caller)
         if retire and name == SIGNIN_TEMPLATE:
-            return rx.toast.error("Signing in starts this flow: it cannot be retired")
+            return rx.toast.error(self.gettext(
+                "Signing in starts this flow: it cannot be retired"))
         try:
             if retire:
                 store.retire_template(name, caller.username)
@@ -176,8 +188,10 @@ class TemplatesState(SessionState):
         except BpflowError as exc:
             return rx.toast.error(str(exc))
         self._refresh(store)
-        return rx.toast.success(f"Retired {name}: it can no longer be started" if retire
-                                else f"Restored {name}: it can be started again")
+        return rx.toast.success(
+            self.gettext("Retired %(name)s: it can no longer be started", name=name)
+            if retire else
+            self.gettext("Restored %(name)s: it can be started again", name=name))
 
     # ------------------------------------------------------- where a circle is
     @rx.event

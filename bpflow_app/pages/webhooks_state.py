@@ -13,10 +13,10 @@ import reflex as rx
 
 from bpflow.access import Caller
 from bpflow.backend import store_for
-from bpflow.errors import BpflowError
+from bpflow.errors import BpflowError, NotFound
 from bpflow.store.public import TYPES
-from bpflow.webhooks import WebhookInvalid, add_webhook
-from bpflow_app.boxview import clock_text
+from bpflow.webhooks import SECRET_LENGTH, WebhookInvalid, add_webhook
+from bpflow_app.boxview import iso_text
 from bpflow_app.session import SessionState
 
 SHOWN_DELIVERIES = 50
@@ -30,7 +30,7 @@ class HookLine:
     events: str
     state: str  # active, failing, disabled
     reason: str  # why it was disabled
-    created: str
+    created: str  # ISO (components/when.py shows it)
     pending: int
     delivered: int
     failed: int
@@ -45,20 +45,20 @@ class DeliveryLine:
     attempts: int
     status: str  # the last HTTP status, "" when none came
     error: str
-    when: str  # delivered at, or (pending) next attempt at
+    when: str  # ISO: delivered at, or (pending) next attempt at
 
 
 def hook_line(h: dict[str, Any]) -> HookLine:
     d = h["deliveries"]
     return HookLine(h["id"], h["url"], ", ".join(h["events"]), h["state"],
-                    h["disabled_reason"] or "", clock_text(h["created_at"]), d["pending"],
+                    h["disabled_reason"] or "", iso_text(h["created_at"]), d["pending"],
                     d["delivered"], d["failed"])
 
 
 def delivery_line(d: dict[str, Any]) -> DeliveryLine:
     when = d["delivered_at"] if d["state"] == "delivered" else d["next_at"]
     return DeliveryLine(d["id"], d["event_id"], d["type"] or "", d["state"], d["attempts"],
-                        str(d["status_code"] or ""), d["error"] or "", clock_text(when))
+                        str(d["status_code"] or ""), d["error"] or "", iso_text(when))
 
 
 def new_secret() -> str:
@@ -113,20 +113,43 @@ class WebhooksState(SessionState):
         url = str(form_data.get("url") or "").strip()
         return self._guarded(lambda caller: self._add(caller, url), admin=True)
 
+    def _problems(self, url: str) -> dict[str, str]:
+        """What the form lacks, said in the reader's language (`add_webhook` checks all
+        of it again, and asks the egress guard about the URL)."""
+        problems = {}
+        if not url:
+            problems["url"] = self.gettext("Enter the URL the events are POSTed to")
+        elif any(c <= " " or c == "\x7f" for c in url):
+            problems["url"] = self.gettext("A URL has no spaces or control characters")
+        elif not url.lower().startswith(("http://", "https://")):
+            problems["url"] = self.gettext("Only http and https URLs can be called")
+        if not self.picked:
+            problems["events"] = self.gettext("Choose at least one event type")
+        if not SECRET_LENGTH[0] <= len(self.secret) <= SECRET_LENGTH[1]:
+            problems["secret"] = self.gettext("A secret has %(least)s to %(most)s characters",
+                                              least=SECRET_LENGTH[0], most=SECRET_LENGTH[1])
+        return problems
+
     def _add(self, caller: Caller, url: str):
-        self.errors = {}
-        try:
-            hook = add_webhook(store_for(caller), url, self.picked, self.secret,
-                               caller.username)
-        except WebhookInvalid as exc:
-            self.errors = {exc.field: str(exc).split(": ", 1)[-1]}
-            return rx.toast.error("Please check the form")
-        except BpflowError as exc:  # the most webhooks a tenant may have
-            self.errors = {"url": str(exc)}
-            return rx.toast.error(str(exc))
+        self.errors = self._problems(url)
+        if not self.errors:
+            try:
+                hook = add_webhook(store_for(caller), url, self.picked, self.secret,
+                                   caller.username)
+            except WebhookInvalid as exc:  # the egress guard's answer (in English)
+                why = str(exc).split(": ", 1)[-1]
+                self.errors = {exc.field: self.gettext(
+                    "bpflow may not call this URL: %(why)s", why=why)
+                    if exc.field == "url" else why}
+            except BpflowError as exc:  # the most webhooks a tenant may have
+                self.errors = {"url": str(exc)}
+                return rx.toast.error(str(exc))
+        if self.errors:
+            return rx.toast.error(self.gettext("Please check the form"))
         self.secret, self.chosen = new_secret(), hook["id"]
         self._fetch(caller)
-        return [rx.toast.success(f"Added the webhook to {url}"), rx.set_value("new-url", "")]
+        return [rx.toast.success(self.gettext("Added the webhook to %(url)s", url=url)),
+                rx.set_value("new-url", "")]
 
     @rx.event
     def choose(self, webhook_id: int):
@@ -149,7 +172,12 @@ class WebhooksState(SessionState):
     def _delete(self, caller: Caller, webhook_id: int):
         try:
             hook = store_for(caller).delete_webhook(webhook_id)
+        except NotFound:  # deleted meanwhile (or never this tenant's)
+            self._fetch(caller)
+            return rx.toast.error(self.gettext("There is no webhook %(id)s any more",
+                                               id=webhook_id))
         except BpflowError as exc:
             return rx.toast.error(str(exc))
         self._fetch(caller)
-        return rx.toast.success(f"Deleted the webhook to {hook['url']}")
+        return rx.toast.success(self.gettext("Deleted the webhook to %(url)s",
+                                             url=hook["url"]))

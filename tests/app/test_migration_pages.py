@@ -93,7 +93,7 @@ def test_migrating_needs_a_dry_run_of_the_same_request_first(make_state, web_sto
     mig.set_mig_map("review = check")
     go(mig.dry_run())
     events = go(mig.migrate())
-    assert "Migrated 2 instance(s) to version 2" in str(events)
+    assert "Migrated 2 flows to version 2; 0 refused" in str(events)
     assert versions(web_store, ids) == [2, 2]
     run(state.choose(state.name, state.version))  # what the Migrate button runs next
     assert mig.mig_shown and not mig.mig_dry and not mig.can_migrate
@@ -152,10 +152,10 @@ def test_errors_are_messages(make_state, web_store):
     assert not mig.mig_shown and not mig.can_migrate
     mig.set_mig_map("just words")
     go(mig.dry_run())
-    assert mig.mig_error == "line 1 of the map is not 'old -> new': 'just words'"
+    assert mig.mig_error == "Line 1 of the map is not “old -> new”: just words"
     mig.set_mig_map('{"review": ')
     go(mig.dry_run())
-    assert mig.mig_error.startswith("the map is not JSON")
+    assert mig.mig_error.startswith("The map is not JSON")
     mig.set_mig_map("")
     mig.set_mig_to("2")
     mig.set_mig_from("2")
@@ -169,3 +169,22 @@ def test_the_map_is_typed_as_lines_or_json():
     assert parse_map("") == {}
     assert parse_map(" a -> b \n\n c.d = e.f ") == {"a": "b", "c.d": "e.f"}
     assert parse_map('{"a": "b"}') == {"a": "b"}
+
+
+def test_the_panels_messages_are_in_the_pages_language(make_state, web_store):
+    ids = started(web_store)
+    web_store.put_template(v2(web_store))
+    state, mig = chosen(make_state, "reimbursement", 2)
+    state.choice = "zh-CN"  # the language menu's (shared by the page's states)
+    assert mig.lang == "zh-CN"
+    assert "请先预演这次迁移" in str(go(mig.migrate()))
+    mig.set_mig_map("just words")
+    go(mig.dry_run())
+    assert mig.mig_error == "对照表第 1 行不是“旧 -> 新”：just words"
+    mig.set_mig_map('{"review": ')
+    go(mig.dry_run())
+    assert mig.mig_error.startswith("对照表不是 JSON：第 1 行")
+    mig.set_mig_map("review -> check")
+    go(mig.dry_run())
+    assert "已将 2 个流程迁移到版本 2，0 个被拒绝" in str(go(mig.migrate()))
+    assert versions(web_store, ids) == [2, 2]

@@ -8,6 +8,7 @@ from bpflow_app.pages.flows_state import FlowsState
 from bpflow_app.pages.guest_state import GuestState
 from bpflow_app.pages.templates_state import TemplatesState
 from bpflow_app.pages.users_state import UsersState
+from bpflow_app.templatesview import in_every_language, reader_text
 from tests.app.helpers import run
 
 
@@ -186,6 +187,40 @@ def test_locked_versions_are_marked(make_state, web_store):
     line = next(t for t in state.items if t.name == "reimbursement")
     assert line.versions[0].locked
     assert not next(t for t in state.items if t.name == "order").versions[0].locked
+
+
+def test_the_templates_pages_messages_are_in_the_pages_language(make_state, web_store):
+    state = make_state(TemplatesState, user="root")
+    state.choice = "zh-CN"
+    run(state.load())
+    body = {"name": "bad", "circles": [{"uri": "a", "deps": [["zz"]]}, {"uri": "a"}]}
+    assert "模板有 2 个问题" in str(run(state.paste({"body": json.dumps(body)})))
+    run(state.paste({"body": '{"name": '}))
+    assert state.errors[0].message.startswith("不是 JSON：第 1 行第 10 列")
+    body = dict(web_store.latest_body("reimbursement"), title="Expenses")
+    assert "已保存 reimbursement 版本 2" in str(run(state.paste({"body": json.dumps(body)})))
+    assert state.outcome == "已保存 reimbursement 版本 2"
+    assert state.titles == {"en": "Expenses", "zh-CN": "Expenses"}
+    run(state.paste({"body": json.dumps(body)}))
+    assert state.outcome == "与 reimbursement 版本 2 完全相同，未保存"
+    state.ask("signin", True)
+    assert "登录会发起这个流程，不能停用" in str(run(state.confirm()))
+    state.ask("order", True)
+    assert "已停用 order：不能再发起" in str(run(state.confirm()))
+    state.ask("order", False)
+    assert "已启用 order：可以再次发起" in str(run(state.confirm()))
+
+
+def test_a_templates_text_is_the_readers_when_it_comes_in_several_languages():
+    both = {"en": "Travel request", "zh-CN": "出差申请"}
+    assert reader_text(both, "zh-CN") == "出差申请" and reader_text(both, "en") == "Travel request"
+    assert reader_text(both, "fr") == "Travel request"  # else English
+    assert reader_text({"zh-CN": "出差申请", "ja": "出張"}, "en") == "出差申请"  # else the first
+    assert reader_text("Travel request", "zh-CN") == "Travel request"  # one text for all
+    assert reader_text(None, "en") == "" and reader_text({}, "en") == ""
+    assert in_every_language({"en": "Travel request"}, "travel") == {
+        "en": "Travel request", "zh-CN": "Travel request"}
+    assert in_every_language("", "travel") == {"en": "travel", "zh-CN": "travel"}
 
 
 def test_templates_and_users_are_for_admins_only(make_state):

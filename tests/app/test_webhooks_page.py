@@ -103,3 +103,40 @@ def test_an_admin_sees_only_the_tenants_webhooks(make_state, web_store):
     state.ask_delete(theirs["id"])
     events = run(state.confirm_delete())
     assert "no webhook" in str(events) and len(web_store.webhooks()) == 1
+
+
+def test_the_pages_messages_are_in_the_pages_language(make_state, web_store, monkeypatch):
+    state = make_state(WebhooksState, user="root")
+    state.choice = "zh-CN"
+    state.load()
+    for kind in DEFAULT_TYPES:
+        state.toggle(kind, False)
+    state.set_secret("short")
+    events = run(state.add({"url": "ftp://127.0.0.1/x"}))
+    assert state.errors == {"url": "只能调用 http 和 https 的 URL",
+                            "events": "请至少选择一种事件",
+                            "secret": "密钥为 16 到 200 个字符"}
+    assert "请检查表单" in str(events)
+    state.toggle("instance.started", True)
+    state.another_secret()
+    monkeypatch.delenv("BPFLOW_EGRESS_ALLOW", raising=False)
+    run(state.add({"url": URL}))
+    assert state.errors["url"].startswith("bpflow 不能调用这个 URL：")
+    assert "loopback" in state.errors["url"]  # the guard's own reason
+    monkeypatch.setenv("BPFLOW_EGRESS_ALLOW", "127.0.0.1")
+    assert f"已添加发往 {URL} 的 Webhook" in str(run(state.add({"url": URL})))
+    [hook] = web_store.webhooks()
+    state.ask_delete(hook["id"])
+    assert f"已删除发往 {URL} 的 Webhook" in str(run(state.confirm_delete()))
+    state.ask_delete(hook["id"])
+    assert f"Webhook {hook['id']} 已不存在" in str(run(state.confirm_delete()))
+
+
+def test_times_are_sent_as_iso_for_the_browser_to_show(make_state, web_store):
+    state = added(make_state)
+    web_store.put_template({"name": "quick", "circles": [{"uri": "a"}]})
+    web_store.start("quick", {}, web_store.user("root"))
+    web_store.of(None).hand_out()
+    state.refresh()
+    assert state.hooks[0].created.endswith("+00:00") and "T" in state.hooks[0].created
+    assert all(d.when == "" or d.when.endswith("+00:00") for d in state.deliveries)

@@ -47,19 +47,19 @@ def test_an_admin_dry_runs_then_migrates_and_a_moved_flow_goes_on_at_v2(
     expect(page.locator("#template-preview")).to_contain_text("trip v2")
 
     # the per-circle counts open the instances they count
-    page.get_by_role("button", name="Instances with ask success").click()
+    page.get_by_role("button", name="1 flow at ask: success").click()
     listed = page.locator("#circle-instances .instance-line")
     expect(listed).to_have_count(1)
     expect(listed.first).to_have_attribute("data-instance", asked.id)
 
     migration = page.locator("#migration")
-    expect(migration).to_contain_text("Migrate instances of v1 to v2")
+    expect(migration).to_contain_text("Migrate flows of v1 to v2")
     run = page.locator("#migrate-run")
     expect(run).to_be_disabled()
     page.get_by_label("Map of renamed circles").fill("ask -> request")
     page.locator("#migrate-dry-run").click()
     expect(page.locator("#migration-outcome")).to_contain_text(
-        "Dry run: 2 instance(s) would be migrated, 0 refused. Nothing was changed.")
+        "Dry run: 2 flows would be migrated, 0 refused. Nothing was changed.")
     expect(page.locator("#migration-migrated .instance-line")).to_have_count(2)
     expect(run).to_be_enabled()
     screenshot(page, "migration_dry_run")
@@ -67,7 +67,7 @@ def test_an_admin_dry_runs_then_migrates_and_a_moved_flow_goes_on_at_v2(
 
     run.click()
     expect(page.locator("#migration-outcome")).to_contain_text(
-        "Migrated 2 instance(s); 0 refused.")
+        "Migrated 2 flows; 0 refused.")
     expect(run).to_be_disabled()
     assert [app_store.get(i).version for i in (waiting, asked.id)] == [2, 2]
     screenshot(page, "migration_done")

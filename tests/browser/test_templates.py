@@ -47,15 +47,34 @@ def test_7_admin_sees_upload_errors_by_path_then_stores_a_new_version(
     expect(page.locator("#upload-outcome")).to_contain_text("Stored travel version 2")
     expect(rows).to_have_count(0)
     line = page.locator('.template-line[data-template="travel"]')
-    expect(line.get_by_role("button", name="travel version 2")).to_be_visible()
+    expect(line.get_by_role("button", name="v2 of travel")).to_be_visible()
     expect(page.locator("#template-preview")).to_contain_text("travel v2")
     screenshot(page, "journey7_new_version")
 
 
-def test_locked_versions_are_marked(page, sign_in) -> None:
-    sign_in(page, "root", path="/templates")
+def test_locked_versions_are_marked_in_the_readers_language(page, app_store,
+                                                            screenshot) -> None:
+    app_store.add_user("lihua", "lihua-pass-1", ["admin"])  # her language is hers alone
+    page.goto("/templates")
+    page.get_by_label("Username").fill("lihua")
+    page.get_by_label("Password").fill("lihua-pass-1")
+    page.get_by_role("button", name="Sign in").click()
     line = page.locator('.template-line[data-template="signin"]')
-    expect(line.get_by_role("button", name="signin version 1 (locked)")).to_be_visible()
+    expect(line.get_by_role("button", name="v1 of signin, locked")).to_be_visible()
+    expect(line).to_contain_text("Sign in")  # the template's title
+
+    page.locator("#lang-menu").click()
+    page.locator("#lang-zh-CN").click()
+    expect(page.get_by_role("heading", name="模板", exact=True).first).to_be_visible()
+    expect(line.get_by_role("button", name="signin 的 v1（已锁定）")).to_be_visible()
+    expect(page.get_by_role("heading", name="上传新版本")).to_be_visible()
+    expect(page.get_by_role("tab", name="文件")).to_be_visible()
+    page.get_by_label("模板 JSON").fill(json.dumps(BROKEN))
+    page.get_by_role("button", name="上传", exact=True).click()
+    expect(page.get_by_role("alert").filter(has_text="模板未保存：有")).to_be_visible()
+    expect(page.get_by_role("columnheader", name="路径")).to_be_visible()
+    expect(page.locator("#template-preview")).to_contain_text("流程（所有版本）")
+    screenshot(page, "templates_zh")
 
 
 def test_upload_by_file(page, sign_in, tmp_path) -> None:
