@@ -110,7 +110,7 @@ class MigrationState(SessionState):
                 self._migrated, store_for(caller), source, target, mapping, dry,
                 caller.username)
         except BpflowError as exc:  # an unknown version, a map naming unknown circles
-            self.mig_error = str(exc)
+            self.mig_error = self.explain(exc)
             return None
         self.mig_migrated = [link(rows[i]) for i in outcome["migrated"] if i in rows]
         self.mig_refused = [refused_link(r, rows) for r in outcome["refused"]]

@@ -106,7 +106,7 @@ class TemplatesState(SessionState):
             try:
                 self._choose(store, name, version)
             except BpflowError as exc:  # gone meanwhile (or never this tenant's)
-                return rx.toast.error(str(exc))
+                return rx.toast.error(self.explain(exc))
             return None
         return await self._offered(self._as_admin(choose))
 
@@ -148,7 +148,7 @@ class TemplatesState(SessionState):
                 "The template has %(n)s problem", "The template has %(n)s problems",
                 len(self.errors)))
         except BpflowError as exc:
-            return rx.toast.error(str(exc))
+            return rx.toast.error(self.explain(exc))
         name = body["name"]
         self.outcome = (
             self.gettext("Stored %(name)s version %(version)s", name=name, version=version)
@@ -186,7 +186,7 @@ class TemplatesState(SessionState):
             else:
                 store.restore_template(name)
         except BpflowError as exc:
-            return rx.toast.error(str(exc))
+            return rx.toast.error(self.explain(exc))
         self._refresh(store)
         return rx.toast.success(
             self.gettext("Retired %(name)s: it can no longer be started", name=name)

@@ -142,8 +142,8 @@ class WebhooksState(SessionState):
                     "bpflow may not call this URL: %(why)s", why=why)
                     if exc.field == "url" else why}
             except BpflowError as exc:  # the most webhooks a tenant may have
-                self.errors = {"url": str(exc)}
-                return rx.toast.error(str(exc))
+                self.errors = {"url": self.explain(exc)}
+                return rx.toast.error(self.explain(exc))
         if self.errors:
             return rx.toast.error(self.gettext("Please check the form"))
         self.secret, self.chosen = new_secret(), hook["id"]
@@ -177,7 +177,7 @@ class WebhooksState(SessionState):
             return rx.toast.error(self.gettext("There is no webhook %(id)s any more",
                                                id=webhook_id))
         except BpflowError as exc:
-            return rx.toast.error(str(exc))
+            return rx.toast.error(self.explain(exc))
         self._fetch(caller)
         return rx.toast.success(self.gettext("Deleted the webhook to %(url)s",
                                              url=hook["url"]))
