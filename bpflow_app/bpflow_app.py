@@ -10,6 +10,7 @@ from bpflow_app.asset_cache import cache_fingerprinted_assets
 from bpflow_app.components.frame import outer_circle
 from bpflow_app.frame_state import page_loads
 from bpflow_app.i18n import _
+from bpflow_app.page_paths import pages_without_redirect
 from bpflow_app.pages.flow import flow_page
 from bpflow_app.pages.flow_state import FlowState
 from bpflow_app.pages.flows import flows_page
@@ -31,8 +32,10 @@ from bpflow_app.pages.webhooks_state import WebhooksState
 
 # The Radix theme is configured in rxconfig.py (RadixThemesPlugin).
 app = rx.App(api_transformer=create_app(), stylesheets=["/styles.css"])  # REST API: /api
-# Fingerprinted frontend files are cached for good (wrapped around the REST API above).
-app.api_transformer = [app.api_transformer, cache_fingerprinted_assets]
+# Fingerprinted frontend files are cached for good (wrapped around the REST API above);
+# a page is answered at its own address (`/flows`, not a redirect to `/flows/`).
+app.api_transformer = [app.api_transformer, cache_fingerprinted_assets,
+                       pages_without_redirect]
 app.register_lifespan_task(lifespan)
 # Signed-in pages load on the server right after hydrating (on_load: no round trip
 # through the browser), the frame's load last; see frame_state.page_loads.

@@ -80,7 +80,8 @@ class TasksState(SessionState):
                 pages[which] = last
                 rows, totals[which] = store.tasks(caller, which, None, PAGE_SIZE,
                                                   last * PAGE_SIZE)
-            tasks[which] = [task_view(store, caller, r, now, words) for r in rows]
+            tasks[which] = [task_view(store, caller, r, now, words, self._language())
+                            for r in rows]
         for name, value in (("tasks", tasks), ("task_totals", totals),
                             ("task_pages", pages),
                             ("task_count", sum(totals.values()))):
@@ -89,6 +90,7 @@ class TasksState(SessionState):
 
     @rx.event
     def load(self):
+        """After `MailState.load`, which says whether the Tasks tab opens (`shown`)."""
         caller = self._visitor()
         if caller is None:
             return None
@@ -171,12 +173,12 @@ class TasksState(SessionState):
     @rx.event
     def claim(self, iid: str, uri: str):
         yield from self._work(iid, uri, lambda store, caller: moves.claim(
-            store, caller, iid, uri), "Claimed: it is yours now")
+            store, caller, iid, uri), self.gettext("Claimed: it is yours now"))
 
     @rx.event
     def unclaim(self, iid: str, uri: str):
         yield from self._work(iid, uri, lambda store, caller: moves.unclaim(
-            store, caller, iid, uri), "Given back to the group")
+            store, caller, iid, uri), self.gettext("Given back to the group"))
 
     @rx.event
     def ask_delegate(self, iid: str, uri: str, title: str):
@@ -191,7 +193,7 @@ class TasksState(SessionState):
                 return rx.toast.warning(str(exc))
             self.delegates = moves.delegates(store, caller, task)
             if not self.delegates:
-                return rx.toast.info("There is nobody else this task may go to")
+                return rx.toast.info(self.gettext("There is nobody else this task may go to"))
             self._handing, self.handing, self.handing_title = (iid, uri), f"{iid} {uri}", title
             self.delegate_to = ""
             return None
@@ -212,11 +214,11 @@ class TasksState(SessionState):
         if not iid:
             return
         if not to:
-            yield rx.toast.warning("Choose whom to hand the task to")
+            yield rx.toast.warning(self.gettext("Choose whom to hand the task to"))
             return
         self.handing = ""
         yield from self._work(iid, uri, lambda store, caller: moves.delegate(
-            store, caller, iid, uri, to), f"Handed to {to}")
+            store, caller, iid, uri, to), self.gettext("Handed to %(name)s", name=to))
 
     def _work(self, iid: str, uri: str, step: Callable[[Store, Caller], Any], done: str):
         """Run one step on a task (its row busy meanwhile), then show both lists anew."""
