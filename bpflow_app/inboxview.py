@@ -126,6 +126,7 @@ class TaskView:
     description: str = ""
     waits: str = ""  # whom it waits for, by name and role ("fred", "finance")
     waits_you: bool = False  # the reader holds it
+    summary: str = ""  # what the flow is about (`flowsview.summary`)
     ready: str = ""  # ISO
     due: str = ""  # ISO; "" when the task has no due time
     overdue: bool = False
@@ -133,9 +134,10 @@ class TaskView:
 
 def task_view(store: Store, caller: Caller, row: Any, now: datetime,
               words: dict[tuple[str, int, str], tuple[Any, Any]] | None = None,
-              lang: str = "en") -> TaskView:
+              lang: str = "en", about: str = "") -> TaskView:
     """A row of `Store.tasks` for the list (`words`: the circles' titles and descriptions
-    looked up so far, kept across the rows of one read), in `lang`."""
+    looked up so far, kept across the rows of one read), in `lang`; `about`: the flow's
+    summary."""
     task = row.task
     words = {} if words is None else words
     key = (row.template, row.version, row.circle)
@@ -150,7 +152,7 @@ def task_view(store: Store, caller: Caller, row: Any, now: datetime,
         short=row.instance_id[:8], href=routes.flow(row.instance_id), uri=row.circle,
         flow=title or row.template, description=description or row.circle,
         waits=", ".join(who[:WAITS_MOST]) + (", …" if len(who) > WAITS_MOST else ""),
-        waits_you=holder == caller.username, ready=iso_text(row.ready_at),
+        waits_you=holder == caller.username, summary=about, ready=iso_text(row.ready_at),
         due=iso_text(due), overdue=due is not None and due <= now)
 
 

@@ -182,6 +182,7 @@ def _task(t: rx.Var[TaskView], mine: bool) -> rx.Component:
         rx.el.div(
             rx.el.div(
                 rx.el.p(t.description, class_name="mail-subject"),
+                rx.cond(t.summary != "", rx.el.p(t.summary, class_name="mail-meta task-about")),
                 rx.el.p(rx.link(title, href=t.href, size="1", class_name="task-flow"),
                         " · ", rx.el.span(waits, class_name="task-waits"),
                         class_name="mail-meta"),

@@ -25,6 +25,7 @@ from bpflow.errors import Unauthorized
 from bpflow.store import Store
 from bpflow.store.public import EVERYTHING, task_keys
 from bpflow_app import routes
+from bpflow_app.flowsview import summary
 from bpflow_app.inboxview import KINDS, PAGE_SIZE, TASKS, TaskView, task_view
 from bpflow_app.session import SessionState
 from engine.errors import BpflowError
@@ -71,7 +72,8 @@ class TasksState(SessionState):
         store = store_for(caller)
         now = store.engine.clock()
         tasks, totals, pages = {}, {}, dict(self.task_pages)
-        words: dict[tuple[str, int, str], tuple[str, str]] = {}
+        words: dict[tuple[str, int, str], tuple[Any, Any]] = {}
+        found = {}
         for which in LISTS:
             rows, totals[which] = store.tasks(caller, which, None, PAGE_SIZE,
                                               pages[which] * PAGE_SIZE)
@@ -80,8 +82,13 @@ class TasksState(SessionState):
                 pages[which] = last
                 rows, totals[which] = store.tasks(caller, which, None, PAGE_SIZE,
                                                   last * PAGE_SIZE)
-            tasks[which] = [task_view(store, caller, r, now, words, self._language())
-                            for r in rows]
+            found[which] = rows
+        ids = list(dict.fromkeys(r.instance_id for rows in found.values() for r in rows))
+        about = {iid: summary(inst) for iid, inst in
+                 (store.get_many(ids) if ids else {}).items()}
+        for which, rows in found.items():
+            tasks[which] = [task_view(store, caller, r, now, words, self._language(),
+                                      about.get(r.instance_id, "")) for r in rows]
         for name, value in (("tasks", tasks), ("task_totals", totals),
                             ("task_pages", pages),
                             ("task_count", sum(totals.values()))):

@@ -174,6 +174,7 @@ def test_my_groups_lists_the_review_and_a_claim_moves_it_to_mine(make_state, rev
         review, "review", review[:8], f"/flow/{review}")
     assert (task.flow, task.description, task.waits, task.waits_you) == (
         "Expense claim", "Finance checks the claim", "finance", False)
+    assert task.summary == "30 · Hotel · bob"  # what the claim is about
     ready, due = (datetime.fromisoformat(t) for t in (task.ready, task.due))  # ISO
     assert due - ready == timedelta(days=2) and not task.overdue
     run(fred.claim(review, "review"))

@@ -220,6 +220,7 @@ def test_5_the_inbox_journeys_in_chinese(browser, app_server, app_store, account
         expect(fang.get_by_role("heading", name="我的组")).to_be_visible()
         row = fang.locator(f'#tasks-candidate .task-row[data-instance="{iid}"]')
         expect(row).to_contain_text("等待 finance 处理")
+        expect(row.locator(".task-about")).to_have_text("88 · 出租车去机场 · bob")
         expect(row).to_contain_text(re.compile("到达：\\S"))  # "3秒钟前": relative, local
         expect(row.locator("time").first).not_to_contain_text("UTC")
         expect(fang.locator("#tasks-me")).to_contain_text("没有分配给你的任务")
