@@ -2,8 +2,8 @@
 messages in tabs. It opens on the tab with work waiting (`inboxview.opening_tab`);
 `/inbox?tab=tasks` opens the Tasks tab.
 
-The tabs control one panel (`#inbox-panel`), whose content follows the tab chosen: the
-Tasks tab's lists, or a page of mail of the kind chosen."""
+The tabs control one panel (Radix's content of the tab shown), whose content follows
+the tab chosen: the Tasks tab's lists, or a page of mail of the kind chosen."""
 
 from __future__ import annotations
 
@@ -21,21 +21,20 @@ from bpflow_app.session import SessionState
 
 S = MailState
 T = TasksState
-PANEL = "inbox-panel"
 TABS = (("approval", N_("Approvals"), "stamp"), ("message", N_("Messages"), "message-square"),
         ("guest", N_("Guest messages"), "user-round"))
 
 
 def _tab(kind: str, label: str, icon: str, count: rx.Var[int] | None = None,
          color: str = "red", badge_class: str = "unread") -> rx.Component:
-    """A tab: it controls the one panel, which is labelled by the tab shown."""
+    """A tab (its panel: the one content, of the tab shown)."""
     count = S.unread[kind] if count is None else count
     return rx.tabs.trigger(
         rx.hstack(rx.icon(icon, size=14), _(label),
                   rx.cond(count > 0, rx.badge(count, color_scheme=color, radius="full",
                                               variant="solid", class_name=badge_class)),
                   spacing="2", align="center"),
-        value=kind, id=f"inbox-tab-{kind}", custom_attrs={"aria-controls": PANEL},
+        value=kind,
     )
 
 
@@ -273,10 +272,10 @@ def inbox_page() -> rx.Component:
     return rx.vstack(
         page_header(_("Inbox"), _("Approvals and tasks waiting for you, messages, and notes "
                                   "from guests.")),
-        rx.tabs.root(rx.tabs.list(*tabs, aria_label=_("Inbox")), value=S.kind,
-                     on_change=[S.show, T.show], width="100%"),
-        rx.box(rx.cond(S.kind == TASKS, _tasks(), _list()), id=PANEL, role="tabpanel",
-               width="100%", custom_attrs={"aria-labelledby": "inbox-tab-" + S.kind}),
+        rx.tabs.root(rx.tabs.list(*tabs, aria_label=_("Inbox")),
+                     rx.tabs.content(rx.cond(S.kind == TASKS, _tasks(), _list()),
+                                     value=S.kind, width="100%", padding_top="12px"),
+                     value=S.kind, on_change=[S.show, T.show], width="100%"),
         spacing="3", width="100%",
     )
 

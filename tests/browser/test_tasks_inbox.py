@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 import time
+from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
@@ -27,6 +28,16 @@ from bpflow.mailbox import Mailbox
 from bpflow.worker import Worker
 
 pytestmark = pytest.mark.browser
+AXE = (Path(__file__).resolve().parents[2] / ".tools" / "axe" / "node_modules" / "axe-core"
+       / "axe.min.js")  # `make axe`
+# axe-core's rules of what these pages had wrong: the tabs' `aria-controls` naming nothing,
+# an empty table header, names that do not hold the visible text
+RULES = ["aria-valid-attr-value", "aria-allowed-attr", "empty-table-header",
+         "label-content-name-mismatch", "button-name", "link-name"]
+# (the header's outer flow is the frame's, not these pages')
+AXE_RUN = """async (rules) => (await axe.run({exclude: [['#outer-steps']]},
+  {runOnly: {type: 'rule', values: rules}, resultTypes: ['violations']})).violations.map(
+    v => ({id: v.id, nodes: v.nodes.map(n => n.html.slice(0, 160))}))"""
 FINANCE = {"fiona": "fiona-pass-1", "frank": "frank-pass-1"}
 PAYOUT = {"name": "payout", "title": "Supplier payout", "circles": [
     {"uri": "check", "description": "Check the supplier's bank details",
@@ -64,6 +75,13 @@ def pick_user(page, control, name: str) -> None:
         expect(control).to_contain_text(name)
     else:
         control.fill(name)
+
+
+def axe_violations(page) -> list[dict]:
+    """What axe-core finds wrong with the page as it is now, of `RULES`."""
+    assert AXE.exists(), f"{AXE} is missing: run `make axe`"
+    page.add_script_tag(path=str(AXE))
+    return page.evaluate(AXE_RUN, RULES)
 
 
 def wait_for(check, seconds: float = 15.0) -> None:
@@ -214,9 +232,10 @@ def test_5_the_inbox_journeys_in_chinese(browser, app_server, app_store, account
         fang = chinese("fang", "fang-pass-1")
         tasks_tab = fang.get_by_role("tab", name="待办")
         expect(tasks_tab).to_have_attribute("data-state", "active")
-        expect(tasks_tab).to_have_attribute("aria-controls", "inbox-panel")
-        expect(fang.locator("#inbox-panel[role=tabpanel]")).to_have_attribute(
-            "aria-labelledby", "inbox-tab-tasks")
+        panel = fang.locator(f'[id="{tasks_tab.get_attribute("aria-controls")}"]')
+        expect(panel).to_have_attribute("role", "tabpanel")  # the tab controls its panel
+        expect(panel).to_have_attribute("aria-labelledby", tasks_tab.get_attribute("id"))
+        expect(panel.get_by_role("heading", name="我的待办")).to_be_visible()
         expect(fang.get_by_role("heading", name="我的组")).to_be_visible()
         row = fang.locator(f'#tasks-candidate .task-row[data-instance="{iid}"]')
         expect(row).to_contain_text("等待 finance 处理")
@@ -231,6 +250,7 @@ def test_5_the_inbox_journeys_in_chinese(browser, app_server, app_store, account
         expect(mine).to_contain_text("等待你处理")
         expect(mine.get_by_role("button", name=re.compile("^取消认领 "))).to_be_visible()
         screenshot(fang, "tasks_journey5_zh_claimed")
+        assert axe_violations(fang) == []
 
         fang.goto("/flows")  # taking part: by title, its values, whom it waits for
         expect(fang.get_by_role("heading", name="我参与的")).to_be_visible()
@@ -243,6 +263,7 @@ def test_5_the_inbox_journeys_in_chinese(browser, app_server, app_store, account
         for header in fang.locator("th").all():  # no empty table header
             assert header.text_content().strip(), header.evaluate("(h) => h.outerHTML")
         screenshot(fang, "tasks_journey5_zh_my_flows")
+        assert axe_violations(fang) == []
 
         again = claim_waiting_for_bob(app_store, 42, "团队午餐")  # bob sends it back
         fang.context.close()
