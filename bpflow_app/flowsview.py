@@ -195,7 +195,8 @@ def instance_lines(store: Store, rows: list[dict[str, Any]], caller: Caller | No
     for r in rows:
         step = steps.get(r["id"])
         inst = insts.get(r["id"])
-        starter = r.get("user") if isinstance(r.get("user"), dict) else {}
+        user = r.get("user")
+        starter = user if isinstance(user, dict) else {}
         line = InstanceLine(r["id"], r["template"], r["version"], r["status"], "",
                             iso_text(r["updated_at"]), str(starter.get("username", "")),
                             title=r["template"])
