@@ -11,6 +11,7 @@ from bpflow_app.components.connection import connection_overlay
 from bpflow_app.components.frame import outer_circle
 from bpflow_app.frame_state import page_loads
 from bpflow_app.i18n import _
+from bpflow_app.page_paths import pages_without_redirect
 from bpflow_app.pages.account import account_page
 from bpflow_app.pages.account_state import AccountState
 from bpflow_app.pages.flow import flow_page
@@ -37,8 +38,10 @@ app = rx.App(api_transformer=create_app(), stylesheets=["/styles.css"],  # REST 
              toaster=rx.toast.provider(custom_attrs={"containerAriaLabel": _("Notifications")}))
 # The overlay says in the reader's language when the server cannot be reached.
 app.app_wraps[(5, "Overlay")] = lambda stateful: connection_overlay() if stateful else None
-# Fingerprinted frontend files are cached for good (wrapped around the REST API above).
-app.api_transformer = [app.api_transformer, cache_fingerprinted_assets]
+# Fingerprinted frontend files are cached for good (wrapped around the REST API above);
+# a page is answered at its own address (`/flows`, not a redirect to `/flows/`).
+app.api_transformer = [app.api_transformer, cache_fingerprinted_assets,
+                       pages_without_redirect]
 app.register_lifespan_task(lifespan)
 # Signed-in pages load on the server right after hydrating (on_load: no round trip
 # through the browser), the frame's load last; see frame_state.page_loads.

@@ -1,29 +1,50 @@
 """What the inbox shows, as plain data: a mail of a list (its decision and whether its
-signature holds, said in words) and a task of the Tasks tab (whose it is, when it is due).
+signature holds, said in words) and a task of the Tasks tab (whose it is, when it is due);
+and which tab the inbox opens on (the one with work waiting).
 
 The states of the inbox (`pages/mail_state.py`, `pages/tasks_state.py`) read the store
-and build these; who may see or do what is `bpflow.access`'s to say.
+and build these, in the reader's language (their `gettext`); times are ISO
+(`boxview.iso_text`), shown in the reader's language and zone by the page. Who may see
+or do what is `bpflow.access`'s to say.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from bpflow import access, moves
+from bpflow import moves
 from bpflow.access import Caller
 from bpflow.store import Store
 from bpflow_app import routes
-from bpflow_app.boxview import clock_text
+from bpflow_app.boxview import iso_text
+from bpflow_app.catalogs import N_
+from bpflow_app.flowsview import WAITS_MOST, text_in
+from engine.instance import parse_time
 
 PAGE_SIZE = 25  # a page of mail, or of one task list
 KINDS = ("approval", "message", "guest")  # the mail tabs
 TASKS = "tasks"  # the Tasks tab (not a kind of mail)
 DECIDED = {  # decision -> (what the mail's row says, the colour of its badge)
-    "approved": ("approved", "approved"), "rejected": ("rejected", "rejected"),
-    "returned": ("sent back", "pending"), "withdrawn": ("withdrawn", "terminated")}
+    "approved": (N_("approved"), "approved"), "rejected": (N_("rejected"), "rejected"),
+    "returned": (N_("sent back"), "pending"), "withdrawn": (N_("withdrawn"), "terminated")}
+# What the mailbox finds wrong with a mail (`Mailbox.check`), as the inbox says it.
+PROBLEMS = {
+    "the mail does not match its signature":
+        N_("The mail does not match its signature. It cannot be approved."),
+    "the mail was altered after it was signed":
+        N_("The mail was altered after it was signed. It cannot be approved."),
+    "the decision does not match its signature":
+        N_("The decision does not match its signature. It cannot be approved.")}
+Say = Callable[..., str]  # a state's `gettext`: a message and its values → the text
+
+
+def english(message: str, **values: Any) -> str:
+    """`Say` without a language: the message as written."""
+    return message % values if values else message
 
 
 @dataclass
@@ -33,7 +54,7 @@ class MailView:
     sender: str = ""
     subject: str = ""
     body: str = ""
-    created: str = ""
+    created: str = ""  # ISO
     read: bool = False
     decision: str = ""
     comment: str = ""
@@ -49,38 +70,49 @@ class MailView:
     outcome: str = ""  # the decision in a sentence, with its comment
 
 
-def tamper_notice(problem: str) -> str:
+def tamper_notice(problem: str, say: Say = english) -> str:
     """What the inbox says of a mail whose signature does not hold: the mailbox's reason
     ("the mail does not match its signature"), said once, and that it cannot be decided."""
-    return f"{problem[:1].upper()}{problem[1:]}. It cannot be approved." if problem else ""
+    if not problem:
+        return ""
+    if problem in PROBLEMS:
+        return say(PROBLEMS[problem])
+    return say(N_("%(problem)s. It cannot be approved."),
+               problem=problem[:1].upper() + problem[1:])
 
 
-def outcome(decision: str, comment: str) -> str:
+def outcome(decision: str, comment: str, say: Say = english) -> str:
     """A decided approval in a sentence: who closed it and why."""
-    said = f" — {comment}" if comment else ""
     if decision == "withdrawn":
-        return "Withdrawn by the requester"
+        return say(N_("Withdrawn by the requester"))
     if decision == "returned":
-        return f"Sent back to be amended{said}"
-    return f"Decided: {decision}{said}" if decision else ""
+        return (say(N_("Sent back to be amended — %(comment)s"), comment=comment)
+                if comment else say(N_("Sent back to be amended")))
+    if decision in ("approved", "rejected"):
+        word = say(DECIDED[decision][0])
+        return (say(N_("Decided: %(decision)s — %(comment)s"), decision=word,
+                    comment=comment)
+                if comment else say(N_("Decided: %(decision)s"), decision=word))
+    return say(N_("Decided: %(decision)s"), decision=decision) if decision else ""
 
 
-def mail_view(m: dict[str, Any], opened: bool = False) -> MailView:
-    """A mail for the list; the signed payload only for the opened one (a page of
-    payloads would weigh more than the rest of the page)."""
+def mail_view(m: dict[str, Any], opened: bool = False, say: Say = english) -> MailView:
+    """A mail for the list, its words said with `say`; the signed payload only for the
+    opened one (a page of payloads would weigh more than the rest of the page)."""
     payload = m.get("payload") if opened else None
     decision, comment = m["decision"] or "", m["comment"] or ""
     label, tone = DECIDED.get(decision, (decision, decision))
     return MailView(
         id=m["id"], kind=m["kind"], sender=m["sender"], subject=m["subject"], body=m["body"],
-        created=clock_text(m["created_at"]), read=m["read"], decision=decision,
+        created=iso_text(m["created_at"]), read=m["read"], decision=decision,
         comment=comment, instance=m["instance"] or "", circle=m["circle"] or "",
         signature_ok=m["signature_ok"], problem=m["problem"] or "",
-        notice=tamper_notice(m["problem"] or ""),
+        notice=tamper_notice(m["problem"] or "", say),
         payload=json.dumps(payload, indent=1, ensure_ascii=False, sort_keys=True)
         if payload else "",
         open=m["kind"] == "approval" and m["decision"] is None and m["signature_ok"],
-        label=label, tone=tone, outcome=outcome(decision, comment))
+        label=say(label) if decision in DECIDED else label, tone=tone,
+        outcome=outcome(decision, comment, say))
 
 
 @dataclass
@@ -90,54 +122,51 @@ class TaskView:
     short: str = ""  # the instance's id as people read it
     href: str = ""  # its flow page
     uri: str = ""
-    flow: str = ""  # the template's title
+    flow: str = ""  # the template's title, in the reader's language
     description: str = ""
-    waits: str = ""  # whom it waits for
-    ready: str = ""
-    due: str = ""  # "" when the task has no due time
+    waits: str = ""  # whom it waits for, by name and role ("fred", "finance")
+    waits_you: bool = False  # the reader holds it
+    summary: str = ""  # what the flow is about (`flowsview.summary`)
+    ready: str = ""  # ISO
+    due: str = ""  # ISO; "" when the task has no due time
     overdue: bool = False
 
 
-def span(seconds: float) -> str:
-    """A length of time as people say it, to the minute ("2 d 3 h", "5 min")."""
-    if seconds < 60:
-        return "less than a minute"
-    minutes = int(seconds // 60)
-    days, rest = divmod(minutes, 1440)
-    hours, minutes = divmod(rest, 60)
-    if days:
-        return f"{days} d {hours} h" if hours else f"{days} d"
-    if hours:
-        return f"{hours} h {minutes} min" if minutes else f"{hours} h"
-    return f"{minutes} min"
-
-
-def due_words(due_at: str | None, now: datetime) -> tuple[str, bool]:
-    """(the due time with how far it is, whether it passed)."""
-    if not due_at:
-        return "", False
-    due = datetime.fromisoformat(due_at)
-    left = (due - now).total_seconds()
-    if left < 0:
-        return f"{clock_text(due)} (overdue by {span(-left)})", True
-    return f"{clock_text(due)} ({'in ' if left >= 60 else ''}{span(left)})", False
-
-
 def task_view(store: Store, caller: Caller, row: Any, now: datetime,
-              words: dict[tuple[str, int, str], tuple[str, str]] | None = None) -> TaskView:
+              words: dict[tuple[str, int, str], tuple[Any, Any]] | None = None,
+              lang: str = "en", about: str = "") -> TaskView:
     """A row of `Store.tasks` for the list (`words`: the circles' titles and descriptions
-    looked up so far, kept across the rows of one read)."""
+    looked up so far, kept across the rows of one read), in `lang`; `about`: the flow's
+    summary."""
     task = row.task
     words = {} if words is None else words
     key = (row.template, row.version, row.circle)
     if key not in words:
         words[key] = moves.circle_words(store, *key)
-    title, description = words[key]
+    title, description = (text_in(w, lang) for w in words[key])
     holder = task["assignee"]
-    due, overdue = due_words(task.get("due_at"), now)
+    who = [holder] if holder else [*task["users"], *task["roles"]]
+    due = parse_time(task.get("due_at"))
     return TaskView(
         key=f"{row.instance_id} {row.circle}", instance=row.instance_id,
         short=row.instance_id[:8], href=routes.flow(row.instance_id), uri=row.circle,
         flow=title or row.template, description=description or row.circle,
-        waits="you" if holder == caller.username else holder or access.describe(task),
-        ready=clock_text(row.ready_at), due=due, overdue=overdue)
+        waits=", ".join(who[:WAITS_MOST]) + (", …" if len(who) > WAITS_MOST else ""),
+        waits_you=holder == caller.username, summary=about, ready=iso_text(row.ready_at),
+        due=iso_text(due), overdue=due is not None and due <= now)
+
+
+def opening_tab(store: Store, caller: Caller) -> str:
+    """The tab the inbox opens on: the one with work waiting (approvals to decide, else
+    tasks, else unread messages, else, for admins, unread guest messages); Approvals when
+    nothing waits."""
+    counts = store.mail_counts(caller)
+    if counts["approval"]["pending"]:
+        return "approval"
+    if store.tasks(caller, "all", None, 1, 0)[1]:
+        return TASKS
+    if counts["message"]["unread"]:
+        return "message"
+    if caller.is_admin and counts["guest"]["unread"]:
+        return "guest"
+    return "approval"

@@ -25,6 +25,7 @@ from bpflow_app.flowsview import (
     parse_inputs,
     startables,
     template_choices,
+    text_in,
 )
 from bpflow_app.session import SessionState, expired
 from engine.errors import BpflowError
@@ -45,7 +46,8 @@ class FlowsState(SessionState):
     status: str = ANY  # the filters
     template: str = ANY
     query: str = ""
-    templates: list[str] = [ANY]
+    templates: list[str] = [ANY]  # the template filter's choices, by name
+    template_titles: dict[str, str] = {}  # and their titles in the reader's language
     cut: bool = False  # the text search looked at the newest SEARCH_MOST flows only
     taking_part: list[InstanceLine] = []
     _start_key: str = ""  # the Idempotency-Key of this page's starts (a double click)
@@ -63,13 +65,16 @@ class FlowsState(SessionState):
         caller = self._visitor()
         if caller is None:
             return None
-        self.startables = startables(caller)
+        lang = self._language()
+        self.startables = startables(caller, lang=lang)
         self._start_key = secrets.token_urlsafe(12)  # kept until the page is loaded again
         store = store_for(caller)
-        self.templates = template_choices(store)
+        choices = template_choices(store, lang)
+        self.templates = [ANY, *(name for name, _ in choices)]
+        self.template_titles = dict(choices)
         self._list(caller)
-        rows = store.taking_part(caller, TAKING_PART)
-        self.taking_part = instance_lines(rows, store.last_steps([r["id"] for r in rows]))
+        self.taking_part = instance_lines(store, store.taking_part(caller, TAKING_PART),
+                                          caller, lang)
         self.loading = False
         return None
 
@@ -79,12 +84,13 @@ class FlowsState(SessionState):
         template = None if self.template == ANY else self.template
         status = None if self.status == ANY else self.status
         text, offset = self.query.strip(), self.page * PAGE_SIZE
+        lang = self._language()
         if text:
             self.instances, self.total, self.cut = found_instances(
-                store, caller.id, text, offset, PAGE_SIZE, template, status)
+                store, caller, text, offset, PAGE_SIZE, template, status, lang)
             return
-        self.instances, self.total = my_flows(store, caller.id, offset, PAGE_SIZE, template,
-                                              status)
+        self.instances, self.total = my_flows(store, caller, offset, PAGE_SIZE, template,
+                                              status, lang)
         self.cut = False
 
     def _relist(self):
@@ -128,19 +134,24 @@ class FlowsState(SessionState):
             self.starting = ""
 
     def _start(self, name: str, form_data: dict[str, Any]):
+        lang = self._language()
+        title = next((t.title for t in self.startables if t.name == name), name)
         try:
             caller = self._caller()
             _, template = store_for(caller).template(name)
-            inputs = parse_inputs(template, form_data)
+            title = text_in(template.title, lang) or name
+            inputs = parse_inputs(template, form_data, self.gettext)
             inst = self._start_once(caller, name, inputs)
         except Unauthorized as exc:
             return expired(self, exc)
         except FormError as exc:
-            self.startables = startables(caller, {name: exc.errors})
-            return rx.toast.error("Please check the inputs")
+            self.startables = startables(caller, {name: exc.errors}, lang)
+            return rx.toast.error(self.gettext("Please check the inputs"))
         except BpflowError as exc:
-            return rx.toast.error(f"Could not start {name}: {exc}")
-        return [rx.redirect(routes.flow(inst.id)), rx.toast.success(f"Started {name}")]
+            return rx.toast.error(self.gettext("Could not start %(title)s: %(reason)s",
+                                               title=title, reason=str(exc)))
+        return [rx.redirect(routes.flow(inst.id)),
+                rx.toast.success(self.gettext("Started %(title)s", title=title))]
 
     def _start_once(self, caller: Caller, name: str, inputs: dict[str, Any]):
         """Start `name` under this page's key: a second click (queued behind the first)

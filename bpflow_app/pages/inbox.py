@@ -1,12 +1,19 @@
 """The inbox (`/inbox`): approval mail, the user's tasks, in-site messages and guest
-messages in tabs (`/inbox?tab=tasks` opens the Tasks tab)."""
+messages in tabs. It opens on the tab with work waiting (`inboxview.opening_tab`);
+`/inbox?tab=tasks` opens the Tasks tab.
+
+The tabs control one panel (Radix's content of the tab shown), whose content follows
+the tab chosen: the Tasks tab's lists, or a page of mail of the kind chosen."""
 
 from __future__ import annotations
 
 import reflex as rx
 
 from bpflow_app import routes
+from bpflow_app.catalogs import N_
 from bpflow_app.components.ui import empty_state, page_header, row_badge
+from bpflow_app.components.when import when
+from bpflow_app.i18n import _, rich
 from bpflow_app.inboxview import TASKS, MailView, TaskView
 from bpflow_app.pages.mail_state import MailState
 from bpflow_app.pages.tasks_state import TasksState
@@ -14,15 +21,16 @@ from bpflow_app.session import SessionState
 
 S = MailState
 T = TasksState
-TABS = (("approval", "Approvals", "stamp"), ("message", "Messages", "message-square"),
-        ("guest", "Guest messages", "user-round"))
+TABS = (("approval", N_("Approvals"), "stamp"), ("message", N_("Messages"), "message-square"),
+        ("guest", N_("Guest messages"), "user-round"))
 
 
 def _tab(kind: str, label: str, icon: str, count: rx.Var[int] | None = None,
          color: str = "red", badge_class: str = "unread") -> rx.Component:
+    """A tab (its panel: the one content, of the tab shown)."""
     count = S.unread[kind] if count is None else count
     return rx.tabs.trigger(
-        rx.hstack(rx.icon(icon, size=14), label,
+        rx.hstack(rx.icon(icon, size=14), _(label),
                   rx.cond(count > 0, rx.badge(count, color_scheme=color, radius="full",
                                               variant="solid", class_name=badge_class)),
                   spacing="2", align="center"),
@@ -33,11 +41,11 @@ def _tab(kind: str, label: str, icon: str, count: rx.Var[int] | None = None,
 def _signed(m: rx.Var[MailView]) -> rx.Component:
     return rx.vstack(
         rx.cond(m.signature_ok,
-                rx.badge(rx.icon("shield-check", size=12), "Signature verified",
+                rx.badge(rx.icon("shield-check", size=12), _("Signature verified"),
                          color_scheme="green", variant="soft"),
                 rx.callout(m.notice, icon="shield-alert", color_scheme="red", role="alert",
                            class_name="tampered", width="100%")),
-        rx.el.details(rx.el.summary(rx.text("Signed payload", size="2", as_="span")),
+        rx.el.details(rx.el.summary(rx.text(_("Signed payload"), size="2", as_="span")),
                       rx.el.pre(m.payload, class_name="result-text signed-payload")),
         spacing="2", width="100%", align="start",
     )
@@ -45,21 +53,22 @@ def _signed(m: rx.Var[MailView]) -> rx.Component:
 
 def _decide(m: rx.Var[MailView]) -> rx.Component:
     return rx.vstack(
-        rx.text_area(placeholder="Comment (optional; needed to send it back)",
+        rx.text_area(placeholder=_("Comment (optional; needed to send it back)"),
                      on_blur=S.set_comment, rows="2", width="100%", key=m.id,
-                     custom_attrs={"aria-label": "Comment",
+                     custom_attrs={"aria-label": _("Comment"),
                                    "aria-describedby": "comment-error"}),
         rx.cond(S.comment_error != "", rx.text(S.comment_error, id="comment-error",
                                                color_scheme="red", size="1", role="alert")),
         rx.hstack(
-            rx.button(rx.icon("check", size=14), "Approve", color_scheme="green",
+            rx.button(rx.icon("check", size=14), _("Approve"), color_scheme="green",
                       on_click=S.decide(m.id, "approved"), loading=S.deciding == m.id),
-            rx.button(rx.icon("x", size=14), "Reject", color_scheme="red", variant="soft",
+            rx.button(rx.icon("x", size=14), _("Reject"), color_scheme="red", variant="soft",
                       on_click=S.decide(m.id, "rejected"), loading=S.deciding == m.id),
-            rx.button(rx.icon("undo-2", size=14), "Send back", color_scheme="amber",
+            rx.button(rx.icon("undo-2", size=14), _("Send back"), color_scheme="amber",
                       variant="soft", on_click=S.decide(m.id, "returned"),
                       loading=S.deciding == m.id,
-                      title="Return it to the requester to amend (say what in the comment)"),
+                      title=_("Return it to the requester to amend (say what in the "
+                              "comment)")),
             spacing="2", wrap="wrap",
         ),
         spacing="2", width="100%",
@@ -70,7 +79,7 @@ def _opened(m: rx.Var[MailView]) -> rx.Component:
     return rx.vstack(
         rx.separator(),
         rx.text(m.body, size="2", class_name="mail-body"),
-        rx.cond(m.instance != "", rx.link("Open the flow", href=routes.flow(m.instance),
+        rx.cond(m.instance != "", rx.link(_("Open the flow"), href=routes.flow(m.instance),
                                           size="2")),
         rx.cond(m.kind == "approval", _signed(m)),
         rx.cond(m.outcome != "", rx.text(m.outcome, size="2", weight="medium",
@@ -85,18 +94,23 @@ def _mail(m: rx.Var[MailView]) -> rx.Component:
     page of 25 costs a few elements each to draw; the opened one gets the full box."""
     return rx.el.div(
         rx.el.div(
-            rx.cond(~m.read, rx.el.span(class_name="mail-dot", aria_label="unread",
+            rx.cond(~m.read, rx.el.span(class_name="mail-dot", aria_label=_("unread"),
                                         role="img")),
             rx.el.div(
                 rx.el.p(m.subject, class_name="mail-subject"),
-                rx.el.p("From ", m.sender, " · ", m.created, class_name="mail-meta"),
+                rx.el.p(rich(N_("From %(sender)s · %(when)s"),
+                             sender=lambda: rx.el.span(m.sender),
+                             when=lambda: when(m.created, relative=True)),
+                        class_name="mail-meta"),
                 class_name="mail-title"),
             rx.cond(m.decision != "", row_badge(m.tone, m.label)),
-            rx.cond(~m.signature_ok, row_badge("failure", "tampered")),
-            rx.cond(m.open, row_badge("pending", "waiting for you")),
-            rx.el.button(rx.cond(S.opened == m.id, "Close", "Open"), type="button",
+            rx.cond(~m.signature_ok, row_badge("failure", _("tampered"))),
+            rx.cond(m.open, row_badge("pending", _("waiting for you"))),
+            rx.el.button(rx.cond(S.opened == m.id, _("Close"), _("Open")), type="button",
                          class_name="row-button", on_click=S.toggle(m.id),
-                         aria_label=rx.cond(S.opened == m.id, "Close ", "Open ") + m.subject),
+                         aria_label=rx.cond(S.opened == m.id,
+                                            _("Close %(subject)s", subject=m.subject),
+                                            _("Open %(subject)s", subject=m.subject))),
             class_name="mail-head",
         ),
         rx.cond(S.opened == m.id, _opened(m)),
@@ -107,9 +121,9 @@ def _mail(m: rx.Var[MailView]) -> rx.Component:
 
 def _list() -> rx.Component:
     pager = rx.cond(S.pages > 1, rx.hstack(
-        rx.button("Newer", variant="soft", on_click=S.turn(-1), disabled=S.page == 0),
-        rx.text("Page ", S.page + 1, " of ", S.pages, size="2"),
-        rx.button("Older", variant="soft", on_click=S.turn(1),
+        rx.button(_("Newer"), variant="soft", on_click=S.turn(-1), disabled=S.page == 0),
+        rx.text(_("Page %(page)s of %(pages)s", page=S.page + 1, pages=S.pages), size="2"),
+        rx.button(_("Older"), variant="soft", on_click=S.turn(1),
                   disabled=S.page + 1 >= S.pages),
         justify="end", width="100%", align="center"))
     return rx.cond(
@@ -118,50 +132,66 @@ def _list() -> rx.Component:
         rx.cond(S.mails.length() > 0,
                 rx.vstack(rx.foreach(S.mails, _mail), pager, spacing="2", width="100%",
                           id="mail-list"),
-                rx.box(empty_state("inbox", "Nothing here", "New mail will appear in this tab."),
+                rx.box(empty_state("inbox", _("Nothing here"),
+                                   _("New mail will appear in this tab.")),
                        id="inbox-empty", width="100%")),
     )
 
 
 # ------------------------------------------------------------------ the Tasks tab
-def _task_button(label: str, busy: str, t: rx.Var[TaskView], event: rx.EventHandler,
+# A task's buttons: what each shows, while it works, and its name (which holds what it
+# shows, and says which task).
+BUTTONS = {
+    "claim": (N_("Claim"), N_("Claiming…"), N_("Claim %(task)s of %(flow)s")),
+    "unclaim": (N_("Unclaim"), N_("Giving back…"), N_("Unclaim %(task)s of %(flow)s")),
+    "delegate": (N_("Delegate"), N_("Handing on…"), N_("Delegate %(task)s of %(flow)s"))}
+
+
+def _task_button(which: str, t: rx.Var[TaskView], event: rx.EventHandler,
                  **props) -> rx.Component:
-    return rx.el.button(rx.cond(T.acting == t.key, busy, label), type="button",
+    label, busy, name = BUTTONS[which]
+    return rx.el.button(rx.cond(T.acting == t.key, _(busy), _(label)), type="button",
                         class_name="row-button", on_click=event,
                         disabled=T.acting == t.key,
-                        aria_label=f"{label} " + t.description + " of " + t.short, **props)
+                        aria_label=_(name, task=t.description, flow=t.short), **props)
 
 
 def _task(t: rx.Var[TaskView], mine: bool) -> rx.Component:
     """A task of a list: plain elements like the mail rows."""
     title = t.flow + " · " + t.short
     if mine:
-        buttons = [_task_button("Unclaim", "Giving back…", t, T.unclaim(t.instance, t.uri)),
-                   _task_button("Delegate", "Handing on…", t, T.ask_delegate(
+        buttons = [_task_button("unclaim", t, T.unclaim(t.instance, t.uri)),
+                   _task_button("delegate", t, T.ask_delegate(
                        t.instance, t.uri, t.description + " (" + title + ")"))]
     else:
-        buttons = [_task_button("Claim", "Claiming…", t, T.claim(t.instance, t.uri)),
+        buttons = [_task_button("claim", t, T.claim(t.instance, t.uri)),
                    rx.cond(SessionState.is_admin, _task_button(
-                       "Delegate", "Handing on…", t, T.ask_delegate(
+                       "delegate", t, T.ask_delegate(
                            t.instance, t.uri, t.description + " (" + title + ")")))]
     due = rx.cond(t.due != "", rx.cond(
         t.overdue,
-        rx.el.span(" · due ", t.due, class_name="task-due overdue",
+        rx.el.span(" · ", rich(N_("was due %(when)s"),
+                               when=lambda: when(t.due, relative=True)),
+                   class_name="task-due overdue",
                    style={"color": "var(--red-a11)", "fontWeight": "var(--font-weight-bold)"}),
-        rx.el.span(" · due ", t.due, class_name="task-due")))
+        rx.el.span(" · ", rich(N_("due %(when)s"), when=lambda: when(t.due, relative=True)),
+                   class_name="task-due")))
+    waits = rx.cond(t.waits_you, _("Waits for you"), _("Waits for %(who)s", who=t.waits))
     return rx.el.div(
         rx.el.div(
             rx.el.div(
                 rx.el.p(t.description, class_name="mail-subject"),
+                rx.cond(t.summary != "", rx.el.p(t.summary, class_name="mail-meta task-about")),
                 rx.el.p(rx.link(title, href=t.href, size="1", class_name="task-flow"),
-                        " · waits for ", rx.el.span(t.waits, class_name="task-waits"),
+                        " · ", rx.el.span(waits, class_name="task-waits"),
                         class_name="mail-meta"),
-                rx.el.p("Ready ", t.ready, due, class_name="mail-meta"),
+                rx.el.p(rich(N_("Ready %(when)s"), when=lambda: when(t.ready, relative=True)),
+                        due, class_name="mail-meta"),
                 class_name="mail-title", min_width="min(100%, 20rem)"),  # phones: buttons below
-            rx.cond(t.overdue, row_badge("failure", "overdue")),
+            rx.cond(t.overdue, row_badge("failure", _("overdue"))),
             *buttons,
-            rx.link("Open", href=t.href, size="2", aria_label="Open " + title,
-                    class_name="task-open"),
+            rx.link(_("Open"), href=t.href, size="2",
+                    aria_label=_("Open %(flow)s", flow=title), class_name="task-open"),
             class_name="mail-head",
         ),
         class_name=rx.cond(t.overdue, "mail task-row overdue", "mail task-row"),
@@ -171,15 +201,15 @@ def _task(t: rx.Var[TaskView], mine: bool) -> rx.Component:
     )
 
 
-def _task_list(which: str, heading: str, icon: str, empty_title: str,
-               empty_text: str) -> rx.Component:
+def _task_list(which: str, heading: rx.Var, icon: str, empty_title: rx.Var,
+               empty_text: rx.Var) -> rx.Component:
     pages = T.task_page_count[which]
     page = T.task_pages[which]
     pager = rx.cond(pages > 1, rx.hstack(
-        rx.button("Earlier", variant="soft", size="1", on_click=T.turn_tasks(which, -1),
+        rx.button(_("Earlier"), variant="soft", size="1", on_click=T.turn_tasks(which, -1),
                   disabled=page == 0),
-        rx.text("Page ", page + 1, " of ", pages, size="2"),
-        rx.button("Later", variant="soft", size="1", on_click=T.turn_tasks(which, 1),
+        rx.text(_("Page %(page)s of %(pages)s", page=page + 1, pages=pages), size="2"),
+        rx.button(_("Later"), variant="soft", size="1", on_click=T.turn_tasks(which, 1),
                   disabled=page + 1 >= pages),
         justify="end", width="100%", align="center"))
     return rx.vstack(
@@ -197,18 +227,19 @@ def _task_list(which: str, heading: str, icon: str, empty_title: str,
 
 def _delegate_dialog() -> rx.Component:
     return rx.alert_dialog.root(rx.alert_dialog.content(
-        rx.alert_dialog.title("Delegate"),
+        rx.alert_dialog.title(_("Delegate")),
         rx.alert_dialog.description(
-            "Hand ", T.handing_title, " to someone else; it becomes theirs at once.",
+            _("Hand %(task)s to someone else; it becomes theirs at once.",
+              task=T.handing_title),
             size="2"),
-        rx.el.label(rx.text("To", size="2", weight="medium"), html_for="delegate-to"),
+        rx.el.label(rx.text(_("To"), size="2", weight="medium"), html_for="delegate-to"),
         rx.select(T.delegates, value=T.delegate_to, on_change=T.set_delegate_to,
-                  placeholder="Choose a person…", width="100%", id="delegate-to",
-                  custom_attrs={"aria-label": "Delegate to"}),
+                  placeholder=_("Choose a person…"), width="100%", id="delegate-to",
+                  custom_attrs={"aria-label": _("Delegate to")}),
         rx.flex(
-            rx.alert_dialog.cancel(rx.button("Cancel", variant="soft", color_scheme="gray",
+            rx.alert_dialog.cancel(rx.button(_("Cancel"), variant="soft", color_scheme="gray",
                                              on_click=T.cancel_delegate)),
-            rx.button("Delegate", on_click=T.delegate, id="confirm-delegate",
+            rx.button(_("Delegate"), on_click=T.delegate, id="confirm-delegate",
                       disabled=T.delegate_to == ""),
             spacing="3", justify="end", margin_top="12px"),
     ), open=T.handing != "")
@@ -219,13 +250,14 @@ def _tasks() -> rx.Component:
         T.loading,
         rx.center(rx.spinner(size="3"), padding="32px", aria_busy="true"),
         rx.vstack(
-            _task_list("me", "Mine", "user-check", "Nothing assigned to you",
-                       "Claim a task from My groups below, or wait until someone hands"
-                       " you one. Tasks of flows you started that only you can do are"
-                       " yours from the start."),
-            _task_list("candidate", "My groups", "users", "Nothing waiting for your groups",
-                       "Tasks offered to you or to one of your roles appear here as soon"
-                       " as a flow reaches them, for whoever claims them first."),
+            _task_list("me", _("Mine"), "user-check", _("Nothing assigned to you"),
+                       _("Claim a task from My groups below, or wait until someone hands "
+                         "you one. Tasks of flows you started that only you can do are "
+                         "yours from the start.")),
+            _task_list("candidate", _("My groups"), "users",
+                       _("Nothing waiting for your groups"),
+                       _("Tasks offered to you or to one of your roles appear here as soon "
+                         "as a flow reaches them, for whoever claims them first.")),
             _delegate_dialog(),
             spacing="5", width="100%", id="task-lists",
         ),
@@ -234,14 +266,16 @@ def _tasks() -> rx.Component:
 
 def inbox_page() -> rx.Component:
     tabs = [_tab(*TABS[0]),
-            _tab(TASKS, "Tasks", "list-todo", T.task_count, "indigo", "task-count"),
+            _tab(TASKS, N_("Tasks"), "list-todo", T.task_count, "indigo", "task-count"),
             _tab(*TABS[1])]
     tabs.append(rx.cond(SessionState.is_admin, _tab(*TABS[2])))
     return rx.vstack(
-        page_header("Inbox", "Approvals and tasks waiting for you, messages, and notes"
-                    " from guests."),
-        rx.tabs.root(rx.tabs.list(*tabs), value=S.kind, on_change=[S.show, T.show],
-                     width="100%"),
-        rx.cond(S.kind == TASKS, _tasks(), _list()),
+        page_header(_("Inbox"), _("Approvals and tasks waiting for you, messages, and notes "
+                                  "from guests.")),
+        rx.tabs.root(rx.tabs.list(*tabs, aria_label=_("Inbox")),
+                     rx.tabs.content(rx.cond(S.kind == TASKS, _tasks(), _list()),
+                                     value=S.kind, width="100%", padding_top="12px"),
+                     value=S.kind, on_change=[S.show, T.show], width="100%"),
         spacing="3", width="100%",
     )
+

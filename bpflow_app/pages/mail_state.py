@@ -1,7 +1,8 @@
 """State of the inbox's mail: the user's approval mail, in-site messages and (admins) guest
 messages, a page at a time with unread counts; approve, reject or send back with a
 comment. It also holds which tab is shown (`kind`: a kind of mail, or the Tasks tab,
-whose lists are `TasksState`'s).
+whose lists are `TasksState`'s): the one asked for (`/inbox?tab=tasks`), else the one
+with work waiting (`inboxview.opening_tab`).
 
 A mail whose signature does not match is shown as such and cannot be decided: the
 mailbox refuses it and records the refusal in the flow's history.
@@ -15,11 +16,17 @@ from bpflow.access import Caller
 from bpflow.backend import store_for
 from bpflow.errors import Tampered
 from bpflow.mailbox import Mailbox
+from bpflow_app.catalogs import N_
 from bpflow_app.frame_state import FrameState
-from bpflow_app.inboxview import KINDS, PAGE_SIZE, TASKS, MailView, mail_view
+from bpflow_app.inboxview import KINDS, PAGE_SIZE, TASKS, MailView, mail_view, opening_tab
 from bpflow_app.pages.tasks_state import TasksState
 from bpflow_app.session import SessionState
 from engine.errors import BpflowError
+
+DONE = {  # what a decision's toast says
+    "approved": N_("Approved; the flow continues"),
+    "rejected": N_("Rejected; the flow continues"),
+    "returned": N_("Sent back to the requester to amend")}
 
 
 class MailState(SessionState):
@@ -48,16 +55,23 @@ class MailState(SessionState):
             self.page = min(self.page, self.pages - 1)
             rows = Mailbox(store).inbox(caller, kind=self.kind, limit=PAGE_SIZE,
                                         offset=self.page * PAGE_SIZE)
-            self.mails = [mail_view(m, m["id"] == self.opened) for m in rows]
+            self.mails = [mail_view(m, m["id"] == self.opened, self.gettext) for m in rows]
         self.loading = False
 
     @rx.event
-    def load(self):
+    async def load(self):
+        """The tab asked for (`?tab=`), else the one with work waiting; the Tasks tab's
+        lists are read by `TasksState.load`, which runs next."""
         caller = self._visitor()
         if caller is None:
             return
-        if self.router.url.query_parameters.get("tab") == TASKS:
-            self.kind = TASKS
+        asked = self.router.url.query_parameters.get("tab")
+        self.kind = asked if asked in KINDS or asked == TASKS else opening_tab(
+            store_for(caller), caller)
+        self.page, self.opened = 0, 0
+        if self.kind == TASKS:
+            tasks = await self.get_state(TasksState)
+            tasks.shown = True
         self._fetch(caller)
 
     @rx.event
@@ -88,7 +102,8 @@ class MailState(SessionState):
         try:
             return self._guarded(read)
         except BpflowError as exc:
-            return rx.toast.error(str(exc))
+            return rx.toast.error(self.gettext("Could not open it: %(reason)s",
+                                               reason=str(exc)))
 
     @rx.event
     def set_comment(self, value: str):
@@ -99,8 +114,10 @@ class MailState(SessionState):
     @rx.event
     def decide(self, mail_id: int, decision: str):
         if decision == "returned" and not self.comment.strip():
-            self.comment_error = "Say what to amend: sending back needs a comment"
-            yield rx.toast.warning("Write a comment saying what to amend, then send it back")
+            self.comment_error = self.gettext(
+                "Say what to amend: sending back needs a comment")
+            yield rx.toast.warning(self.gettext(
+                "Write a comment saying what to amend, then send it back"))
             return
         self.deciding, self.comment_error = mail_id, ""
         yield
@@ -114,12 +131,10 @@ class MailState(SessionState):
         flow moved on, perhaps to a task of the user's) anew."""
         try:
             Mailbox(store_for(caller)).decide(mail_id, caller, decision, self.comment.strip())
-            toast = rx.toast.success("Sent back to the requester to amend"
-                                     if decision == "returned" else
-                                     f"{decision.capitalize()}; the flow continues")
+            toast = rx.toast.success(self.gettext(DONE.get(decision, DONE["approved"])))
             self.comment = ""
         except Tampered as exc:
-            toast = rx.toast.error(f"Refused: {exc}")
+            toast = rx.toast.error(self.gettext("Refused: %(reason)s", reason=str(exc)))
         except BpflowError as exc:
             toast = rx.toast.warning(str(exc))
         self._fetch(caller)

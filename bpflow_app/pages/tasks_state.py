@@ -25,6 +25,7 @@ from bpflow.errors import Unauthorized
 from bpflow.store import Store
 from bpflow.store.public import EVERYTHING, task_keys
 from bpflow_app import routes
+from bpflow_app.flowsview import summary
 from bpflow_app.inboxview import KINDS, PAGE_SIZE, TASKS, TaskView, task_view
 from bpflow_app.session import SessionState
 from engine.errors import BpflowError
@@ -71,7 +72,8 @@ class TasksState(SessionState):
         store = store_for(caller)
         now = store.engine.clock()
         tasks, totals, pages = {}, {}, dict(self.task_pages)
-        words: dict[tuple[str, int, str], tuple[str, str]] = {}
+        words: dict[tuple[str, int, str], tuple[Any, Any]] = {}
+        found = {}
         for which in LISTS:
             rows, totals[which] = store.tasks(caller, which, None, PAGE_SIZE,
                                               pages[which] * PAGE_SIZE)
@@ -80,7 +82,13 @@ class TasksState(SessionState):
                 pages[which] = last
                 rows, totals[which] = store.tasks(caller, which, None, PAGE_SIZE,
                                                   last * PAGE_SIZE)
-            tasks[which] = [task_view(store, caller, r, now, words) for r in rows]
+            found[which] = rows
+        ids = list(dict.fromkeys(r.instance_id for rows in found.values() for r in rows))
+        about = {iid: summary(inst) for iid, inst in
+                 (store.get_many(ids) if ids else {}).items()}
+        for which, rows in found.items():
+            tasks[which] = [task_view(store, caller, r, now, words, self._language(),
+                                      about.get(r.instance_id, "")) for r in rows]
         for name, value in (("tasks", tasks), ("task_totals", totals),
                             ("task_pages", pages),
                             ("task_count", sum(totals.values()))):
@@ -89,6 +97,7 @@ class TasksState(SessionState):
 
     @rx.event
     def load(self):
+        """After `MailState.load`, which says whether the Tasks tab opens (`shown`)."""
         caller = self._visitor()
         if caller is None:
             return None
@@ -171,12 +180,12 @@ class TasksState(SessionState):
     @rx.event
     def claim(self, iid: str, uri: str):
         yield from self._work(iid, uri, lambda store, caller: moves.claim(
-            store, caller, iid, uri), "Claimed: it is yours now")
+            store, caller, iid, uri), self.gettext("Claimed: it is yours now"))
 
     @rx.event
     def unclaim(self, iid: str, uri: str):
         yield from self._work(iid, uri, lambda store, caller: moves.unclaim(
-            store, caller, iid, uri), "Given back to the group")
+            store, caller, iid, uri), self.gettext("Given back to the group"))
 
     @rx.event
     def ask_delegate(self, iid: str, uri: str, title: str):
@@ -191,7 +200,7 @@ class TasksState(SessionState):
                 return rx.toast.warning(str(exc))
             self.delegates = moves.delegates(store, caller, task)
             if not self.delegates:
-                return rx.toast.info("There is nobody else this task may go to")
+                return rx.toast.info(self.gettext("There is nobody else this task may go to"))
             self._handing, self.handing, self.handing_title = (iid, uri), f"{iid} {uri}", title
             self.delegate_to = ""
             return None
@@ -212,11 +221,11 @@ class TasksState(SessionState):
         if not iid:
             return
         if not to:
-            yield rx.toast.warning("Choose whom to hand the task to")
+            yield rx.toast.warning(self.gettext("Choose whom to hand the task to"))
             return
         self.handing = ""
         yield from self._work(iid, uri, lambda store, caller: moves.delegate(
-            store, caller, iid, uri, to), f"Handed to {to}")
+            store, caller, iid, uri, to), self.gettext("Handed to %(name)s", name=to))
 
     def _work(self, iid: str, uri: str, step: Callable[[Store, Caller], Any], done: str):
         """Run one step on a task (its row busy meanwhile), then show both lists anew."""

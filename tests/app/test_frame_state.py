@@ -136,7 +136,7 @@ def test_page_loads_find_nobody_signed_in_quietly(make_state):
             assert run(state.load()) == [], cls
             assert state.token == token
     inbox = make_state(MailState)
-    inbox.load()
+    run(inbox.load())
     assert inbox.mails == [] and inbox.loading  # still its loading state
     tasks = make_state(TasksState)
     tasks.load()

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+from datetime import datetime
 
+from bpflow_app.flowsview import short, text_in
 from bpflow_app.pages.flows_state import FlowsState
 from bpflow_app.pages.guest_state import GuestState
 from bpflow_app.pages.templates_state import TemplatesState
@@ -47,7 +49,11 @@ def _twelve_claims(make_state, web_store):
 def test_my_flows_pages_and_shows_the_last_step(make_state, web_store):
     state = _twelve_claims(make_state, web_store)
     assert state.total == 12 and state.pages == 2 and len(state.instances) == 10
-    assert state.instances[0].last_step == "claim ready"
+    line = state.instances[0]
+    assert (line.title, line.last_step, line.step_kind) == (
+        "Expense claim", "Fill in the claim", "circle_ready")  # by its description
+    assert (line.waits, line.waits_you, line.summary) == ("alice", True, "")
+    assert datetime.fromisoformat(line.updated).tzinfo is not None  # ISO, for the page
     state.turn(1)
     assert len(state.instances) == 2 and state.page == 1
 
@@ -134,9 +140,62 @@ def test_my_flows_lists_the_flows_the_user_takes_part_in(make_state, web_store, 
     [line] = state.taking_part
     assert (line.id, line.template, line.starter) == (claim.id, "reimbursement", "alice")
     assert line.last_step and state.total == 0  # not among bob's own flows
+    # by its title, what it is about (the claim's values) and whom it waits for
+    assert (line.title, line.summary, line.waits, line.waits_you) == (
+        "Expense claim", "3 · Tea · bob", "bob", True)
+    mine = make_state(FlowsState, user="alice")
+    mine.load()
+    [own] = mine.instances
+    assert (own.summary, own.waits, own.waits_you) == ("3 · Tea · bob", "bob", False)
     carol = make_state(FlowsState, user="carol")
     carol.load()
     assert carol.taking_part == []
+
+
+def test_a_flows_summary_and_whom_it_waits_for(make_state, web_store, work):
+    """Finance's review waits for a role: "finance" to the claimant, "you" to someone in
+    finance; long values are cut, numbers shown as numbers."""
+    web_store.add_user("fred", "fred-password", ["user", "finance"])
+    alice = web_store.user("alice")
+    inst = web_store.start("reimbursement", {}, alice)
+    from bpflow.interactions import Interactions
+    from bpflow.mailbox import Mailbox
+    reason = "A taxi from the airport to the hotel, late at night, with luggage"
+    Interactions(web_store).submit(inst.id, "claim", web_store.engine.bookmark(inst, "claim"),
+                                   {"amount": 64.0, "reason": reason, "manager": "bob"},
+                                   "alice")
+    work()
+    mail = Mailbox(web_store).inbox(web_store.user("bob"))[0]
+    Mailbox(web_store).decide(mail["id"], web_store.user("bob"), "approved")
+    work()
+    state = make_state(FlowsState, user="alice")
+    state.load()
+    [line] = state.instances
+    assert line.summary == "64 · " + short(reason) + " · bob" and short(reason).endswith("…")
+    assert len(short(reason)) == 40
+    assert (line.waits, line.waits_you) == ("finance", False)
+    assert (line.last_step, line.step_kind) == ("Finance checks the claim", "circle_ready")
+    fred = make_state(FlowsState, user="fred")
+    fred.load()
+    [part] = fred.taking_part
+    assert (part.waits, part.waits_you) == ("finance", True)
+
+
+def test_my_flows_in_the_readers_language(make_state, web_store):
+    """A template's texts may be maps of language → text: the reader's, else English,
+    else the first; the page's own words follow the reader's choice."""
+    assert text_in("Expense claim", "zh-CN") == "Expense claim"
+    both = {"en": "Expense claim", "zh-CN": "报销"}
+    assert (text_in(both, "zh-CN"), text_in(both, "en"), text_in(both, "fr")) == (
+        "报销", "Expense claim", "Expense claim")
+    assert text_in({"zh-CN": "报销"}, "en") == "报销" and text_in(None, "en") == ""
+    state = make_state(FlowsState, user="alice")
+    state.choice = "zh-CN"
+    state.load()
+    run(state.start({"__template": "order", "customer": ""}))
+    order = next(t for t in state.startables if t.name == "order")
+    assert order.inputs[0].error == "请填写customer"
+    assert state.template_titles["reimbursement"] == "Expense claim"
 
 
 def test_guest_errors_name_the_fields_and_rate_limit_says_when(make_state):

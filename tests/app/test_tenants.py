@@ -203,7 +203,7 @@ def test_my_flows_shows_only_the_tenants_flows(world, page, user, tenant, admin)
 def test_the_inbox_counts_and_lists_only_the_tenants_mail_and_tasks(world, page, user,
                                                                     tenant, admin):
     inbox = page(MailState, user, tenant)
-    inbox.load()
+    run(inbox.load())
     tasks = page(TasksState, user, tenant)
     tasks.load()
     own = world.ids[tenant]
@@ -242,7 +242,7 @@ def test_another_tenants_mail_and_tasks_are_not_found(world, page, user, tenant,
     theirs = Mailbox(world.view(other)).inbox(world.view(other).user(root_of_other))
     assert theirs  # the guest message at least
     inbox = page(MailState, user, tenant)
-    inbox.load()
+    run(inbox.load())
     for mail in theirs:
         run(inbox.toggle(mail["id"]))
         events = run(inbox.decide(mail["id"], "approved"))

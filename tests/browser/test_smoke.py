@@ -21,6 +21,15 @@ def test_backend_answers_on_the_same_port(page) -> None:
     assert response.ok, f"/ping answered {response.status}"
 
 
+def test_pages_answer_at_their_own_address(page) -> None:
+    """No redirect to `/flows/` before a page loads (bpflow_app/page_paths.py)."""
+    for path in ("/flows", "/inbox", "/templates", "/users", "/webhooks", "/guest",
+                 "/register", "/flow/some-flow", "/guest/acme", "/"):
+        response = page.request.get(path, max_redirects=0)
+        assert response.status == 200, (path, response.status, response.headers)
+        assert "<html" in response.text()
+
+
 def test_an_unknown_path_shows_the_apps_page_not_found(page, app_server, screenshot) -> None:
     response = page.goto("/no/such/page")
 
