@@ -149,7 +149,7 @@ class FlowsState(SessionState):
             return rx.toast.error(self.gettext("Please check the inputs"))
         except BpflowError as exc:
             return rx.toast.error(self.gettext("Could not start %(title)s: %(reason)s",
-                                               title=title, reason=str(exc)))
+                                               title=title, reason=self.explain(exc)))
         return [rx.redirect(routes.flow(inst.id)),
                 rx.toast.success(self.gettext("Started %(title)s", title=title))]
 

@@ -103,7 +103,7 @@ class MailState(SessionState):
             return self._guarded(read)
         except BpflowError as exc:
             return rx.toast.error(self.gettext("Could not open it: %(reason)s",
-                                               reason=str(exc)))
+                                               reason=self.explain(exc)))
 
     @rx.event
     def set_comment(self, value: str):
@@ -134,8 +134,8 @@ class MailState(SessionState):
             toast = rx.toast.success(self.gettext(DONE.get(decision, DONE["approved"])))
             self.comment = ""
         except Tampered as exc:
-            toast = rx.toast.error(self.gettext("Refused: %(reason)s", reason=str(exc)))
+            toast = rx.toast.error(self.gettext("Refused: %(reason)s", reason=self.explain(exc)))
         except BpflowError as exc:
-            toast = rx.toast.warning(str(exc))
+            toast = rx.toast.warning(self.explain(exc))
         self._fetch(caller)
         return [toast, FrameState.load, TasksState.count]

@@ -197,7 +197,7 @@ class TasksState(SessionState):
                 task = moves.engine_task(store.engine, store.get(iid), uri)
             except BpflowError as exc:
                 self._fetch_tasks(caller)
-                return rx.toast.warning(str(exc))
+                return rx.toast.warning(self.explain(exc))
             self.delegates = moves.delegates(store, caller, task)
             if not self.delegates:
                 return rx.toast.info(self.gettext("There is nobody else this task may go to"))
@@ -241,6 +241,6 @@ class TasksState(SessionState):
             step(store_for(caller), caller)
             toast = rx.toast.success(done)
         except BpflowError as exc:
-            toast = rx.toast.warning(str(exc))
+            toast = rx.toast.warning(self.explain(exc))
         self._fetch_tasks(caller)
         return toast
