@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from bpflow.moves import circle_words
 from tests.services.helpers import mark
 
 
@@ -51,4 +52,11 @@ def test_a_translation_changed_is_a_new_version(store):
     assert first.flow.circles[0].box.confirm.translations["zh-CN"] == "付款？"
     assert second.flow.circles[0].box.confirm.translations["zh-CN"] == "确认付款吗？"
     assert first.title.translations["zh-CN"] == "报销"
+    # what the inbox shows of a task: its template's title and its step, for a reader
+    body = {"name": "words", "title": {"en": "Expense claim", "zh-CN": "报销"}, "circles": [
+        {"uri": "ask", "description": {"en": "Finance checks", "zh-CN": "财务审核"}}]}
+    store.put_template(body)
+    assert circle_words(store, "words", 1, "ask", "zh-CN") == ("报销", "财务审核")
+    assert circle_words(store, "words", 1, "ask", "fr") == ("Expense claim", "Finance checks")
+    assert circle_words(store, "words", 1, "ask") == ("Expense claim", "Finance checks")
     assert type(store.template("claim", 3)[1].title) is str
