@@ -95,8 +95,8 @@ def http_unit(ctx: ActionContext) -> Outcome:
 
 def mail_unit(ctx: ActionContext) -> Outcome:
     to = _recipients(ctx.action.get("to"))
-    ids = Mailbox(ctx.store).send("message", ctx.user, to, str(ctx.action.get("subject", "")),
-                                  str(ctx.action.get("body", "")), instance=ctx.instance_id,
+    ids = Mailbox(ctx.store).send("message", ctx.user, to, ctx.action.get("subject", ""),
+                                  ctx.action.get("body", ""), instance=ctx.instance_id,
                                   circle=ctx.circle, epoch=ctx.epoch)
     return Outcome(True, result={"sent_to": to, "mails": ids})
 
@@ -117,8 +117,8 @@ def approval_unit(ctx: ActionContext) -> Outcome:
             return Outcome(False, reason=f"{name} is not an approver")
     shown = ctx.action.get("data", ctx.shown)
     ids = Mailbox(ctx.store).send(
-        "approval", ctx.user, to, str(ctx.action.get("subject") or f"Approve {ctx.circle}"),
-        str(ctx.action.get("body", "")), instance=ctx.instance_id, circle=ctx.circle,
+        "approval", ctx.user, to, ctx.action.get("subject") or f"Approve {ctx.circle}",
+        ctx.action.get("body", ""), instance=ctx.instance_id, circle=ctx.circle,
         epoch=ctx.epoch, payload_extra={"data": shown, "quorum": quorum, "approvers": to})
     return Outcome(None, pending={"approval": {"approvers": to, "quorum": quorum,
                                                "mails": ids}})

@@ -1,10 +1,17 @@
 """The languages bpflow speaks (SPEC §17), named by their BCP 47 codes (`en`, `zh-CN`):
-which there are, what a code someone gives or a browser sends stands for, and which one
-an `Accept-Language` header asks for. The web app's catalogs (`bpflow_app/locale/`) and,
-later, the API's messages speak these; nothing else decides what a language code means.
+which there are, what a code someone gives or a browser sends stands for, which one
+an `Accept-Language` header asks for, and which of a template's translated texts a
+reader sees (`pick`). The web app's catalogs (`bpflow_app/locale/`), the templates' texts
+(`engine.texts`, whose codes are these) and, later, the API's messages speak these;
+nothing else decides what a language code means.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from engine.texts import translations
 
 DEFAULT = "en"
 # code -> the language's name in itself (what a language menu shows, whatever the page's
@@ -48,3 +55,24 @@ def best(accept_language: str | None) -> str:
         if ours is not None and quality > 0:
             ranked.append((-quality, i, ours))
     return min(ranked)[2] if ranked else DEFAULT
+
+
+def pick(text: Any, lang: str | None) -> str:
+    """The reader's text of a template's text (SPEC §17): a string passes through; a
+    text in several languages (`{"en": ..., "zh-CN": ...}`, or the model's
+    `engine.texts.Text`) gives the one of `lang` (any spelling `known` reads), else
+    English, else the first one given. None gives "". Substitute `${...}` after
+    picking (`Engine.render(inst, cid, pick(box.confirm, lang))`)."""
+    given = translations(text)
+    if given is None:
+        return "" if text is None else text if isinstance(text, str) else str(text)
+    for code in (known(lang), DEFAULT):
+        if code is not None and isinstance(given.get(code), str):
+            return str(given[code])
+    return next((str(t) for t in given.values() if isinstance(t, str)), "")
+
+
+def picker(lang: str | None) -> Callable[[Any], str]:
+    """`pick` for one reader: `show = picker(lang); show(t.title)`."""
+    return lambda text: pick(text, lang)
+

@@ -23,12 +23,14 @@ from bpflow import access
 from bpflow.access import Caller
 from bpflow.errors import Conflict, NotFound, StorageQuotaExceeded, Tampered
 from bpflow.forms import FormError
+from bpflow.languages import pick
 from bpflow.security import derive
 from bpflow.store import Store
 from engine.instance import WAITING
 from engine.messages import N_, word
 from engine.moves import ACTIVE
 from engine.phase import Phase, approval, box_phase
+from engine.texts import translations
 
 DECISIONS = ("approved", "rejected", "returned")  # an approver's; "withdrawn" is the starter's
 GUEST_LIMITS = {"name": 80, "subject": 200, "body": 5000}
@@ -73,25 +75,44 @@ class Mailbox:
         return None
 
     # -------------------------------------------------------------- sending
-    def send(self, kind: str, sender: dict[str, Any], to: list[str], subject: str, body: str,
+    def send(self, kind: str, sender: dict[str, Any], to: list[str], subject: Any, body: Any,
              *, instance: str | None = None, circle: str | None = None,
              epoch: int | None = None, payload_extra: dict[str, Any] | None = None
              ) -> list[int]:
-        """Insert one mail per recipient (idempotent per attempt and recipient)."""
+        """Insert one mail per recipient (idempotent per attempt and recipient). A subject
+        or body given in several languages (`{"en": ..., "zh-CN": ...}`, a template's
+        `Text`) is written in each recipient's language (`users.language`), else
+        English, else the first given (`languages.pick`); the mail signed is the one
+        they read."""
+        languages = self._languages(to, subject, body)
+
         def build(name: str, recipient_id: int) -> dict[str, Any]:
+            lang = languages.get(name)
+            subject_text, body_text = pick(subject, lang), pick(body, lang)
             payload = {"kind": kind, "instance": instance, "circle": circle, "epoch": epoch,
                        "requester": sender.get("username"), "sender_id": sender.get("id"),
                        "approver": name, "recipient_id": recipient_id,
-                       "subject": subject, "body": body, **(payload_extra or {})}
+                       "subject": subject_text, "body": body_text, **(payload_extra or {})}
             return {"kind": kind, "sender_id": sender.get("id"),
                     "sender_name": sender.get("username") or "bpflow",
-                    "recipient_id": recipient_id, "subject": subject, "body": body,
+                    "recipient_id": recipient_id, "subject": subject_text, "body": body_text,
                     "payload": payload,
                     "signature": self.sign(payload) if kind == "approval" else None,
                     "instance_id": instance, "circle": circle, "epoch": epoch}
         attempt = ({"instance_id": instance, "circle": circle, "epoch": epoch}
                    if instance else None)
         return self.store.insert_mails(to, build, attempt)
+
+    def _languages(self, to: list[str], *texts: Any) -> dict[str, str | None]:
+        """The language of each recipient, when one of `texts` is translated (else none
+        is needed): their choice, or None (English)."""
+        if all(translations(t) is None for t in texts):
+            return {}
+        out: dict[str, str | None] = {}
+        for name in to:
+            person = self.store.user(name)
+            out[name] = person.get("language") if person else None
+        return out
 
     def guest_message(self, name: str, subject: str, body: str, client: str) -> int:
         """A note from someone without an account; goes to every admin's inbox."""

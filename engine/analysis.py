@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from engine import shape
-from engine.circles import BUILTIN_ROOTS, Question, check_circle, form_kinds, unknown
+from engine import shape, texts
+from engine.circles import BUILTIN_ROOTS, Question, check_circle, check_texts, form_kinds, unknown
 from engine.errors import DefinitionError
 from engine.graph import Ancestry, FlowGraph
 from engine.layout import layout
@@ -39,6 +39,7 @@ from engine.model import Flow, Template, build_flow, linear_deps
 
 TemplateResolver = Callable[[str], "dict[str, Any] | None"]
 PASSED_ON = ("nesting_cycle", "too_large")  # codes a named nested template keeps
+TITLE_LENGTH = 200  # characters of a title (in each language), as the schema says
 PASSED_AT_MOST = 10  # errors of a named nested template repeated where it is nested
 schema = shape.schema
 
@@ -46,6 +47,9 @@ schema = shape.schema
 @dataclass
 class Report:
     errors: list[dict[str, Any]] = field(default_factory=list)
+    # allowed, but worth a look (`missing_en`: a text in other languages only); they do
+    # not make a template invalid
+    warnings: list[dict[str, Any]] = field(default_factory=list)
     analysis: dict[str, Any] | None = None
     template: Template | None = None
     circles: int = 0  # circles of a valid template, nested flows expanded
@@ -57,6 +61,9 @@ class Report:
 
     def add(self, code: str, path: str, message: str) -> None:
         self.errors.append({"code": code, "path": path, "message": message})
+
+    def warn(self, code: str, path: str, message: str) -> None:
+        self.warnings.append({"code": code, "path": path, "message": message})
 
 
 @dataclass
@@ -121,6 +128,10 @@ def _analyze(body: Any, shared: _Shared, stack: tuple[str, ...]) -> Report:
         return report
     for pointer, message in shape.errors(body):
         report.add("schema", pointer, message)
+    for key, length in (("title", TITLE_LENGTH), ("description", None)):
+        if key in body:
+            check_texts([(f"/{key}", body[key], key, "schema")], "", report.add, report.warn,
+                        max_length=length)
     name = body.get("name") if isinstance(body.get("name"), str) else None
     inputs = body.get("inputs") if isinstance(body.get("inputs"), dict) else None
     stop_at = _stop_at(body.get("stop_at"), report)
@@ -142,9 +153,11 @@ def _analyze(body: Any, shared: _Shared, stack: tuple[str, ...]) -> Report:
             report.circles, report.nesting = checked.circles, checked.nesting
             report.template = Template(
                 name=name or "", flow=checked.flow, body=body, analysis=checked.analysis,
-                title=body.get("title", ""), description=body.get("description", ""),
+                title=texts.make(body.get("title", "")),
+                description=texts.make(body.get("description", "")),
                 kind=kind, inputs=dict(inputs or {}), stop_at=stop_at)
     report.errors.sort(key=lambda e: (e["path"], e["code"]))
+    report.warnings.sort(key=lambda e: (e["path"], e["code"]))
     return report
 
 
@@ -195,7 +208,7 @@ def _check_flow(circles: list[Any], kind: Any, base: str,
     for v, (i, c) in enumerate(good):
         ctx.shared.deadline.check()
         ptr = f"{base}/circles/{i}"
-        questions = check_circle(c, ptr, rep.add, ctx.inputs, forms)
+        questions = check_circle(c, ptr, rep.add, ctx.inputs, forms, rep.warn)
         sub = _check_nested(c, ptr, ctx)
         if sub is not None:
             checked, inner = sub

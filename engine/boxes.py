@@ -8,6 +8,7 @@ run boxes can share the vocabulary (field types, action types).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any
@@ -19,6 +20,9 @@ from engine.kinds import ACTION_TYPES
 
 FIELD_KEYS = {"name", "type", "label", "required", "options", "default", "placeholder", "help",
               "role"}
+FIELD_TEXTS = ("label", "placeholder", "help")  # a field's texts for people (SPEC §17)
+OPTION_KEYS = {"value", "label"}
+ACTION_TEXTS = {"approval": ("subject", "body"), "mail": ("subject", "body")}
 HTTP_METHODS = {"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"}
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 CRON_YEARS = 5  # a cron must match a time within this many years
@@ -87,6 +91,8 @@ def _check_form(form: list[Any]) -> Problems:
             options = f.get("options")
             if not isinstance(options, list) or not options:
                 problems.append((f"{at}/options", "a select field needs a non-empty options list"))
+            else:
+                problems += _check_options(options, f"{at}/options")
         elif "options" in f:
             problems.append((f"{at}/options", "only select fields take options"))
         if "role" in f and ftype != "user":
@@ -95,13 +101,61 @@ def _check_form(form: list[Any]) -> Problems:
             problems.append((f"{at}/role", f"{show(f['role'])} is not a role name"))
         if "required" in f and not isinstance(f["required"], bool):
             problems.append((f"{at}/required", "required must be true or false"))
-        if "label" in f and not isinstance(f["label"], str):
-            problems.append((f"{at}/label", "label must be a string"))
         if ftype == "password" and "default" in f:
             problems.append((f"{at}/default", "a password field cannot have a default"))
         for key in sorted(set(f) - FIELD_KEYS):
             problems.append((f"{at}/{_escape(key)}", f"unknown field key {show(key)}"))
     return problems
+
+
+def _check_options(options: list[Any], at: str) -> Problems:
+    """An option is a value (its own label) or `{"value": v, "label": text}`; its label
+    is checked with the box's other texts (`texts`)."""
+    problems: Problems = []
+    for j, option in enumerate(options):
+        if not isinstance(option, dict):
+            continue
+        value = option.get("value")
+        if "value" not in option or not isinstance(value, (str, int, float)):
+            problems.append((f"{at}/{j}", "an option given as an object needs a value (a"
+                             " string, number or boolean) and may have a label:"
+                             " {\"value\": ..., \"label\": ...}"))
+        problems += [(f"{at}/{j}/{_escape(key)}", f"unknown option key {show(key)} (expected"
+                      " value, label)") for key in sorted(set(option) - OPTION_KEYS)]
+    return problems
+
+
+def option_value(option: Any) -> Any:
+    """What choosing an option stores: its `value` when given as an object, else itself."""
+    return option.get("value") if isinstance(option, dict) else option
+
+
+def texts(box: dict[str, Any]) -> Iterator[tuple[str, Any, str]]:
+    """(pointer below /box, value, what it is) of each text a box shows people, which
+    may be a string or a map of language to text (SPEC §17): the confirmation, a form
+    field's label, placeholder and help, an option's label, an approval's or a mail's
+    subject and body."""
+    if "confirm" in box:
+        yield "/confirm", box["confirm"], "confirm"
+    form = box.get("form")
+    for i, f in enumerate(form if isinstance(form, list) else []):
+        if not isinstance(f, dict):
+            continue
+        name = f"field '{f['name']}'" if isinstance(f.get("name"), str) else f"field {i}"
+        for key in FIELD_TEXTS:
+            if key in f:
+                yield f"/form/{i}/{key}", f[key], f"the {key} of {name}"
+        options = f.get("options")
+        for j, option in enumerate(options if isinstance(options, list) else []):
+            if isinstance(option, dict) and "label" in option:
+                yield (f"/form/{i}/options/{j}/label", option["label"],
+                       f"the label of option {j} of {name}")
+    action = box.get("action")
+    kind = action.get("type") if isinstance(action, dict) else None
+    if isinstance(action, dict) and isinstance(kind, str) and kind in ACTION_TEXTS:
+        for key in ACTION_TEXTS[kind]:
+            if key in action:
+                yield f"/action/{key}", action[key], f"the {kind}'s {key}"
 
 
 def _recipients(action: dict[str, Any]) -> tuple[Problems, int | None]:
@@ -149,11 +203,11 @@ def _approval(action: dict[str, Any], box: dict[str, Any]) -> Problems:
             problems.append(("/quorum", "quorum must be 'all', 'any' or a positive integer"))
         elif count is not None and quorum > count:
             problems.append(("/quorum", f"quorum {quorum} is more than the {count} approvers"))
-    return problems + _text_keys(action, "subject", "body")
+    return problems
 
 
 def _mail(action: dict[str, Any], box: dict[str, Any]) -> Problems:
-    return _recipients(action)[0] + _text_keys(action, "subject", "body")
+    return _recipients(action)[0]
 
 
 def _timer(action: dict[str, Any], box: dict[str, Any]) -> Problems:

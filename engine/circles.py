@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from engine import boxes
+from engine import boxes, texts
 from engine.definition import (
     Invalid,
     normalize_assign,
@@ -42,11 +42,13 @@ INPUT_KINDS = {**dict.fromkeys(("string", "text", "email", "date"), STRING),
 
 
 def check_circle(c: dict[str, Any], ptr: str, add: Add, inputs: dict[str, Any] | None,
-                 forms: Forms | None = None) -> list[Question]:
+                 forms: Forms | None = None, warn: Add | None = None) -> list[Question]:
     """The circle's own checks; returns the references to circles, to be answered. `forms`
     (`form_kinds` of its flow) and `inputs` tell the kinds of the values its expressions
-    read, so a comparison that could never work is refused here."""
+    read, so a comparison that could never work is refused here. `warn` hears of what
+    is allowed but worth a look (a text without English)."""
     uri = c["uri"]
+    check_texts(_texts(c), ptr, add, warn, f"circle '{uri}': ")
     typeof = _typeof(inputs, forms or {})
     for key, normalize, code in (("retry", normalize_retry, "invalid_retry"),
                                  ("timeout", normalize_timeout, "invalid_timeout"),
@@ -96,6 +98,38 @@ def check_circle(c: dict[str, Any], ptr: str, add: Add, inputs: dict[str, Any] |
         elif path[0] not in BUILTIN_ROOTS:
             questions.append((path[0], (where, uri, path)))
     return questions
+
+
+# the texts whose type (a string or an object) the JSON Schema checks
+SCHEMA_TYPED = ("/title", "/description", "/box/confirm")
+Spot = tuple[str, Any, str, str]  # (pointer, value, what it is, error code)
+
+
+def _texts(c: dict[str, Any]) -> list[Spot]:
+    """The circle's texts for people (SPEC §17), pointers below the circle."""
+    spots = [("/description", c["description"], "description", "schema")] \
+        if "description" in c else []
+    box = c.get("box")
+    if isinstance(box, dict):
+        spots += [(f"/box{where}", value, what, "invalid_box")
+                  for where, value, what in boxes.texts(box)]
+    return spots
+
+
+def check_texts(spots: list[Spot], ptr: str, add: Add, warn: Add | None, prefix: str = "",
+                max_length: int | None = None) -> None:
+    """Each text a string, or a map of our languages to strings (`engine.texts`); a map
+    without English is a warning. A string's length, where the schema limits it, is the
+    schema's to check."""
+    for where, value, what, code in spots:
+        if where in SCHEMA_TYPED and not isinstance(value, dict):
+            continue  # a string, or the schema's error
+        for below, message in texts.problems(value, what, max_length):
+            add(code, f"{ptr}{where}{below}", prefix + message)
+        if warn is not None and texts.lacks_default(value):
+            given = ", ".join(str(k) for k in value)
+            warn("missing_en", f"{ptr}{where}", f"{prefix}{what} has no {texts.DEFAULT} text"
+                 f" ({given} only): readers of other languages get the first one given")
 
 
 def _people_refs(c: dict[str, Any], ptr: str, add: Add) -> list[tuple[str, tuple[str, ...]]]:

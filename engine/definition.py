@@ -172,13 +172,20 @@ def normalize_due(spec: Any) -> float | None:
 
 @dataclass(frozen=True)
 class Field:
+    """A form field. Its texts for people (`label`, `option_labels`, `placeholder`,
+    `help`) are strings or `engine.texts.Text` (several languages; a string reading as
+    English): `bpflow.languages.pick(text, lang)` gives the reader's."""
     name: str
     type: str = "string"
     label: str = ""
     required: bool = False
-    options: tuple[Any, ...] = ()
+    options: tuple[Any, ...] = ()  # the values a select stores (an option's `value`)
     default: Any = None
     role: str | None = None  # a `user` field: pick among users having this role
+    # each option's label, in the order of `options` (an option without one: its value)
+    option_labels: tuple[str, ...] = field(default=(), compare=False)
+    placeholder: str | None = field(default=None, compare=False)
+    help: str | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from datetime import datetime
 from functools import cached_property
 from typing import Any
 
+from engine.boxes import ACTION_TEXTS, option_value
 from engine.definition import (
     FIELD_TYPES,
     MAX_CANDIDATES,
@@ -37,6 +38,7 @@ from engine.definition import (
     show,
 )
 from engine.plan import Plan
+from engine.texts import make
 
 __all__ = ["FIELD_TYPES", "MAX_CANDIDATES", "MAX_RETRIES", "MAX_WAIT", "RETRY_LOGIC",
            "ROLE_NAME", "TIMEOUT_POLICIES", "Assign", "Box", "Circle", "Field", "Flow",
@@ -74,17 +76,12 @@ def build_flow(circles: list[dict[str, Any]], kind: str, terminal: str,
     built = []
     for raw, dep in zip(circles, deps, strict=True):
         box = raw.get("box") or {}
-        form = tuple(
-            Field(name=f["name"], type=f.get("type", "string"), label=f.get("label", f["name"]),
-                  required=bool(f.get("required", False)), options=tuple(f.get("options", ())),
-                  default=f.get("default"), role=f.get("role"))
-            for f in box.get("form", ())
-        )
+        form = tuple(_field(f) for f in box.get("form", ()))
         built.append(Circle(
-            uri=raw["uri"], description=raw.get("description", ""),
+            uri=raw["uri"], description=make(raw.get("description", "")),
             deps=tuple(tuple(g) for g in dep), weak=tuple(raw.get("weak", ())),
             when=raw.get("when"),
-            box=Box(form=form, confirm=box.get("confirm"), action=box.get("action")),
+            box=Box(form=form, confirm=make(box.get("confirm")), action=_action(box.get("action"))),
             retry=normalize_retry(raw.get("retry")), timeout=normalize_timeout(raw.get("timeout")),
             flow=nested.get(raw["uri"]),
             assign=normalize_assign(raw["assign"]) if "assign" in raw else None,
@@ -92,3 +89,23 @@ def build_flow(circles: list[dict[str, Any]], kind: str, terminal: str,
             enter=raw.get("enter"), leave=raw.get("leave"),
         ))
     return Flow(circles=tuple(built), terminal=terminal, name=name)
+
+
+def _field(f: dict[str, Any]) -> Field:
+    options = f.get("options", ())
+    return Field(name=f["name"], type=f.get("type", "string"),
+                 label=make(f.get("label", f["name"])), required=bool(f.get("required", False)),
+                 options=tuple(option_value(o) for o in options), default=f.get("default"),
+                 role=f.get("role"),
+                 option_labels=tuple(make(o["label"]) if isinstance(o, dict) and "label" in o
+                                     else str(option_value(o)) for o in options),
+                 placeholder=make(f.get("placeholder")), help=make(f.get("help")))
+
+
+def _action(action: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The action's JSON, its texts for people given in several languages as `Text`."""
+    kind = action.get("type") if action else None
+    keys = ACTION_TEXTS.get(kind) if isinstance(kind, str) else None
+    if not action or not keys or not any(isinstance(action.get(k), dict) for k in keys):
+        return action
+    return {**action, **{k: make(action[k]) for k in keys if isinstance(action.get(k), dict)}}

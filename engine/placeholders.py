@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from engine.errors import VariableError
+from engine.texts import Text
 
 SEGMENT = r"(?:[A-Za-z_][A-Za-z0-9_-]*|\d+)"
 PATH = rf"[A-Za-z_][A-Za-z0-9_-]*(?:\.{SEGMENT})*"
@@ -72,7 +73,11 @@ def as_text(value: Any) -> str:
 
 
 def substitute(value: Any, resolve: Resolver) -> Any:
-    """Replace every placeholder in `value` (str, list or dict, recursively)."""
+    """Replace every placeholder in `value` (str, list or dict, recursively). A text in
+    several languages (`Text`) stays one, each language's text substituted (as text)."""
+    if isinstance(value, Text):
+        return Text({lang: as_text(substitute(text, resolve))
+                     for lang, text in value.translations.items()})
     if isinstance(value, str):
         whole = WHOLE.match(value)
         if whole:

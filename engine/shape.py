@@ -88,6 +88,12 @@ def _string(value: Any, max_length: int | None = None) -> bool:
     return type(value) is str and (max_length is None or len(value) <= max_length)
 
 
+def _text(value: Any, max_length: int | None = None) -> bool:
+    """A text for people: a string, or a map of language to text (whose codes and
+    values the analysis checks)."""
+    return type(value) is dict or _string(value, max_length)
+
+
 def _strings(value: Any) -> bool:
     return type(value) is list and all(type(v) is str for v in value)
 
@@ -105,9 +111,9 @@ def conforms(body: Any) -> bool:
     name = body["name"]
     if not _string(name, 100) or not NAME.match(name):
         return False
-    if "title" in body and not _string(body["title"], 200):
+    if "title" in body and not _text(body["title"], 200):
         return False
-    if "description" in body and not _string(body["description"]):
+    if "description" in body and not _text(body["description"]):
         return False
     if "kind" in body and body["kind"] not in KINDS:
         return False
@@ -135,7 +141,7 @@ def _circles(circles: Any) -> bool:
             uri = c["uri"]
             if not _string(uri, 100) or not URI.match(uri):
                 return False
-            if "description" in c and not _string(c["description"]):
+            if "description" in c and not _text(c["description"]):
                 return False
             if "deps" in c:
                 deps = c["deps"]
@@ -165,7 +171,7 @@ def _box(box: Any, todo: list[Any]) -> bool:
         form = box["form"]
         if type(form) is not list or not all(type(f) is dict for f in form):
             return False
-    if "confirm" in box and not _string(box["confirm"]):
+    if "confirm" in box and not _text(box["confirm"]):
         return False
     if "action" not in box:
         return True

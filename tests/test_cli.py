@@ -1,4 +1,5 @@
-"""`bpflow validate` (SPEC §3): output, --json shape and exit codes 0/1/2."""
+"""`bpflow validate` (SPEC §3): output, --json shape and exit codes 0/1/2; texts
+translated but not into English are warnings (SPEC §17)."""
 
 from __future__ import annotations
 
@@ -48,8 +49,8 @@ def test_broken_file_lists_each_error_with_its_path(tmp_path, capsys):
 def test_json_output_one_object_for_one_file(tmp_path, capsys):
     assert main(["validate", "--json", EXAMPLES[0]]) == 0
     result = json.loads(capsys.readouterr().out)
-    assert set(result) == {"file", "valid", "errors", "analysis"}
-    assert result["valid"] is True and result["errors"] == []
+    assert set(result) == {"file", "valid", "errors", "warnings", "analysis"}
+    assert result["valid"] is True and result["errors"] == [] and result["warnings"] == []
     assert {"entries", "terminal", "longest_path", "width", "layout"} <= set(result["analysis"])
 
 
@@ -294,3 +295,34 @@ def test_user_disable(tmp_path):
         assert store.list_users()[0]["disabled_at"] is not None
     finally:
         store.close()
+
+
+NO_ENGLISH = {"name": "zh-only", "title": {"zh-CN": "报销"}, "circles": [
+    {"uri": "ask", "box": {"confirm": {"en": "Pay?", "zh-CN": "付款？"}}},
+    {"uri": "tell", "deps": [["ask"]], "box": {"action": {
+        "type": "mail", "to": "bob", "subject": {"zh-CN": "已付款"}}}}]}
+
+
+def test_a_text_without_english_is_a_warning_not_an_error(tmp_path, capsys):
+    """Valid (exit 0): a reader of another language gets the first text given; the
+    warning names each such text by its pointer."""
+    path = write(tmp_path, "zh.json", NO_ENGLISH)
+    assert main(["validate", "--json", path]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["valid"] is True and result["errors"] == []
+    assert [(w["code"], w["path"]) for w in result["warnings"]] == [
+        ("missing_en", "/circles/1/box/action/subject"), ("missing_en", "/title")]
+    assert main(["validate", path]) == 0
+    out = capsys.readouterr().out
+    assert ": valid" in out and out.count("warning missing_en") == 2
+    assert "/title" in out and "title has no en text (zh-CN only)" in out
+
+
+def test_a_translation_in_an_unknown_language_is_an_error(tmp_path, capsys):
+    body = json.loads(json.dumps(NO_ENGLISH))
+    body["circles"][0]["box"]["confirm"]["zh-TW"] = "付款？"
+    assert main(["validate", write(tmp_path, "tw.json", body)]) == 1
+    out = capsys.readouterr().out
+    assert "invalid (1 error)" in out and "/circles/0/box/confirm/zh-TW" in out
+    assert "'zh-TW' is not a language bpflow speaks (the languages are en, zh-CN)" in out
+    assert "warning missing_en" in out  # warnings are shown with the errors

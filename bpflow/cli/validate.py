@@ -1,5 +1,6 @@
 """`bpflow validate FILE... [--json]` (SPEC §3): the analysis of template files, printed
-for people or as JSON; it needs no database. Also how the command line reads a template
+for people or as JSON, with the analysis's warnings (a text translated but not into
+English: SPEC §17); it needs no database. Also how the command line reads a template
 file, and the shipped templates by name (for nested flows named by template)."""
 
 from __future__ import annotations
@@ -84,18 +85,20 @@ def validate(files: list[str], as_json: bool) -> int:
         if isinstance(body, TooLarge):
             code = EXIT_INVALID if code == EXIT_OK else code
             results.append({"file": name, "valid": False, "errors": [
-                {"code": "too_large", "path": "", "message": str(body)}], "analysis": None})
+                {"code": "too_large", "path": "", "message": str(body)}], "warnings": [],
+                "analysis": None})
             continue
         if isinstance(body, Unreadable):
             code = EXIT_UNREADABLE
             results.append({"file": name, "valid": False, "errors": [
-                {"code": "unreadable", "path": "", "message": str(body)}], "analysis": None})
+                {"code": "unreadable", "path": "", "message": str(body)}], "warnings": [],
+                "analysis": None})
             continue
         report = analyze(body, registry.get)
         if not report.valid and code == EXIT_OK:
             code = EXIT_INVALID
         results.append({"file": name, "valid": report.valid, "errors": report.errors,
-                        "analysis": report.analysis})
+                        "warnings": report.warnings, "analysis": report.analysis})
     if as_json:
         out = results[0] if len(results) == 1 else results
         print(json.dumps(out, indent=2, ensure_ascii=False))
@@ -113,7 +116,7 @@ def _describe(result: dict[str, Any]) -> str:
         lines = [f"{result['file']}: invalid ({n} error{'s' * (n != 1)})"]
         lines += [f"  {e['code']:<19} {e['path'] or '/':<28} {e['message']}"
                   for e in result["errors"]]
-        return "\n".join(lines)
+        return "\n".join(lines + _warnings(result))
     a = result["analysis"]
     lines = [f"{result['file']}: valid",
              f"  entries: {', '.join(a['entries'])}   terminal: {a['terminal']}"
@@ -127,4 +130,9 @@ def _describe(result: dict[str, Any]) -> str:
         nested = a["nested"][uri]
         lines.append(f"  nested in {uri}: entries {', '.join(nested['entries'])},"
                      f" terminal {nested['terminal']}, longest path {nested['longest_path']}")
-    return "\n".join(lines)
+    return "\n".join(lines + _warnings(result))
+
+
+def _warnings(result: dict[str, Any]) -> list[str]:
+    return [f"  warning {w['code']:<11} {w['path'] or '/':<28} {w['message']}"
+            for w in result["warnings"]]

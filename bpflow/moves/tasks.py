@@ -17,6 +17,7 @@ from typing import Any
 from bpflow import access
 from bpflow.access import Caller
 from bpflow.errors import Conflict, Forbidden, NotFound
+from bpflow.languages import pick
 from bpflow.mailbox import Mailbox
 from bpflow.moves.steps import Op, step, step_async
 from bpflow.store import Store
@@ -137,15 +138,19 @@ async def withdraw_async(store: Store, caller: Caller, iid: str, uri: str,
 
 
 # ------------------------------------------------------------------ reading
-def circle_words(store: Store, template: str, version: int, circle: str) -> tuple[str, str]:
+def circle_words(store: Store, template: str, version: int, circle: str,
+                 lang: str | None = None) -> tuple[str, str]:
     """(the template's title, the circle's description) of a task row, from its template
-    version (built once per process); empty when the version is gone."""
+    version (built once per process), in `lang` when given (`languages.pick`; else as
+    the model keeps them: strings reading as English); empty when the version is gone."""
     try:
         _, built = store.template(template, version)
     except NotFound:
         return "", ""
     node = built.plan.nodes.get(circle)
-    return built.title, node.circle.description if node else ""
+    title, description = built.title, node.circle.description if node else ""
+    return (title, description) if lang is None else (pick(title, lang),
+                                                       pick(description, lang))
 
 
 def delegates(store: Store, caller: Caller, task: dict[str, Any]) -> list[str]:

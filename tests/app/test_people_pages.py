@@ -26,24 +26,24 @@ def count(store, template: str) -> int:
 
 # ------------------------------------------------------------- templates page
 def test_an_admin_retires_a_template_after_a_confirmation(make_state, web_store):
-    assert "order" in offered(make_state, "alice")
+    assert "reimbursement" in offered(make_state, "alice")
     state = make_state(TemplatesState, user="root")
     run(state.load())
-    state.ask("order", True)
-    assert state.asked == "order" and state.asked_retire
+    state.ask("reimbursement", True)
+    assert state.asked == "reimbursement" and state.asked_retire
     state.cancel()  # changed their mind
-    assert state.asked == "" and not web_store.is_retired("order")
-    state.ask("order", True)
+    assert state.asked == "" and not web_store.is_retired("reimbursement")
+    state.ask("reimbursement", True)
     run(state.confirm())
-    assert state.asked == "" and web_store.is_retired("order")
-    assert {t.name: t.retired for t in state.items}["order"] is True
-    assert "order" not in offered(make_state, "alice")
-    assert "order" not in offered(make_state, "root")
-    state.ask("order", False)
+    assert state.asked == "" and web_store.is_retired("reimbursement")
+    assert {t.name: t.retired for t in state.items}["reimbursement"] is True
+    assert "reimbursement" not in offered(make_state, "alice")
+    assert "reimbursement" not in offered(make_state, "root")
+    state.ask("reimbursement", False)
     run(state.confirm())
-    assert not web_store.is_retired("order")
-    assert {t.name: t.retired for t in state.items}["order"] is False
-    assert "order" in offered(make_state, "alice")
+    assert not web_store.is_retired("reimbursement")
+    assert {t.name: t.retired for t in state.items}["reimbursement"] is False
+    assert "reimbursement" in offered(make_state, "alice")
 
 
 def test_the_flow_signing_in_starts_is_not_offered_for_retirement(make_state, web_store):
@@ -80,6 +80,9 @@ def test_my_flows_offers_a_template_to_its_starters_only(make_state, web_store):
     assert "payout" in offered(make_state, "fay")
     assert "payout" in offered(make_state, "root")  # admins always may
     assert "signin" not in offered(make_state, "fay")
+    for example in ("order", "onboarding"):  # the examples for developers: admins only
+        assert example not in offered(make_state, "alice")
+        assert example in offered(make_state, "root")
     alice = make_state(FlowsState, user="alice")
     alice.load()
     events = run(alice.start({"__template": "payout"}))  # a form sent by hand
@@ -92,7 +95,7 @@ def test_my_flows_offers_a_template_to_its_starters_only(make_state, web_store):
 
 # ----------------------------------------------------------------- double click
 def test_a_double_click_on_start_starts_one_flow(make_state, web_store):
-    state = make_state(FlowsState, user="alice")
+    state = make_state(FlowsState, user="root")
     state.load()
     first = run(state.start({"__template": "order", "customer": "ACME"}))
     second = run(state.start({"__template": "order", "customer": "ACME"}))  # queued click
@@ -110,16 +113,16 @@ def test_each_person_and_each_page_has_its_own_key(make_state, web_store):
     alice, carol = make_state(FlowsState, user="alice"), make_state(FlowsState, user="carol")
     for state in (alice, carol):
         state.load()
-        run(state.start({"__template": "order", "customer": "ACME"}))
-    assert count(web_store, "order") == 2
+        run(state.start({"__template": "reimbursement"}))
+    assert count(web_store, "reimbursement") == 2
     other_tab = make_state(FlowsState, user="alice")
     other_tab.load()
-    run(other_tab.start({"__template": "order", "customer": "ACME"}))
-    assert count(web_store, "order") == 3
+    run(other_tab.start({"__template": "reimbursement"}))
+    assert count(web_store, "reimbursement") == 3
 
 
 def test_a_start_refused_for_its_inputs_leaves_the_key_for_the_next_try(make_state, web_store):
-    state = make_state(FlowsState, user="alice")
+    state = make_state(FlowsState, user="root")
     state.load()
     run(state.start({"__template": "order", "customer": ""}))
     assert count(web_store, "order") == 0

@@ -34,7 +34,7 @@ def test_5_an_admin_retires_a_template_and_alice_is_no_longer_offered_it(
     screenshot(page, "journey5_retired")
 
     alice.reload()
-    expect(alice.get_by_role("button", name="Start order")).to_be_visible()
+    expect(alice.get_by_role("button", name="Start reimbursement")).to_be_visible()
     expect(alice.get_by_role("button", name="Start leave")).to_have_count(0)
     screenshot(alice, "journey5_alice_not_offered")
 

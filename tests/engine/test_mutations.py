@@ -128,7 +128,7 @@ def from_schema(node: dict[str, Any], depth: int = 0) -> st.SearchStrategy[Any]:
 def _from_schema(node: dict[str, Any], depth: int) -> st.SearchStrategy[Any]:
     """Valid instances of the template schema, drawn by reading it: the keywords it uses
     (type, properties, required, additionalProperties, propertyNames, items, min/maxItems,
-    min/maxLength, pattern, enum, const, $ref, if/then). hypothesis-jsonschema would do
+    min/maxLength, pattern, enum, const, $ref, if/then, anyOf). hypothesis-jsonschema would do
     this, but it draws nothing from recursive references (nested flows) and 0.23.1 does
     not run with the hypothesis installed here."""
     defs = shape.schema()["$defs"]
@@ -136,6 +136,8 @@ def _from_schema(node: dict[str, Any], depth: int) -> st.SearchStrategy[Any]:
         name = node["$ref"].rsplit("/", 1)[1]
         depth += name == "circles"  # `depth`: how many flows deep
         node = defs[name]
+    if "anyOf" in node:
+        return st.one_of([from_schema(sub, depth) for sub in node["anyOf"]])
     if "enum" in node:
         return st.sampled_from(node["enum"])
     if "const" in node:

@@ -70,3 +70,19 @@ def test_the_64_bit_edges_are_taken():
     field = Field("n", "integer", "N", True)
     assert convert(field, 2**63 - 1) == 2**63 - 1
     assert convert(field, str(-(2**63))) == -(2**63)
+
+
+def test_a_select_of_labelled_options_stores_their_values():
+    """Options given as `{"value", "label"}` (labels in several languages, SPEC §17): the
+    form takes and stores the value, whatever the reader saw."""
+    from engine.analysis import load_template
+    t = load_template({"name": "t", "circles": [{"uri": "a", "box": {"form": [
+        {"name": "plan", "type": "select", "required": True, "options": [
+            {"value": "basic", "label": {"en": "Basic", "zh-CN": "基础版"}},
+            {"value": 2, "label": "Two"}]}]}}]})
+    form = t.flow.circles[0].box.form
+    assert validate(form, {"plan": "basic"})[0] == {"plan": "basic"}
+    assert validate(form, {"plan": "2"})[0] == {"plan": 2}
+    with pytest.raises(FormError) as err:
+        validate(form, {"plan": "基础版"})
+    assert "must be one of: basic, 2" in str(err.value.errors)

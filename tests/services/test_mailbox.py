@@ -14,7 +14,7 @@ from bpflow.forms import FormError
 from bpflow.mailbox import Mailbox, quorum_verdict
 from bpflow.store import Conflict
 from bpflow.worker import Worker
-from tests.services.helpers import mail_of, start_approval, users
+from tests.services.helpers import mail_of, mark, start_approval, users
 
 
 # ------------------------------------------------------------ approvals
@@ -364,3 +364,43 @@ def test_the_quorum_counted_is_the_signed_one_not_the_circle_state(db_url, store
         assert fresh.get(iid).circles["approve"].state == "success"
     finally:
         fresh.close()
+
+
+# ------------------------------------------------------------ languages (SPEC §17)
+def _translated(kind: str, to: list[str], subject: dict, body: dict) -> dict:
+    return {"name": f"t-{kind}", "circles": [
+        {"uri": "claim", "box": {"form": [{"name": "amount", "type": "number"}]}},
+        {"uri": "send", "deps": [["claim"]],
+         "box": {"action": {"type": kind, "to": to, "subject": subject, "body": body}}},
+        {"uri": "end", "deps": [["send"]]}]}
+
+
+@pytest.mark.parametrize("kind", ["approval", "mail"])
+def test_mail_is_written_in_each_addressees_language(store, units, kind):
+    """Each addressee reads the subject and body in their language (`users.language`),
+    else English, placeholders substituted; the approval signed is the one they read."""
+    people = users(store, "bob", "ann:approver", "cid:approver", "dan:approver")
+    store.set_language(people["ann"]["id"], "zh-CN")
+    store.set_language(people["dan"]["id"], "en")
+    store.put_template(_translated(kind, ["ann", "cid", "dan"],
+                                   {"en": "Claim of ${claim.amount}",
+                                    "zh-CN": "报销申请：${claim.amount}"},
+                                   {"zh-CN": "请审批 ${user.username} 的报销"}))
+    iid = store.start(f"t-{kind}", {}, people["bob"]).id
+    units.submit(iid, "claim", mark(store, iid, "claim"), {"amount": 120})
+    Worker(store).run_once()
+    wanted = "approval" if kind == "approval" else "message"
+    got = {name: Mailbox(store).inbox(people[name], kind=wanted)[0]
+           for name in ("ann", "cid", "dan")}
+    assert got["ann"]["subject"] == "报销申请：120"
+    assert got["cid"]["subject"] == got["dan"]["subject"] == "Claim of 120"
+    # a body in Chinese only: everyone reads the one given
+    assert {m["body"] for m in got.values()} == {"请审批 bob 的报销"}
+    if kind == "approval":
+        assert all(m["signature_ok"] and m["payload"]["subject"] == m["subject"]
+                   for m in got.values())
+        for name in ("ann", "cid", "dan"):
+            Mailbox(store).decide(got[name]["id"], people[name], "approved")
+        assert store.get(iid).circles["send"].state == "success"
+    else:
+        assert store.get(iid).circles["send"].state == "success"
