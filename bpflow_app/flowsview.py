@@ -3,8 +3,8 @@ forms, and the user's flows as lines (the template's title, a summary of the flo
 it waits for, its last step, who started it), read a page at a time or searched; the
 start form's inputs parsed.
 
-A template's texts may be a string or a map of language → text (SPEC §17): `text_in`
-picks the reader's.
+A template's texts may be a string or a map of language → text (SPEC §17):
+`bpflow.languages.pick` picks the reader's.
 
 `pages/flows_state.py` asks for these; who may start what is `bpflow.access`'s to say.
 """
@@ -12,7 +12,7 @@ picks the reader's.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,6 +20,7 @@ from bpflow.access import Caller, may_start
 from bpflow.backend import store_for
 from bpflow.forms import FormError, validate
 from bpflow.interactions import SIGNIN_TEMPLATE
+from bpflow.languages import pick
 from bpflow.store import Store
 from bpflow_app.boxview import FieldView, field_view, iso_text
 from bpflow_app.catalogs import N_
@@ -62,17 +63,6 @@ class InstanceLine:
     summary: str = ""  # the first form's values ("64.5 · Taxi to the airport · bob")
     waits: str = ""  # whom it waits for, by name and role ("finance", "bob, carol")
     waits_you: bool = False  # the reader may act on it now
-
-
-def text_in(value: str | Mapping[str, str] | None, lang: str) -> str:
-    """A template's text (a string, or a map of language → text) in the reader's language:
-    theirs, else English, else the first given."""
-    if value is None:
-        return ""
-    if isinstance(value, str):
-        return value
-    return (value.get(lang) or value.get("en")
-            or next((str(v) for v in value.values() if v), ""))
 
 
 def short(value: Any, most: int = SUMMARY_CHARS) -> str:
@@ -177,8 +167,8 @@ def startables(caller: Caller, errors: dict[str, dict[str, str]] | None = None,
         if name == SIGNIN_TEMPLATE:
             continue  # the outer flow (the session), which signing in starts
         mine = errors.get(name, {})
-        out.append(Startable(name, text_in(t.title, lang) or name,
-                             text_in(t.description, lang), version,
+        out.append(Startable(name, pick(t.title, lang) or name,
+                             pick(t.description, lang), version,
                              [field_view(f"start-{name}", f, None, mine.get(f.name, ""))
                               for f in input_fields(t)]))
     return out
@@ -201,12 +191,12 @@ def instance_lines(store: Store, rows: list[dict[str, Any]], caller: Caller | No
                             iso_text(r["updated_at"]), str(starter.get("username", "")),
                             title=r["template"])
         if inst is not None:
-            line.title = text_in(inst.template.title, lang) or r["template"]
+            line.title = pick(inst.template.title, lang) or r["template"]
             line.summary = summary(inst)
             line.waits, line.waits_you = waiting_for(inst, store.engine.ready(inst), caller)
         if step:
             node = inst.template.plan.nodes.get(step["circle"]) if inst else None
-            line.last_step = text_in(node.circle.description, lang) if node else ""
+            line.last_step = pick(node.circle.description, lang) if node else ""
             line.last_step = line.last_step or step["circle"]
             line.step_kind = step["kind"]
         out.append(line)
@@ -244,7 +234,7 @@ def template_choices(store: Store, lang: str = "en") -> list[tuple[str, str]]:
         if name == SIGNIN_TEMPLATE:
             continue
         try:
-            title = text_in(store.template(name)[1].title, lang)
+            title = pick(store.template(name)[1].title, lang)
         except BpflowError:
             title = ""
         out.append((name, title or name))

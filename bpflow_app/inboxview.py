@@ -18,11 +18,12 @@ from typing import Any
 
 from bpflow import moves
 from bpflow.access import Caller
+from bpflow.languages import pick
 from bpflow.store import Store
 from bpflow_app import routes
 from bpflow_app.boxview import iso_text
 from bpflow_app.catalogs import N_
-from bpflow_app.flowsview import WAITS_MOST, text_in
+from bpflow_app.flowsview import WAITS_MOST
 from engine.instance import parse_time
 
 PAGE_SIZE = 25  # a page of mail, or of one task list
@@ -143,7 +144,7 @@ def task_view(store: Store, caller: Caller, row: Any, now: datetime,
     key = (row.template, row.version, row.circle)
     if key not in words:
         words[key] = moves.circle_words(store, *key)
-    title, description = (text_in(w, lang) for w in words[key])
+    title, description = (pick(w, lang) for w in words[key])
     holder = task["assignee"]
     who = [holder] if holder else [*task["users"], *task["roles"]]
     due = parse_time(task.get("due_at"))

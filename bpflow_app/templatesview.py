@@ -5,7 +5,7 @@ migration's map of renamed circles).
 
 The page's states (`pages/templates_state.py`, `pages/migration_state.py`) read the
 store and build these, in the reader's language: a template's own texts may be one
-string or a map of language → text (`reader_text`), and the page's own messages here are
+string or a map of language → text (`pick`), and the page's own messages here are
 made with the state's `gettext` (`say`, English without one).
 """
 
@@ -29,21 +29,11 @@ Say = Callable[..., str]
 ENGLISH: Say = partial(translate, languages.DEFAULT)
 
 
-def reader_text(text: Any, lang: str) -> str:
-    """A template's text for a reader of `lang`: the text itself when it is one string;
-    of a map of language → text (SPEC §17) the reader's, else English, else the first
-    given."""
-    if isinstance(text, dict):
-        return str(text.get(lang) or text.get(languages.DEFAULT)
-                   or next((t for t in text.values() if t), ""))
-    return "" if text is None else str(text)
-
-
 def in_every_language(text: Any, otherwise: str = "") -> dict[str, str]:
-    """`reader_text` of `text` for a reader of each of our languages (`otherwise` where
+    """`languages.pick` of `text` for a reader of each of our languages (`otherwise` where
     it has none): the page shows the one of its language, and a change of language
     shows another at once."""
-    return {code: reader_text(text, code) or otherwise for code in languages.LANGUAGES}
+    return {code: languages.pick(text, code) or otherwise for code in languages.LANGUAGES}
 
 
 @dataclass

@@ -14,6 +14,7 @@ from bpflow.access import Caller
 from bpflow.backend import store_for
 from bpflow.errors import Unauthorized
 from bpflow.forms import FormError
+from bpflow.languages import pick
 from bpflow_app import routes
 from bpflow_app.flowsview import (
     ANY,
@@ -25,7 +26,6 @@ from bpflow_app.flowsview import (
     parse_inputs,
     startables,
     template_choices,
-    text_in,
 )
 from bpflow_app.session import SessionState, expired
 from engine.errors import BpflowError
@@ -139,7 +139,7 @@ class FlowsState(SessionState):
         try:
             caller = self._caller()
             _, template = store_for(caller).template(name)
-            title = text_in(template.title, lang) or name
+            title = pick(template.title, lang) or name
             inputs = parse_inputs(template, form_data, self.gettext)
             inst = self._start_once(caller, name, inputs)
         except Unauthorized as exc:
