@@ -7,19 +7,23 @@ approval's approvers) and, for the person looking, what they may do about it: fi
 only if they may drive it (`access.may_drive`; the others see whom it waits for, and no
 bookmark), claim or give back a task, or take the work back (its starter).
 
-Plain data (no Reflex) so it can be tested on its own; `components/boxes.py` renders it.
+Every text is made in the reader's language (`Words`, from the catalogs); a step is
+named by its circle's description (its uri only where none is written). Plain data (no
+Reflex) so it can be tested on its own; `components/boxes.py` renders it.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from bpflow import access
 from bpflow.access import Caller
 from bpflow.interactions import Interactions
+from bpflow.languages import DEFAULT
+from bpflow_app.catalogs import translate
 from engine.errors import BpflowError
 from engine.instance import SUCCESS, WAITING, Instance, parse_time
 from engine.model import Field
@@ -31,6 +35,43 @@ from engine.tasks import sole
 
 HTML_TYPES = {"string": "text", "text": "text", "number": "number", "integer": "number",
               "date": "date", "email": "email", "password": "password"}
+
+
+class Words:
+    """The texts of the views in one language (the same catalogs as the pages')."""
+
+    def __init__(self, lang: str = DEFAULT):
+        self.lang = lang
+
+    def gettext(self, message: str, **values: Any) -> str:
+        return translate(self.lang, message, **values)
+
+    def ngettext(self, singular: str, plural: str, n: int, **values: Any) -> str:
+        return translate(self.lang, singular, plural, n, **values)
+
+    def either(self, names: list[str]) -> str:
+        """"a, b or c" in the reader's words."""
+        if len(names) <= 1:
+            return "".join(names)
+        return self.gettext("%(some)s or %(last)s", some=self.gettext(", ").join(names[:-1]),
+                            last=names[-1])
+
+    def both(self, names: list[str]) -> str:
+        """"a, b and c" in the reader's words."""
+        if len(names) <= 1:
+            return "".join(names)
+        return self.gettext("%(some)s and %(last)s", some=self.gettext(", ").join(names[:-1]),
+                            last=names[-1])
+
+
+ENGLISH = Words()
+
+
+def step_name(inst: Instance, cid: str) -> str:
+    """A step as its people know it: its circle's description, else its uri."""
+    node = inst.template.plan.nodes.get(cid)
+    text = node.circle.description if node is not None else ""
+    return text if isinstance(text, str) and text else cid.rsplit(".", 1)[-1]
 
 
 @dataclass
@@ -51,8 +92,8 @@ class FieldView:
 @dataclass
 class BoxView:
     cid: str
-    title: str
-    description: str
+    title: str  # the step's description (its uri where it has none)
+    description: str  # the uri, for the technical view
     kind: str  # "form", "confirm", "status", or "wait" (a person's box, not the viewer's)
     bookmark: str = ""
     fields: list[FieldView] = field(default_factory=list)
@@ -61,11 +102,13 @@ class BoxView:
     tone: str = ""  # status: running, retrying, approval, timer
     status_title: str = ""
     status_lines: list[str] = field(default_factory=list)
+    tech_lines: list[str] = field(default_factory=list)  # engine detail: for admins
+    at: str = ""  # status: when a timer fires or the next try is (ISO)
     approvers: list[str] = field(default_factory=list)
     quorum: str = ""
     form_error: str = ""
     waits: str = ""  # "Waits for someone in finance", "Held by fred", "Waits for you"
-    due: str = ""  # a task's due time
+    due: str = ""  # a task's due time (ISO, shown by components/when.py)
     overdue: bool = False
     claim: bool = False  # what the viewer may do: take the task,
     unclaim: bool = False  # give it back to its candidates,
@@ -80,7 +123,7 @@ def iso_text(at: datetime | str | None) -> str:
     if isinstance(at, str):
         at = datetime.fromisoformat(at)
     if at.tzinfo is None:
-        at = at.replace(tzinfo=timezone.utc)
+        at = at.replace(tzinfo=UTC)
     return at.isoformat()
 
 
@@ -125,9 +168,9 @@ def field_view(cid: str, f: Field, default: Any, error: str = "",
 
 def box_views(interactions: Interactions, inst: Instance, statuses: dict[str, str],
               errors: dict[str, dict[str, str]] | None = None,
-              caller: Caller | None = None) -> list[BoxView]:
+              caller: Caller | None = None, words: Words = ENGLISH) -> list[BoxView]:
     """A box for every circle that waits for a person or shows an action's progress, as
-    `caller` may see it (None: as someone who may drive every box)."""
+    `caller` may see it (None: as someone who may drive every box), in `words`."""
     engine = interactions.store.engine
     nodes = inst.template.plan.nodes
     ready = set(engine.ready(inst))
@@ -142,15 +185,15 @@ def box_views(interactions: Interactions, inst: Instance, statuses: dict[str, st
         if cid in ready:
             if caller is None or access.may_drive(caller, inst, cid) or \
                     box_phase(node.circle.box, run) is not Phase.INPUT:
-                box = _ready_box(interactions, inst, cid, errors.get(cid, {}))
+                box = _ready_box(interactions, inst, cid, errors.get(cid, {}), words)
             else:
                 box = _base(inst, cid, "wait")  # someone else's to fill in
             if box is not None:
-                _people(box, inst, cid, caller, now)
+                _people(box, inst, cid, caller, now, words)
         elif status == READY and _timer(inst, cid):
-            box = _action_box(interactions, inst, cid)  # waits for its time, not a person
+            box = _action_box(interactions, inst, cid, words)  # waits for its time
         elif status == SCHEDULED:
-            box = _retry_box(inst, cid)
+            box = _retry_box(inst, cid, words)
         else:
             continue
         if box is not None:
@@ -158,8 +201,16 @@ def box_views(interactions: Interactions, inst: Instance, statuses: dict[str, st
     return out
 
 
+def who_words(task: dict[str, Any], words: Words) -> str:
+    """Whom a task waits for: "bob, carol or someone in finance" (`access.describe` in the
+    reader's words)."""
+    who = [str(u) for u in task["users"]] + [
+        words.gettext("someone in %(role)s", role=r) for r in task["roles"]]
+    return words.either(who) if who else words.gettext("nobody")
+
+
 def _people(view: BoxView, inst: Instance, cid: str, caller: Caller | None,
-            now: datetime) -> None:
+            now: datetime, words: Words = ENGLISH) -> None:
     """Whom the ready circle waits for, and what the viewer may do about it."""
     node, run = inst.template.plan.nodes[cid], inst.circles[cid]
     phase, task = box_phase(node.circle.box, run), run.task
@@ -169,14 +220,16 @@ def _people(view: BoxView, inst: Instance, cid: str, caller: Caller | None,
         holder = task["assignee"]
         mine = caller is not None and holder == caller.username
         if mine and sole(task["users"], task["roles"]) == holder:
-            view.waits = "Waits for you"
+            view.waits = words.gettext("Waits for you")
+        elif mine:
+            view.waits = words.gettext("Held by you")
         elif holder:
-            view.waits = f"Held by {'you' if mine else holder}"
+            view.waits = words.gettext("Held by %(name)s", name=holder)
         else:
-            view.waits = f"Waits for {access.describe(task)}"
+            view.waits = words.gettext("Waits for %(who)s", who=who_words(task, words))
         due = parse_time(task["due_at"])
         if due is not None:
-            view.due, view.overdue = clock_text(due), due <= now
+            view.due, view.overdue = iso_text(due), due <= now
         if caller is not None:
             view.claim = access.may_claim(caller, task)
             view.unclaim = access.may_unclaim(caller, task) and \
@@ -187,9 +240,9 @@ def _people(view: BoxView, inst: Instance, cid: str, caller: Caller | None,
         info = approval(run) or {}
         names = [str(a) for a in info.get("approvers", [])]
         if names:
-            word = " and " if info.get("quorum", "all") == "all" else " or "
-            view.waits = "Waits for " + (word.join([", ".join(names[:-1]), names[-1]])
-                                         if len(names) > 1 else names[0])
+            who = words.both(names) if info.get("quorum", "all") == "all" else \
+                words.either(names)
+            view.waits = words.gettext("Waits for %(who)s", who=who)
         view.withdraw = starter
 
 
@@ -201,12 +254,11 @@ def _timer(inst: Instance, cid: str) -> bool:
 
 
 def _base(inst: Instance, cid: str, kind: str) -> BoxView:
-    circle = inst.template.plan.nodes[cid].circle
-    return BoxView(cid=cid, title=cid, description=circle.description, kind=kind)
+    return BoxView(cid=cid, title=step_name(inst, cid), description=cid, kind=kind)
 
 
 def _ready_box(interactions: Interactions, inst: Instance, cid: str,
-               errors: dict[str, str]) -> BoxView | None:
+               errors: dict[str, str], words: Words = ENGLISH) -> BoxView | None:
     engine = interactions.store.engine
     run, box = inst.circles[cid], inst.template.plan.nodes[cid].circle.box
     if box.confirm is not None:
@@ -223,10 +275,11 @@ def _ready_box(interactions: Interactions, inst: Instance, cid: str,
                                   if f.type == "user" else None)
                        for f in box.form]
         view.form_error = errors.get("_form", "")
-        view.submit_label = "Sign in" if box.action_type == "auth" else "Submit"
+        view.submit_label = words.gettext("Sign in") if box.action_type == "auth" else \
+            words.gettext("Submit")
         return view
     if box.action is not None:
-        return _action_box(interactions, inst, cid)
+        return _action_box(interactions, inst, cid, words)
     return None
 
 
@@ -237,46 +290,58 @@ def _render(engine, inst: Instance, cid: str, value: Any, extra: dict | None = N
         return value  # shown as written when a value is missing
 
 
-def _action_box(interactions: Interactions, inst: Instance, cid: str) -> BoxView:
+def _action_box(interactions: Interactions, inst: Instance, cid: str,
+                words: Words = ENGLISH) -> BoxView:
     run = inst.circles[cid]
     action = inst.template.plan.nodes[cid].circle.box.action or {}
     shown = _render(interactions.store.engine, inst, cid, action, action_extra(run))
     view = _base(inst, cid, "status")
     kind = action.get("type")
     info = approval(run)
+    gettext = words.gettext
     if info is not None:
-        view.tone, view.status_title = "approval", "Waiting for approval"
+        view.tone, view.status_title = "approval", gettext("Waiting for approval")
         view.approvers = [str(a) for a in info.get("approvers", [])]
-        view.quorum = _quorum_text(info.get("quorum", "all"), len(view.approvers))
-        view.status_lines = [f"Subject: {_text(shown.get('subject'))}"] if shown.get(
-            "subject") else []
+        view.quorum = _quorum_text(info.get("quorum", "all"), len(view.approvers), words)
+        if shown.get("subject"):
+            view.status_lines = [gettext("Subject: %(subject)s",
+                                         subject=_text(shown.get("subject")))]
     elif kind == "http":
-        view.tone, view.status_title = "running", "HTTP call running"
-        view.status_lines = [f"{str(shown.get('method', 'GET')).upper()} {_text(shown.get('url'))}"]
+        view.tone, view.status_title = "running", gettext("Working on it")
+        view.tech_lines = [f"{str(shown.get('method', 'GET')).upper()} "
+                           f"{_text(shown.get('url'))}"]
         if run.attempts:
-            view.status_lines.append(f"Attempt {run.attempts + 1}; last failure: {run.reason}")
+            view.status_lines.append(words.ngettext(
+                "Tried %(n)s time; it is tried again.", "Tried %(n)s times; it is tried again.",
+                run.attempts))
+            view.tech_lines.append(gettext("Attempt %(count)s; last failure: %(reason)s",
+                                           count=run.attempts + 1, reason=run.reason or ""))
     elif kind == "timer":
-        view.tone, view.status_title = "timer", "Timer"
-        view.status_lines = [f"Fires at {clock_text(run.due_at)}"] if run.due_at else []
+        view.tone, view.status_title = "timer", gettext("Waiting for its time")
+        view.at = iso_text(run.due_at)
     else:
-        view.tone, view.status_title = "running", f"{kind} action running"
+        view.tone, view.status_title = "running", gettext("Working on it")
+        view.tech_lines = [gettext("%(kind)s action running", kind=str(kind))]
     return view
 
 
-def _retry_box(inst: Instance, cid: str) -> BoxView:
+def _retry_box(inst: Instance, cid: str, words: Words = ENGLISH) -> BoxView:
     run, circle = inst.circles[cid], inst.template.plan.nodes[cid].circle
     view = _base(inst, cid, "status")
-    view.tone, view.status_title = "retrying", "Failed, will retry"
-    view.status_lines = [f"Reason: {run.reason}",
-                         f"Next attempt at {clock_text(run.next_attempt_at)}"
-                         f" (retry {run.attempts} of {len(circle.retry)})"]
+    gettext = words.gettext
+    view.tone, view.status_title = "retrying", gettext("Failed, will retry")
+    view.at = iso_text(run.next_attempt_at)
+    view.status_lines = [gettext("Try %(count)s of %(most)s.", count=run.attempts + 1,
+                                 most=len(circle.retry) + 1)]
+    view.tech_lines = [gettext("Reason: %(reason)s", reason=run.reason or "")]
     return view
 
 
-def _quorum_text(quorum: Any, approvers: int) -> str:
+def _quorum_text(quorum: Any, approvers: int, words: Words = ENGLISH) -> str:
     if quorum == "all":
-        return f"all {approvers} must approve" if approvers > 1 else "must approve"
+        return words.gettext("all %(count)s must approve", count=approvers) if approvers > 1 else \
+            words.gettext("must approve")
     if quorum == "any":
-        return "any one approval is enough"
-    return f"{quorum} of {approvers} approvals needed"
-
+        return words.gettext("any one approval is enough")
+    return words.gettext("%(quorum)s of %(count)s approvals needed", quorum=quorum,
+                         count=approvers)

@@ -140,35 +140,63 @@ def test_a_stale_bookmark_is_refused_and_the_page_refreshed(make_state, web_stor
     assert [b.cid for b in state.boxes] == ["claim"]
 
 
+def _technical(make_state, iid, user="root"):
+    """The flow page of an admin, in the technical view."""
+    state = make_state(FlowState, user=user, path=f"/flow/{iid}")
+    state.load()
+    state.set_intervention(True)
+    return state
+
+
 def test_reset_shows_a_preview_then_resets_on_confirmation(make_state, web_store):
-    state, inst = _open(make_state, web_store)
-    _submit(state, "claim", CLAIM)
+    alice, inst = _open(make_state, web_store)
+    _submit(alice, "claim", CLAIM)
+    state = _technical(make_state, inst.id)
     state.select("claim")
     assert state.chosen.resettable and state.chosen.result
     state.ask_reset("self")
     assert state.preview == ["claim", "approve"] and state.preview_open
     assert any(e.kind == "weak" for e in state.edges)  # what a reset may reach
     assert web_store.get(inst.id).circles["claim"].state == "success"  # nothing changed yet
-    run(state.confirm_reset())
+    events = run(state.confirm_reset())
+    assert "2 steps from “Fill in the claim” go back to waiting" in str(events[-1])
     assert not state.preview_open
     assert web_store.get(inst.id).circles["claim"].state == "waiting"
     assert [b.cid for b in state.boxes] == ["claim"]
 
 
 def test_cancelling_a_reset_changes_nothing(make_state, web_store):
-    state, inst = _open(make_state, web_store)
-    _submit(state, "claim", CLAIM)
+    alice, inst = _open(make_state, web_store)
+    _submit(alice, "claim", CLAIM)
+    state = _technical(make_state, inst.id)
     state.select("claim")
     state.ask_reset("all")
     state.cancel_reset()
     assert state.preview == [] and web_store.get(inst.id).circles["claim"].state == "success"
 
 
-def test_intervention_mode_draws_weak_edges(make_state, web_store):
-    state, _ = _open(make_state, web_store)
-    assert not [e for e in state.edges if e.kind == "weak"]
-    state.set_intervention(True)
-    assert [e for e in state.edges if e.kind == "weak"]
+def test_the_technical_view_is_for_admins_only(make_state, web_store):
+    """The claimant sees her steps by their descriptions, no uris, no weak edges, no
+    circles' table and no resetting; an admin turns the technical view on."""
+    alice, inst = _open(make_state, web_store)
+    _submit(alice, "claim", CLAIM)
+    alice.set_intervention(True)
+    assert not alice.intervention
+    assert not [e for e in alice.edges if e.kind == "weak"]
+    assert {n.id: n.label for n in alice.nodes}["claim"] == "Fill in the claim"
+    assert {n.id: n.aria for n in alice.nodes}["claim"] == "Fill in the claim: done"
+    alice.set_tab("circles")
+    assert alice.tab == "flow" and alice.circle_rows == []
+    alice.select("claim")
+    alice.ask_reset("self")
+    assert alice.preview == [] and web_store.get(inst.id).circles["claim"].state == "success"
+
+    root = _technical(make_state, inst.id)
+    assert root.intervention and [e for e in root.edges if e.kind == "weak"]
+    assert {n.id: n.label for n in root.nodes}["claim"] == "claim"  # the uri
+    root.set_tab("circles")
+    assert [c.id for c in root.circle_rows] == ["claim", "approve", "review", "pay", "done"]
+    assert root.circle_rows[0].state == "success" and root.circle_rows[0].result
 
 
 def test_confirmation_accept_and_decline(make_state, web_store):
@@ -180,9 +208,11 @@ def test_confirmation_accept_and_decline(make_state, web_store):
     run(state.decline({"__circle": "sure", "__bookmark": state.boxes[0].bookmark,
                        "reason": "not now"}))
     assert web_store.get(inst.id).circles["sure"].reason == "declined: not now"
-    state.select("sure")
-    state.ask_reset("self")
-    run(state.confirm_reset())
+    root = _technical(make_state, inst.id)
+    root.select("sure")
+    root.ask_reset("self")
+    run(root.confirm_reset())
+    state.load()
     run(state.accept("sure", state.boxes[0].bookmark))
     assert state.head.status == "completed"
 
@@ -210,11 +240,13 @@ def test_history_is_loaded_on_its_tab(make_state, web_store):
 
 
 def test_circles_tab_lists_every_circle_once_opened(make_state, web_store):
-    state, _ = _open(make_state, web_store)
+    _, inst = _open(make_state, web_store)
+    state = _technical(make_state, inst.id)
     assert state.circle_rows == []
     state.set_tab("circles")
     assert [c.id for c in state.circle_rows] == ["claim", "approve", "review", "pay", "done"]
     assert state.circle_rows[0].state == "ready"
+    assert state.circle_rows[0].name == "Fill in the claim"
 
 
 # ------------------------------------------------- people's work (SPEC §9, §10)
@@ -313,7 +345,7 @@ def test_the_starter_withdraws_a_pending_approval_after_a_confirmation(make_stat
     assert state.ask_open and state.ask_circle == "approve"
     assert web_store.get(inst.id).circles["approve"].pending  # nothing yet
     events = run(state.confirm_control({"reason": "wrong amount"}))
-    assert "Took back approve" in str(events[-1]) and not state.ask_open
+    assert "Took back “The manager approves”" in str(events[-1]) and not state.ask_open
     assert web_store.get(inst.id).circles["claim"].state == "waiting"
     assert [b.cid for b in state.boxes] == ["claim"]
     [mail] = Mailbox(web_store).inbox(web_store.user("bob"), "approval")
