@@ -461,3 +461,110 @@ def test_an_open_page_does_not_query_the_database_while_nothing_changes(
         return settled, idle
     settled, idle = run_async(main())
     assert settled >= 1 and idle == 0
+
+
+# ------------------------------------------- the reader's words (SPEC §17)
+def test_steps_are_named_by_their_descriptions(make_state, web_store):
+    state, _ = _open(make_state, web_store)
+    [claim] = state.boxes
+    assert (claim.cid, claim.title) == ("claim", "Fill in the claim")
+    assert claim.submit_label == "Submit" and claim.waits == "Waits for you"
+    state.select("claim")
+    assert state.chosen.name == "Fill in the claim"
+    assert "UTC" not in state.head.created and state.head.created.startswith("20")
+
+
+def test_the_history_is_told_in_sentences_in_the_readers_language(make_state, web_store,
+                                                                  work):
+    state, inst = _open(make_state, web_store)
+    _submit(state, "claim", CLAIM)
+    work()
+    [mail] = Mailbox(web_store).inbox(web_store.user("bob"), "approval")
+    Mailbox(web_store).decide(mail["id"], web_store.user("bob"), "approved", "looks fine")
+    state.load()
+    state.set_tab("history")
+    said = [h.text for h in state.history if h.plain]
+    assert said[-1] == "alice started the flow"
+    assert "alice sent “Fill in the claim”" in said
+    assert "Approval of “The manager approves” asked of bob" in said
+    assert "bob approved “The manager approves” — “looks fine”" in said
+    assert said[0] == "“Finance checks the claim” waits for someone in finance"
+    assert not any("attempt" in s or "circle" in s for s in said)
+    assert all(h.at.startswith("20") and "UTC" not in h.at for h in state.history)
+    technical = [h for h in state.history if not h.plain]  # engine bookkeeping
+    assert {h.kind for h in technical} == {"circle ready"}
+
+    state.choice = "zh-CN"  # the language menu
+    state.relabel()
+    said = [h.text for h in state.history if h.plain]
+    assert said[-1] == "alice 发起了流程"
+    assert "bob 同意了“The manager approves”——“looks fine”" in said
+    assert state.words_of == "zh-CN"
+
+
+def test_a_withdrawal_is_told_as_sent_back(make_state, web_store, work):
+    state, inst = _open(make_state, web_store)
+    _submit(state, "claim", CLAIM)
+    work()
+    state.load()
+    state.ask_control("withdraw", "approve")
+    assert state.ask_step == "The manager approves"
+    run(state.confirm_control({"reason": "wrong amount"}))
+    state.set_tab("history")
+    said = [h.text for h in state.history if h.plain]
+    assert "alice took back “The manager approves” — “wrong amount”" in said
+    assert "The step “The manager approves” was sent back" in said
+
+
+def test_the_boxes_and_toasts_speak_chinese(make_state, web_store):
+    state, inst = _open(make_state, web_store)
+    state.choice = "zh-CN"
+    state.relabel()
+    [claim] = state.boxes
+    assert (claim.waits, claim.submit_label) == ("等你处理", "提交")
+    events = _submit(state, "claim", {**CLAIM, "amount": "twelve"})
+    assert "请修改标出的字段" in str(events[-1])
+    errors = {f.name: f.error for f in state.boxes[0].fields}
+    assert errors["amount"] == "Amount必须是数字"
+    events = _submit(state, "claim", CLAIM)
+    assert "已提交：Fill in the claim" in str(events[-1])
+
+
+def test_a_field_error_goes_as_soon_as_the_field_is_fixed(make_state, web_store):
+    state, inst = _open(make_state, web_store)
+    _submit(state, "claim", {**CLAIM, "amount": "twelve", "reason": ""})
+    errors = {f.name: f.error for f in state.boxes[0].fields}
+    assert errors["amount"] == "Amount must be a number"
+    assert errors["reason"] == "What was it for? is required"
+    state.check_field("claim", "amount", "still not")  # still wrong: still said
+    assert {f.name: f.error for f in state.boxes[0].fields}["amount"] == \
+        "Amount must be a number"
+    state.check_field("claim", "amount", "12.5")  # fixed: gone before the next submit
+    errors = {f.name: f.error for f in state.boxes[0].fields}
+    assert errors["amount"] == "" and errors["reason"] == "What was it for? is required"
+    state.check_field("claim", "reason", "Taxi")
+    assert all(f.error == "" for f in state.boxes[0].fields)
+    assert web_store.get(inst.id).circles["claim"].state == "waiting"  # nothing sent
+
+
+def test_controls_show_for_whom_they_make_sense(make_state, web_store, work):
+    """The starter controls her flow (bpflow.access: ACT) and may take back the step
+    waiting for others; an approver only follows it; the technical view is an admin's."""
+    alice, inst = _open(make_state, web_store)
+    assert alice.can_act and set(alice.head.controls) >= {"suspend", "abort"}
+    [claim] = alice.boxes
+    assert not (claim.claim or claim.unclaim or claim.withdraw)  # her own form: fill it in
+    _submit(alice, "claim", CLAIM)
+    work()
+    alice.load()
+    assert _box(alice, "approve").withdraw
+    alice.set_intervention(True)
+    assert not alice.intervention  # not an admin
+    bob = _page(make_state, "bob", inst.id)
+    assert not bob.can_act and not _box(bob, "approve").withdraw
+    bob.ask_control("suspend")
+    assert not bob.ask_open
+    root = _page(make_state, "root", inst.id)
+    assert root.can_act
+    root.set_intervention(True)
+    assert root.intervention
