@@ -7,6 +7,8 @@ every event of the history and fixing a stuck flow (resetting steps)."""
 from __future__ import annotations
 
 import reflex as rx
+from reflex.event import EventChain
+from reflex.vars.base import VarData
 
 from bpflow_app import routes
 from bpflow_app.boxview import BoxView
@@ -32,9 +34,22 @@ def status_label(status: rx.Var) -> rx.Var:
     return rx.match(status, *[(k, _(v)) for k, v in STATUS_WORDS.items()], status)
 
 
+class _Relabel(rx.Fragment):
+    """Asks for the texts made on the server (boxes, history) again when the page's
+    language changes (`FlowState.relabel`, which does nothing while they are in it)."""
+
+    def add_hooks(self) -> list[str | rx.Var]:
+        lang = LangState.lang
+        call = rx.Var.create(EventChain.create(S.relabel, args_spec=lambda: [],
+                                               key="relabel"))
+        return [rx.Var(
+            f"useEffect(() => {{ ({call!s})(); }}, [{lang!s}])",
+            _var_data=VarData.merge(lang._get_all_var_data(), call._get_all_var_data(),
+                                    VarData(imports={"react": ["useEffect"]})))]
+
+
 def _relabel() -> rx.Component:
-    """Asks for the texts made on the server again when the page's language changes."""
-    return rx.box(key=LangState.lang, on_mount=S.relabel, display="none")
+    return _Relabel.create()
 
 
 def _banner() -> rx.Component:
