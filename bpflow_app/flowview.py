@@ -36,6 +36,7 @@ class Header:
     created: str = ""  # ISO (components/when.py shows it)
     updated: str = ""
     controls: list[str] = field(default_factory=list)  # the engine's moves from its status
+    failed: str = ""  # the failed steps, by their names ("“Call the service”")
 
 
 @dataclass
@@ -65,9 +66,11 @@ class HistoryRow:
     plain: bool = True  # shown outside the technical view (not engine bookkeeping)
 
 
-def header(inst: Instance) -> Header:
+def header(inst: Instance, words: Words = ENGLISH) -> Header:
     t = inst.template
-    return Header(id=inst.id, template=t.name, title=t.title or t.name,
+    failed = [words.gettext("“%(step)s”", step=step_name(inst, cid))
+              for cid in t.plan.order if inst.circles[cid].state == FAILURE]
+    return Header(failed=words.both(failed), id=inst.id, template=t.name, title=t.title or t.name,
                   version=inst.version or 0, status=inst.status, reason=inst.reason or "",
                   owner=str(inst.user.get("username", "")), created=iso_text(inst.created_at),
                   updated=iso_text(inst.updated_at), controls=list(instance_moves(inst.status)))

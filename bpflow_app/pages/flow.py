@@ -59,8 +59,11 @@ def _banner() -> rx.Component:
                                  color_scheme="green", id="flow-banner", width="100%")),
         ("failed", rx.callout(
             rx.vstack(
-                rx.text(_("The flow cannot finish on its own: %(reason)s",
-                          reason=S.head.reason)),
+                rx.cond(TECH | (S.head.failed == ""),
+                        rx.text(_("The flow cannot finish on its own: %(reason)s",
+                                  reason=S.head.reason)),
+                        rx.text(_("The flow cannot finish on its own: %(steps)s failed.",
+                                  steps=S.head.failed))),
                 rx.cond(S.is_admin,
                         rx.text(_("Turn on the technical view and select the failed step "
                                   "to run it again or reset it.")),

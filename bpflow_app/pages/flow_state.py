@@ -177,7 +177,7 @@ class FlowState(SessionState):
         d = fv.drawing(inst, states, expanded, technical and (
             self.intervention or bool(self.preview_scope)), words)
         self._circles = fv.circle_infos(inst, states)
-        self._update(head=fv.header(inst), nodes=d.nodes, frames=d.frames, edges=d.edges,
+        self._update(head=fv.header(inst, words), nodes=d.nodes, frames=d.frames, edges=d.edges,
                      junctions=d.junctions, canvas=Canvas(d.width, d.height, d.min_width),
                      boxes=box_views(Interactions(store), inst, store.engine.statuses(inst),
                                      self._errors, caller, words),

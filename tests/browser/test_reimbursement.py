@@ -108,7 +108,12 @@ def test_a_team_walks_an_expense_claim_and_the_claimant_sees_it_complete_live(
     expect(claim.locator(".waits-for")).to_have_text(says["you"])
     # a picker of the approvers, the form's default chosen
     expect(claim.locator("#f-claim-manager")).to_have_text("approver")
+    _tap(alice, _button(claim, says["submit"]))  # nothing filled in: two errors
+    errors = claim.locator(".field-error")
+    expect(errors).to_have_count(2)
     claim.locator("#f-claim-amount").fill(amount)
+    claim.locator("#f-claim-amount").press("Tab")  # fixed: its error goes at once
+    expect(errors).to_have_count(1)
     claim.locator("#f-claim-reason").fill("Train tickets")
     _tap(alice, _button(claim, says["submit"]))
     approve = _box(alice, "approve")
