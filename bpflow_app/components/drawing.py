@@ -145,15 +145,19 @@ def flow_drawing(d: rx.Var[Drawing], selected: rx.Var[str] | str = "",
     return rx.box(scroller, hint, width="100%", style={"containerType": "inline-size"})
 
 
-def legend(intervention: rx.Var[bool]) -> rx.Component:
+def legend(intervention: rx.Var[bool], junctions: rx.Var[bool] | bool = True
+           ) -> rx.Component:
+    """What the colours and marks mean; the junction's only where the drawing has one
+    (`junctions`), the weak edge's in the technical view (`intervention`)."""
     items = [rx.hstack(rx.box(width="12px", height="12px", border_radius="50%",
                               background=fill, border=f"2px solid {stroke}"),
                        rx.text(_(STATE_WORDS[state]), size="1"), spacing="1", align="center")
              for state, (fill, stroke, _glyph) in STATE_STYLE.items()]
-    items.append(rx.hstack(rx.box(width="10px", height="10px", background="#ede9fe",
-                                  border=f"1.5px solid {OR_EDGE}", transform="rotate(45deg)"),
-                           rx.text(_("any one of the arrows into it is enough"), size="1"),
-                           spacing="1", align="center"))
+    items.append(rx.cond(junctions, rx.hstack(
+        rx.box(width="10px", height="10px", background="#ede9fe",
+               border=f"1.5px solid {OR_EDGE}", transform="rotate(45deg)"),
+        rx.text(_("any one of the arrows into it is enough"), size="1"),
+        spacing="1", align="center", class_name="legend-junction")))
     items.append(rx.cond(intervention, rx.hstack(
         rx.box(width="18px", border_top=f"2px dashed {WEAK_EDGE}"),
         rx.text(_("where a reset may reach back (weak edge)"), size="1"), spacing="1",

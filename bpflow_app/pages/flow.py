@@ -279,7 +279,7 @@ def _flow_tab() -> rx.Component:
             rx.hstack(rx.heading(_("Steps"), size="3", as_="h2"), rx.spacer(),
                       _technical_switch(), width="100%", align="center", wrap="wrap"),
             flow_drawing(S, S.selected, S.preview, S.select, canvas=S.canvas),
-            legend(TECH | S.preview_open),
+            legend(TECH | S.preview_open, S.junctions.length() > 0),
             spacing="3", width="100%",
         ),
         width="100%",

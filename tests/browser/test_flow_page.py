@@ -15,6 +15,7 @@ def test_or_junction_weak_edges_and_tabs(page, sign_in, screenshot) -> None:
     page.get_by_role("button", name="Start order").click()
     page.wait_for_url("**/flow/**")
     expect(page.locator(".or-junction")).to_have_count(1)
+    expect(page.locator(".legend-junction")).to_contain_text("any one of the arrows")
     expect(page.locator('.flow-edge[data-kind="or"]')).to_have_count(3)
     expect(page.locator('.flow-edge[data-kind="weak"]')).to_have_count(0)
     expect(page.get_by_role("tab", name="Steps (technical)")).to_have_count(0)

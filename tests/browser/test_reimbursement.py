@@ -121,6 +121,7 @@ def test_a_team_walks_an_expense_claim_and_the_claimant_sees_it_complete_live(
     expect(_button(approve, says["take_back"])).to_be_visible()
     expect(alice.locator("#flow-controls")).to_be_visible()  # hers to control, explained
     expect(alice.locator("#intervention-switch")).to_have_count(0)  # an admin's
+    expect(alice.locator(".legend-junction")).to_have_count(0)  # no junction drawn
     screenshot(alice, f"{run}_approval_pending")
 
     manager = new_page(width, height)
