@@ -67,11 +67,20 @@ class Words:
 ENGLISH = Words()
 
 
-def step_name(inst: Instance, cid: str) -> str:
+def localized(text: Any, lang: str) -> str:
+    """A template's text in a language: the text itself, or from a map of language →
+    text (SPEC §17) the reader's, else English, else the first."""
+    if isinstance(text, dict):
+        found = text.get(lang) or text.get(DEFAULT) or next(iter(text.values()), "")
+        return str(found or "")
+    return str(text or "")
+
+
+def step_name(inst: Instance, cid: str, words: Words = ENGLISH) -> str:
     """A step as its people know it: its circle's description, else its uri."""
     node = inst.template.plan.nodes.get(cid)
-    text = node.circle.description if node is not None else ""
-    return text if isinstance(text, str) and text else cid.rsplit(".", 1)[-1]
+    text = localized(node.circle.description, words.lang) if node is not None else ""
+    return text or cid.rsplit(".", 1)[-1]
 
 
 @dataclass
@@ -187,7 +196,7 @@ def box_views(interactions: Interactions, inst: Instance, statuses: dict[str, st
                     box_phase(node.circle.box, run) is not Phase.INPUT:
                 box = _ready_box(interactions, inst, cid, errors.get(cid, {}), words)
             else:
-                box = _base(inst, cid, "wait")  # someone else's to fill in
+                box = _base(inst, cid, "wait", words)  # someone else's to fill in
             if box is not None:
                 _people(box, inst, cid, caller, now, words)
         elif status == READY and _timer(inst, cid):
@@ -253,8 +262,8 @@ def _timer(inst: Instance, cid: str) -> bool:
             and inst.template.plan.nodes[cid].circle.box.action_type == "timer")
 
 
-def _base(inst: Instance, cid: str, kind: str) -> BoxView:
-    return BoxView(cid=cid, title=step_name(inst, cid), description=cid, kind=kind)
+def _base(inst: Instance, cid: str, kind: str, words: Words = ENGLISH) -> BoxView:
+    return BoxView(cid=cid, title=step_name(inst, cid, words), description=cid, kind=kind)
 
 
 def _ready_box(interactions: Interactions, inst: Instance, cid: str,
@@ -262,12 +271,12 @@ def _ready_box(interactions: Interactions, inst: Instance, cid: str,
     engine = interactions.store.engine
     run, box = inst.circles[cid], inst.template.plan.nodes[cid].circle.box
     if box.confirm is not None:
-        view = _base(inst, cid, "confirm")
+        view = _base(inst, cid, "confirm", words)
         view.bookmark = engine.bookmark(inst, cid)
         view.confirm_text = _render(engine, inst, cid, box.confirm)
         return view
     if box.form and staged_form(run) is None:
-        view = _base(inst, cid, "form")
+        view = _base(inst, cid, "form", words)
         view.bookmark = engine.bookmark(inst, cid)
         defaults = interactions.defaults(inst, cid)
         view.fields = [field_view(cid, f, defaults.get(f.name), errors.get(f.name, ""),
@@ -295,7 +304,7 @@ def _action_box(interactions: Interactions, inst: Instance, cid: str,
     run = inst.circles[cid]
     action = inst.template.plan.nodes[cid].circle.box.action or {}
     shown = _render(interactions.store.engine, inst, cid, action, action_extra(run))
-    view = _base(inst, cid, "status")
+    view = _base(inst, cid, "status", words)
     kind = action.get("type")
     info = approval(run)
     gettext = words.gettext
@@ -327,7 +336,7 @@ def _action_box(interactions: Interactions, inst: Instance, cid: str,
 
 def _retry_box(inst: Instance, cid: str, words: Words = ENGLISH) -> BoxView:
     run, circle = inst.circles[cid], inst.template.plan.nodes[cid].circle
-    view = _base(inst, cid, "status")
+    view = _base(inst, cid, "status", words)
     gettext = words.gettext
     view.tone, view.status_title = "retrying", gettext("Failed, will retry")
     view.at = iso_text(run.next_attempt_at)

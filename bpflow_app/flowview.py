@@ -14,7 +14,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from bpflow_app.boxview import ENGLISH, Words, iso_text, step_name, who_words
+from bpflow_app.boxview import ENGLISH, Words, iso_text, localized, step_name, who_words
 from bpflow_app.catalogs import N_
 from bpflow_app.drawing import Drawing, draw
 from engine.instance import FAILURE, SKIPPED, SUCCESS, TERMINATED, WAITING, Instance
@@ -68,9 +68,10 @@ class HistoryRow:
 
 def header(inst: Instance, words: Words = ENGLISH) -> Header:
     t = inst.template
-    failed = [words.gettext("“%(step)s”", step=step_name(inst, cid))
+    failed = [words.gettext("“%(step)s”", step=step_name(inst, cid, words))
               for cid in t.plan.order if inst.circles[cid].state == FAILURE]
-    return Header(failed=words.both(failed), id=inst.id, template=t.name, title=t.title or t.name,
+    return Header(failed=words.both(failed), id=inst.id, template=t.name,
+                  title=localized(t.title, words.lang) or t.name,
                   version=inst.version or 0, status=inst.status, reason=inst.reason or "",
                   owner=str(inst.user.get("username", "")), created=iso_text(inst.created_at),
                   updated=iso_text(inst.updated_at), controls=list(instance_moves(inst.status)))
@@ -100,10 +101,12 @@ def _text(value: Any) -> str:
         value, (dict, list)) else str(value)
 
 
-def circle_infos(inst: Instance, states: dict[str, str]) -> list[CircleInfo]:
+def circle_infos(inst: Instance, states: dict[str, str], words: Words = ENGLISH
+                 ) -> list[CircleInfo]:
     nodes = inst.template.plan.nodes
     return [CircleInfo(id=cid, label=cid.rsplit(".", 1)[-1],
-                       description=nodes[cid].circle.description, name=step_name(inst, cid),
+                       description=localized(nodes[cid].circle.description, words.lang),
+                       name=step_name(inst, cid, words),
                        state=states[cid], result=_text(run.result), reason=run.reason or "",
                        attempts=run.attempts, next_attempt=iso_text(run.next_attempt_at),
                        resettable=run.state in FINISHED and inst.status != TERMINATED,
@@ -130,8 +133,9 @@ def drawing(inst: Instance, states: dict[str, str], expanded: set[str],
     draws the weak edges a reset may follow, else circles are named by their steps."""
     nodes = inst.template.plan.nodes
     weak = {cid: node.weak for cid, node in nodes.items() if node.weak} if intervention else None
-    tips = {cid: node.circle.description for cid, node in nodes.items()}
-    names = None if intervention else {cid: step_name(inst, cid) for cid in nodes}
+    tips = {cid: localized(node.circle.description, words.lang)
+            for cid, node in nodes.items()}
+    names = None if intervention else {cid: step_name(inst, cid, words) for cid in nodes}
     return draw(inst.template.analysis, states, expanded=expanded, weak=weak, tips=tips,
                 names=names, aria=lambda name, state: words.gettext(
                     "%(step)s: %(state)s", step=name,
@@ -167,7 +171,7 @@ def sentence(event: dict[str, Any], inst: Instance, words: Words = ENGLISH
     gettext = words.gettext
     kind, data = event["kind"], event.get("data") or {}
     cid = event.get("circle") or ""
-    step = step_name(inst, cid) if cid else ""
+    step = step_name(inst, cid, words) if cid else ""
     actor = event.get("actor") or ""
     person = actor not in SYSTEM
     after = event.get("after") or {}

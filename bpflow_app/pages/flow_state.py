@@ -176,7 +176,7 @@ class FlowState(SessionState):
         technical = self._technical()
         d = fv.drawing(inst, states, expanded, technical and (
             self.intervention or bool(self.preview_scope)), words)
-        self._circles = fv.circle_infos(inst, states)
+        self._circles = fv.circle_infos(inst, states, words)
         self._update(head=fv.header(inst, words), nodes=d.nodes, frames=d.frames, edges=d.edges,
                      junctions=d.junctions, canvas=Canvas(d.width, d.height, d.min_width),
                      boxes=box_views(Interactions(store), inst, store.engine.statuses(inst),
@@ -352,7 +352,8 @@ class FlowState(SessionState):
             inst = step(self._caller())
             self._errors.pop(cid, None)
             self._show(inst)  # the step's instance: no second read
-            return rx.toast.success(self.gettext(done, step=step_name(inst, cid)))
+            return rx.toast.success(self.gettext(
+                done, step=step_name(inst, cid, self._words())))
         except Unauthorized as exc:
             return expired(self, exc)
         except FormError as exc:
@@ -388,10 +389,11 @@ class FlowState(SessionState):
             self._reload()
             return rx.toast.error(str(exc))
         self._show(inst)
-        text = self.gettext(done, step=step_name(inst, cid) if cid else "")
+        words = self._words()
+        text = self.gettext(done, step=step_name(inst, cid, words) if cid else "")
         if back:
             text = self.gettext("%(done)s; it went back to %(steps)s", done=text,
-                                steps=self._words().both([step_name(inst, b) for b in back]))
+                                steps=words.both([step_name(inst, b, words) for b in back]))
         return rx.toast.success(text)
 
     @rx.event
@@ -510,7 +512,7 @@ class FlowState(SessionState):
             toast = rx.toast.success(self.ngettext(
                 "%(n)s step from “%(step)s” goes back to waiting",
                 "%(n)s steps from “%(step)s” go back to waiting", len(self.preview),
-                step=step_name(inst, cid)))
+                step=step_name(inst, cid, self._words())))
         except Unauthorized as exc:
             toast = expired(self, exc)
         except BpflowError as exc:

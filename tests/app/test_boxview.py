@@ -90,3 +90,12 @@ def test_a_user_field_offers_the_people_it_may_name():
     assert pick.type == "user" and pick.options == ["ann", "bob"] and pick.default == "ann"
     many = field_view("c", Field("m", "user"), None, people=[f"u{i}" for i in range(501)])
     assert many.options == []  # too many to list: typed, and checked by the server
+
+
+def test_a_templates_text_in_several_languages_is_read_in_the_readers():
+    """Templates may give a text per language (SPEC §17): the reader's, else English."""
+    from bpflow_app.boxview import localized
+    both = {"en": "Manager approval", "zh-CN": "经理审批"}
+    assert localized(both, "zh-CN") == "经理审批" and localized(both, "en") == "Manager approval"
+    assert localized({"en": "Only English"}, "zh-CN") == "Only English"
+    assert localized("Plain", "zh-CN") == "Plain" and localized(None, "en") == ""
