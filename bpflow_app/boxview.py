@@ -7,7 +7,9 @@ approval's approvers) and, for the person looking, what they may do about it: fi
 only if they may drive it (`access.may_drive`; the others see whom it waits for, and no
 bookmark), claim or give back a task, or take the work back (its starter).
 
-Plain data (no Reflex) so it can be tested on its own; `components/boxes.py` renders it.
+Every text is made in the reader's language (`Words`, from the catalogs); a step is
+named by its circle's description (its uri only where none is written). Plain data (no
+Reflex) so it can be tested on its own; `components/boxes.py` renders it.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from typing import Any
 from bpflow import access
 from bpflow.access import Caller
 from bpflow.interactions import Interactions
+from bpflow.languages import DEFAULT, pick
+from bpflow_app.catalogs import translate
 from engine.errors import BpflowError
 from engine.instance import SUCCESS, WAITING, Instance, parse_time
 from engine.model import Field
@@ -33,6 +37,43 @@ HTML_TYPES = {"string": "text", "text": "text", "number": "number", "integer": "
               "date": "date", "email": "email", "password": "password"}
 
 
+class Words:
+    """The texts of the views in one language (the same catalogs as the pages')."""
+
+    def __init__(self, lang: str = DEFAULT):
+        self.lang = lang
+
+    def gettext(self, message: str, **values: Any) -> str:
+        return translate(self.lang, message, **values)
+
+    def ngettext(self, singular: str, plural: str, n: int, **values: Any) -> str:
+        return translate(self.lang, singular, plural, n, **values)
+
+    def either(self, names: list[str]) -> str:
+        """"a, b or c" in the reader's words."""
+        if len(names) <= 1:
+            return "".join(names)
+        return self.gettext("%(some)s or %(last)s", some=self.gettext(", ").join(names[:-1]),
+                            last=names[-1])
+
+    def both(self, names: list[str]) -> str:
+        """"a, b and c" in the reader's words."""
+        if len(names) <= 1:
+            return "".join(names)
+        return self.gettext("%(some)s and %(last)s", some=self.gettext(", ").join(names[:-1]),
+                            last=names[-1])
+
+
+ENGLISH = Words()
+
+
+def step_name(inst: Instance, cid: str, words: Words = ENGLISH) -> str:
+    """A step as its people know it: its circle's description, else its uri."""
+    node = inst.template.plan.nodes.get(cid)
+    text = pick(node.circle.description, words.lang) if node is not None else ""
+    return text or cid.rsplit(".", 1)[-1]
+
+
 @dataclass
 class FieldView:
     name: str
@@ -42,7 +83,8 @@ class FieldView:
     input_id: str
     html_type: str = "text"
     step: str = ""
-    options: list[str] = field(default_factory=list)
+    options: list[str] = field(default_factory=list)  # the values a choice stores
+    option_labels: list[str] = field(default_factory=list)  # as the reader sees them
     default: str = ""
     checked: bool = False
     error: str = ""
@@ -51,8 +93,8 @@ class FieldView:
 @dataclass
 class BoxView:
     cid: str
-    title: str
-    description: str
+    title: str  # the step's description (its uri where it has none)
+    description: str  # the uri, for the technical view
     kind: str  # "form", "confirm", "status", or "wait" (a person's box, not the viewer's)
     bookmark: str = ""
     fields: list[FieldView] = field(default_factory=list)
@@ -61,11 +103,13 @@ class BoxView:
     tone: str = ""  # status: running, retrying, approval, timer
     status_title: str = ""
     status_lines: list[str] = field(default_factory=list)
+    tech_lines: list[str] = field(default_factory=list)  # engine detail: for admins
+    at: str = ""  # status: when a timer fires or the next try is (ISO)
     approvers: list[str] = field(default_factory=list)
     quorum: str = ""
     form_error: str = ""
     waits: str = ""  # "Waits for someone in finance", "Held by fred", "Waits for you"
-    due: str = ""  # a task's due time
+    due: str = ""  # a task's due time (ISO, shown by components/when.py)
     overdue: bool = False
     claim: bool = False  # what the viewer may do: take the task,
     unclaim: bool = False  # give it back to its candidates,
@@ -105,17 +149,22 @@ PICKER_MAX = 500  # a user field offers at most this many names; past that, type
 
 
 def field_view(cid: str, f: Field, default: Any, error: str = "",
-               people: list[str] | None = None) -> FieldView:
-    """A field as the page shows it; `people`: the usernames a `user` field offers."""
-    out = FieldView(name=f.name, type=f.type, label=f.label or f.name, required=f.required,
+               people: list[str] | None = None, lang: str = DEFAULT) -> FieldView:
+    """A field as the page shows it to a reader of `lang` (its label and its options'
+    labels in their language); `people`: the usernames a `user` field offers."""
+    out = FieldView(name=f.name, type=f.type, label=pick(f.label, lang) or f.name,
+                    required=f.required,
                     input_id=f"f-{cid}-{f.name}".replace(".", "-"),
                     html_type=HTML_TYPES.get(f.type, "text"), error=error)
     if f.type in ("number", "integer"):
         out.step = "1" if f.type == "integer" else "any"
     if f.type == "select":
         out.options = [str(o) for o in f.options]
+        out.option_labels = [pick(label, lang) or str(o)
+                             for o, label in zip(f.options, f.option_labels, strict=False)]
+        out.option_labels += out.options[len(out.option_labels):]
     if f.type == "user" and people is not None and len(people) <= PICKER_MAX:
-        out.options = people  # a picker; the server checks the name either way
+        out.options = out.option_labels = people  # a picker; the server checks the name
     if f.type == "boolean":
         out.checked = default is True
     elif f.type != "password" and default is not None:
@@ -125,9 +174,9 @@ def field_view(cid: str, f: Field, default: Any, error: str = "",
 
 def box_views(interactions: Interactions, inst: Instance, statuses: dict[str, str],
               errors: dict[str, dict[str, str]] | None = None,
-              caller: Caller | None = None) -> list[BoxView]:
+              caller: Caller | None = None, words: Words = ENGLISH) -> list[BoxView]:
     """A box for every circle that waits for a person or shows an action's progress, as
-    `caller` may see it (None: as someone who may drive every box)."""
+    `caller` may see it (None: as someone who may drive every box), in `words`."""
     engine = interactions.store.engine
     nodes = inst.template.plan.nodes
     ready = set(engine.ready(inst))
@@ -142,15 +191,15 @@ def box_views(interactions: Interactions, inst: Instance, statuses: dict[str, st
         if cid in ready:
             if caller is None or access.may_drive(caller, inst, cid) or \
                     box_phase(node.circle.box, run) is not Phase.INPUT:
-                box = _ready_box(interactions, inst, cid, errors.get(cid, {}))
+                box = _ready_box(interactions, inst, cid, errors.get(cid, {}), words)
             else:
-                box = _base(inst, cid, "wait")  # someone else's to fill in
+                box = _base(inst, cid, "wait", words)  # someone else's to fill in
             if box is not None:
-                _people(box, inst, cid, caller, now)
+                _people(box, inst, cid, caller, now, words)
         elif status == READY and _timer(inst, cid):
-            box = _action_box(interactions, inst, cid)  # waits for its time, not a person
+            box = _action_box(interactions, inst, cid, words)  # waits for its time
         elif status == SCHEDULED:
-            box = _retry_box(inst, cid)
+            box = _retry_box(inst, cid, words)
         else:
             continue
         if box is not None:
@@ -158,8 +207,16 @@ def box_views(interactions: Interactions, inst: Instance, statuses: dict[str, st
     return out
 
 
+def who_words(task: dict[str, Any], words: Words) -> str:
+    """Whom a task waits for: "bob, carol or someone in finance" (`access.describe` in the
+    reader's words)."""
+    who = [str(u) for u in task["users"]] + [
+        words.gettext("someone in %(role)s", role=r) for r in task["roles"]]
+    return words.either(who) if who else words.gettext("nobody")
+
+
 def _people(view: BoxView, inst: Instance, cid: str, caller: Caller | None,
-            now: datetime) -> None:
+            now: datetime, words: Words = ENGLISH) -> None:
     """Whom the ready circle waits for, and what the viewer may do about it."""
     node, run = inst.template.plan.nodes[cid], inst.circles[cid]
     phase, task = box_phase(node.circle.box, run), run.task
@@ -169,14 +226,16 @@ def _people(view: BoxView, inst: Instance, cid: str, caller: Caller | None,
         holder = task["assignee"]
         mine = caller is not None and holder == caller.username
         if mine and sole(task["users"], task["roles"]) == holder:
-            view.waits = "Waits for you"
+            view.waits = words.gettext("Waits for you")
+        elif mine:
+            view.waits = words.gettext("Held by you")
         elif holder:
-            view.waits = f"Held by {'you' if mine else holder}"
+            view.waits = words.gettext("Held by %(name)s", name=holder)
         else:
-            view.waits = f"Waits for {access.describe(task)}"
+            view.waits = words.gettext("Waits for %(who)s", who=who_words(task, words))
         due = parse_time(task["due_at"])
         if due is not None:
-            view.due, view.overdue = clock_text(due), due <= now
+            view.due, view.overdue = iso_text(due), due <= now
         if caller is not None:
             view.claim = access.may_claim(caller, task)
             view.unclaim = access.may_unclaim(caller, task) and \
@@ -187,9 +246,9 @@ def _people(view: BoxView, inst: Instance, cid: str, caller: Caller | None,
         info = approval(run) or {}
         names = [str(a) for a in info.get("approvers", [])]
         if names:
-            word = " and " if info.get("quorum", "all") == "all" else " or "
-            view.waits = "Waits for " + (word.join([", ".join(names[:-1]), names[-1]])
-                                         if len(names) > 1 else names[0])
+            who = words.both(names) if info.get("quorum", "all") == "all" else \
+                words.either(names)
+            view.waits = words.gettext("Waits for %(who)s", who=who)
         view.withdraw = starter
 
 
@@ -200,33 +259,33 @@ def _timer(inst: Instance, cid: str) -> bool:
             and inst.template.plan.nodes[cid].circle.box.action_type == "timer")
 
 
-def _base(inst: Instance, cid: str, kind: str) -> BoxView:
-    circle = inst.template.plan.nodes[cid].circle
-    return BoxView(cid=cid, title=cid, description=circle.description, kind=kind)
+def _base(inst: Instance, cid: str, kind: str, words: Words = ENGLISH) -> BoxView:
+    return BoxView(cid=cid, title=step_name(inst, cid, words), description=cid, kind=kind)
 
 
 def _ready_box(interactions: Interactions, inst: Instance, cid: str,
-               errors: dict[str, str]) -> BoxView | None:
+               errors: dict[str, str], words: Words = ENGLISH) -> BoxView | None:
     engine = interactions.store.engine
     run, box = inst.circles[cid], inst.template.plan.nodes[cid].circle.box
     if box.confirm is not None:
-        view = _base(inst, cid, "confirm")
+        view = _base(inst, cid, "confirm", words)
         view.bookmark = engine.bookmark(inst, cid)
-        view.confirm_text = _render(engine, inst, cid, box.confirm)
+        view.confirm_text = _render(engine, inst, cid, pick(box.confirm, words.lang))
         return view
     if box.form and staged_form(run) is None:
-        view = _base(inst, cid, "form")
+        view = _base(inst, cid, "form", words)
         view.bookmark = engine.bookmark(inst, cid)
         defaults = interactions.defaults(inst, cid)
         view.fields = [field_view(cid, f, defaults.get(f.name), errors.get(f.name, ""),
                                   interactions.store.usernames(f.role)
-                                  if f.type == "user" else None)
+                                  if f.type == "user" else None, words.lang)
                        for f in box.form]
         view.form_error = errors.get("_form", "")
-        view.submit_label = "Sign in" if box.action_type == "auth" else "Submit"
+        view.submit_label = words.gettext("Sign in") if box.action_type == "auth" else \
+            words.gettext("Submit")
         return view
     if box.action is not None:
-        return _action_box(interactions, inst, cid)
+        return _action_box(interactions, inst, cid, words)
     return None
 
 
@@ -237,46 +296,58 @@ def _render(engine, inst: Instance, cid: str, value: Any, extra: dict | None = N
         return value  # shown as written when a value is missing
 
 
-def _action_box(interactions: Interactions, inst: Instance, cid: str) -> BoxView:
+def _action_box(interactions: Interactions, inst: Instance, cid: str,
+                words: Words = ENGLISH) -> BoxView:
     run = inst.circles[cid]
     action = inst.template.plan.nodes[cid].circle.box.action or {}
     shown = _render(interactions.store.engine, inst, cid, action, action_extra(run))
-    view = _base(inst, cid, "status")
+    view = _base(inst, cid, "status", words)
     kind = action.get("type")
     info = approval(run)
+    gettext = words.gettext
     if info is not None:
-        view.tone, view.status_title = "approval", "Waiting for approval"
+        view.tone, view.status_title = "approval", gettext("Waiting for approval")
         view.approvers = [str(a) for a in info.get("approvers", [])]
-        view.quorum = _quorum_text(info.get("quorum", "all"), len(view.approvers))
-        view.status_lines = [f"Subject: {_text(shown.get('subject'))}"] if shown.get(
-            "subject") else []
+        view.quorum = _quorum_text(info.get("quorum", "all"), len(view.approvers), words)
+        if shown.get("subject"):
+            view.status_lines = [gettext("Subject: %(subject)s",
+                                         subject=_text(shown.get("subject")))]
     elif kind == "http":
-        view.tone, view.status_title = "running", "HTTP call running"
-        view.status_lines = [f"{str(shown.get('method', 'GET')).upper()} {_text(shown.get('url'))}"]
+        view.tone, view.status_title = "running", gettext("Working on it")
+        view.tech_lines = [f"{str(shown.get('method', 'GET')).upper()} "
+                           f"{_text(shown.get('url'))}"]
         if run.attempts:
-            view.status_lines.append(f"Attempt {run.attempts + 1}; last failure: {run.reason}")
+            view.status_lines.append(words.ngettext(
+                "Tried %(n)s time; it is tried again.", "Tried %(n)s times; it is tried again.",
+                run.attempts))
+            view.tech_lines.append(gettext("Attempt %(count)s; last failure: %(reason)s",
+                                           count=run.attempts + 1, reason=run.reason or ""))
     elif kind == "timer":
-        view.tone, view.status_title = "timer", "Timer"
-        view.status_lines = [f"Fires at {clock_text(run.due_at)}"] if run.due_at else []
+        view.tone, view.status_title = "timer", gettext("Waiting for its time")
+        view.at = iso_text(run.due_at)
     else:
-        view.tone, view.status_title = "running", f"{kind} action running"
+        view.tone, view.status_title = "running", gettext("Working on it")
+        view.tech_lines = [gettext("%(kind)s action running", kind=str(kind))]
     return view
 
 
-def _retry_box(inst: Instance, cid: str) -> BoxView:
+def _retry_box(inst: Instance, cid: str, words: Words = ENGLISH) -> BoxView:
     run, circle = inst.circles[cid], inst.template.plan.nodes[cid].circle
-    view = _base(inst, cid, "status")
-    view.tone, view.status_title = "retrying", "Failed, will retry"
-    view.status_lines = [f"Reason: {run.reason}",
-                         f"Next attempt at {clock_text(run.next_attempt_at)}"
-                         f" (retry {run.attempts} of {len(circle.retry)})"]
+    view = _base(inst, cid, "status", words)
+    gettext = words.gettext
+    view.tone, view.status_title = "retrying", gettext("Failed, will retry")
+    view.at = iso_text(run.next_attempt_at)
+    view.status_lines = [gettext("Try %(count)s of %(most)s.", count=run.attempts + 1,
+                                 most=len(circle.retry) + 1)]
+    view.tech_lines = [gettext("Reason: %(reason)s", reason=run.reason or "")]
     return view
 
 
-def _quorum_text(quorum: Any, approvers: int) -> str:
+def _quorum_text(quorum: Any, approvers: int, words: Words = ENGLISH) -> str:
     if quorum == "all":
-        return f"all {approvers} must approve" if approvers > 1 else "must approve"
+        return words.gettext("all %(count)s must approve", count=approvers) if approvers > 1 else \
+            words.gettext("must approve")
     if quorum == "any":
-        return "any one approval is enough"
-    return f"{quorum} of {approvers} approvals needed"
-
+        return words.gettext("any one approval is enough")
+    return words.gettext("%(quorum)s of %(count)s approvals needed", quorum=quorum,
+                         count=approvers)

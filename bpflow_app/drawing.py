@@ -10,6 +10,8 @@ text is escaped by React, never spliced into markup).
 
 from __future__ import annotations
 
+import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -162,17 +164,34 @@ def _curve(a: tuple[float, float], b: tuple[float, float]) -> str:
             f" {x2:.1f} {y2:.1f}")
 
 
-def _short(text: str, n: int = 18) -> str:
-    return text if len(text) <= n else text[: n - 1] + "…"
+def _width(ch: str) -> int:
+    """A character's width in half-em units (CJK and other wide characters: two)."""
+    return 2 if ord(ch) >= 0x1100 and unicodedata.east_asian_width(ch) in "WF" else 1
+
+
+def _short(text: str, n: int = 22) -> str:
+    """`text` in at most `n` half-em units, cut with an ellipsis (a label under a circle
+    has room for about 22 Latin or 11 Chinese characters)."""
+    if sum(_width(c) for c in text) <= n:
+        return text
+    out, used = "", 1
+    for c in text:
+        if used + _width(c) > n:
+            break
+        out, used = out + c, used + _width(c)
+    return out.rstrip() + "…"
 
 
 def draw(analysis: dict[str, Any], states: dict[str, str], *,
          expanded: set[str] | frozenset[str] = frozenset(),
          weak: dict[str, tuple[str, ...]] | None = None,
-         tips: dict[str, str] | None = None) -> Drawing:
+         tips: dict[str, str] | None = None, names: dict[str, str] | None = None,
+         aria: Callable[[str, str], str] | None = None) -> Drawing:
     """Shapes for a flow: `states` maps circle ids (dotted inside nested flows) to a key
     of STATE_STYLE; `weak` maps a circle id to the ids its weak edges point at (drawn
-    only when given: intervention mode); `tips` are tooltips (descriptions)."""
+    only when given: intervention mode); `tips` are tooltips (descriptions); `names` the
+    labels of the circles (default: their uris); `aria(name, state)` a circle's
+    accessible name (default: "name: state")."""
     top = WEAK_ROOM if weak else 0
     root = _block(analysis, "", set(expanded))
     _shift(root, MARGIN, MARGIN + top)
@@ -180,26 +199,30 @@ def draw(analysis: dict[str, Any], states: dict[str, str], *,
     out = Drawing(width=width, height=int(root.h + 2 * MARGIN + top),
                   min_width=min(width, MIN_WIDTH))
     placed: dict[str, _Box] = {}
-    _emit(root, states, tips or {}, out, placed)
+    _emit(root, states, tips or {}, out, placed, names or {},
+          aria or (lambda name, state: f"{name}: {state}"))
     if weak:
         _weak_edges(weak, placed, out)
     return out
 
 
 def _emit(block: _Block, states: dict[str, str], tips: dict[str, str], out: Drawing,
-          placed: dict[str, _Box]) -> None:
+          placed: dict[str, _Box], names: dict[str, str],
+          aria_of: Callable[[str, str], str]) -> None:
     by_uri = {b.uri: b for b in block.boxes}
     for b in block.boxes:
         placed[b.id] = b
         state = states.get(b.id, "waiting")
         fill, stroke, glyph = STATE_STYLE.get(state, STATE_STYLE["waiting"])
-        aria = f"{b.id}: {state}"
+        name = names.get(b.id)
+        aria = aria_of(name or b.id, state)
         if b.sub:
-            out.frames.append(Frame(b.id, _short(b.id, 40), round(b.x + 4), round(b.y + 4),
-                                    round(b.w - 8), round(b.h - 8), state, stroke, aria))
-            _emit(b.sub, states, tips, out, placed)
+            out.frames.append(Frame(b.id, _short(name or b.id, 40), round(b.x + 4),
+                                    round(b.y + 4), round(b.w - 8), round(b.h - 8), state,
+                                    stroke, aria))
+            _emit(b.sub, states, tips, out, placed, names, aria_of)
             continue
-        out.nodes.append(Node(b.id, _short(b.uri), round(b.x + b.w / 2),
+        out.nodes.append(Node(b.id, _short(name or b.uri), round(b.x + b.w / 2),
                               round(b.y + CELL_H / 2 - 8),
                               state, fill, stroke, glyph, "4 3" if state == "skipped" else "",
                               b.flow, aria,

@@ -1,6 +1,10 @@
 """What the flow page shows of an instance, as plain data: its header, every circle's
 state for the drawing and the details panel, the drawing itself and the history.
 
+Steps are named by their circles' descriptions; the history is told in sentences in the
+reader's language ("approver approved “The manager approves” — “looks fine”"), each row
+keeping the engine's event (kind, uri, details) for the technical view.
+
 Who may see or act on it is `bpflow.access`'s to say (`pages/flow_state.py` asks).
 """
 
@@ -10,7 +14,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from bpflow_app.boxview import clock_text
+from bpflow.languages import pick
+from bpflow_app.boxview import ENGLISH, Words, iso_text, step_name, who_words
+from bpflow_app.catalogs import N_
 from bpflow_app.drawing import Drawing, draw
 from engine.instance import FAILURE, SKIPPED, SUCCESS, TERMINATED, WAITING, Instance
 from engine.moves import instance_moves
@@ -28,9 +34,10 @@ class Header:
     status: str = ""
     reason: str = ""
     owner: str = ""
-    created: str = ""
+    created: str = ""  # ISO (components/when.py shows it)
     updated: str = ""
     controls: list[str] = field(default_factory=list)  # the engine's moves from its status
+    failed: str = ""  # the failed steps, by their names ("“Call the service”")
 
 
 @dataclass
@@ -38,11 +45,12 @@ class CircleInfo:
     id: str = ""
     label: str = ""
     description: str = ""
+    name: str = ""  # as people know the step: its description, else its uri
     state: str = "waiting"  # the drawing's: waiting, ready, retrying, success, failure, skipped
     result: str = ""
     reason: str = ""
     attempts: int = 0
-    next_attempt: str = ""
+    next_attempt: str = ""  # ISO
     resettable: bool = False
     flow: bool = False
 
@@ -50,19 +58,24 @@ class CircleInfo:
 @dataclass
 class HistoryRow:
     seq: int
-    at: str
-    kind: str
+    at: str  # ISO
+    kind: str  # the engine's event, for the technical view
     actor: str
-    circle: str
-    detail: str
+    circle: str  # the circle's uri (technical view)
+    detail: str  # the event's data (technical view)
+    text: str = ""  # what happened, in the reader's words
+    plain: bool = True  # shown outside the technical view (not engine bookkeeping)
 
 
-def header(inst: Instance) -> Header:
+def header(inst: Instance, words: Words = ENGLISH) -> Header:
     t = inst.template
-    return Header(id=inst.id, template=t.name, title=t.title or t.name,
+    failed = [words.gettext("“%(step)s”", step=step_name(inst, cid, words))
+              for cid in t.plan.order if inst.circles[cid].state == FAILURE]
+    return Header(failed=words.both(failed), id=inst.id, template=t.name,
+                  title=pick(t.title, words.lang) or t.name,
                   version=inst.version or 0, status=inst.status, reason=inst.reason or "",
-                  owner=str(inst.user.get("username", "")), created=clock_text(inst.created_at),
-                  updated=clock_text(inst.updated_at), controls=list(instance_moves(inst.status)))
+                  owner=str(inst.user.get("username", "")), created=iso_text(inst.created_at),
+                  updated=iso_text(inst.updated_at), controls=list(instance_moves(inst.status)))
 
 
 def visual_states(engine: Engine, inst: Instance) -> dict[str, str]:
@@ -89,12 +102,14 @@ def _text(value: Any) -> str:
         value, (dict, list)) else str(value)
 
 
-def circle_infos(inst: Instance, states: dict[str, str]) -> list[CircleInfo]:
+def circle_infos(inst: Instance, states: dict[str, str], words: Words = ENGLISH
+                 ) -> list[CircleInfo]:
     nodes = inst.template.plan.nodes
     return [CircleInfo(id=cid, label=cid.rsplit(".", 1)[-1],
-                       description=nodes[cid].circle.description, state=states[cid],
-                       result=_text(run.result), reason=run.reason or "",
-                       attempts=run.attempts, next_attempt=clock_text(run.next_attempt_at),
+                       description=pick(nodes[cid].circle.description, words.lang),
+                       name=step_name(inst, cid, words),
+                       state=states[cid], result=_text(run.result), reason=run.reason or "",
+                       attempts=run.attempts, next_attempt=iso_text(run.next_attempt_at),
                        resettable=run.state in FINISHED and inst.status != TERMINATED,
                        flow=bool(nodes[cid].children))
             for cid in inst.template.plan.order for run in (inst.circles[cid],)]
@@ -107,29 +122,166 @@ def default_expanded(inst: Instance) -> set[str]:
             if node.children and inst.circles[cid].ready_at is not None}
 
 
+# a circle's state in the drawing, as the legend and a circle's accessible name say it
+STATE_WORDS = {"waiting": N_("not yet"), "ready": N_("waiting for someone"),
+               "retrying": N_("will try again"), "success": N_("done"),
+               "failure": N_("failed"), "skipped": N_("not needed")}
+
+
 def drawing(inst: Instance, states: dict[str, str], expanded: set[str],
-            intervention: bool) -> Drawing:
+            intervention: bool, words: Words = ENGLISH) -> Drawing:
+    """The drawing; `intervention` (the technical view) names circles by their uris and
+    draws the weak edges a reset may follow, else circles are named by their steps."""
     nodes = inst.template.plan.nodes
     weak = {cid: node.weak for cid, node in nodes.items() if node.weak} if intervention else None
-    tips = {cid: node.circle.description for cid, node in nodes.items()}
-    return draw(inst.template.analysis, states, expanded=expanded, weak=weak, tips=tips)
+    tips = {cid: pick(node.circle.description, words.lang)
+            for cid, node in nodes.items()}
+    names = None if intervention else {cid: step_name(inst, cid, words) for cid in nodes}
+    return draw(inst.template.analysis, states, expanded=expanded, weak=weak, tips=tips,
+                names=names, aria=lambda name, state: words.gettext(
+                    "%(step)s: %(state)s", step=name,
+                    state=words.gettext(STATE_WORDS.get(state, state))))
 
 
 def _detail(event: dict[str, Any]) -> str:
     data = event.get("data") or {}
     after = event.get("after") or {}
     parts = []
-    for key in ("reason", "why", "scope", "origin", "levels", "attempt", "template"):
+    for key in ("reason", "why", "scope", "origin", "levels", "attempt", "template",
+                "comment", "assignee", "to"):
         if data.get(key) not in (None, ""):
             parts.append(f"{key}: {data[key]}")
-    if not parts and isinstance(after, dict) and after.get("reason"):
+    if isinstance(after, dict) and after.get("reason"):
         parts.append(f"reason: {after['reason']}")
     return "; ".join(str(p) for p in parts)
 
 
-def history_rows(events: list[dict[str, Any]], limit: int = 300) -> list[HistoryRow]:
-    """Newest first, at most `limit`."""
-    rows = [HistoryRow(seq=e["seq"], at=clock_text(e["at"]), kind=e["kind"].replace("_", " "),
-                       actor=e.get("actor") or "", circle=e.get("circle") or "",
-                       detail=_detail(e)) for e in reversed(events[-limit:])]
+SYSTEM = (None, "", "worker", "system", "scheduler")  # not a person
+
+
+def _decisions(event: dict[str, Any]) -> list[dict[str, Any]]:
+    result = (event.get("after") or {}).get("result")
+    found = result.get("decisions") if isinstance(result, dict) else None
+    return [d for d in found if isinstance(d, dict)] if isinstance(found, list) else []
+
+
+def sentence(event: dict[str, Any], inst: Instance, words: Words = ENGLISH
+             ) -> tuple[str, bool]:
+    """What an event of the instance's history says, in the reader's words, and whether
+    a user reads it (False: engine bookkeeping, for the technical view only)."""
+    gettext = words.gettext
+    kind, data = event["kind"], event.get("data") or {}
+    cid = event.get("circle") or ""
+    step = step_name(inst, cid, words) if cid else ""
+    actor = event.get("actor") or ""
+    person = actor not in SYSTEM
+    after = event.get("after") or {}
+    reason = str(after.get("reason") or data.get("reason") or data.get("why") or "")
+    comment = str(data.get("comment") or "")
+    node = inst.template.plan.nodes.get(cid)
+    box = node.circle.box if node is not None else None
+    if kind == "instance_started":
+        return gettext("%(who)s started the flow", who=actor), True
+    if kind == "instance_suspended":
+        return gettext("%(who)s suspended the flow", who=actor), True
+    if kind == "instance_resumed":
+        return gettext("%(who)s resumed the flow", who=actor), True
+    if kind == "instance_terminated":
+        if reason:
+            return gettext("%(who)s aborted the flow: “%(reason)s”", who=actor,
+                           reason=reason), True
+        return gettext("%(who)s aborted the flow", who=actor), True
+    if kind == "instance_migrated":
+        return gettext("The flow was moved to a newer version of its template"), True
+    if kind == "circle_ready":
+        task = data.get("task")
+        if not isinstance(task, dict):
+            return gettext("“%(step)s” began", step=step), False
+        who = task.get("assignee") or who_words(task, words)
+        return gettext("“%(step)s” waits for %(who)s", step=step, who=who), True
+    if kind == "circle_pending":
+        info = data.get("approval")
+        if isinstance(info, dict) and info.get("approvers"):
+            names = [str(a) for a in info["approvers"]]
+            who = words.both(names) if info.get("quorum", "all") == "all" else \
+                words.either(names)
+            return gettext("Approval of “%(step)s” asked of %(who)s", step=step,
+                           who=who), True
+        if person:
+            return gettext("%(who)s sent “%(step)s”", who=actor, step=step), True
+        return gettext("“%(step)s” is under way", step=step), False
+    decisions = _decisions(event)
+    if kind in ("circle_succeeded", "circle_failed") and decisions:
+        return gettext("; ").join(_decision(d, step, words) for d in decisions), True
+    if kind == "circle_succeeded":
+        if box is not None and box.confirm is not None:
+            return gettext("%(who)s accepted “%(step)s”", who=actor, step=step), True
+        if box is not None and box.form and person:
+            return gettext("%(who)s sent “%(step)s”", who=actor, step=step), True
+        return gettext("“%(step)s” is done", step=step), True
+    if kind == "circle_failed":
+        if box is not None and box.confirm is not None and reason.startswith("declined"):
+            why = reason.partition(":")[2].strip()
+            if why:
+                return gettext("%(who)s declined “%(step)s” — “%(why)s”", who=actor,
+                               step=step, why=why), True
+            return gettext("%(who)s declined “%(step)s”", who=actor, step=step), True
+        return gettext("“%(step)s” failed", step=step), True
+    if kind == "circle_skipped":
+        return gettext("“%(step)s” was not needed", step=step), True
+    if kind == "circle_retry_scheduled":
+        return gettext("“%(step)s” failed and will be tried again", step=step), True
+    if kind == "circle_reset":
+        if data.get("scope") in ("withdrawn", "returned"):
+            return gettext("The step “%(step)s” was sent back", step=step), True
+        return gettext("%(who)s reset the step “%(step)s”", who=actor, step=step), True
+    if kind == "circle_withdrawn":
+        if comment:
+            return gettext("%(who)s took back “%(step)s” — “%(comment)s”", who=actor,
+                           step=step, comment=comment), True
+        return gettext("%(who)s took back “%(step)s”", who=actor, step=step), True
+    if kind == "circle_returned":
+        if comment:
+            return gettext("%(who)s sent “%(step)s” back — “%(comment)s”", who=actor,
+                           step=step, comment=comment), True
+        return gettext("%(who)s sent “%(step)s” back", who=actor, step=step), True
+    if kind == "task_claimed":
+        return gettext("%(who)s took on “%(step)s”", who=actor, step=step), True
+    if kind == "task_unclaimed":
+        return gettext("%(who)s gave “%(step)s” back to its candidates", who=actor,
+                       step=step), True
+    if kind == "task_delegated":
+        to = str(after.get("assignee") or data.get("assignee") or "")
+        return gettext("%(who)s handed “%(step)s” to %(to)s", who=actor, step=step,
+                       to=to), True
+    if kind == "task_escalated":
+        return gettext("“%(step)s” is overdue and was passed on", step=step), True
+    if kind == "approval_refused":
+        return gettext("A decision on “%(step)s” was not accepted", step=step), False
+    return kind.replace("_", " "), False
+
+
+def _decision(d: dict[str, Any], step: str, words: Words) -> str:
+    who, comment = str(d.get("approver") or ""), str(d.get("comment") or "")
+    said = {"approved": (N_("%(who)s approved “%(step)s”"),
+                         N_("%(who)s approved “%(step)s” — “%(comment)s”")),
+            "rejected": (N_("%(who)s rejected “%(step)s”"),
+                         N_("%(who)s rejected “%(step)s” — “%(comment)s”")),
+            "returned": (N_("%(who)s sent “%(step)s” back"),
+                         N_("%(who)s sent “%(step)s” back — “%(comment)s”"))}
+    plain, with_comment = said.get(str(d.get("decision")), said["approved"])
+    return words.gettext(with_comment, who=who, step=step, comment=comment) if comment else \
+        words.gettext(plain, who=who, step=step)
+
+
+def history_rows(events: list[dict[str, Any]], inst: Instance | None = None,
+                 words: Words = ENGLISH, limit: int = 300) -> list[HistoryRow]:
+    """Newest first, at most `limit`; each told in `words` when the instance is given."""
+    rows = []
+    for e in reversed(events[-limit:]):
+        text, plain = sentence(e, inst, words) if inst is not None else ("", True)
+        rows.append(HistoryRow(seq=e["seq"], at=iso_text(e["at"]),
+                               kind=e["kind"].replace("_", " "), actor=e.get("actor") or "",
+                               circle=e.get("circle") or "", detail=_detail(e), text=text,
+                               plain=plain))
     return rows

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import reflex as rx
 
+from bpflow_app.components.when import when
 from bpflow_app.drawing import (
     EDGE,
     OR_EDGE,
@@ -21,7 +22,8 @@ from bpflow_app.drawing import (
     Node,
     R,
 )
-from bpflow_app.flowview import CircleInfo
+from bpflow_app.flowview import STATE_WORDS, CircleInfo
+from bpflow_app.i18n import _
 
 svg = rx.el.svg
 # Enter or space on a focused circle (an SVG group, which has no key events of its own in
@@ -53,7 +55,7 @@ def _junction(j: rx.Var[Junction]) -> rx.Component:
     return svg.g(
         svg.polygon(points=j.points, custom_attrs={"fill": "#ede9fe", "stroke": OR_EDGE,
                                                   "strokeWidth": 1.5}),
-        svg.text("or", x=j.x, y=j.y - 11, custom_attrs={
+        svg.text(_("or"), x=j.x, y=j.y - 11, custom_attrs={
             "textAnchor": "middle", "fontSize": 10, "fill": OR_EDGE, "fontWeight": 600}),
         class_name="or-junction",
     )
@@ -124,7 +126,7 @@ def flow_drawing(d: rx.Var[Drawing], selected: rx.Var[str] | str = "",
             rx.foreach(d.nodes, lambda n: _node(n, selected, preview, on_select)),
             view_box="0 0 " + c.width.to_string() + " " + c.height.to_string(),
             width="100%",
-            custom_attrs={"role": "group", "aria-label": "Flow drawing"},
+            custom_attrs={"role": "group", "aria-label": _("Flow drawing")},
             style={"maxWidth": c.width.to_string() + "px", "minWidth": c.min_width.to_string()
                    + "px", "display": "block", "margin": "0 auto"},
         ),
@@ -135,7 +137,7 @@ def flow_drawing(d: rx.Var[Drawing], selected: rx.Var[str] | str = "",
     # (drawing's narrowest width - the box's width) clamped to 0..3em, measured in
     # container units of the wrapper (so it follows the box, not the screen).
     hint = rx.text(
-        "Wider than the screen: scroll sideways to see the whole flow →", size="1",
+        _("Wider than the screen: scroll sideways to see the whole flow →"), size="1",
         color_scheme="gray", id="drawing-scroll-hint", aria_hidden="true",
         style={"overflow": "hidden", "margin": "0", "maxHeight": "clamp(0px, calc((" +
                c.min_width.to_string() + " * 1px - 100cqw) * 100), 3em)"},
@@ -143,32 +145,46 @@ def flow_drawing(d: rx.Var[Drawing], selected: rx.Var[str] | str = "",
     return rx.box(scroller, hint, width="100%", style={"containerType": "inline-size"})
 
 
-def legend(intervention: rx.Var[bool]) -> rx.Component:
+def legend(intervention: rx.Var[bool], junctions: rx.Var[bool] | bool = True
+           ) -> rx.Component:
+    """What the colours and marks mean; the junction's only where the drawing has one
+    (`junctions`), the weak edge's in the technical view (`intervention`)."""
     items = [rx.hstack(rx.box(width="12px", height="12px", border_radius="50%",
                               background=fill, border=f"2px solid {stroke}"),
-                       rx.text(state, size="1"), spacing="1", align="center")
-             for state, (fill, stroke, _) in STATE_STYLE.items()]
-    items.append(rx.hstack(rx.box(width="10px", height="10px", background="#ede9fe",
-                                  border=f"1.5px solid {OR_EDGE}", transform="rotate(45deg)"),
-                           rx.text("OR-junction: any one arrow is enough", size="1"),
-                           spacing="1", align="center"))
+                       rx.text(_(STATE_WORDS[state]), size="1"), spacing="1", align="center")
+             for state, (fill, stroke, _glyph) in STATE_STYLE.items()]
+    items.append(rx.cond(junctions, rx.hstack(
+        rx.box(width="10px", height="10px", background="#ede9fe",
+               border=f"1.5px solid {OR_EDGE}", transform="rotate(45deg)"),
+        rx.text(_("any one of the arrows into it is enough"), size="1"),
+        spacing="1", align="center", class_name="legend-junction")))
     items.append(rx.cond(intervention, rx.hstack(
         rx.box(width="18px", border_top=f"2px dashed {WEAK_EDGE}"),
-        rx.text("weak edge", size="1"), spacing="1", align="center")))
-    return rx.flex(*items, gap="14px", wrap="wrap", aria_label="Legend")
+        rx.text(_("where a reset may reach back (weak edge)"), size="1"), spacing="1",
+        align="center")))
+    return rx.flex(*items, gap="14px", wrap="wrap", aria_label=_("Legend"))
 
 
-def info_rows(c: rx.Var[CircleInfo]) -> rx.Component:
-    """The details of one circle: description, result, failure reason, attempts."""
+def info_rows(c: rx.Var[CircleInfo], technical: rx.Var[bool] | bool = True
+              ) -> rx.Component:
+    """The details of one circle: its state, why it failed; with `technical` also its
+    uri, raw result and attempts."""
+    technical = rx.Var.create(technical)
     return rx.vstack(
-        rx.cond(c.description != "", rx.text(c.description, size="2")),
+        rx.text(rx.match(c.state, *[(k, _(v)) for k, v in STATE_WORDS.items()], c.state),
+                size="2", color_scheme="gray", class_name="circle-state"),
         rx.cond(c.reason != "", rx.callout(c.reason, icon="circle-alert", color_scheme="red",
                                            size="1", width="100%")),
-        rx.cond(c.result != "", rx.vstack(
-            rx.text("Result", size="1", weight="medium", color_scheme="gray"),
-            rx.el.pre(c.result, class_name="result-text"),
-            width="100%", spacing="1")),
-        rx.cond(c.attempts > 0, rx.text("Failed attempts: ", c.attempts, size="1")),
-        rx.cond(c.next_attempt != "", rx.text("Next attempt at ", c.next_attempt, size="1")),
+        rx.cond(technical, rx.vstack(
+            rx.code(c.id, size="1", variant="ghost", class_name="circle-uri"),
+            rx.cond(c.result != "", rx.vstack(
+                rx.text(_("Result"), size="1", weight="medium", color_scheme="gray"),
+                rx.el.pre(c.result, class_name="result-text"),
+                width="100%", spacing="1")),
+            rx.cond(c.attempts > 0, rx.text(_("Failed attempts: %(n)s", n=c.attempts),
+                                            size="1")),
+            rx.cond(c.next_attempt != "", rx.text(_("Next attempt:"), " ",
+                                                  when(c.next_attempt), size="1")),
+            spacing="2", width="100%", align="start")),
         spacing="2", width="100%", align="start",
     )

@@ -12,6 +12,11 @@ once, and a background event (`follow`) waits for the store's changes of the ins
 (`bpflow.store.changes`: pushed when a step commits, in this process or, on PostgreSQL, any
 other) and re-reads it when its event counter moved (another person approved, the worker
 finished an HTTP call). Nothing reads the database on a timer.
+
+Its texts (the boxes', the history's, the toasts) are made here in the reader's language
+(`boxview.Words`); when the language changes, the page asks for them again (`relabel`).
+Engine detail (uris, attempts, raw results, the circles' table, resetting) is for admins,
+in the technical view (`intervention`).
 """
 
 from __future__ import annotations
@@ -25,11 +30,12 @@ from bpflow import access, moves
 from bpflow.access import Caller, Sight
 from bpflow.backend import store_for
 from bpflow.errors import Unauthorized
-from bpflow.forms import FormError
+from bpflow.forms import FormError, validate
 from bpflow.interactions import Interactions
 from bpflow.store.public import instance_key
 from bpflow_app import flowview as fv
-from bpflow_app.boxview import BoxView, box_views
+from bpflow_app.boxview import BoxView, Words, box_views, step_name
+from bpflow_app.catalogs import N_
 from bpflow_app.drawing import Canvas, Edge, Frame, Junction, Node
 from bpflow_app.session import SessionState, expired
 from engine.errors import BookmarkError, BpflowError
@@ -38,7 +44,6 @@ from engine.moves import INSTANCE_MOVES
 
 ALIVE_S = 5.0  # how often a follow checks that its page is still shown (no query)
 FOLLOW_S = 3600.0  # how long a page visit is followed, in case the tab was just left open
-SCOPES = {"self": "Retry this", "levels": "Reset levels", "all": "Reset all"}
 CONTROLS = (*INSTANCE_MOVES, "withdraw")  # each after a confirmation
 MAX_REASON = 500
 
@@ -59,6 +64,40 @@ def work_step(caller: Caller, iid: str, what: str, cid: str = "",
         inst = moves.withdraw(store, caller, iid, cid, reason or None)
         return inst, [m for group in inst.template.plan.nodes[cid].deps for m in group]
     return moves.control(store, caller, iid, what, reason or None), []
+
+
+# bpflow.forms' problems with a field, as whole sentences in the reader's language (the
+# others are shown as the service words them)
+PROBLEMS = {"must be a number": N_("%(field)s must be a number"),
+            "must be a whole number": N_("%(field)s must be a whole number"),
+            "must be yes or no": N_("%(field)s must be yes or no"),
+            "must be text": N_("%(field)s must be text"),
+            "must be an email address like name@example.com":
+                N_("%(field)s must be an email address like name@example.com"),
+            "must be a date like 2026-01-31": N_("%(field)s must be a date like 2026-01-31")}
+
+
+def field_errors(words: Words, inst: Instance, cid: str, errors: dict[str, str],
+                 data: dict[str, Any]) -> dict[str, str]:
+    """A FormError's messages (`errors`, for the `data` sent) in the reader's words."""
+    box = inst.template.plan.nodes[cid].circle.box
+    out = dict(errors)
+    for f in box.form:
+        message = errors.get(f.name)
+        if message is None:
+            continue
+        label = f.label or f.name
+        label = label if isinstance(label, str) else f.name
+        problem = message[len(label):].strip() if message.startswith(label) else ""
+        value = data.get(f.name)
+        if problem == "is required" or (f.required and (value is None or str(value).strip()
+                                                        == "")):
+            out[f.name] = words.gettext("%(field)s is required", field=label)
+        elif problem in PROBLEMS:
+            out[f.name] = words.gettext(PROBLEMS[problem], field=label)
+    if "_form" in out:
+        out["_form"] = words.gettext("The form could not be read; send it again.")
+    return out
 
 
 def route_id(path: str) -> str:
@@ -91,8 +130,10 @@ class FlowState(SessionState):
     preview_scope: str = ""
     resetting: bool = False
     tab: str = "flow"
+    words_of: str = ""  # the language the texts of the boxes and history were made in
     ask: str = ""  # the control waiting for its confirmation: abort, suspend, resume, withdraw
     ask_circle: str = ""  # the circle a withdrawal takes back
+    ask_step: str = ""  # its step's name
     ask_error: str = ""
     asking: bool = False  # the confirmed control runs
     _seq: int = -1
@@ -101,6 +142,7 @@ class FlowState(SessionState):
     _errors: dict[str, dict[str, str]] = {}
     _following: str = ""  # the flow a follow waits on (a follow of another one then stops)
     _circles: list[fv.CircleInfo] = []
+    _sent: dict[str, Any] = {}  # the form data last sent (to word its errors)
 
     @rx.var
     def preview_open(self) -> bool:
@@ -130,18 +172,28 @@ class FlowState(SessionState):
         store = store_for(caller)
         states = fv.visual_states(store.engine, inst)
         expanded = (fv.default_expanded(inst) | self._opened) - self._closed
-        d = fv.drawing(inst, states, expanded, self.intervention or bool(self.preview_scope))
-        self._circles = fv.circle_infos(inst, states)
-        self._update(head=fv.header(inst), nodes=d.nodes, frames=d.frames, edges=d.edges,
+        words = self._words()
+        technical = self._technical()
+        d = fv.drawing(inst, states, expanded, technical and (
+            self.intervention or bool(self.preview_scope)), words)
+        self._circles = fv.circle_infos(inst, states, words)
+        self._update(head=fv.header(inst, words), nodes=d.nodes, frames=d.frames, edges=d.edges,
                      junctions=d.junctions, canvas=Canvas(d.width, d.height, d.min_width),
                      boxes=box_views(Interactions(store), inst, store.engine.statuses(inst),
-                                     self._errors, caller),
-                     chosen=self._find(self.selected))
+                                     self._errors, caller, words),
+                     chosen=self._find(self.selected), words_of=words.lang)
         self._seq = inst.seq
-        if self.tab == "circles":
+        if self.tab == "circles" and technical:
             self._update(circle_rows=self._circles)
         if self.tab == "history":
-            self.history = fv.history_rows(store.history(inst.id))
+            self.history = fv.history_rows(store.history(inst.id), inst, words)
+
+    def _words(self) -> Words:
+        return Words(self._language())
+
+    def _technical(self) -> bool:
+        """Whether the caller may open the technical view (admins, `bpflow.access`)."""
+        return access.is_admin(self._caller())
 
     def _update(self, **values: Any) -> None:
         """Set the vars whose value changed (only those go to the browser)."""
@@ -158,6 +210,16 @@ class FlowState(SessionState):
         if inst is not None:
             self._show(inst)
         return inst is not None
+
+    @rx.event
+    def relabel(self):
+        """The page's language changed: its texts again, in the new one."""
+        if self.iid and self.words_of and self.words_of != self._language():
+            try:
+                self._reload()
+            except Unauthorized as exc:
+                return expired(self, exc)
+        return None
 
     @rx.event
     def load(self):
@@ -232,18 +294,42 @@ class FlowState(SessionState):
     def submit(self, form_data: dict[str, Any]):
         cid = str(form_data.pop("__circle", ""))
         mark = str(form_data.pop("__bookmark", ""))
-        return self._busy(cid, self._sending(cid, mark, form_data), "Sent")
+        self._sent = dict(form_data)
+        return self._busy(cid, self._sending(cid, mark, form_data), N_("Sent: %(step)s"))
 
     @rx.event
     def accept(self, cid: str, mark: str):
-        return self._busy(cid, self._sending(cid, mark, {"accept": True}), "Accepted")
+        return self._busy(cid, self._sending(cid, mark, {"accept": True}),
+                          N_("Accepted: %(step)s"))
 
     @rx.event
     def decline(self, form_data: dict[str, Any]):
         cid, mark = str(form_data.get("__circle", "")), str(form_data.get("__bookmark", ""))
         reason = str(form_data.get("reason") or "")
         return self._busy(cid, self._sending(cid, mark, {"accept": False, "reason": reason}),
-                          "Declined")
+                          N_("Declined: %(step)s"))
+
+    @rx.event
+    def check_field(self, cid: str, name: str, value: Any):
+        """A field with an error was changed: its error goes as soon as its value is
+        right (checked as the form's sending will check it), or says what is wrong now."""
+        shown = self._errors.get(cid)
+        if not shown or name not in shown:
+            return
+        inst = self._instance()
+        node = inst.template.plan.nodes.get(cid) if inst is not None else None
+        found = [f for f in node.circle.box.form if f.name == name] if node else []
+        if inst is None or not found:
+            return
+        interactions = Interactions(store_for(self._caller()))
+        try:
+            validate((found[0],), {name: value}, interactions.defaults(inst, cid),
+                     interactions.accounts)
+            shown.pop(name, None)
+        except FormError as exc:
+            shown.update(field_errors(self._words(), inst, cid, exc.errors, {name: value}))
+        self._errors[cid] = shown
+        self._show(inst)
 
     def _sending(self, cid: str, mark: str, data: dict[str, Any]):
         """The step of sending circle `cid`'s box with `data`, for `_act`."""
@@ -266,27 +352,31 @@ class FlowState(SessionState):
             inst = step(self._caller())
             self._errors.pop(cid, None)
             self._show(inst)  # the step's instance: no second read
-            return rx.toast.success(f"{done}: {cid}")
+            return rx.toast.success(self.gettext(
+                done, step=step_name(inst, cid, self._words())))
         except Unauthorized as exc:
             return expired(self, exc)
         except FormError as exc:
-            self._errors[cid] = exc.errors
-            result = rx.toast.error("Please correct the highlighted fields")
+            inst = self._instance()
+            self._errors[cid] = exc.errors if inst is None else field_errors(
+                self._words(), inst, cid, exc.errors, self._sent)
+            result = rx.toast.error(self.gettext("Please correct the highlighted fields"))
         except BookmarkError:
-            result = rx.toast.warning(f"{cid} changed meanwhile; here is its current state")
+            result = rx.toast.warning(self.gettext(
+                "This step changed meanwhile; here is how it is now."))
         except BpflowError as exc:
-            result = rx.toast.error(str(exc))
+            result = rx.toast.error(self.explain(exc))
         self._reload()
         return result
 
     # ------------------------------------------------ people's moves and controls
     @rx.event
     def claim(self, cid: str):
-        return self._move("claim", cid, f"{cid} is yours now")
+        return self._move("claim", cid, N_("“%(step)s” is yours now"))
 
     @rx.event
     def unclaim(self, cid: str):
-        return self._move("unclaim", cid, f"{cid} went back to its candidates")
+        return self._move("unclaim", cid, N_("“%(step)s” went back to its candidates"))
 
     def _move(self, what: str, cid: str, done: str, reason: str = ""):
         """Make one move for the signed-in caller; the new state, and a toast of the
@@ -297,17 +387,21 @@ class FlowState(SessionState):
             return expired(self, exc)
         except (BpflowError, ValueError) as exc:
             self._reload()
-            return rx.toast.error(str(exc))
+            return rx.toast.error(self.explain(exc))
         self._show(inst)
+        words = self._words()
+        text = self.gettext(done, step=step_name(inst, cid, words) if cid else "")
         if back:
-            done = f"{done}; it went back to {', '.join(back)}"
-        return rx.toast.success(done)
+            text = self.gettext("%(done)s; it went back to %(steps)s", done=text,
+                                steps=words.both([step_name(inst, b, words) for b in back]))
+        return rx.toast.success(text)
 
     @rx.event
     def ask_control(self, what: str, cid: str = ""):
         """Open the confirmation of a control (abort, suspend, resume, withdraw)."""
         if what in CONTROLS and self.can_act:
             self.ask, self.ask_circle, self.ask_error = what, cid, ""
+            self.ask_step = next((b.title for b in self.boxes if b.cid == cid), cid)
 
     @rx.event
     def cancel_control(self):
@@ -320,19 +414,20 @@ class FlowState(SessionState):
         if what not in CONTROLS:
             return None
         if what == "abort" and not reason:
-            self.ask_error = "Say why the flow is aborted"
+            self.ask_error = self.gettext("Say why the flow is aborted")
             return None
         if len(reason) > MAX_REASON:
-            self.ask_error = f"A reason has at most {MAX_REASON} characters (this one has" \
-                             f" {len(reason)})"
+            self.ask_error = self.gettext(
+                "A reason has at most %(most)s characters (this one has %(count)s)",
+                most=MAX_REASON, count=len(reason))
             return None
         return self._control(what, cid, reason)
 
     def _control(self, what: str, cid: str, reason: str):
         self.asking = True
         yield
-        done = {"abort": "Flow aborted", "suspend": "Flow suspended",
-                "resume": "Flow resumed", "withdraw": f"Took back {cid}"}[what]
+        done = {"abort": N_("Flow aborted"), "suspend": N_("Flow suspended"),
+                "resume": N_("Flow resumed"), "withdraw": N_("Took back “%(step)s”")}[what]
         try:
             toast = self._move(what, cid, done, reason)
         finally:
@@ -360,7 +455,10 @@ class FlowState(SessionState):
 
     @rx.event
     def set_intervention(self, on: bool):
-        self.intervention = on
+        """The technical view, for admins."""
+        self.intervention = on and self._technical()
+        if not self.intervention and self.tab == "circles":
+            self.tab = "flow"
         self._reload()
 
     @rx.event
@@ -372,8 +470,8 @@ class FlowState(SessionState):
 
     @rx.event
     def set_tab(self, tab: str):
-        self.tab = tab
-        if tab not in ("circles", "history"):
+        self.tab = tab if tab != "circles" or self.intervention else "flow"
+        if self.tab not in ("circles", "history"):
             return None
         try:
             self._reload()  # fills the tab, for those who may see the flow only
@@ -385,13 +483,13 @@ class FlowState(SessionState):
     @rx.event
     def ask_reset(self, scope: str):
         inst = self._instance(act=True)
-        if inst is None or not self.selected:
+        if inst is None or not self.selected or not self._technical():
             return None
         try:
             self.preview = store_for(self._caller()).engine.reset_preview(
                 inst, self.selected, scope, self.levels if scope == "levels" else None)
         except (BpflowError, ValueError) as exc:
-            return rx.toast.error(str(exc))
+            return rx.toast.error(self.explain(exc))
         self.preview_scope = scope
         self._show(inst)
         return None
@@ -411,11 +509,14 @@ class FlowState(SessionState):
             caller = self._caller()
             inst = moves.reset(store_for(caller), caller, self.iid, cid, scope,
                                self.levels if scope == "levels" else None)
-            toast = rx.toast.success(f"Reset {len(self.preview)} circle(s) from {cid}")
+            toast = rx.toast.success(self.ngettext(
+                "%(n)s step from “%(step)s” goes back to waiting",
+                "%(n)s steps from “%(step)s” go back to waiting", len(self.preview),
+                step=step_name(inst, cid, self._words())))
         except Unauthorized as exc:
             toast = expired(self, exc)
         except BpflowError as exc:
-            toast = rx.toast.error(str(exc))
+            toast = rx.toast.error(self.explain(exc))
         self.preview, self.preview_scope, self.resetting = [], "", False
         if inst is None:
             self._reload()

@@ -4,15 +4,16 @@ failed with the next retry, approval with approvers and quorum)."""
 from __future__ import annotations
 
 from bpflow.interactions import Interactions
-from bpflow_app.boxview import box_views, field_view
+from bpflow_app.boxview import Words, box_views, field_view, iso_text
 from bpflow_app.flowview import visual_states
 from engine.model import Field
 from tests.http_server import LocalServer
 
 
-def _boxes(store, inst_id):
+def _boxes(store, inst_id, lang="en"):
     inst = store.get(inst_id)
-    return box_views(Interactions(store), inst, store.engine.statuses(inst))
+    return box_views(Interactions(store), inst, store.engine.statuses(inst),
+                     words=Words(lang))
 
 
 def test_fields_get_inputs_of_their_type():
@@ -35,14 +36,18 @@ def test_http_box_runs_then_shows_the_failure_and_the_next_retry(web_store, work
             {"uri": "end", "deps": [["call"]]}]})
         inst = web_store.start("h", {}, web_store.user("alice"))
         running = _boxes(web_store, inst.id)
-        assert (running[0].tone, running[0].status_title) == ("running", "HTTP call running")
-        assert running[0].status_lines == [f"POST {server.url}/status/500"]
+        assert (running[0].tone, running[0].status_title) == ("running", "Working on it")
+        # the engine's detail is for the technical view
+        assert running[0].status_lines == []
+        assert running[0].tech_lines == [f"POST {server.url}/status/500"]
         work()
     box = _boxes(web_store, inst.id)[0]
     assert box.tone == "retrying" and box.status_title == "Failed, will retry"
-    assert "answered HTTP 500" in box.status_lines[0]
-    assert box.status_lines[1].startswith("Next attempt at ") and "(retry 1 of 1)" in \
-        box.status_lines[1]
+    assert box.status_lines == ["Try 2 of 2."]
+    assert "answered HTTP 500" in box.tech_lines[0]
+    run_ = web_store.get(inst.id).circles["call"]
+    assert box.at == iso_text(run_.next_attempt_at)  # shown by the browser, in its zone
+    assert _boxes(web_store, inst.id, "zh-CN")[0].status_title == "失败，将重试"
     assert visual_states(web_store.engine, web_store.get(inst.id))["call"] == "retrying"
 
 
@@ -57,6 +62,9 @@ def test_approval_box_names_approvers_and_quorum(web_store, work):
     assert box.tone == "approval" and box.approvers == ["bob", "root"]
     assert box.quorum == "1 of 2 approvals needed"
     assert box.status_lines == ["Subject: For alice"]
+    assert box.title == "ask"  # no description written: the uri names the step
+    zh = _boxes(web_store, inst.id, "zh-CN")[0]
+    assert (zh.status_title, zh.quorum) == ("等待审批", "2 人中 1 人同意即可")
 
 
 def test_a_waiting_timer_says_when_it_fires(web_store):
@@ -70,8 +78,8 @@ def test_a_waiting_timer_says_when_it_fires(web_store):
     assert run.due_at is not None and web_store.engine.ready(inst) == []
     [box] = _boxes(web_store, inst.id)
     assert (box.cid, box.kind, box.tone, box.status_title) == ("wait", "status", "timer",
-                                                               "Timer")
-    assert box.status_lines == [f"Fires at {run.due_at.strftime('%Y-%m-%d %H:%M:%S UTC')}"]
+                                                               "Waiting for its time")
+    assert box.at == iso_text(run.due_at) and "UTC" not in box.at
     web_store.apply(inst.id, lambda e, i: e.suspend(i))
     assert _boxes(web_store, inst.id) == []  # a suspended flow's timer does not run
 
@@ -82,3 +90,20 @@ def test_a_user_field_offers_the_people_it_may_name():
     assert pick.type == "user" and pick.options == ["ann", "bob"] and pick.default == "ann"
     many = field_view("c", Field("m", "user"), None, people=[f"u{i}" for i in range(501)])
     assert many.options == []  # too many to list: typed, and checked by the server
+
+
+def test_a_fields_texts_in_several_languages_are_read_in_the_readers():
+    """Templates may give a label and an option's label per language (SPEC §17): the
+    reader's, else English; what a choice stores stays its value."""
+    from engine.model import _field
+    f = _field({"name": "kind", "type": "select",
+                "label": {"en": "Kind of expense", "zh-CN": "费用类型"},
+                "options": [{"value": "taxi", "label": {"en": "Taxi", "zh-CN": "出租车"}},
+                            "hotel"]})
+    zh, en, fr = (field_view("c", f, None, lang=code) for code in ("zh-CN", "en", "fr"))
+    assert (zh.label, zh.options, zh.option_labels) == ("费用类型", ["taxi", "hotel"],
+                                                        ["出租车", "hotel"])
+    assert (en.label, en.option_labels) == ("Kind of expense", ["Taxi", "hotel"])
+    assert (fr.label, fr.option_labels) == ("Kind of expense", ["Taxi", "hotel"])
+
+

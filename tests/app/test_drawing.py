@@ -79,3 +79,16 @@ def test_labels_are_data_never_markup():
     body = {"name": "x", "circles": [{"uri": "a", "description": "<script>x</script>"}]}
     d = draw(_analysis(body), {}, tips={"a": "<script>x</script>"})
     assert d.nodes[0].tip == "<script>x</script>"  # rendered as an SVG text child
+
+
+def test_circles_are_named_by_their_steps_and_long_names_cut_by_width():
+    names = {"order": "Take the order", "north": "从北方仓库发货并登记物流单号",
+             "south": "Ship from the southern warehouse"}
+    d = draw(_analysis(ORDER), {"order": "success"}, names=names,
+             aria=lambda name, state: f"{name} ({state})")
+    by_id = {n.id: n for n in d.nodes}
+    assert by_id["order"].label == "Take the order"
+    assert by_id["order"].aria == "Take the order (success)"
+    assert by_id["ship"].label == "ship"  # no name given: its uri
+    assert by_id["south"].label == "Ship from the souther…"
+    assert by_id["north"].label == "从北方仓库发货并登记…"  # a Chinese character is wide

@@ -140,35 +140,63 @@ def test_a_stale_bookmark_is_refused_and_the_page_refreshed(make_state, web_stor
     assert [b.cid for b in state.boxes] == ["claim"]
 
 
+def _technical(make_state, iid, user="root"):
+    """The flow page of an admin, in the technical view."""
+    state = make_state(FlowState, user=user, path=f"/flow/{iid}")
+    state.load()
+    state.set_intervention(True)
+    return state
+
+
 def test_reset_shows_a_preview_then_resets_on_confirmation(make_state, web_store):
-    state, inst = _open(make_state, web_store)
-    _submit(state, "claim", CLAIM)
+    alice, inst = _open(make_state, web_store)
+    _submit(alice, "claim", CLAIM)
+    state = _technical(make_state, inst.id)
     state.select("claim")
     assert state.chosen.resettable and state.chosen.result
     state.ask_reset("self")
     assert state.preview == ["claim", "approve"] and state.preview_open
     assert any(e.kind == "weak" for e in state.edges)  # what a reset may reach
     assert web_store.get(inst.id).circles["claim"].state == "success"  # nothing changed yet
-    run(state.confirm_reset())
+    events = run(state.confirm_reset())
+    assert "2 steps from “Fill in the claim” go back to waiting" in str(events[-1])
     assert not state.preview_open
     assert web_store.get(inst.id).circles["claim"].state == "waiting"
     assert [b.cid for b in state.boxes] == ["claim"]
 
 
 def test_cancelling_a_reset_changes_nothing(make_state, web_store):
-    state, inst = _open(make_state, web_store)
-    _submit(state, "claim", CLAIM)
+    alice, inst = _open(make_state, web_store)
+    _submit(alice, "claim", CLAIM)
+    state = _technical(make_state, inst.id)
     state.select("claim")
     state.ask_reset("all")
     state.cancel_reset()
     assert state.preview == [] and web_store.get(inst.id).circles["claim"].state == "success"
 
 
-def test_intervention_mode_draws_weak_edges(make_state, web_store):
-    state, _ = _open(make_state, web_store)
-    assert not [e for e in state.edges if e.kind == "weak"]
-    state.set_intervention(True)
-    assert [e for e in state.edges if e.kind == "weak"]
+def test_the_technical_view_is_for_admins_only(make_state, web_store):
+    """The claimant sees her steps by their descriptions, no uris, no weak edges, no
+    circles' table and no resetting; an admin turns the technical view on."""
+    alice, inst = _open(make_state, web_store)
+    _submit(alice, "claim", CLAIM)
+    alice.set_intervention(True)
+    assert not alice.intervention
+    assert not [e for e in alice.edges if e.kind == "weak"]
+    assert {n.id: n.label for n in alice.nodes}["claim"] == "Fill in the claim"
+    assert {n.id: n.aria for n in alice.nodes}["claim"] == "Fill in the claim: done"
+    alice.set_tab("circles")
+    assert alice.tab == "flow" and alice.circle_rows == []
+    alice.select("claim")
+    alice.ask_reset("self")
+    assert alice.preview == [] and web_store.get(inst.id).circles["claim"].state == "success"
+
+    root = _technical(make_state, inst.id)
+    assert root.intervention and [e for e in root.edges if e.kind == "weak"]
+    assert {n.id: n.label for n in root.nodes}["claim"] == "claim"  # the uri
+    root.set_tab("circles")
+    assert [c.id for c in root.circle_rows] == ["claim", "approve", "review", "pay", "done"]
+    assert root.circle_rows[0].state == "success" and root.circle_rows[0].result
 
 
 def test_confirmation_accept_and_decline(make_state, web_store):
@@ -180,9 +208,11 @@ def test_confirmation_accept_and_decline(make_state, web_store):
     run(state.decline({"__circle": "sure", "__bookmark": state.boxes[0].bookmark,
                        "reason": "not now"}))
     assert web_store.get(inst.id).circles["sure"].reason == "declined: not now"
-    state.select("sure")
-    state.ask_reset("self")
-    run(state.confirm_reset())
+    root = _technical(make_state, inst.id)
+    root.select("sure")
+    root.ask_reset("self")
+    run(root.confirm_reset())
+    state.load()
     run(state.accept("sure", state.boxes[0].bookmark))
     assert state.head.status == "completed"
 
@@ -210,11 +240,13 @@ def test_history_is_loaded_on_its_tab(make_state, web_store):
 
 
 def test_circles_tab_lists_every_circle_once_opened(make_state, web_store):
-    state, _ = _open(make_state, web_store)
+    _, inst = _open(make_state, web_store)
+    state = _technical(make_state, inst.id)
     assert state.circle_rows == []
     state.set_tab("circles")
     assert [c.id for c in state.circle_rows] == ["claim", "approve", "review", "pay", "done"]
     assert state.circle_rows[0].state == "ready"
+    assert state.circle_rows[0].name == "Fill in the claim"
 
 
 # ------------------------------------------------- people's work (SPEC §9, §10)
@@ -313,7 +345,7 @@ def test_the_starter_withdraws_a_pending_approval_after_a_confirmation(make_stat
     assert state.ask_open and state.ask_circle == "approve"
     assert web_store.get(inst.id).circles["approve"].pending  # nothing yet
     events = run(state.confirm_control({"reason": "wrong amount"}))
-    assert "Took back approve" in str(events[-1]) and not state.ask_open
+    assert "Took back “The manager approves”" in str(events[-1]) and not state.ask_open
     assert web_store.get(inst.id).circles["claim"].state == "waiting"
     assert [b.cid for b in state.boxes] == ["claim"]
     [mail] = Mailbox(web_store).inbox(web_store.user("bob"), "approval")
@@ -429,3 +461,110 @@ def test_an_open_page_does_not_query_the_database_while_nothing_changes(
         return settled, idle
     settled, idle = run_async(main())
     assert settled >= 1 and idle == 0
+
+
+# ------------------------------------------- the reader's words (SPEC §17)
+def test_steps_are_named_by_their_descriptions(make_state, web_store):
+    state, _ = _open(make_state, web_store)
+    [claim] = state.boxes
+    assert (claim.cid, claim.title) == ("claim", "Fill in the claim")
+    assert claim.submit_label == "Submit" and claim.waits == "Waits for you"
+    state.select("claim")
+    assert state.chosen.name == "Fill in the claim"
+    assert "UTC" not in state.head.created and state.head.created.startswith("20")
+
+
+def test_the_history_is_told_in_sentences_in_the_readers_language(make_state, web_store,
+                                                                  work):
+    state, inst = _open(make_state, web_store)
+    _submit(state, "claim", CLAIM)
+    work()
+    [mail] = Mailbox(web_store).inbox(web_store.user("bob"), "approval")
+    Mailbox(web_store).decide(mail["id"], web_store.user("bob"), "approved", "looks fine")
+    state.load()
+    state.set_tab("history")
+    said = [h.text for h in state.history if h.plain]
+    assert said[-1] == "alice started the flow"
+    assert "alice sent “Fill in the claim”" in said
+    assert "Approval of “The manager approves” asked of bob" in said
+    assert "bob approved “The manager approves” — “looks fine”" in said
+    assert said[0] == "“Finance checks the claim” waits for someone in finance"
+    assert not any("attempt" in s or "circle" in s for s in said)
+    assert all(h.at.startswith("20") and "UTC" not in h.at for h in state.history)
+    technical = [h for h in state.history if not h.plain]  # engine bookkeeping
+    assert {h.kind for h in technical} == {"circle ready"}
+
+    state.choice = "zh-CN"  # the language menu
+    state.relabel()
+    said = [h.text for h in state.history if h.plain]
+    assert said[-1] == "alice 发起了流程"
+    assert "bob 同意了“经理审批”——“looks fine”" in said
+    assert state.words_of == "zh-CN"
+
+
+def test_a_withdrawal_is_told_as_sent_back(make_state, web_store, work):
+    state, inst = _open(make_state, web_store)
+    _submit(state, "claim", CLAIM)
+    work()
+    state.load()
+    state.ask_control("withdraw", "approve")
+    assert state.ask_step == "The manager approves"
+    run(state.confirm_control({"reason": "wrong amount"}))
+    state.set_tab("history")
+    said = [h.text for h in state.history if h.plain]
+    assert "alice took back “The manager approves” — “wrong amount”" in said
+    assert "The step “The manager approves” was sent back" in said
+
+
+def test_the_boxes_and_toasts_speak_chinese(make_state, web_store):
+    state, inst = _open(make_state, web_store)
+    state.choice = "zh-CN"
+    state.relabel()
+    [claim] = state.boxes
+    assert (claim.waits, claim.submit_label) == ("等待你处理", "提交")
+    events = _submit(state, "claim", {**CLAIM, "amount": "twelve"})
+    assert "请修改标出的字段" in str(events[-1])
+    errors = {f.name: f.error for f in state.boxes[0].fields}
+    assert errors["amount"] == "Amount必须是数字"
+    events = _submit(state, "claim", CLAIM)
+    assert "已提交：填写报销单" in str(events[-1])
+
+
+def test_a_field_error_goes_as_soon_as_the_field_is_fixed(make_state, web_store):
+    state, inst = _open(make_state, web_store)
+    _submit(state, "claim", {**CLAIM, "amount": "twelve", "reason": ""})
+    errors = {f.name: f.error for f in state.boxes[0].fields}
+    assert errors["amount"] == "Amount must be a number"
+    assert errors["reason"] == "What was it for? is required"
+    state.check_field("claim", "amount", "still not")  # still wrong: still said
+    assert {f.name: f.error for f in state.boxes[0].fields}["amount"] == \
+        "Amount must be a number"
+    state.check_field("claim", "amount", "12.5")  # fixed: gone before the next submit
+    errors = {f.name: f.error for f in state.boxes[0].fields}
+    assert errors["amount"] == "" and errors["reason"] == "What was it for? is required"
+    state.check_field("claim", "reason", "Taxi")
+    assert all(f.error == "" for f in state.boxes[0].fields)
+    assert web_store.get(inst.id).circles["claim"].state == "waiting"  # nothing sent
+
+
+def test_controls_show_for_whom_they_make_sense(make_state, web_store, work):
+    """The starter controls her flow (bpflow.access: ACT) and may take back the step
+    waiting for others; an approver only follows it; the technical view is an admin's."""
+    alice, inst = _open(make_state, web_store)
+    assert alice.can_act and set(alice.head.controls) >= {"suspend", "abort"}
+    [claim] = alice.boxes
+    assert not (claim.claim or claim.unclaim or claim.withdraw)  # her own form: fill it in
+    _submit(alice, "claim", CLAIM)
+    work()
+    alice.load()
+    assert _box(alice, "approve").withdraw
+    alice.set_intervention(True)
+    assert not alice.intervention  # not an admin
+    bob = _page(make_state, "bob", inst.id)
+    assert not bob.can_act and not _box(bob, "approve").withdraw
+    bob.ask_control("suspend")
+    assert not bob.ask_open
+    root = _page(make_state, "root", inst.id)
+    assert root.can_act
+    root.set_intervention(True)
+    assert root.intervention

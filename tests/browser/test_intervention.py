@@ -1,5 +1,6 @@
-"""Journey 4: an HTTP circle fails; "reset 1 level" (after its preview) sends it and the
-form before it back to waiting, and with a better input the flow completes."""
+"""Journey 4: an HTTP circle fails; an admin, in the flow's technical view, resets it one
+level (after its preview), which sends it and the form before it back to waiting, and
+with a better input the flow completes."""
 
 from __future__ import annotations
 
@@ -35,18 +36,19 @@ def service():
 def test_4_failed_http_circle_is_reset_one_level_and_completes(
         page, sign_in, app_store, service, screenshot) -> None:
     app_store.put_template(http_template(service.url))
-    sign_in(page, "alice")
+    sign_in(page, "root")
     page.get_by_role("button", name="Start http_check").click()
     page.wait_for_url("**/flow/**")
 
     target = page.locator('.circle-box[data-circle="target"]')
     target.get_by_label("Path").fill("/status/500")
-    target.get_by_role("button", name="Submit target").click()
+    target.get_by_role("button", name="Submit: Which endpoint to call").click()
     expect(page.locator("#flow-status")).to_contain_text("failed")
     call = page.locator('.flow-node[data-circle="call"]')
     expect(call).to_have_attribute("data-state", "failure")
     screenshot(page, "journey4_http_failed")
 
+    page.locator("#intervention-switch").click()  # fixing it is the technical view's
     call.click()
     details = page.locator("#circle-details")
     expect(details).to_contain_text("answered HTTP 500")
@@ -59,7 +61,7 @@ def test_4_failed_http_circle_is_reset_one_level_and_completes(
     page.get_by_role("button", name="Reset", exact=True).click()
 
     target.get_by_label("Path").fill("/ok")
-    target.get_by_role("button", name="Submit target").click()
+    target.get_by_role("button", name="Submit: Which endpoint to call").click()
     expect(page.locator("#flow-status")).to_contain_text("completed")
     expect(call).to_have_attribute("data-state", "success")
     assert service.recorder.seen("/ok") == 1

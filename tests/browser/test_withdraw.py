@@ -6,6 +6,7 @@ its status and by text."""
 
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
@@ -17,6 +18,7 @@ from tests.browser.people import team  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.browser
 SUBJECT = "Expense claim of 99 by alice"
+SUBMIT = re.compile("^Submit")  # "Submit: Fill in the claim"
 
 
 def _confirm(page, title: str, reason: str | None = None, before=None) -> None:
@@ -42,7 +44,7 @@ def test_3_alice_withdraws_a_pending_approval(new_page, team, app_store,  # noqa
     claim = alice.locator('.circle-box[data-circle="claim"]')
     claim.get_by_label("Amount").fill("99")
     claim.get_by_label("What was it for?").fill("Conference dinner")  # manager: the default
-    claim.get_by_role("button", name="Submit claim").click()
+    claim.get_by_role("button", name=SUBMIT).click()
     approve = alice.locator('.circle-box[data-circle="approve"]')
     expect(approve.locator(".waits-for")).to_have_text("Waits for approver")
 
@@ -51,12 +53,13 @@ def test_3_alice_withdraws_a_pending_approval(new_page, team, app_store,  # noqa
     mail = manager.locator(".mail", has_text=SUBJECT)
     expect(mail).to_be_visible()  # asked: the request is in his inbox
 
-    approve.get_by_role("button", name="Take back approve").click()
+    expect(approve.get_by_text("get the step before it back to change it")).to_be_visible()
+    approve.get_by_role("button", name="Take it back").click()
     _confirm(alice, "Take this step back?", "Wrong amount",
              lambda: screenshot(alice, "journey3_withdraw_confirmation"))
-    expect(alice.get_by_text("Took back approve")).to_be_visible()  # the toast
+    expect(alice.get_by_text("Took back “The manager approves”")).to_be_visible()  # the toast
     expect(alice.locator('.circle-box[data-circle="approve"]')).to_have_count(0)
-    expect(claim.get_by_role("button", name="Submit claim")).to_be_visible()  # to amend
+    expect(claim.get_by_role("button", name=SUBMIT)).to_be_visible()  # to amend
     screenshot(alice, "journey3_withdrawn")
 
     manager.reload()
@@ -87,6 +90,10 @@ def test_alice_suspends_resumes_and_aborts_her_flow(new_page, team,  # noqa: F81
     iid = alice.url.rsplit("/", 1)[-1]
     status = alice.locator("#flow-status")
 
+    # each control says what it does (its description, read with it)
+    expect(alice.locator("#suspend-flow-hint")).to_contain_text("nobody is asked anything")
+    expect(alice.locator("#suspend-flow")).to_have_accessible_description(
+        alice.locator("#suspend-flow-hint").inner_text())
     alice.locator("#suspend-flow").click()
     alice.get_by_role("alertdialog").get_by_role("button", name="Cancel").click()
     expect(alice.get_by_role("alertdialog")).to_have_count(0)
