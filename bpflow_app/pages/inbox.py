@@ -240,8 +240,9 @@ def inbox_page() -> rx.Component:
     return rx.vstack(
         page_header("Inbox", "Approvals and tasks waiting for you, messages, and notes"
                     " from guests."),
-        rx.tabs.root(rx.tabs.list(*tabs), value=S.kind, on_change=[S.show, T.show],
-                     width="100%"),
-        rx.cond(S.kind == TASKS, _tasks(), _list()),
+        rx.tabs.root(rx.tabs.list(*tabs),
+                     rx.tabs.content(rx.cond(S.kind == TASKS, _tasks(), _list()),
+                                     value=S.kind, width="100%", padding_top="12px"),
+                     value=S.kind, on_change=[S.show, T.show], width="100%"),
         spacing="3", width="100%",
     )

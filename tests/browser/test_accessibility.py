@@ -1,0 +1,160 @@
+"""Every page in both languages (SPEC §17): axe-core finds no critical or serious
+violation (nor content outside the landmarks) at a desktop width, and at a phone's width
+(390 × 844) nothing runs off the page sideways; a screenshot of each page in each language
+at that width goes to test-output/browser/<page>-<lang>.png.
+
+One browser context per language (the browser's language chooses the page's, as for a
+person who never touched the menu), the pages visited in a loop, every finding collected
+and reported together at the end."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from playwright.sync_api import expect
+
+from bpflow_app import routes
+from tests.browser.conftest import AXE, OUTPUT_DIR
+
+pytestmark = pytest.mark.browser
+
+DESKTOP = {"width": 1280, "height": 800}
+PHONE = {"width": 390, "height": 844}
+FAILING = ("critical", "serious")
+# moderate, but what the pages' frame is for: every page has its `main`, and nothing is
+# outside the landmarks (`header`, `nav`, `main`)
+FAILING_RULES = ("landmark-one-main", "region")
+PASSWORD = "ada-pass-1"
+
+# Runs in the page after axe.min.js: the violations, each with the elements it names.
+AXE_RUN = """async () => {
+  const result = await axe.run(document, {resultTypes: ['violations']});
+  return result.violations.map(v => ({
+    id: v.id, impact: v.impact, help: v.help,
+    nodes: v.nodes.map(n => ({target: n.target.join(' '), html: n.html.slice(0, 160),
+                              summary: n.failureSummary}))}));
+}"""
+
+# Runs in the page: how wide the document is, and the deepest elements reaching past the
+# right edge of the viewport (those that push it wider).
+OVERFLOW = """async (limit) => {
+  await new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
+  const width = document.documentElement.scrollWidth;
+  const wide = [];
+  if (width > limit) {
+    for (const el of document.body.querySelectorAll('*')) {
+      const box = el.getBoundingClientRect();
+      if (box.right <= limit || box.width === 0) continue;
+      if ([...el.children].some(c => c.getBoundingClientRect().right > limit)) continue;
+      const style = getComputedStyle(el);
+      if (style.position === 'fixed') continue;
+      const id = el.id ? '#' + el.id : '';
+      const cls = typeof el.className === 'string' && el.className
+        ? '.' + el.className.trim().split(/\\s+/).slice(0, 3).join('.') : '';
+      wide.push(`${el.tagName.toLowerCase()}${id}${cls} right=${Math.round(box.right)}px ` +
+                `"${(el.textContent || '').trim().slice(0, 60)}"`);
+      if (wide.length >= 8) break;
+    }
+  }
+  return {width, wide};
+}"""
+
+
+def _pages(flow_id: str) -> list[tuple[str, str, bool]]:
+    """(name, path, signed in) of every page, in the order a person meets them."""
+    pages = [("home", routes.HOME, False), ("guest", routes.GUEST, False),
+             ("not-found", "/no/such/page", False), ("register", routes.REGISTER, False),
+             ("sign-in", routes.FLOWS, False),
+             ("flows", routes.FLOWS, True), ("flow", routes.flow(flow_id), True),
+             ("inbox", routes.INBOX, True), ("templates", routes.TEMPLATES, True),
+             ("users", routes.USERS, True), ("webhooks", routes.WEBHOOKS, True)]
+    account = getattr(routes, "ACCOUNT", None)
+    if account:
+        pages.append(("account", account, True))
+    return pages
+
+
+@pytest.fixture(scope="module")
+def ada(app_store) -> str:
+    """An admin who also approves and checks claims (every page and tab has something for
+    her), with a claim to fill in and an order of her own."""
+    if app_store.user("ada") is None:
+        app_store.add_user("ada", PASSWORD, ["admin", "approver", "finance"])
+    user = app_store.user("ada")
+    app_store.start("reimbursement", {}, user)
+    return str(app_store.start("order", {"customer": "ACME"}, user).id)
+
+
+def _sign_in(page) -> None:
+    page.locator("input[name=username]").fill("ada")
+    page.locator("input[name=password]").fill(PASSWORD)
+    page.locator("#sign-in-submit").click()
+    expect(page.locator("#user-menu")).to_contain_text("ada")
+
+
+def _report(problems: dict[str, list[str]]) -> str:
+    return "\n".join(f"\n== {where}\n" + "\n".join(lines) for where, lines in problems.items())
+
+
+def _violations(page) -> list[str]:
+    page.add_script_tag(path=str(AXE))
+    found = page.evaluate(AXE_RUN)
+    lines = []
+    for v in found:
+        if v["impact"] not in FAILING and v["id"] not in FAILING_RULES:
+            continue
+        lines.append(f"{v['impact']} {v['id']}: {v['help']} ({len(v['nodes'])} elements)")
+        for node in v["nodes"][:6]:
+            first = (node["summary"] or "").splitlines()
+            detail = " ".join(s.strip() for s in first[1:3])
+            lines.append(f"    {node['target']}  {node['html']}\n      {detail}")
+    others = sorted({f"{v['impact']} {v['id']}" for v in found
+                     if v["impact"] not in FAILING and v["id"] not in FAILING_RULES})
+    if others:
+        print(f"  also: {', '.join(others)}")
+    return lines
+
+
+@pytest.mark.parametrize("lang", ["en", "zh-CN"])
+def test_every_page_is_accessible_and_fits_a_phone(browser, app_server, ada, lang):
+    if not AXE.exists():
+        pytest.fail(f"{AXE} is missing: run `make axe`", pytrace=False)
+    context = browser.new_context(base_url=app_server, locale=lang, viewport=DESKTOP,
+                                  reduced_motion="reduce")
+    context.set_default_timeout(30_000)
+    problems: dict[str, list[str]] = {}
+    try:
+        page = context.new_page()
+        for name, path, signed_in in _pages(ada):
+            page.set_viewport_size(DESKTOP)
+            page.goto(path)
+            expect(page.locator("html")).to_have_attribute("lang", lang)
+            if name == "sign-in":
+                expect(page.locator("#sign-in-submit")).to_be_visible()
+            else:
+                expect(page.locator("h1").first).to_be_visible()
+            if signed_in:
+                expect(page.locator("#user-menu")).to_be_visible()
+            t0 = time.monotonic()
+            found = _violations(page)
+            t1 = time.monotonic()
+            if found:
+                problems[f"{name} {path} ({lang}): axe"] = found
+
+            page.set_viewport_size(PHONE)
+            fit = page.evaluate(OVERFLOW, PHONE["width"] + 1)
+            if fit["width"] > PHONE["width"] + 1:
+                problems[f"{name} {path} ({lang}): {fit['width']} px wide at 390"] = [
+                    f"    {w}" for w in fit["wide"]]
+            OUTPUT_DIR.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(OUTPUT_DIR / f"{name}-{lang}.png"), full_page=True)
+            print(f"{name} ({lang}): axe {t1 - t0:.2f} s, phone {time.monotonic() - t1:.2f} s")
+
+            if name == "sign-in":
+                page.set_viewport_size(DESKTOP)
+                _sign_in(page)
+    finally:
+        context.close()
+    assert not problems, _report(problems)
+
