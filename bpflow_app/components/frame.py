@@ -20,7 +20,8 @@ from bpflow_app.session import SessionState
 def brand() -> rx.Component:
     return rx.link(
         rx.hstack(rx.image(src="/favicon.ico", width="26px", height="26px", alt=""),
-                  rx.heading("bpflow", size="5", as_="span"), spacing="2", align="center"),
+                  rx.text("bpflow", size="5", weight="bold", as_="span"), spacing="2",
+                  align="center"),
         href=routes.HOME, underline="none", color="inherit", aria_label=_("bpflow home"),
     )
 

@@ -1,7 +1,8 @@
 """Every page in both languages (SPEC §17): axe-core finds no critical or serious
 violation (nor content outside the landmarks) at a desktop width, and at a phone's width
 (390 × 844) nothing runs off the page sideways; a screenshot of each page in each language
-at that width goes to test-output/browser/<page>-<lang>.png.
+at that width goes to test-output/browser/<page>-<lang>.png; Chinese is drawn with a
+Chinese font.
 
 One browser context per language (the browser's language chooses the page's, as for a
 person who never touched the menu), the pages visited in a loop, every finding collected
@@ -26,6 +27,9 @@ FAILING = ("critical", "serious")
 # outside the landmarks (`header`, `nav`, `main`)
 FAILING_RULES = ("landmark-one-main", "region")
 PASSWORD = "ada-pass-1"
+# Simplified Chinese faces of assets/styles.css's font stack
+CJK_FONTS = ("PingFang SC", "Hiragino Sans GB", "Noto Sans CJK SC", "Source Han Sans SC",
+             "Microsoft YaHei", "WenQuanYi Micro Hei")
 
 # Runs in the page after axe.min.js: the violations, each with the elements it names.
 AXE_RUN = """async () => {
@@ -86,11 +90,27 @@ def ada(app_store) -> str:
     return str(app_store.start("order", {"customer": "ACME"}, user).id)
 
 
-def _sign_in(page) -> None:
+def _sign_in(page, password: str = PASSWORD) -> None:
     page.locator("input[name=username]").fill("ada")
-    page.locator("input[name=password]").fill(PASSWORD)
+    page.locator("input[name=password]").fill(password)
     page.locator("#sign-in-submit").click()
-    expect(page.locator("#user-menu")).to_contain_text("ada")
+    if password == PASSWORD:
+        expect(page.locator("#user-menu")).to_contain_text("ada")
+
+
+def _fonts(page, selector: str) -> list[str]:
+    """The fonts Chromium drew the text of the first `selector` with (DevTools' CSS
+    domain: the faces actually used, not the font-family asked for)."""
+    cdp = page.context.new_cdp_session(page)
+    try:
+        cdp.send("DOM.enable")
+        cdp.send("CSS.enable")
+        root = cdp.send("DOM.getDocument")["root"]["nodeId"]
+        node = cdp.send("DOM.querySelector", {"nodeId": root, "selector": selector})["nodeId"]
+        fonts = cdp.send("CSS.getPlatformFontsForNode", {"nodeId": node})["fonts"]
+        return [f["familyName"] for f in fonts]
+    finally:
+        cdp.detach()
 
 
 def _report(problems: dict[str, list[str]]) -> str:
@@ -128,14 +148,26 @@ def test_every_page_is_accessible_and_fits_a_phone(browser, app_server, ada, lan
         page = context.new_page()
         for name, path, signed_in in _pages(ada):
             page.set_viewport_size(DESKTOP)
-            page.goto(path)
+            if name == "flows" and page.url.endswith(path):
+                # just signed in here: with its toast
+                expect(page.locator("[data-sonner-toast]")).to_be_visible()
+            else:
+                page.goto(path)
             expect(page.locator("html")).to_have_attribute("lang", lang)
-            if name == "sign-in":
-                expect(page.locator("#sign-in-submit")).to_be_visible()
+            if name == "sign-in":  # as it is after a mistyped password, with its error
+                _sign_in(page, "not-" + PASSWORD)
+                expect(page.locator("[role=alert]").first).to_be_visible()
             else:
                 expect(page.locator("h1").first).to_be_visible()
             if signed_in:
                 expect(page.locator("#user-menu")).to_be_visible()
+            if name == "flows" and lang == "zh-CN":  # the header's Chinese, in a CJK face
+                used = _fonts(page, "nav a p")
+                print(f"  the header's Chinese drawn with {used}")
+                if not any(f in CJK_FONTS for f in used):
+                    problems[f"{name} ({lang}): fonts"] = [
+                        f"    the header's links are drawn with {used}, none of {CJK_FONTS}"
+                        " (Debian: `make fonts` installs fonts-noto-cjk)"]
             t0 = time.monotonic()
             found = _violations(page)
             t1 = time.monotonic()
