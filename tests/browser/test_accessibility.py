@@ -15,6 +15,9 @@ import time
 import pytest
 from playwright.sync_api import expect
 
+from bpflow.interactions import Interactions
+from bpflow.mailbox import Mailbox
+from bpflow.worker import Worker
 from bpflow_app import routes
 from tests.browser.conftest import AXE, OUTPUT_DIR
 
@@ -65,14 +68,16 @@ OVERFLOW = """async (limit) => {
 }"""
 
 
-def _pages(flow_id: str) -> list[tuple[str, str, bool]]:
+def _pages(flows: dict[str, str]) -> list[tuple[str, str, bool]]:
     """(name, path, signed in) of every page, in the order a person meets them."""
     pages = [("home", routes.HOME, False), ("guest", routes.GUEST, False),
              ("not-found", "/no/such/page", False), ("register", routes.REGISTER, False),
              ("sign-in", routes.FLOWS, False),
-             ("flows", routes.FLOWS, True), ("flow", routes.flow(flow_id), True),
-             ("inbox", routes.INBOX, True), ("templates", routes.TEMPLATES, True),
-             ("users", routes.USERS, True), ("webhooks", routes.WEBHOOKS, True)]
+             ("flows", routes.FLOWS, True), ("flow", routes.flow(flows["order"]), True),
+             ("flow-claim", routes.flow(flows["claim"]), True),
+             ("inbox", routes.INBOX, True), ("inbox-tasks", routes.INBOX + "?tab=tasks", True),
+             ("templates", routes.TEMPLATES, True), ("users", routes.USERS, True),
+             ("webhooks", routes.WEBHOOKS, True)]
     account = getattr(routes, "ACCOUNT", None)
     if account:
         pages.append(("account", account, True))
@@ -80,14 +85,26 @@ def _pages(flow_id: str) -> list[tuple[str, str, bool]]:
 
 
 @pytest.fixture(scope="module")
-def ada(app_store) -> str:
-    """An admin who also approves and checks claims (every page and tab has something for
-    her), with a claim to fill in and an order of her own."""
+def ada(app_store) -> dict[str, str]:
+    """An admin who also approves and checks claims, so that every page and tab has
+    something for her: an order to fill in (a form), a claim of root's waiting for her
+    approval (mail in her inbox, a flow she takes part in with a finished step), a claim
+    of hers not filled in yet (a task)."""
     if app_store.user("ada") is None:
         app_store.add_user("ada", PASSWORD, ["admin", "approver", "finance"])
-    user = app_store.user("ada")
+    user, root = app_store.user("ada"), app_store.user("root")
     app_store.start("reimbursement", {}, user)
-    return str(app_store.start("order", {"customer": "ACME"}, user).id)
+    claim = app_store.start("reimbursement", {}, root)
+    Interactions(app_store).submit(claim.id, "claim", app_store.engine.bookmark(claim, "claim"),
+                                   {"amount": 42.5, "reason": "出差火车票", "manager": "ada"},
+                                   "root")
+    Worker(app_store).run_once()
+    deadline = time.monotonic() + 20  # the server's worker may have taken it first
+    while not any(m["instance"] == claim.id for m in Mailbox(app_store).inbox(user)):
+        assert time.monotonic() < deadline, "the claim's approval mail never came"
+        time.sleep(0.2)
+    return {"order": str(app_store.start("order", {"customer": "ACME"}, user).id),
+            "claim": str(claim.id)}
 
 
 def _sign_in(page, password: str = PASSWORD) -> None:
