@@ -85,7 +85,7 @@ def _pages(flows: dict[str, str]) -> list[tuple[str, str, bool]]:
 
 
 @pytest.fixture(scope="module")
-def ada(app_store) -> dict[str, str]:
+def ada_flows(app_store) -> dict[str, str]:
     """An admin who also approves and checks claims, so that every page and tab has
     something for her: an order to fill in (a form), a claim of root's waiting for her
     approval (mail in her inbox, a flow she takes part in with a finished step), a claim
@@ -154,7 +154,7 @@ def _violations(page) -> list[str]:
 
 
 @pytest.mark.parametrize("lang", ["en", "zh-CN"])
-def test_every_page_is_accessible_and_fits_a_phone(browser, app_server, ada, lang):
+def test_every_page_is_accessible_and_fits_a_phone(browser, app_server, ada_flows, lang):
     if not AXE.exists():
         pytest.fail(f"{AXE} is missing: run `make axe`", pytrace=False)
     context = browser.new_context(base_url=app_server, locale=lang, viewport=DESKTOP,
@@ -163,7 +163,7 @@ def test_every_page_is_accessible_and_fits_a_phone(browser, app_server, ada, lan
     problems: dict[str, list[str]] = {}
     try:
         page = context.new_page()
-        for name, path, signed_in in _pages(ada):
+        for name, path, signed_in in _pages(ada_flows):
             page.set_viewport_size(DESKTOP)
             if name == "flows" and page.url.endswith(path):
                 # just signed in here: with its toast
