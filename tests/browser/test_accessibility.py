@@ -1,6 +1,6 @@
 """Every page in both languages (SPEC §17): axe-core finds no critical or serious
 violation (nor content outside the landmarks) at a desktop width, and at a phone's width
-(390 × 844) nothing runs off the page sideways; a screenshot of each page in each language
+(390 × 844) nothing runs off the page sideways nor is cut off; a screenshot of each page in each language
 at that width goes to test-output/browser/<page>-<lang>.png; Chinese is drawn with a
 Chinese font.
 
@@ -43,28 +43,40 @@ AXE_RUN = """async () => {
                               summary: n.failureSummary}))}));
 }"""
 
-# Runs in the page: how wide the document is, and the deepest elements reaching past the
-# right edge of the viewport (those that push it wider).
+# Runs in the page: how wide the document is, the deepest elements reaching past the
+# right edge of the viewport (those that push it wider), and what is cut off: a box
+# showing part of its content sideways (a tab list hiding its last tab behind a hidden
+# scroll bar, a word cut by an ellipsis). A box scrolling sideways over a table or a
+# drawing, which says so, is how those fit a phone (not counted).
 OVERFLOW = """async (limit) => {
   await new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
+  const name = (el) => {
+    const id = el.id ? '#' + el.id : '';
+    const cls = typeof el.className === 'string' && el.className
+      ? '.' + el.className.trim().split(/\\s+/).slice(0, 3).join('.') : '';
+    return `${el.tagName.toLowerCase()}${id}${cls} "${(el.textContent || '').trim().slice(0, 50)}"`;
+  };
   const width = document.documentElement.scrollWidth;
   const wide = [];
-  if (width > limit) {
-    for (const el of document.body.querySelectorAll('*')) {
-      const box = el.getBoundingClientRect();
-      if (box.right <= limit || box.width === 0) continue;
-      if ([...el.children].some(c => c.getBoundingClientRect().right > limit)) continue;
-      const style = getComputedStyle(el);
-      if (style.position === 'fixed') continue;
-      const id = el.id ? '#' + el.id : '';
-      const cls = typeof el.className === 'string' && el.className
-        ? '.' + el.className.trim().split(/\\s+/).slice(0, 3).join('.') : '';
-      wide.push(`${el.tagName.toLowerCase()}${id}${cls} right=${Math.round(box.right)}px ` +
-                `"${(el.textContent || '').trim().slice(0, 60)}"`);
-      if (wide.length >= 8) break;
-    }
+  const cut = [];
+  for (const el of document.body.querySelectorAll('*')) {
+    const box = el.getBoundingClientRect();
+    if (box.width === 0) continue;
+    if (width > limit && box.right > limit && wide.length < 8
+        && ![...el.children].some(c => c.getBoundingClientRect().right > limit)
+        && getComputedStyle(el).position !== 'fixed')
+      wide.push(`${name(el)} right=${Math.round(box.right)}px`);
+    if (el.scrollWidth <= el.clientWidth + 1 || el.matches('input, textarea, select'))
+      continue;
+    const style = getComputedStyle(el);
+    if (style.overflowX === 'visible') continue;
+    const over = (c) => c.getBoundingClientRect().width > el.clientWidth;
+    if (style.overflowX !== 'hidden'
+        && [...el.querySelectorAll('table, svg')].some(over)) continue;
+    if (cut.length < 8)
+      cut.push(`${name(el)} shows ${el.clientWidth} of ${el.scrollWidth} px`);
   }
-  return {width, wide};
+  return {width, wide, cut};
 }"""
 
 
@@ -196,6 +208,9 @@ def test_every_page_is_accessible_and_fits_a_phone(browser, app_server, ada_flow
             if fit["width"] > PHONE["width"] + 1:
                 problems[f"{name} {path} ({lang}): {fit['width']} px wide at 390"] = [
                     f"    {w}" for w in fit["wide"]]
+            if fit["cut"]:
+                problems[f"{name} {path} ({lang}): cut off at 390"] = [
+                    f"    {w}" for w in fit["cut"]]
             OUTPUT_DIR.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(OUTPUT_DIR / f"{name}-{lang}.png"), full_page=True)
             print(f"{name} ({lang}): axe {t1 - t0:.2f} s, phone {time.monotonic() - t1:.2f} s")
