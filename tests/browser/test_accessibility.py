@@ -1,8 +1,8 @@
 """Every page in both languages (SPEC §17): axe-core finds no critical or serious
 violation (nor content outside the landmarks) at a desktop width, and at a phone's width
-(390 × 844) nothing runs off the page sideways nor is cut off; a screenshot of each page in each language
-at that width goes to test-output/browser/<page>-<lang>.png; Chinese is drawn with a
-Chinese font.
+(390 × 844) nothing runs off the page sideways nor is cut off; a screenshot of each page
+in each language at that width goes to test-output/browser/<page>-<lang>.png; Chinese is
+drawn with a Chinese font.
 
 One browser context per language (the browser's language chooses the page's, as for a
 person who never touched the menu), the pages visited in a loop, every finding collected
