@@ -64,9 +64,9 @@ def outer_steps() -> rx.Component:
 def tenant_name() -> rx.Component:
     """The signed-in user's organisation, unless it is `default` (SPEC §12)."""
     return rx.cond(SessionState.organisation != "",
-                   rx.badge(rx.icon("building-2", size=14), SessionState.organisation,
-                            variant="surface", size="2", id="tenant-name",
-                            aria_label=_("Organisation")))
+                   rx.badge(rx.icon("building-2", size=14, aria_hidden="true"),
+                            SessionState.organisation, variant="surface", size="2",
+                            id="tenant-name", title=_("Organisation")))
 
 
 def navbar() -> rx.Component:
