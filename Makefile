@@ -12,6 +12,9 @@ INSTALL_STAMP := $(VENV)/.bpflow-installed
 BUN_VERSION := 1.4.4
 BUN := $(CURDIR)/.tools/node_modules/bun/bin/bun.exe
 CHROMIUM := /usr/bin/chromium
+# axe-core, run on every page by tests/browser/test_accessibility.py (injected by Playwright)
+AXE_VERSION := 4.14.1
+AXE_DIR := .tools/axe
 PORT ?= 3000
 BACKENDS ?= 2
 WORKERS ?= 2
@@ -34,7 +37,7 @@ WEB_STAMP := .web/reflex.json
 REFLEX_RUN = $(VENV)/bin/reflex run --env prod --single-port --frontend-port $(PORT) \
 	--backend-port $(PORT)
 
-.PHONY: help venv install bun chromium db run run-scaled test soak bench lint messages clean \
+.PHONY: help venv install bun chromium fonts axe db run run-scaled test soak bench lint messages clean \
 	distclean
 
 help:
@@ -53,6 +56,8 @@ help:
 	@echo "make install    create $(VENV) and install bpflow with its dev extras"
 	@echo "make bun        install bun $(BUN_VERSION) under .tools/ (used by Reflex)"
 	@echo "make chromium   install Debian's chromium if $(CHROMIUM) is missing"
+	@echo "make fonts      install Debian's fonts-noto-cjk (Chinese pages in the browser tests)"
+	@echo "make axe        install axe-core $(AXE_VERSION) under $(AXE_DIR)/ (accessibility tests)"
 	@echo "make clean      remove build output (.web, .states, test-output)"
 
 venv install: $(INSTALL_STAMP)
@@ -90,6 +95,26 @@ chromium:
 			|| { $$sudo apt-get update && $$sudo apt-get install -y chromium; }; \
 	fi
 
+# The Chinese pages need a CJK font (assets/styles.css names Noto Sans CJK SC first);
+# without one Chromium draws boxes, and the screenshots of the browser tests show them.
+fonts:
+	@if ! dpkg-query -W -f='$${Status}' fonts-noto-cjk 2>/dev/null | grep -q "ok installed"; then \
+		if [ "$$(id -u)" = 0 ]; then sudo=; else sudo=sudo; fi; \
+		export DEBIAN_FRONTEND=noninteractive; \
+		$$sudo apt-get install -y --no-install-recommends fonts-noto-cjk \
+			|| { $$sudo apt-get update \
+				&& $$sudo apt-get install -y --no-install-recommends fonts-noto-cjk; }; \
+	fi
+
+# A prefix of its own (bun's install under .tools/ is left as it is); installed again when
+# AXE_VERSION changes.
+axe:
+	@if [ "$$(node -p 'require("./$(AXE_DIR)/node_modules/axe-core/package.json").version' \
+			2>/dev/null)" != "$(AXE_VERSION)" ]; then \
+		npm install --prefix $(AXE_DIR) --no-audit --no-fund --ignore-scripts \
+			--loglevel=error --save-exact axe-core@$(AXE_VERSION); \
+	fi
+
 # The database is created or migrated and the example templates whose names are unknown added
 # on every start (both no-ops when nothing changed; what an admin uploaded stays); the first
 # start also adds demo users.
@@ -125,7 +150,7 @@ run-scaled: install bun $(WEB_STAMP)
 # the others share the rest (tests/conftest.py). The 25 slowest tests are listed at the end.
 # The suite must stay under 12 minutes on 2 cores (10 min 23 s on a fresh clone:
 # bench/RESULTS.md, "The test suite").
-test: install bun chromium
+test: install bun chromium fonts axe
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --durations=25
 
 # Two soaks, one after the other: the crash test (20 kills of the server under load) and

@@ -20,7 +20,8 @@ from bpflow_app.session import SessionState
 def brand() -> rx.Component:
     return rx.link(
         rx.hstack(rx.image(src="/favicon.ico", width="26px", height="26px", alt=""),
-                  rx.heading("bpflow", size="5", as_="span"), spacing="2", align="center"),
+                  rx.text("bpflow", size="5", weight="bold", as_="span"), spacing="2",
+                  align="center"),
         href=routes.HOME, underline="none", color="inherit", aria_label=_("bpflow home"),
     )
 
@@ -45,16 +46,17 @@ def _links() -> list[rx.Component]:
 
 
 def outer_steps() -> rx.Component:
-    """The outer flow, auth → main, as two small circles."""
+    """The outer flow (SPEC §9), `auth` → `main`, as two small circles named in the
+    reader's words; the second opens the outer flow's page."""
     return rx.hstack(
-        state_badge("success", "auth"),
-        rx.icon("arrow-right", size=14, color=rx.color("gray", 9)),
+        state_badge("success", _("Signed in")),
+        rx.icon("arrow-right", size=14, color=rx.color("gray", 9), aria_hidden="true"),
         rx.cond(SessionState.outer != "",
                 rx.link(state_badge(rx.cond(FrameState.main_state == "success", "success",
-                                            "ready"), "main"),
+                                            "ready"), _("Working")),
                         href=routes.flow(SessionState.outer), underline="none",
-                        aria_label=_("The outer flow")),
-                state_badge("ready", "main")),
+                        title=_("The outer flow")),
+                state_badge("ready", _("Working"))),
         spacing="1", align="center", id="outer-steps",
     )
 
@@ -62,12 +64,14 @@ def outer_steps() -> rx.Component:
 def tenant_name() -> rx.Component:
     """The signed-in user's organisation, unless it is `default` (SPEC §12)."""
     return rx.cond(SessionState.organisation != "",
-                   rx.badge(rx.icon("building-2", size=14), SessionState.organisation,
-                            variant="surface", size="2", id="tenant-name",
-                            aria_label=_("Organisation")))
+                   rx.badge(rx.icon("building-2", size=14, aria_hidden="true"),
+                            SessionState.organisation, variant="surface", size="2",
+                            id="tenant-name", title=_("Organisation")))
 
 
 def navbar() -> rx.Component:
+    """The page's `header` landmark: the brand, the outer flow, the `nav` of the pages, the
+    language and the user's menu."""
     user_menu = rx.menu.root(
         rx.menu.trigger(rx.button(rx.icon("circle-user", size=16), SessionState.username,
                                   variant="soft", size="2", id="user-menu")),
@@ -78,17 +82,23 @@ def navbar() -> rx.Component:
             rx.menu.item(_("Sign out"), on_click=SessionState.sign_out, id="sign-out"),
         ),
     )
-    return rx.box(
+    return rx.el.header(
         rx.flex(
             rx.hstack(brand(), tenant_name(),
                       rx.box(outer_steps(), display=["none", "none", "block"]),
                       spacing="4", align="center"),
-            rx.flex(*_links(), language_menu(SessionState.choose_language), user_menu,
-                    spacing="4", align="center", wrap="wrap", justify="end"),
-            justify="between", align="center", wrap="wrap", spacing="3",
+            # on a phone the pages take a row of their own, under the brand and the menus
+            rx.el.nav(rx.flex(*_links(), spacing=rx.breakpoints(initial="3", md="4"),
+                              align="center", wrap="wrap"),
+                      aria_label=_("Pages"), order=rx.breakpoints(initial="3", md="2"),
+                      width=rx.breakpoints(initial="100%", md="auto"),
+                      margin_left=rx.breakpoints(initial="0", md="auto")),
+            rx.hstack(language_menu(SessionState.choose_language), user_menu, spacing="4",
+                      align="center", order=rx.breakpoints(initial="2", md="3")),
+            justify="between", align="center", wrap="wrap",
+            spacing=rx.breakpoints(initial="2", md="4"),
             max_width="1280px", margin_x="auto", padding_x="16px", padding_y="10px",
         ),
-        as_="header",
         border_bottom=f"1px solid {rx.color('gray', 5)}",
         background=rx.color("gray", 1),
         position="sticky", top="0", z_index="10",
@@ -97,7 +107,7 @@ def navbar() -> rx.Component:
 
 def sign_in_panel() -> rx.Component:
     """The `auth` circle's box: its form, sent to its auth action."""
-    return rx.center(
+    return rx.el.main(rx.center(
         rx.card(
             rx.form(
                 rx.vstack(
@@ -130,12 +140,12 @@ def sign_in_panel() -> rx.Component:
             size="4", width="100%", max_width="420px",
         ),
         min_height="80vh", padding="16px",
-    )
+    ))
 
 
 def loading_screen(**props) -> rx.Component:
-    return rx.center(rx.spinner(size="3"), rx.text(_("Loading…"), size="2"), min_height="60vh",
-                     spacing="3", aria_busy="true", **props)
+    return rx.el.main(rx.center(rx.spinner(size="3"), rx.text(_("Loading…"), size="2"),
+                                min_height="60vh", spacing="3", aria_busy="true", **props))
 
 
 def outer_circle(content: Callable[[], rx.Component]) -> Callable[[], rx.Component]:
@@ -149,8 +159,9 @@ def outer_circle(content: Callable[[], rx.Component]) -> Callable[[], rx.Compone
                 rx.cond(  # the page's data was loaded for this session (not a former one)
                     FrameState.loaded_for == SessionState.session_key,
                     rx.box(navbar(),
-                           rx.box(content(), as_="main", max_width="1280px", margin_x="auto",
-                                  padding=["12px", "16px", "24px"], width="100%"),
+                           rx.el.main(content(), max_width="1280px", margin_x="auto",
+                                      padding=["12px", "16px", "24px"], width="100%",
+                                      box_sizing="border-box"),
                            min_height="100vh"),
                     loading_screen(on_mount=FrameState.catch_up),
                 ),
@@ -166,16 +177,16 @@ def outer_circle(content: Callable[[], rx.Component]) -> Callable[[], rx.Compone
 def public_frame(*children: rx.Component) -> rx.Component:
     """Pages without an account (home, guest): the brand and a sign-in link."""
     return rx.box(
-        rx.box(
+        rx.el.header(
             rx.flex(brand(),
                     rx.hstack(language_menu(LangState.choose),
                               rx.link(_("Sign in"), href=routes.FLOWS, size="2"),
                               spacing="4", align="center"),
                     justify="between", align="center", max_width="1280px", margin_x="auto",
                     padding_x="16px", padding_y="10px"),
-            as_="header", border_bottom=f"1px solid {rx.color('gray', 5)}",
+            border_bottom=f"1px solid {rx.color('gray', 5)}",
         ),
-        rx.box(*children, as_="main", max_width="760px", margin_x="auto",
-               padding=["12px", "16px", "32px"]),
+        rx.el.main(*children, max_width="760px", margin_x="auto",
+                   padding=["12px", "16px", "32px"]),
         min_height="100vh",
     )

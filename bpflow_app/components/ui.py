@@ -34,6 +34,11 @@ def row_badge(state: rx.Var | str, label: rx.Var | str) -> rx.Component:
                       custom_attrs={"data-color": color_of(state)})
 
 
+def visually_hidden(text: rx.Var | str) -> rx.Component:
+    """Text for screen readers only (a table's header over a column of links, …)."""
+    return rx.el.span(text, class_name="visually-hidden")
+
+
 def page_header(title: str | rx.Var, subtitle: str | rx.Var = "",
                 *actions: rx.Component) -> rx.Component:
     return rx.flex(

@@ -30,7 +30,7 @@ def _nav_card(title: rx.Var, text: rx.Var, href: str, icon: str, link_id: str) -
 
 
 def index() -> rx.Component:
-    return rx.box(
+    return rx.el.main(
         rx.container(
             rx.vstack(
                 rx.hstack(

@@ -6,6 +6,7 @@
   already running instead.
 - ``browser`` (session): Debian's Chromium driven by Playwright (never ``playwright install``).
 - ``page`` (function): a fresh browser context and page whose ``base_url`` is the app.
+- ``AXE``: axe-core's script (``make axe``), for ``page.add_script_tag(path=AXE)``.
 - ``screenshot``: ``screenshot(page, "name")`` saves ``test-output/browser/name.png``.
 - ``accounts`` (session): the users of the journeys (``alice`` user, ``bob`` approver,
   ``root`` admin), created with ``bpflow user add`` in the server's database before it
@@ -38,6 +39,8 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 OUTPUT_DIR = REPO_ROOT / "test-output" / "browser"
 SERVER_LOG = OUTPUT_DIR / "reflex-server.log"
 DEFAULT_BUN = REPO_ROOT / ".tools" / "node_modules" / "bun" / "bin" / "bun.exe"
+# axe-core, installed by `make axe` (the Makefile pins its version)
+AXE = REPO_ROOT / ".tools" / "axe" / "node_modules" / "axe-core" / "axe.min.js"
 CHROMIUM = os.environ.get("BPFLOW_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
     "--no-sandbox",
