@@ -6,7 +6,7 @@ import reflex as rx
 from bpflow.api import create_app
 from bpflow.backend import lifespan
 from bpflow_app import routes
-from bpflow_app.asset_cache import cache_fingerprinted_assets
+from bpflow_app.asset_cache import cache_fingerprinted_assets, pages_without_redirect
 from bpflow_app.components.frame import outer_circle
 from bpflow_app.frame_state import page_loads
 from bpflow_app.i18n import _
@@ -31,8 +31,9 @@ from bpflow_app.pages.webhooks_state import WebhooksState
 
 # The Radix theme is configured in rxconfig.py (RadixThemesPlugin).
 app = rx.App(api_transformer=create_app(), stylesheets=["/styles.css"])  # REST API: /api
-# Fingerprinted frontend files are cached for good (wrapped around the REST API above).
-app.api_transformer = [app.api_transformer, cache_fingerprinted_assets]
+# Fingerprinted frontend files are cached for good, pages served without a slash redirect
+# (both wrapped around the REST API above and the pages).
+app.api_transformer = [app.api_transformer, cache_fingerprinted_assets, pages_without_redirect]
 app.register_lifespan_task(lifespan)
 # Signed-in pages load on the server right after hydrating (on_load: no round trip
 # through the browser), the frame's load last; see frame_state.page_loads.
