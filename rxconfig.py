@@ -5,6 +5,7 @@ PostgreSQL URL) to use another.
 """
 
 import os
+from pathlib import Path
 
 import reflex as rx
 
@@ -45,6 +46,23 @@ class RadixThemes(rx.plugins.RadixThemesPlugin):
         return ()
 
 
+class ScriptsAfterStyles(rx.plugins.Plugin):
+    """Every page's head preloads its ~20 script modules (`<link rel=modulepreload>`) at
+    high priority, so on a slow line they share it with the stylesheet, which is all the
+    first paint waits for (the page's HTML is prerendered): they are asked for at low
+    priority, still all at once (no waterfall of imports), after the stylesheet. Done on
+    the built pages (before they are compressed)."""
+
+    PRELOAD = '<link rel="modulepreload" '
+
+    def post_build(self, **context) -> None:
+        for page in Path(context["static_dir"]).rglob("*.html"):
+            html = page.read_text(encoding="utf-8")
+            low = html.replace(self.PRELOAD, self.PRELOAD + 'fetchpriority="low" ')
+            if low != html:
+                page.write_text(low, encoding="utf-8")
+
+
 config = rx.Config(
     app_name="bpflow_app",
     telemetry_enabled=False,
@@ -53,6 +71,7 @@ config = rx.Config(
         RadixThemes(
             theme=rx.theme(appearance="light", accent_color="indigo", radius="large"),
         ),
+        ScriptsAfterStyles(),
     ],
     # The sticky badge would cover the bottom-right corner of every page.
     show_built_with_reflex=False,
