@@ -133,15 +133,21 @@ def serve(db: Path, port: int) -> subprocess.Popen:
          "--frontend-port", str(port), "--backend-port", str(port)],
         cwd=ROOT, env=env(db), stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     deadline = time.monotonic() + 600
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise SystemExit(f"server exited; see {log.name}")
-        try:
-            with urllib.request.urlopen(f"http://localhost:{port}/guest", timeout=5):
-                return process
-        except OSError:
-            time.sleep(1)
-    raise SystemExit("server did not start in 600 s")
+    try:
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                raise SystemExit(f"server exited; see {log.name}")
+            try:
+                with urllib.request.urlopen(f"http://localhost:{port}/guest", timeout=5):
+                    return process
+            except OSError:
+                time.sleep(1)
+        raise SystemExit("server did not start in 600 s")
+    except BaseException:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGTERM)
+            process.wait(30)
+        raise
 
 
 def lighthouse(url: str, session: str, out: Path) -> dict:
@@ -208,6 +214,8 @@ def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     REPORTS.mkdir(parents=True, exist_ok=True)
     db = OUT / args.db
+    # SIGTERM as SIGINT: an exception, so that the server started below is ended
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     server = None
     if args.url:
         base = args.url.rstrip("/")
@@ -219,8 +227,8 @@ def main() -> None:
     try:
         if args.serve_only:
             print(base, flush=True)
-            signal.sigwait({signal.SIGINT, signal.SIGTERM})
-            return
+            while True:
+                signal.pause()
         session = token(db)
         pages = args.pages.split(",")
         runs: dict[str, list[dict]] = {page: [] for page in pages}
