@@ -39,7 +39,8 @@ class RadixThemes(rx.plugins.RadixThemesPlugin):
     """Radix Themes, bundled as any other library: each page's scripts hold the
     components it uses. Reflex's plugin also makes the whole of Radix Themes a global of
     every page (`window.__reflex`, for components a state builds at run time, which
-    bpflow has none of): ~100 KiB of compressed script that no page could leave out.
+    bpflow has none of): tens of KiB of compressed script that no page could leave out
+    (bench/RESULTS.md, "Phones").
     The package is still installed (every Radix component names it)."""
 
     def get_frontend_dependencies(self, **context) -> tuple[str, ...]:
