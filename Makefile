@@ -15,6 +15,10 @@ CHROMIUM := /usr/bin/chromium
 # axe-core, run on every page by tests/browser/test_accessibility.py (injected by Playwright)
 AXE_VERSION := 4.14.1
 AXE_DIR := .tools/axe
+# Lighthouse for bench/lighthouse.py (`make bench` only); 12.x is the last line that runs on
+# Node 20 (13 needs Node 22).
+LIGHTHOUSE_VERSION := 12.8.2
+LIGHTHOUSE := $(CURDIR)/.tools/lighthouse/node_modules/lighthouse/package.json
 PORT ?= 3000
 BACKENDS ?= 2
 WORKERS ?= 2
@@ -37,8 +41,8 @@ WEB_STAMP := .web/reflex.json
 REFLEX_RUN = $(VENV)/bin/reflex run --env prod --single-port --frontend-port $(PORT) \
 	--backend-port $(PORT)
 
-.PHONY: help venv install bun chromium fonts axe db run run-scaled test soak bench lint messages clean \
-	distclean
+.PHONY: help venv install bun chromium fonts axe lighthouse db run run-scaled test soak bench \
+	lint messages clean distclean
 
 help:
 	@echo "make run        set up and serve the app on http://localhost:$(PORT)"
@@ -49,7 +53,8 @@ help:
 	@echo "make soak       the long crash test (20 kills of the server under load), then the" \
 		"paper flow scaled out for 10 minutes, workers and backends killed meanwhile" \
 		"(SOAK_ARGS=\"--minutes M --rate R\")"
-	@echo "make bench      bpflow against SpiffWorkflow and DBOS (installs the bench extra)"
+	@echo "make bench      bpflow against SpiffWorkflow and DBOS (installs the bench extra)," \
+		"then Lighthouse's mobile preset on /guest and /flows (installs npm lighthouse)"
 	@echo "make lint       ruff check, the layer contracts (lint-imports), mypy"
 	@echo "make messages   the texts of the web app and the services' messages into the" \
 		"catalogs (bpflow_app/locale/*.po)"
@@ -164,11 +169,21 @@ soak: install
 	BPFLOW_SOAK=1 $(PY) -m pytest -q tests/store/test_crash.py
 	$(PY) bench/soak.py $(SOAK_ARGS)
 
-# The peers are pinned in the `bench` extra, installed here only: `make test` does not need them.
-bench: install
+# npm lighthouse under .tools/lighthouse (its own prefix: bun's stays as it is), for the bench
+# only. Install scripts are not needed (Chromium is Debian's).
+lighthouse: $(LIGHTHOUSE)
+
+$(LIGHTHOUSE):
+	npm install --prefix .tools/lighthouse --no-audit --no-fund --ignore-scripts \
+		--loglevel=error lighthouse@$(LIGHTHOUSE_VERSION)
+
+# The peers are pinned in the `bench` extra, installed here only: `make test` does not need
+# them, nor Lighthouse. LIGHTHOUSE_ARGS passes options to bench/lighthouse.py.
+bench: install bun chromium lighthouse
 	$(UV) pip install --python $(PY) -e '.[dev,bench]' \
 		|| $(PY) -m pip install --quiet -e '.[dev,bench]'
 	$(PY) bench/peers.py $(BENCH_ARGS)
+	$(REFLEX_ENV) $(PY) bench/lighthouse.py $(LIGHTHOUSE_ARGS)
 
 lint: install
 	$(VENV)/bin/ruff check .

@@ -5,6 +5,7 @@ PostgreSQL URL) to use another.
 """
 
 import os
+from pathlib import Path
 
 import reflex as rx
 
@@ -33,17 +34,51 @@ def _respawn_failed_workers() -> None:
 
 _respawn_failed_workers()
 
+
+class RadixThemes(rx.plugins.RadixThemesPlugin):
+    """Radix Themes, bundled as any other library: each page's scripts hold the
+    components it uses. Reflex's plugin also makes the whole of Radix Themes a global of
+    every page (`window.__reflex`, for components a state builds at run time, which
+    bpflow has none of): tens of KiB of compressed script that no page could leave out
+    (bench/RESULTS.md, "Phones").
+    The package is still installed (every Radix component names it)."""
+
+    def get_frontend_dependencies(self, **context) -> tuple[str, ...]:
+        return ()
+
+
+class ScriptsAfterStyles(rx.plugins.Plugin):
+    """Every page's head preloads its ~20 script modules (`<link rel=modulepreload>`) at
+    high priority, so on a slow line they share it with the stylesheet, which is all the
+    first paint waits for (the page's HTML is prerendered): they are asked for at low
+    priority, still all at once (no waterfall of imports), after the stylesheet. Done on
+    the built pages (before they are compressed)."""
+
+    PRELOAD = '<link rel="modulepreload" '
+
+    def post_build(self, **context) -> None:
+        for page in Path(context["static_dir"]).rglob("*.html"):
+            html = page.read_text(encoding="utf-8")
+            low = html.replace(self.PRELOAD, self.PRELOAD + 'fetchpriority="low" ')
+            if low != html:
+                page.write_text(low, encoding="utf-8")
+
+
 config = rx.Config(
     app_name="bpflow_app",
     telemetry_enabled=False,
     db_url=os.environ.get("DATABASE_URL", "sqlite:///bpflow.db"),
     plugins=[
-        rx.plugins.RadixThemesPlugin(
+        RadixThemes(
             theme=rx.theme(appearance="light", accent_color="indigo", radius="large"),
         ),
+        ScriptsAfterStyles(),
     ],
     # The sticky badge would cover the bottom-right corner of every page.
     show_built_with_reflex=False,
     # bpflow is an application behind a sign-in, not a site to index.
     disable_plugins=[rx.plugins.SitemapPlugin],
+    # The build's scripts and styles compressed beforehand, brotli for the browsers that
+    # take it (smaller than gzip by a fifth), gzip for the others.
+    frontend_compression_formats=["brotli", "gzip"],
 )

@@ -6,12 +6,11 @@ import reflex as rx
 from bpflow.api import create_app
 from bpflow.backend import lifespan
 from bpflow_app import routes
-from bpflow_app.asset_cache import cache_fingerprinted_assets
+from bpflow_app.asset_cache import cache_fingerprinted_assets, pages_without_redirect
 from bpflow_app.components.connection import connection_overlay
 from bpflow_app.components.frame import outer_circle
 from bpflow_app.frame_state import page_loads
 from bpflow_app.i18n import _
-from bpflow_app.page_paths import pages_without_redirect
 from bpflow_app.pages.account import account_page
 from bpflow_app.pages.account_state import AccountState
 from bpflow_app.pages.flow import flow_page

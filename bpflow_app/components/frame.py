@@ -171,6 +171,10 @@ def outer_circle(content: Callable[[], rx.Component]) -> Callable[[], rx.Compone
         )
 
     page.__name__ = content.__name__
+    # Reflex compiles a page's components into a module named after the module of the
+    # function given to add_page: the page's own, so that each route loads its own
+    # components only (with this module's, every signed-in route loaded all of them).
+    page.__module__ = content.__module__
     return page
 
 

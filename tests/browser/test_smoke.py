@@ -22,7 +22,7 @@ def test_backend_answers_on_the_same_port(page) -> None:
 
 
 def test_pages_answer_at_their_own_address(page) -> None:
-    """No redirect to `/flows/` before a page loads (bpflow_app/page_paths.py)."""
+    """No redirect to `/flows/` before a page loads (asset_cache.pages_without_redirect)."""
     for path in ("/flows", "/inbox", "/templates", "/users", "/webhooks", "/guest",
                  "/register", "/flow/some-flow", "/guest/acme", "/"):
         response = page.request.get(path, max_redirects=0)

@@ -1,0 +1,106 @@
+"""How the built frontend is served (bpflow_app/asset_cache.py), around the static mount
+Reflex serves the production build with (its PrecompressedStaticFiles, as
+`reflex.utils.exec.get_frontend_mount` makes it), over a build directory laid out as the
+build lays it out."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import httpx
+import pytest
+from reflex.utils.precompressed_staticfiles import PrecompressedStaticFiles
+from starlette.applications import Starlette
+from starlette.responses import JSONResponse
+from starlette.routing import Mount, Route
+
+from bpflow_app.asset_cache import IMMUTABLE, cache_fingerprinted_assets, pages_without_redirect
+
+
+@pytest.fixture
+def build(tmp_path: Path) -> Path:
+    for page in ("flows", "guest"):
+        (tmp_path / page).mkdir()
+        (tmp_path / page / "index.html").write_text(f"<title>{page}</title>")
+        (tmp_path / f"{page}.html").write_text(f"<title>{page}</title>")
+    (tmp_path / "index.html").write_text("<title>home</title>")
+    (tmp_path / "404.html").write_text("<title>not found</title>")
+    (tmp_path / "assets").mkdir()
+    (tmp_path / "assets" / "root-abc123.js").write_text("export {}")
+    return tmp_path
+
+
+class Client:
+    """Requests to an ASGI app in process, redirects not followed."""
+
+    def __init__(self, app) -> None:
+        self.app = app
+
+    def request(self, method: str, path: str) -> httpx.Response:
+        async def send() -> httpx.Response:
+            async with httpx.AsyncClient(transport=httpx.ASGITransport(app=self.app),
+                                         base_url="http://bpflow.test") as http:
+                return await http.request(method, path)
+        return asyncio.run(send())
+
+    def get(self, path: str) -> httpx.Response:
+        return self.request("GET", path)
+
+    def head(self, path: str) -> httpx.Response:
+        return self.request("HEAD", path)
+
+    def post(self, path: str) -> httpx.Response:
+        return self.request("POST", path)
+
+
+def api_route(request) -> JSONResponse:
+    return JSONResponse({"api": True})
+
+
+def client(build: Path, mounted: bool = True) -> Client:
+    api = Starlette(routes=[Route("/api/flows", api_route),
+                            Mount("/", PrecompressedStaticFiles(
+                                directory=build, html=True, encodings=["gzip"]))])
+    return Client(pages_without_redirect(cache_fingerprinted_assets(api),
+                                         lambda: build if mounted else None))
+
+
+def test_a_page_without_its_slash_is_served_without_a_redirect(build):
+    http = client(build)
+    for path in ("/flows", "/guest", "/flows?tab=mine"):
+        answer = http.get(path)
+        assert answer.status_code == 200, path
+        assert answer.text == f"<title>{path[1:6]}</title>"
+    assert http.head("/flows").status_code == 200
+    assert http.get("/flows/").text == "<title>flows</title>"  # the slash still works
+
+
+def test_without_the_middleware_the_static_mount_redirects(build):
+    """What the middleware is for: Starlette's answer to a page's path without a slash."""
+    api = Starlette(routes=[Mount("/", PrecompressedStaticFiles(directory=build, html=True))])
+    answer = Client(api).get("/flows")
+    assert answer.status_code == 307
+    assert answer.headers["location"].endswith("/flows/")
+
+
+def test_other_paths_pass_unchanged(build):
+    http = client(build)
+    assert http.get("/api/flows").json() == {"api": True}
+    assert http.post("/flows").status_code == 405  # only GET and HEAD are pages
+    assert http.get("/nowhere").status_code == 404
+    assert http.get("/flows/../guest").status_code in (200, 404)  # no escape, no crash
+    assert http.get("/").text == "<title>home</title>"
+
+
+def test_no_rewrite_when_this_process_serves_no_pages(build):
+    """`--backend-only`: the pages are not mounted; the path is left to the app."""
+    assert client(build, mounted=False).get("/flows").status_code == 307
+
+
+def test_fingerprinted_assets_are_cached_for_good(build):
+    http = client(build)
+    answer = http.get("/assets/root-abc123.js")
+    assert answer.status_code == 200
+    assert answer.headers["cache-control"] == IMMUTABLE.decode()
+    assert "immutable" not in http.get("/flows").headers.get("cache-control", "")
