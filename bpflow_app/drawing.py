@@ -215,14 +215,15 @@ def _emit(block: _Block, states: dict[str, str], tips: dict[str, str], out: Draw
         state = states.get(b.id, "waiting")
         fill, stroke, glyph = STATE_STYLE.get(state, STATE_STYLE["waiting"])
         name = names.get(b.id)
-        aria = aria_of(name or b.id, state)
+        label = _short(name or b.id, 40) if b.sub else _short(name or b.uri)
+        aria = aria_of(label, state)  # named by what it shows (the whole name: its tooltip)
         if b.sub:
-            out.frames.append(Frame(b.id, _short(name or b.id, 40), round(b.x + 4),
+            out.frames.append(Frame(b.id, label, round(b.x + 4),
                                     round(b.y + 4), round(b.w - 8), round(b.h - 8), state,
                                     stroke, aria))
             _emit(b.sub, states, tips, out, placed, names, aria_of)
             continue
-        out.nodes.append(Node(b.id, _short(name or b.uri), round(b.x + b.w / 2),
+        out.nodes.append(Node(b.id, label, round(b.x + b.w / 2),
                               round(b.y + CELL_H / 2 - 8),
                               state, fill, stroke, glyph, "4 3" if state == "skipped" else "",
                               b.flow, aria,

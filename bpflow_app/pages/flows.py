@@ -11,7 +11,7 @@ import reflex as rx
 from bpflow_app import routes
 from bpflow_app.catalogs import N_
 from bpflow_app.components.fields import fields
-from bpflow_app.components.ui import empty_state, page_header, state_badge
+from bpflow_app.components.ui import empty_state, page_header, state_badge, visually_hidden
 from bpflow_app.components.when import number, when
 from bpflow_app.flowsview import ANY, SEARCH_MOST, InstanceLine, Startable
 from bpflow_app.i18n import _
@@ -30,9 +30,6 @@ STEP_TEXTS = {"circle_succeeded": N_("%(step)s: done"),
               "circle_retry_scheduled": N_("%(step)s: failed, to be retried"),
               "circle_pending": N_("%(step)s: in progress"),
               "circle_ready": N_("%(step)s: to do")}
-# Text a screen reader reads and the screen does not show (a column of links' header).
-HIDDEN = {"position": "absolute", "width": "1px", "height": "1px", "overflow": "hidden",
-          "clip": "rect(0 0 0 0)", "whiteSpace": "nowrap"}
 
 
 def status_word(status: rx.Var) -> rx.Var:
@@ -94,7 +91,7 @@ def _open_cell(i: rx.Var[InstanceLine]) -> rx.Component:
 
 
 def _open_header() -> rx.Component:
-    return rx.table.column_header_cell(rx.el.span(_("Open"), style=HIDDEN))
+    return rx.table.column_header_cell(visually_hidden(_("Open")))
 
 
 def _instance_row(i: rx.Var[InstanceLine]) -> rx.Component:

@@ -66,7 +66,8 @@ OVERFLOW = """async (limit) => {
         && ![...el.children].some(c => c.getBoundingClientRect().right > limit)
         && getComputedStyle(el).position !== 'fixed')
       wide.push(`${name(el)} right=${Math.round(box.right)}px`);
-    if (el.scrollWidth <= el.clientWidth + 1 || el.matches('input, textarea, select'))
+    if (el.scrollWidth <= el.clientWidth + 1 || el.matches('input, textarea, select')
+        || el.closest('.visually-hidden'))  // shown to screen readers only, clipped on purpose
       continue;
     const style = getComputedStyle(el);
     if (style.overflowX === 'visible') continue;
