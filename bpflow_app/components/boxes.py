@@ -81,7 +81,8 @@ def _status(b: rx.Var[BoxView], technical: rx.Var[bool]) -> rx.Component:
             line, size="1", variant="ghost", class_name="tech-line"))),
         rx.cond(b.approvers.length() > 0, rx.hstack(
             rx.text(_("Approvers:"), size="2"),
-            rx.foreach(b.approvers, lambda a: rx.badge(a, variant="surface")),
+            rx.foreach(b.approvers, lambda a: rx.badge(a, variant="surface",
+                                                         custom_attrs={"translate": "no"})),
             rx.text(_("(%(quorum)s)", quorum=b.quorum), size="2", color_scheme="gray"),
             spacing="1", wrap="wrap", align="center")),
         spacing="2", width="100%", align="start", role="status",

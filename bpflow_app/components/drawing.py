@@ -76,8 +76,8 @@ def _node(n: rx.Var[Node], selected: rx.Var[str], preview: rx.Var[list[str]],
             "strokeWidth": rx.cond(selected == n.id, 4, 2)}),
         svg.text(n.glyph, x=n.x, y=n.y + 5, custom_attrs={
             "textAnchor": "middle", "fontSize": 15, "fill": n.stroke, "fontWeight": 700}),
-        svg.text(n.label, x=n.x, y=n.y + R + 17, custom_attrs={
-            "textAnchor": "middle", "fontSize": 12, "fill": "#343a40"}),
+        svg.text(n.label, x=n.x, y=n.y + R + 17, custom_attrs={  # the template's words
+            "textAnchor": "middle", "fontSize": 12, "fill": "#343a40", "translate": "no"}),
         on_click=on_select(n.id) if on_select else None,
         class_name="flow-node",
         custom_attrs={"role": "button", "tabIndex": 0, "aria-label": n.aria,
@@ -91,7 +91,7 @@ def _frame(f: rx.Var[Frame], selected: rx.Var[str], on_select) -> rx.Component:
             "fill": "#fcfcfd", "stroke": f.stroke,
             "strokeWidth": rx.cond(selected == f.id, 3, 1.5)}),
         svg.text(f.label, x=f.x + 12, y=f.y + 18, custom_attrs={
-            "fontSize": 12, "fontWeight": 600, "fill": f.stroke}),
+            "fontSize": 12, "fontWeight": 600, "fill": f.stroke, "translate": "no"}),
         on_click=on_select(f.id) if on_select else None,
         class_name="flow-frame",
         custom_attrs={"role": "button", "tabIndex": 0, "aria-label": f.aria,

@@ -58,7 +58,9 @@ def field_row(f: rx.Var[FieldView], check: Check = None) -> rx.Component:
     return rx.vstack(
         rx.el.label(
             rx.text(f.label, rx.cond(f.required, rx.text.span(" *", color_scheme="red")),
-                    size="2", weight="medium"),
+                    size="2", weight="medium",
+                    # a field the template gave no label is named by its name (data)
+                    custom_attrs={"translate": rx.cond(f.label == f.name, "no", "yes")}),
             html_for=f.input_id,
         ),
         control(f, check),

@@ -74,7 +74,8 @@ def navbar() -> rx.Component:
     language and the user's menu."""
     user_menu = rx.menu.root(
         rx.menu.trigger(rx.button(rx.icon("circle-user", size=16), SessionState.username,
-                                  variant="soft", size="2", id="user-menu")),
+                                  variant="soft", size="2", id="user-menu",
+                                  custom_attrs={"translate": "no"})),
         rx.menu.content(
             rx.menu.item(rx.link(_("My account"), href=routes.ACCOUNT, underline="none",
                                  color="inherit", width="100%"), as_child=True,

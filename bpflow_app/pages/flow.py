@@ -343,7 +343,7 @@ def _history() -> rx.Component:
 def _started() -> rx.Component:
     return rx.text(
         rich(N_("Started by %(owner)s, %(when)s"),
-             owner=lambda: rx.text.span(S.head.owner),
+             owner=lambda: rx.text.span(S.head.owner, custom_attrs={"translate": "no"}),
              when=lambda: when(S.head.created)),
         rx.cond(TECH, rx.code(" ", S.head.template, " v", S.head.version, size="1",
                               variant="ghost", class_name="template-version")),

@@ -19,6 +19,7 @@ from bpflow.backend import store_for
 from bpflow.interactions import SIGNIN_TEMPLATE
 from bpflow.store import Store
 from bpflow_app.drawing import Drawing, draw
+from bpflow_app.flowview import STATE_WORDS
 from bpflow_app.pages.migration_state import MigrationState
 from bpflow_app.session import SessionState
 from bpflow_app.templatesview import (
@@ -76,7 +77,9 @@ class TemplatesState(SessionState):
         self.descriptions = in_every_language(t.description)
         nested = {cid: node.weak for cid, node in t.plan.nodes.items() if node.weak}
         self.preview = draw(t.analysis, {}, expanded=set(t.analysis.get("nested", {})),
-                            weak=nested or None)
+                            weak=nested or None, aria=lambda name, state: self.gettext(
+                                "%(step)s: %(state)s", step=name,
+                                state=self.gettext(STATE_WORDS.get(state, state))))
         stats = store.stats(name)
         self.stats = [StatLine(c, **counts) for c, counts in sorted(stats["circles"].items())]
         self.statuses = stats["instances"]

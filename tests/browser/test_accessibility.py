@@ -20,6 +20,7 @@ from bpflow.mailbox import Mailbox
 from bpflow.worker import Worker
 from bpflow_app import routes
 from tests.browser.conftest import AXE, OUTPUT_DIR
+from tests.browser.untranslated import untranslated
 
 pytestmark = pytest.mark.browser
 
@@ -203,6 +204,10 @@ def test_every_page_is_accessible_and_fits_a_phone(browser, app_server, ada_flow
             t1 = time.monotonic()
             if found:
                 problems[f"{name} {path} ({lang}): axe"] = found
+            english = untranslated(page) if lang != "en" else []
+            if english:  # a text that did not come from the catalog (or data not marked)
+                problems[f"{name} {path} ({lang}): not from the catalog"] = [
+                    f"    {text}" for text in english]
 
             page.set_viewport_size(PHONE)
             fit = page.evaluate(OVERFLOW, PHONE["width"] + 1)
