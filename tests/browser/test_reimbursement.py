@@ -28,7 +28,7 @@ RUNS = {"journey1": ((1280, 800), "42.5", "alice", "finance", "en"),
         "journey6_phone_zh": ((390, 844), "8.75", "wangfang", "zhaolei", "zh-CN")}
 PEOPLE = {"wangfang": ("wangfang-pass-1", ["user"]),
           "zhaolei": ("zhaolei-pass-1", ["finance"])}  # the Chinese run's
-# what each language's page says (the steps' descriptions are the template's, in English)
+# what each language's page says (the steps' descriptions are the template's, in both)
 SAYS = {
     "en": {"you": "Waits for you", "approver": "Waits for approver",
            "finance": "Waits for someone in finance", "held_you": "Held by you",
@@ -36,14 +36,16 @@ SAYS = {
            "take_back": "Take it back", "claim": "Claim", "give_back": "Give back",
            "accept": "Accept", "completed": "completed", "done": "This flow is complete.",
            "history": "History", "started": "{name} started the flow",
-           "approved": "approver approved “The manager approves”"},
-    "zh-CN": {"you": "等你处理", "approver": "等待 approver 处理",
-              "finance": "等待 finance 中的任一人 处理", "held_you": "由你处理中",
+           "approved": "approver approved “The manager approves”",
+           "claim_step": "Fill in the claim"},
+    "zh-CN": {"you": "等待你处理", "approver": "等待 approver 处理",
+              "finance": "等待 finance 角色的成员 处理", "held_you": "由你处理中",
               "held": "由 {name} 处理中", "due": "截止", "submit": "提交",
               "take_back": "撤回", "claim": "认领", "give_back": "取消认领",
               "accept": "确认", "completed": "已完成", "done": "流程已完成。",
               "history": "流转记录", "started": "{name} 发起了流程",
-              "approved": "approver 同意了“The manager approves”"},
+              "approved": "approver 同意了“经理审批”",
+              "claim_step": "填写报销单"},
 }
 
 
@@ -104,7 +106,7 @@ def test_a_team_walks_an_expense_claim_and_the_claimant_sees_it_complete_live(
     alice.evaluate("window.__noReload = true")
     _speak(alice, lang)
     claim = _box(alice, "claim")
-    expect(claim.locator("h3")).to_have_text("Fill in the claim")  # its description
+    expect(claim.locator("h3")).to_have_text(says["claim_step"])  # its description
     expect(claim.locator(".waits-for")).to_have_text(says["you"])
     # a picker of the approvers, the form's default chosen
     expect(claim.locator("#f-claim-manager")).to_have_text("approver")

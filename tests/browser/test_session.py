@@ -3,6 +3,8 @@ tab shares the session; signing in again continues the same outer flow."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from playwright.sync_api import expect
 
@@ -20,7 +22,7 @@ def test_6_reload_keeps_session_and_flow_position(page, sign_in, screenshot) -> 
     claim.get_by_label("What was it for?").fill("Coffee")
     claim.get_by_label("Manager").click()  # a picker of the approvers
     page.get_by_role("option", name="bob", exact=True).click()
-    claim.get_by_role("button", name="Submit claim").click()
+    claim.get_by_role("button", name=re.compile("^Submit")).click()
     expect(page.locator('.flow-node[data-circle="approve"]')).to_have_attribute(
         "data-state", "ready")
 
@@ -80,7 +82,7 @@ def test_a_nested_flow_opens_and_closes(page, sign_in, app_store) -> None:
     expect(page.locator('.flow-node[data-circle="main.claim"]')).to_have_attribute(
         "data-state", "ready")
     page.locator('.flow-frame[data-circle="main"]').click(position={"x": 30, "y": 8})
-    page.get_by_role("button", name="Open or close nested flow").click()
+    page.get_by_role("button", name="Open or close the steps inside").click()
     expect(page.locator('.flow-node[data-circle="main.claim"]')).to_have_count(0)
     expect(page.locator('.flow-node[data-circle="main"]')).to_be_visible()
 
@@ -170,7 +172,7 @@ def test_a_user_changes_their_password_and_an_admin_resets_it(page, new_page, ap
     user menu) and stays signed in while her other browser is sent to the sign-in form;
     an admin (in Chinese) resets it on the users page, and her session ends too."""
     app_store.add_user("pat", "pat-password-1", ["user"])
-    app_store.add_user("ada", "ada-password-1", ["admin"])  # her choice of language stays
+    app_store.add_user("ines", "ines-password-1", ["admin"])  # her choice of language stays
 
     def enter(p, password: str, name: str = "pat") -> None:
         p.get_by_label("Username").fill(name)
@@ -199,7 +201,7 @@ def test_a_user_changes_their_password_and_an_admin_resets_it(page, new_page, ap
 
     admin = new_page()
     admin.goto("/users")
-    enter(admin, "ada-password-1", "ada")
+    enter(admin, "ines-password-1", "ines")
     admin.locator("#lang-menu").click()
     admin.locator("#lang-zh-CN").click()
     expect(admin.get_by_role("columnheader", name="角色")).to_be_visible()

@@ -241,7 +241,8 @@ def test_users_have_salted_slow_hashes_and_authenticate(store):
     assert hashes[0] != hashes[1]
     assert store.authenticate("ann", "s3cret pass") == {"id": 1, "username": "ann",
                                                          "roles": ["approver"],
-                                                         "tenant": "default"}
+                                                         "tenant": "default",
+                                                         "generation": 0}
     assert store.authenticate("ann", "wrong") is None
     assert store.authenticate("nobody", "s3cret pass") is None
     with pytest.raises(ValueError, match="already exists"):
