@@ -45,16 +45,17 @@ def _links() -> list[rx.Component]:
 
 
 def outer_steps() -> rx.Component:
-    """The outer flow, auth → main, as two small circles."""
+    """The outer flow, auth → main, as two small circles (in words: signing in, then
+    one's flows)."""
     return rx.hstack(
-        state_badge("success", "auth"),
+        state_badge("success", _("Sign in")),
         rx.icon("arrow-right", size=14, color=rx.color("gray", 9)),
         rx.cond(SessionState.outer != "",
                 rx.link(state_badge(rx.cond(FrameState.main_state == "success", "success",
-                                            "ready"), "main"),
+                                            "ready"), _("Your flows")),
                         href=routes.flow(SessionState.outer), underline="none",
                         aria_label=_("The outer flow")),
-                state_badge("ready", "main")),
+                state_badge("ready", _("Your flows"))),
         spacing="1", align="center", id="outer-steps",
     )
 
@@ -70,7 +71,8 @@ def tenant_name() -> rx.Component:
 def navbar() -> rx.Component:
     user_menu = rx.menu.root(
         rx.menu.trigger(rx.button(rx.icon("circle-user", size=16), SessionState.username,
-                                  variant="soft", size="2", id="user-menu")),
+                                  variant="soft", size="2", id="user-menu",
+                                  custom_attrs={"translate": "no"})),  # a name
         rx.menu.content(
             rx.menu.item(rx.link(_("My account"), href=routes.ACCOUNT, underline="none",
                                  color="inherit", width="100%"), as_child=True,
