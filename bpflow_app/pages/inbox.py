@@ -153,7 +153,7 @@ BUTTONS = {
 def _task_button(which: str, t: rx.Var[TaskView], event: rx.EventHandler,
                  **props) -> rx.Component:
     label, busy, name = BUTTONS[which]
-    named_by = f"{which}-name-" + t.key
+    named_by = f"{which}-name-" + t.instance + "-" + t.uri  # (an id has no spaces)
     return rx.fragment(
         named(named_by, name, task=t.description, flow=t.short),
         rx.el.button(rx.cond(T.acting == t.key, _(busy), _(label)), type="button",
@@ -198,8 +198,9 @@ def _task(t: rx.Var[TaskView], mine: bool) -> rx.Component:
                 class_name="mail-title", min_width="min(100%, 20rem)"),  # phones: buttons below
             rx.cond(t.overdue, row_badge("failure", _("overdue"))),
             *buttons,
-            named("open-name-" + t.key, N_("Open %(flow)s"), flow=title),
-            rx.link(_("Open"), href=t.href, size="2", custom_attrs=by("open-name-" + t.key),
+            named("open-name-" + t.instance + "-" + t.uri, N_("Open %(flow)s"), flow=title),
+            rx.link(_("Open"), href=t.href, size="2",
+                    custom_attrs=by("open-name-" + t.instance + "-" + t.uri),
                     class_name="task-open"),
             class_name="mail-head",
         ),
