@@ -94,6 +94,7 @@ def test_every_page_in_chinese_shows_only_catalog_texts_and_marked_data(
         page.get_by_role("button", name="登录").click()
         expect(page.locator("#user-menu")).to_contain_text(ADMIN[0])
         expect(page.locator(".instance-row, .taking-part-row").first).to_be_visible()
+        expect(page.get_by_role("button", name="发起 visit", exact=True)).to_be_visible()
         _check(page, "/flows", found)
 
         page.goto("/inbox")
@@ -118,10 +119,15 @@ def test_every_page_in_chinese_shows_only_catalog_texts_and_marked_data(
         expect(page.locator("#circle-instances .instance-line").first).to_be_visible()
         _check(page, "/templates (visit v2, its migration)", found)
 
-        for path, ready in (("/users", "tr[data-user]"), ("/webhooks", "[data-webhook]"),
-                            ("/account", "#account-name")):
+        # controls named by a sentence holding data keep their names (a hidden sentence)
+        for path, ready, named in (
+                ("/users", "tr[data-user]", "重置密码（alice）"),
+                ("/webhooks", "[data-webhook]", "删除 https://hooks.example.com/bpflow"),
+                ("/account", "#account-name", None)):
             page.goto(path)
             expect(page.locator(ready).first).to_be_visible()
+            if named:
+                expect(page.get_by_role("button", name=named, exact=True)).to_be_visible()
             _check(page, path, found)
     finally:
         context.close()
