@@ -70,6 +70,15 @@ def _check(page, where: str, found: dict[str, list[str]]) -> None:
         found[where] = texts
 
 
+def _dialog(page, where: str, found: dict[str, list[str]]) -> None:
+    """Check the dialog open on `page`, then cancel it."""
+    dialog = page.get_by_role("alertdialog")
+    expect(dialog).to_be_visible()
+    _check(page, where, found)
+    dialog.get_by_role("button", name="取消").click()
+    expect(dialog).to_have_count(0)
+
+
 def test_every_page_in_chinese_shows_only_catalog_texts_and_marked_data(
         browser, app_server, app_store) -> None:
     _arrange(app_store)
@@ -107,6 +116,9 @@ def test_every_page_in_chinese_shows_only_catalog_texts_and_marked_data(
                 rows.first.locator(".row-button").click()
                 expect(rows.first.locator(".mail-body")).to_be_visible()
             _check(page, f"/inbox ({tab})", found)
+            if tab == "待办":  # and its delegate dialog
+                rows.first.get_by_role("button", name=re.compile("^委派 ")).click()
+                _dialog(page, "/inbox (待办, 委派)", found)
 
         page.goto("/templates")
         line = page.locator('.template-line[data-template="visit"]')
@@ -118,17 +130,24 @@ def test_every_page_in_chinese_shows_only_catalog_texts_and_marked_data(
         page.locator("#template-preview .circle-count").first.click()
         expect(page.locator("#circle-instances .instance-line").first).to_be_visible()
         _check(page, "/templates (visit v2, its migration)", found)
+        line.get_by_role("button", name="停用 visit", exact=True).click()
+        _dialog(page, "/templates (停用 visit?)", found)
 
         # controls named by a sentence holding data keep their names (a hidden sentence)
         for path, ready, named in (
                 ("/users", "tr[data-user]", "重置密码（alice）"),
-                ("/webhooks", "[data-webhook]", "删除 https://hooks.example.com/bpflow"),
+                ("/webhooks", "[data-webhook]", "https://hooks.example.com/bpflow 的投递记录"),
                 ("/account", "#account-name", None)):
             page.goto(path)
             expect(page.locator(ready).first).to_be_visible()
-            if named:
-                expect(page.get_by_role("button", name=named, exact=True)).to_be_visible()
             _check(page, path, found)
+            if named:  # the dialog (or list) it opens
+                page.get_by_role("button", name=named, exact=True).click()
+                if path == "/users":
+                    _dialog(page, "/users (重置密码)", found)
+                else:
+                    expect(page.get_by_role("heading", name="最近的投递")).to_be_visible()
+                    _check(page, "/webhooks (投递记录)", found)
     finally:
         context.close()
     assert not found, "English outside the catalogs and not marked as data:\n" + "\n".join(
