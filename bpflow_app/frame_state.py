@@ -118,7 +118,8 @@ class SignInState(SessionState):
             self._account_language(caller)
         self.fields = auth_fields(self)
         # The frame comes up for the new session and loads the page (FrameState.catch_up).
-        return rx.toast.success(self.gettext("Signed in as %(name)s", name=username))
+        # (the name is the header's, marked as data there: not in a toast, which cannot)
+        return rx.toast.success(self.gettext("Signed in"))
 
 
 class FrameState(SessionState):

@@ -1,6 +1,6 @@
 """Texts in the reader's language (SPEC §17; the design: docs/languages.md).
 
-A page's texts are written `_("Sign in")`, `_("Signed in as %(name)s", name=...)` or
+A page's texts are written `_("Sign in")`, `_("Open %(id)s", id=...)` or
 `ngettext("%(n)s flow", "%(n)s flows", count)`: each is a Var that holds the text in
 every language, read from the catalogs when the page is compiled, and shows the one of
 `LangState.lang`. Changing the language changes that one short var; the browser already
@@ -130,18 +130,23 @@ def ngettext(singular: str, plural: str, n: int | rx.Var, **values: Any) -> rx.V
     return _by_language(texts)
 
 
+def _pieces(text: str, parts: dict[str, Callable[[], rx.Component]]) -> rx.Component:
+    """`text` with each `%(name)s` replaced by the component `parts[name]()` makes."""
+    out: list[Any] = []
+    at = 0
+    for m in PLACEHOLDER.finditer(text):
+        out.append(text[at:m.start()].replace("%%", "%"))
+        out.append(parts[m.group(1)]())
+        at = m.end()
+    out.append(text[at:].replace("%%", "%"))
+    return rx.fragment(*[p for p in out if not isinstance(p, str) or p])
+
+
 def rich(message: str, **parts: Callable[[], rx.Component]) -> rx.Component:
     """A page's text with components in it (`%(name)s` → `parts["name"]()`, made anew for
     each language, whose word order may differ), in the reader's language."""
     def pieces(text: str) -> rx.Component:
-        out: list[Any] = []
-        at = 0
-        for m in PLACEHOLDER.finditer(text):
-            out.append(text[at:m.start()].replace("%%", "%"))
-            out.append(parts[m.group(1)]())
-            at = m.end()
-        out.append(text[at:].replace("%%", "%"))
-        return rx.fragment(*[p for p in out if not isinstance(p, str) or p])
+        return _pieces(text, parts)
 
     texts = {code: lang.forms(message)[0] for code, lang in CATALOGS.items()}
     shown = pieces(texts[languages.DEFAULT])
@@ -165,3 +170,32 @@ class DocumentLang(rx.Fragment):
 
 def document_lang() -> rx.Component:
     return DocumentLang.create()
+
+
+def rich_plural(singular: str, plural: str, n: rx.Var,
+                **parts: Callable[[], rx.Component]) -> rx.Component:
+    """`rich` for a text whose form depends on the number `n` (`%(n)s` in it, shown as
+    it is given in `parts["n"]`, else as a number)."""
+    parts = {"n": lambda: rx.fragment(n), **parts}
+
+    def pieces(text: str) -> rx.Component:
+        return _pieces(text, parts)
+
+    shown: dict[str, rx.Component] = {}
+    for code, lang in CATALOGS.items():
+        strings, rule = lang.plural_forms(singular, plural)
+        forms = [pieces(f) for f in strings]
+        shown[code] = forms[0] if len(forms) == 1 else rx.match(
+            _plural_index(rule, n), *[(i, f) for i, f in enumerate(forms[:-1])], forms[-1])
+    out = shown[languages.DEFAULT]
+    for code, form in shown.items():
+        if code != languages.DEFAULT:
+            out = rx.cond(LangState.lang == code, form, out)
+    return out
+
+
+class Rich:
+    """`Rich.ngettext(singular, plural, n, **parts)`: `rich_plural` under gettext's name,
+    so that the extraction of `make messages` finds its texts."""
+
+    ngettext = staticmethod(rich_plural)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import reflex as rx
 
+from bpflow_app.components.names import NO
 from bpflow_app.components.ui import page_header, section
 from bpflow_app.i18n import _
 from bpflow_app.pages.account_state import AccountState
@@ -30,12 +31,15 @@ def _facts() -> rx.Component:
         return rx.fragment(rx.el.dt(rx.text(term, size="2", color_scheme="gray")),
                            rx.el.dd(value, margin="0"))
     return rx.el.dl(
-        fact(_("Username"), rx.text(SessionState.username, weight="medium", id="account-name")),
+        fact(_("Username"), rx.text(SessionState.username, weight="medium",
+                                            id="account-name", custom_attrs=NO)),
         fact(_("Roles"), rx.hstack(rx.foreach(AccountState.roles,
-                                             lambda r: rx.badge(r, variant="surface")),
+                                             lambda r: rx.badge(r, variant="surface",
+                                                                   custom_attrs=NO)),
                                   spacing="1", wrap="wrap", id="account-roles")),
         rx.cond(SessionState.organisation != "",
-                fact(_("Organisation"), rx.text(SessionState.organisation))),
+                fact(_("Organisation"), rx.text(SessionState.organisation,
+                                                       custom_attrs=NO))),
         display="grid", grid_template_columns="max-content 1fr", column_gap="16px",
         row_gap="8px", align_items="center", margin="0",
     )

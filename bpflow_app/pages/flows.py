@@ -11,10 +11,11 @@ import reflex as rx
 from bpflow_app import routes
 from bpflow_app.catalogs import N_
 from bpflow_app.components.fields import fields
+from bpflow_app.components.names import NO, by, data, named
 from bpflow_app.components.ui import empty_state, page_header, state_badge, visually_hidden
 from bpflow_app.components.when import number, when
 from bpflow_app.flowsview import ANY, SEARCH_MOST, InstanceLine, Startable
-from bpflow_app.i18n import _
+from bpflow_app.i18n import _, rich
 from bpflow_app.pages.flows_state import STATUSES, FlowsState
 
 # A flow's status in words (the badge's colour is the status's own).
@@ -41,28 +42,32 @@ def status_badge(status: rx.Var) -> rx.Component:
     return state_badge(status, status_word(status))
 
 
-def progress(i: rx.Var[InstanceLine]) -> rx.Var:
-    """Where a flow is: whom it waits for, else its last step."""
-    step = rx.match(i.step_kind, *[(k, _(v, step=i.last_step)) for k, v in STEP_TEXTS.items()],
-                    i.last_step)
+def progress(i: rx.Var[InstanceLine]) -> rx.Component:
+    """Where a flow is: whom it waits for, else its last step (names and the step's
+    description as data)."""
+    step = rx.match(i.step_kind,
+                    *[(k, rich(v, step=lambda: data(i.last_step)))
+                      for k, v in STEP_TEXTS.items()],
+                    data(i.last_step))
     return rx.cond(i.waits_you, _("Waits for you"),
-                   rx.cond(i.waits != "", _("Waits for %(who)s", who=i.waits), step))
+                   rx.cond(i.waits != "", rich(N_("Waits for %(who)s"),
+                                               who=lambda: data(i.waits)), step))
 
 
 def _startable(t: rx.Var[Startable]) -> rx.Component:
     return rx.card(
         rx.form(
             rx.vstack(
-                rx.hstack(rx.heading(t.title, size="4", as_="h3"),
+                rx.hstack(rx.heading(t.title, size="4", as_="h3", custom_attrs=NO),
                           rx.badge(_("v%(version)s", version=t.version), variant="surface"),
                           justify="between", width="100%", align="center"),
-                rx.text(t.description, size="2", color_scheme="gray"),
+                rx.text(t.description, size="2", color_scheme="gray", custom_attrs=NO),
                 fields(t.inputs),
                 rx.el.input(type="hidden", name="__template", value=t.name),
+                named("start-name-" + t.name, N_("Start %(name)s"), name=t.name),
                 rx.button(rx.icon("play", size=16), _("Start"), type="submit",
-                          loading=FlowsState.starting == t.name,
-                          aria_label=_("Start %(name)s", name=t.name),
-                          title=_("Start %(name)s", name=t.title), id="start-" + t.name),
+                          loading=FlowsState.starting == t.name, id="start-" + t.name,
+                          custom_attrs=by("start-name-" + t.name)),
                 spacing="3", align="start", height="100%",
             ),
             on_submit=FlowsState.start, reset_on_submit=False,
@@ -78,16 +83,19 @@ WIDE = ["none", "table-cell"]
 
 def _flow_cell(i: rx.Var[InstanceLine], *more: rx.Component) -> rx.Component:
     return rx.table.cell(
-        rx.link(i.title, href=routes.flow(i.id), weight="medium", class_name="flow-title"),
-        rx.cond(i.summary != "", rx.text(i.summary, size="1", class_name="flow-summary")),
+        rx.link(i.title, href=routes.flow(i.id), weight="medium", class_name="flow-title",
+                custom_attrs=NO),
+        rx.cond(i.summary != "", rx.text(i.summary, size="1", class_name="flow-summary",
+                                         custom_attrs=NO)),
         *more,
         rx.text(progress(i), size="1", color_scheme="gray", display=["block", "none"]),
         overflow_wrap="anywhere")
 
 
-def _open_cell(i: rx.Var[InstanceLine]) -> rx.Component:
-    return rx.table.cell(rx.link(_("Open"), href=routes.flow(i.id),
-                                 aria_label=_("Open %(id)s", id=i.id)))
+def _open_cell(i: rx.Var[InstanceLine], table: str) -> rx.Component:
+    name = f"open-{table}-" + i.id
+    return rx.table.cell(named(name, N_("Open %(id)s"), id=i.id),
+                         rx.link(_("Open"), href=routes.flow(i.id), custom_attrs=by(name)))
 
 
 def _open_header() -> rx.Component:
@@ -102,7 +110,7 @@ def _instance_row(i: rx.Var[InstanceLine]) -> rx.Component:
                       display=WIDE),
         rx.table.cell(rx.text(when(i.updated, relative=True), size="1", color_scheme="gray"),
                       display=["none", "none", "table-cell"]),
-        _open_cell(i),
+        _open_cell(i, "mine"),
         class_name="instance-row", custom_attrs={"data-instance": i.id},
     )
 
@@ -156,7 +164,7 @@ def _filters() -> rx.Component:
         rx.select.root(
             rx.select.trigger(id="flows-template", aria_label=_("Template")),
             rx.select.content(rx.foreach(S.templates, lambda v: rx.select.item(
-                rx.cond(v == ANY, _("Any template"), S.template_titles[v]), value=v))),
+                rx.cond(v == ANY, _("Any template"), data(S.template_titles[v])), value=v))),
             value=S.template, on_change=S.set_template),
         rx.cond(S.filtered, rx.button(_("Clear"), variant="ghost", on_click=S.clear_filters,
                                       id="flows-clear")),
@@ -166,12 +174,12 @@ def _filters() -> rx.Component:
 
 def _taking_part_row(i: rx.Var[InstanceLine]) -> rx.Component:
     return rx.table.row(
-        _flow_cell(i, rx.text(_("started by %(name)s", name=i.starter), size="1",
-                              color_scheme="gray")),
+        _flow_cell(i, rx.text(rich(N_("started by %(name)s"), name=lambda: data(i.starter)),
+                              size="1", color_scheme="gray")),
         rx.table.cell(status_badge(i.status)),
         rx.table.cell(rx.text(progress(i), size="2", class_name="flow-progress"),
                       display=WIDE),
-        _open_cell(i),
+        _open_cell(i, "part"),
         class_name="taking-part-row", custom_attrs={"data-instance": i.id},
     )
 

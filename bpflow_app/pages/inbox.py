@@ -11,6 +11,7 @@ import reflex as rx
 
 from bpflow_app import routes
 from bpflow_app.catalogs import N_
+from bpflow_app.components.names import NO, by, data, named
 from bpflow_app.components.ui import empty_state, page_header, row_badge
 from bpflow_app.components.when import when
 from bpflow_app.i18n import _, rich
@@ -78,7 +79,7 @@ def _decide(m: rx.Var[MailView]) -> rx.Component:
 def _opened(m: rx.Var[MailView]) -> rx.Component:
     return rx.vstack(
         rx.separator(),
-        rx.text(m.body, size="2", class_name="mail-body"),
+        rx.text(m.body, size="2", class_name="mail-body", custom_attrs=NO),
         rx.cond(m.instance != "", rx.link(_("Open the flow"), href=routes.flow(m.instance),
                                           size="2")),
         rx.cond(m.kind == "approval", _signed(m)),
@@ -92,25 +93,27 @@ def _opened(m: rx.Var[MailView]) -> rx.Component:
 def _mail(m: rx.Var[MailView]) -> rx.Component:
     """A mail of the list: plain elements in the theme's tokens (assets/styles.css), so a
     page of 25 costs a few elements each to draw; the opened one gets the full box."""
+    name = "mail-name-" + m.id.to_string()
     return rx.el.div(
         rx.el.div(
             rx.cond(~m.read, rx.el.span(class_name="mail-dot", aria_label=_("unread"),
                                         role="img")),
             rx.el.div(
-                rx.el.p(m.subject, class_name="mail-subject"),
+                rx.el.p(m.subject, class_name="mail-subject", custom_attrs=NO),
                 rx.el.p(rich(N_("From %(sender)s · %(when)s"),
-                             sender=lambda: rx.el.span(m.sender),
+                             sender=lambda: data(m.sender),
                              when=lambda: when(m.created, relative=True)),
                         class_name="mail-meta"),
                 class_name="mail-title"),
             rx.cond(m.decision != "", row_badge(m.tone, m.label)),
             rx.cond(~m.signature_ok, row_badge("failure", _("tampered"))),
             rx.cond(m.open, row_badge("pending", _("waiting for you"))),
+            rx.cond(S.opened == m.id,
+                    named(name, N_("Close %(subject)s"), subject=m.subject),
+                    named(name, N_("Open %(subject)s"), subject=m.subject)),
             rx.el.button(rx.cond(S.opened == m.id, _("Close"), _("Open")), type="button",
                          class_name="row-button", on_click=S.toggle(m.id),
-                         aria_label=rx.cond(S.opened == m.id,
-                                            _("Close %(subject)s", subject=m.subject),
-                                            _("Open %(subject)s", subject=m.subject))),
+                         custom_attrs=by(name)),
             class_name="mail-head",
         ),
         rx.cond(S.opened == m.id, _opened(m)),
@@ -150,10 +153,12 @@ BUTTONS = {
 def _task_button(which: str, t: rx.Var[TaskView], event: rx.EventHandler,
                  **props) -> rx.Component:
     label, busy, name = BUTTONS[which]
-    return rx.el.button(rx.cond(T.acting == t.key, _(busy), _(label)), type="button",
-                        class_name="row-button", on_click=event,
-                        disabled=T.acting == t.key,
-                        aria_label=_(name, task=t.description, flow=t.short), **props)
+    named_by = f"{which}-name-" + t.instance + "-" + t.uri  # (an id has no spaces)
+    return rx.fragment(
+        named(named_by, name, task=t.description, flow=t.short),
+        rx.el.button(rx.cond(T.acting == t.key, _(busy), _(label)), type="button",
+                     class_name="row-button", on_click=event, disabled=T.acting == t.key,
+                     custom_attrs=by(named_by), **props))
 
 
 def _task(t: rx.Var[TaskView], mine: bool) -> rx.Component:
@@ -176,13 +181,16 @@ def _task(t: rx.Var[TaskView], mine: bool) -> rx.Component:
                    style={"color": "var(--red-a11)", "fontWeight": "var(--font-weight-bold)"}),
         rx.el.span(" · ", rich(N_("due %(when)s"), when=lambda: when(t.due, relative=True)),
                    class_name="task-due")))
-    waits = rx.cond(t.waits_you, _("Waits for you"), _("Waits for %(who)s", who=t.waits))
+    waits = rx.cond(t.waits_you, _("Waits for you"),
+                    rich(N_("Waits for %(who)s"), who=lambda: data(t.waits)))
     return rx.el.div(
         rx.el.div(
             rx.el.div(
-                rx.el.p(t.description, class_name="mail-subject"),
-                rx.cond(t.summary != "", rx.el.p(t.summary, class_name="mail-meta task-about")),
-                rx.el.p(rx.link(title, href=t.href, size="1", class_name="task-flow"),
+                rx.el.p(t.description, class_name="mail-subject", custom_attrs=NO),
+                rx.cond(t.summary != "", rx.el.p(t.summary, class_name="mail-meta task-about",
+                                                 custom_attrs=NO)),
+                rx.el.p(rx.link(title, href=t.href, size="1", class_name="task-flow",
+                                custom_attrs=NO),
                         " · ", rx.el.span(waits, class_name="task-waits"),
                         class_name="mail-meta"),
                 rx.el.p(rich(N_("Ready %(when)s"), when=lambda: when(t.ready, relative=True)),
@@ -190,8 +198,10 @@ def _task(t: rx.Var[TaskView], mine: bool) -> rx.Component:
                 class_name="mail-title", min_width="min(100%, 20rem)"),  # phones: buttons below
             rx.cond(t.overdue, row_badge("failure", _("overdue"))),
             *buttons,
+            named("open-name-" + t.instance + "-" + t.uri, N_("Open %(flow)s"), flow=title),
             rx.link(_("Open"), href=t.href, size="2",
-                    aria_label=_("Open %(flow)s", flow=title), class_name="task-open"),
+                    custom_attrs=by("open-name-" + t.instance + "-" + t.uri),
+                    class_name="task-open"),
             class_name="mail-head",
         ),
         class_name=rx.cond(t.overdue, "mail task-row overdue", "mail task-row"),
@@ -229,8 +239,8 @@ def _delegate_dialog() -> rx.Component:
     return rx.alert_dialog.root(rx.alert_dialog.content(
         rx.alert_dialog.title(_("Delegate")),
         rx.alert_dialog.description(
-            _("Hand %(task)s to someone else; it becomes theirs at once.",
-              task=T.handing_title),
+            rich(N_("Hand %(task)s to someone else; it becomes theirs at once."),
+                 task=lambda: data(T.handing_title)),
             size="2"),
         rx.el.label(rx.text(_("To"), size="2", weight="medium"), html_for="delegate-to"),
         rx.select(T.delegates, value=T.delegate_to, on_change=T.set_delegate_to,

@@ -9,9 +9,10 @@ import reflex as rx
 
 from bpflow_app.catalogs import N_
 from bpflow_app.components.drawing import flow_drawing
+from bpflow_app.components.names import NO, by, data, named
 from bpflow_app.components.ui import empty_state, page_header, state_badge
 from bpflow_app.components.when import number
-from bpflow_app.i18n import LangState, _, ngettext, rich
+from bpflow_app.i18n import LangState, Rich, _, ngettext, rich
 from bpflow_app.pages.migration_state import MigrationState
 from bpflow_app.pages.templates_state import TemplatesState
 from bpflow_app.session import SessionState
@@ -53,32 +54,38 @@ def _version(t: rx.Var[TemplateLine], v: rx.Var[VersionLine]) -> rx.Component:
     """A version's button: "v2" (and a lock), named "v2 of travel" (the visible text
     first, as the accessible name must hold it)."""
     chosen = (S.name == t.name) & (S.version == v.version)
-    return rx.button(
-        "v", v.version, rx.cond(v.locked, rx.icon("lock", size=12, aria_hidden="true")),
-        size="1", variant=rx.cond(chosen, "solid", "surface"),
-        on_click=S.choose(t.name, v.version),
-        aria_label=rx.cond(v.locked,
-                           _("v%(version)s of %(name)s, locked", version=v.version,
-                             name=t.name),
-                           _("v%(version)s of %(name)s", version=v.version, name=t.name)),
-    )
+    name = "version-name-" + t.name + "-" + v.version.to_string()
+    return rx.fragment(
+        rx.cond(v.locked,
+                named(name, N_("v%(version)s of %(name)s, locked"), version=v.version,
+                      name=t.name),
+                named(name, N_("v%(version)s of %(name)s"), version=v.version, name=t.name)),
+        rx.button(
+            "v", v.version, rx.cond(v.locked, rx.icon("lock", size=12, aria_hidden="true")),
+            size="1", variant=rx.cond(chosen, "solid", "surface"),
+            on_click=S.choose(t.name, v.version), custom_attrs=by(name)))
 
 
 def _retirement(t: rx.Var[TemplateLine]) -> rx.Component:
+    name = "retirement-name-" + t.name
     return rx.cond(t.retirable | t.retired, rx.cond(
         t.retired,
-        rx.button(rx.icon("archive-restore", size=12), _("Restore"), size="1",
-                  variant="soft", on_click=S.ask(t.name, False),
-                  aria_label=_("Restore %(name)s", name=t.name)),
-        rx.button(rx.icon("archive", size=12), _("Retire"), size="1", variant="soft",
-                  color_scheme="red", on_click=S.ask(t.name, True),
-                  aria_label=_("Retire %(name)s", name=t.name)),
+        rx.fragment(
+            named(name, N_("Restore %(name)s"), name=t.name),
+            rx.button(rx.icon("archive-restore", size=12), _("Restore"), size="1",
+                      variant="soft", on_click=S.ask(t.name, False), custom_attrs=by(name))),
+        rx.fragment(
+            named(name, N_("Retire %(name)s"), name=t.name),
+            rx.button(rx.icon("archive", size=12), _("Retire"), size="1", variant="soft",
+                      color_scheme="red", on_click=S.ask(t.name, True),
+                      custom_attrs=by(name))),
     ))
 
 
 def _template(t: rx.Var[TemplateLine]) -> rx.Component:
     return rx.vstack(
-        rx.hstack(rx.text(_mine(t.titles), weight="medium"), rx.code(t.name, size="1"),
+        rx.hstack(rx.text(_mine(t.titles), weight="medium", custom_attrs=NO),
+                  rx.code(t.name, size="1"),
                   rx.cond(t.retired, rx.badge(_("retired"), color_scheme="gray",
                                               class_name="retired-badge")),
                   rx.spacer(), _retirement(t),
@@ -91,19 +98,24 @@ def _template(t: rx.Var[TemplateLine]) -> rx.Component:
 
 def _count(s: rx.Var[StatLine], state: str, n: rx.Var[int]) -> rx.Component:
     """A count that opens the list of the instances it counts."""
+    name = f"count-name-{state}-" + s.circle
     return rx.table.cell(rx.cond(
         n > 0,
-        rx.button(number(n), size="1", variant="ghost", on_click=S.show_at(s.circle, state),
-                  aria_label=ngettext("%(count)s flow at %(circle)s: %(state)s",
-                                      "%(count)s flows at %(circle)s: %(state)s", n,
-                                      count=number(n), circle=s.circle,
-                                      state=_word(state, CIRCLE_STATES)),
-                  class_name="circle-count"),
+        rx.fragment(
+            rx.el.span(Rich.ngettext("%(count)s flow at %(circle)s: %(state)s",
+                                     "%(count)s flows at %(circle)s: %(state)s", n,
+                                     count=lambda: rx.fragment(number(n)),
+                                     circle=lambda: data(s.circle),
+                                     state=lambda: rx.fragment(_word(state, CIRCLE_STATES))),
+                       id=name, hidden=True),
+            rx.button(number(n), size="1", variant="ghost", on_click=S.show_at(s.circle, state),
+                      custom_attrs=by(name), class_name="circle-count")),
         rx.text(number(n), size="2", color_scheme="gray")))
 
 
 def _stat(s: rx.Var[StatLine]) -> rx.Component:
-    return rx.table.row(rx.table.cell(s.circle), _count(s, "waiting", s.waiting),
+    return rx.table.row(rx.table.cell(s.circle, custom_attrs=NO),
+                        _count(s, "waiting", s.waiting),
                         _count(s, "success", s.success), _count(s, "failure", s.failure),
                         _count(s, "skipped", s.skipped))
 
@@ -112,7 +124,7 @@ def _instance(i: rx.Var[InstanceLink]) -> rx.Component:
     return rx.table.row(
         rx.table.cell(rx.link(rx.code(i.id[:12]), href=i.href)),
         rx.table.cell("v", i.version), rx.table.cell(_status_badge(i.status)),
-        rx.table.cell(i.user), class_name="instance-line",
+        rx.table.cell(i.user, custom_attrs=NO), class_name="instance-line",
         custom_attrs={"data-instance": i.id})
 
 
@@ -154,11 +166,11 @@ def _preview() -> rx.Component:
         rx.table.body(rx.foreach(S.stats, _stat)), size="1", variant="surface", width="100%"),
         overflow_x="auto", width="100%")
     return rx.card(rx.vstack(
-        rx.hstack(rx.heading(_mine(S.titles), size="4", as_="h2"),
+        rx.hstack(rx.heading(_mine(S.titles), size="4", as_="h2", custom_attrs=NO),
                   rx.code(S.name, " v", S.version, size="2"), spacing="2", align="center",
                   wrap="wrap"),
         rx.cond(_mine(S.descriptions) != "", rx.text(_mine(S.descriptions), size="2",
-                                                     color_scheme="gray")),
+                                                     color_scheme="gray", custom_attrs=NO)),
         flow_drawing(S.preview),
         rx.heading(_("Flows (all versions)"), size="3", as_="h3"),
         rx.flex(rx.foreach(S.statuses, lambda kv: state_badge(
@@ -247,14 +259,16 @@ def _migration() -> rx.Component:
 
 
 def _error(e: rx.Var[ErrorLine]) -> rx.Component:
-    return rx.table.row(rx.table.cell(rx.code(e.path)), rx.table.cell(rx.badge(e.code)),
+    return rx.table.row(rx.table.cell(rx.code(e.path)),
+                        rx.table.cell(rx.badge(e.code, custom_attrs=NO)),
                         rx.table.cell(e.message), class_name="upload-error")
 
 
 def _upload() -> rx.Component:
     paste = rx.form(rx.vstack(
         rx.text_area(name="body", rows="10", width="100%", placeholder='{"name": "…", '
-                     '"circles": […]}', custom_attrs={"aria-label": _("Template JSON")},
+                     '"circles": […]}',  # it holds JSON
+                     custom_attrs={"aria-label": _("Template JSON"), **NO},
                      font_family="monospace"),
         rx.button(rx.icon("upload", size=14), _("Upload"), type="submit", loading=S.busy),
         spacing="2", width="100%", align="start"), on_submit=S.paste, reset_on_submit=False,
@@ -295,9 +309,10 @@ def _upload() -> rx.Component:
 def _retire_dialog() -> rx.Component:
     return rx.alert_dialog.root(
         rx.alert_dialog.content(
-            rx.alert_dialog.title(rx.cond(S.asked_retire,
-                                          _("Retire %(name)s?", name=S.asked),
-                                          _("Restore %(name)s?", name=S.asked))),
+            rx.alert_dialog.title(rx.cond(
+                S.asked_retire,
+                rich(N_("Retire %(name)s?"), name=lambda: data(S.asked)),
+                rich(N_("Restore %(name)s?"), name=lambda: data(S.asked)))),
             rx.alert_dialog.description(rx.cond(
                 S.asked_retire,
                 _("Nobody can start it any more, and My flows no longer offers it. Flows "

@@ -12,6 +12,7 @@ import reflex as rx
 
 from bpflow.access import ROLES, USER
 from bpflow_app.catalogs import N_
+from bpflow_app.components.names import NO, by, data, named
 from bpflow_app.components.ui import empty_state, page_header
 from bpflow_app.components.when import when
 from bpflow_app.i18n import _, rich
@@ -19,6 +20,7 @@ from bpflow_app.pages.users_state import MIN_PASSWORD, UserLine, UsersState
 from bpflow_app.session import SessionState
 
 BUILT_IN = ", ".join(ROLES)
+EXAMPLE = "finance"  # a role of one's own
 
 
 def _error(name: str) -> rx.Component:
@@ -39,8 +41,9 @@ def _form() -> rx.Component:
         rx.el.label(rx.text(_("Roles"), size="2"), html_for="new-role"),
         rx.input(name="role", id="new-role", width="100%", default_value=USER,
                  auto_complete="off"),
-        rx.text(_("Separated by commas: %(roles)s or your own, such as finance.",
-                  roles=BUILT_IN), size="1", color_scheme="gray"),
+        rx.text(rich(N_("Separated by commas: %(roles)s or your own, such as %(example)s."),
+                     roles=lambda: data(BUILT_IN), example=lambda: data(EXAMPLE)),
+                size="1", color_scheme="gray"),
         _error("role"),
         rx.button(_("Add user"), type="submit", loading=UsersState.busy),
         spacing="2", width="100%", align="start"),
@@ -53,36 +56,42 @@ PHONE_HIDDEN = ["none", "table-cell"]
 
 
 def _row(u: rx.Var[UserLine]) -> rx.Component:
+    reset, disable = "reset-name-" + u.username, "disable-name-" + u.username
     actions = rx.hstack(
+        named(reset, N_("Reset password for %(name)s"), name=u.username),
         rx.button(_("Reset password"), size="1", variant="soft",
-                  on_click=UsersState.ask_reset(u.username),
-                  aria_label=_("Reset password for %(name)s", name=u.username)),
+                  on_click=UsersState.ask_reset(u.username), custom_attrs=by(reset)),
+        named(disable, N_("Disable %(name)s"), name=u.username),
         rx.button(_("Disable"), size="1", variant="soft", color_scheme="red",
-                  on_click=UsersState.ask_disable(u.username),
-                  aria_label=_("Disable %(name)s", name=u.username)),
+                  on_click=UsersState.ask_disable(u.username), custom_attrs=by(disable)),
         spacing="2", wrap="wrap")
     status = rx.cond(
         u.disabled != "",
         rx.text(rich(N_("Disabled %(when)s"), when=lambda: when(u.disabled)), size="1"),
         rx.cond(u.username == UsersState.username, rx.text(_("you"), size="1"), actions))
+    edit = "roles-name-" + u.username
     roles = rx.hstack(
-        rx.text(u.roles, size="2"),
-        rx.cond(u.disabled == "", rx.icon_button(
-            rx.icon("pencil", size=12), size="1", variant="ghost",
-            on_click=UsersState.ask_roles(u.username, u.roles),
-            aria_label=_("Change the roles of %(name)s", name=u.username))),
+        rx.text(u.roles, size="2", custom_attrs=NO),
+        rx.cond(u.disabled == "", rx.fragment(
+            named(edit, N_("Change the roles of %(name)s"), name=u.username),
+            rx.icon_button(rx.icon("pencil", size=12), size="1", variant="ghost",
+                           on_click=UsersState.ask_roles(u.username, u.roles),
+                           custom_attrs=by(edit)))),
         spacing="2", align="center")
-    return rx.table.row(rx.table.row_header_cell(u.username), rx.table.cell(roles),
+    return rx.table.row(rx.table.row_header_cell(u.username, custom_attrs=NO),
+                        rx.table.cell(roles),
                         rx.table.cell(rx.text(when(u.created), size="1"), display=PHONE_HIDDEN),
                         rx.table.cell(status), custom_attrs={"data-user": u.username})
 
 
 def _roles_dialog() -> rx.Component:
     return rx.alert_dialog.root(rx.alert_dialog.content(
-        rx.alert_dialog.title(_("Roles of %(name)s", name=UsersState.editing)),
+        rx.alert_dialog.title(rich(N_("Roles of %(name)s"),
+                                   name=lambda: data(UsersState.editing))),
         rx.alert_dialog.description(
-            _("Replace their roles with these, separated by commas: %(roles)s or your own, "
-              "such as finance. They apply within seconds.", roles=BUILT_IN), size="2"),
+            rich(N_("Replace their roles with these, separated by commas: %(roles)s or your "
+                    "own, such as %(example)s. They apply within seconds."),
+                 roles=lambda: data(BUILT_IN), example=lambda: data(EXAMPLE)), size="2"),
         rx.input(value=UsersState.new_roles, on_change=UsersState.set_new_roles,
                  id="edit-roles", width="100%", margin_top="12px",
                  custom_attrs={"aria-label": _("Roles")}),
@@ -98,7 +107,8 @@ def _roles_dialog() -> rx.Component:
 
 def _reset_dialog() -> rx.Component:
     return rx.alert_dialog.root(rx.alert_dialog.content(
-        rx.alert_dialog.title(_("New password for %(name)s", name=UsersState.resetting)),
+        rx.alert_dialog.title(rich(N_("New password for %(name)s"),
+                                   name=lambda: data(UsersState.resetting))),
         rx.alert_dialog.description(
             _("Tell them the new password in person or another safe way. Every session of "
               "theirs ends; they sign in again with it, and can change it on their account "
@@ -126,7 +136,8 @@ def _reset_dialog() -> rx.Component:
 
 def _disable_dialog() -> rx.Component:
     return rx.alert_dialog.root(rx.alert_dialog.content(
-        rx.alert_dialog.title(_("Disable %(name)s?", name=UsersState.disabling)),
+        rx.alert_dialog.title(rich(N_("Disable %(name)s?"),
+                                   name=lambda: data(UsersState.disabling))),
         rx.alert_dialog.description(
             _("They can no longer sign in, and their open sessions end within seconds. "
               "Users are never deleted: their flows and history stay."), size="2"),

@@ -9,9 +9,10 @@ import reflex as rx
 
 from bpflow.store.public import TYPES
 from bpflow_app.catalogs import N_
+from bpflow_app.components.names import NO, by, named
 from bpflow_app.components.ui import empty_state, page_header
 from bpflow_app.components.when import number, when
-from bpflow_app.i18n import _
+from bpflow_app.i18n import _, rich
 from bpflow_app.pages.webhooks_state import DeliveryLine, HookLine, WebhooksState
 from bpflow_app.session import SessionState
 
@@ -58,7 +59,7 @@ def _form() -> rx.Component:
         rx.heading(_("Add a webhook"), size="4", as_="h2"),
         rx.el.label(rx.text(_("URL"), size="2"), html_for="new-url"),
         rx.input(name="url", id="new-url", width="100%", placeholder="https://",
-                 auto_complete="off"),
+                 auto_complete="off", custom_attrs=NO),  # an address
         _error("url"),
         rx.text(_("Events"), size="2", id="new-events"),
         rx.grid(*[_type_box(kind) for kind in TYPES], columns="2", spacing="2",
@@ -71,8 +72,10 @@ def _form() -> rx.Component:
                   rx.icon_button(rx.icon("refresh-cw", size=14), type="button", size="2",
                                  variant="soft", on_click=WebhooksState.another_secret,
                                  aria_label=_("Another secret")), width="100%"),
-        rx.text(_("Copy it now: the receiver checks X-Bpflow-Signature with it, and bpflow "
-                  "never shows it again."), size="1", color_scheme="gray"),
+        rx.text(rich(N_("Copy it now: the receiver checks %(header)s with it, and bpflow "
+                        "never shows it again."),
+                     header=lambda: rx.code("X-Bpflow-Signature", size="1", variant="ghost")),
+                size="1", color_scheme="gray"),
         _error("secret"),
         rx.button(_("Add webhook"), type="submit"),
         spacing="2", width="100%", align="start"),
@@ -87,16 +90,18 @@ def _hook_row(h: rx.Var[HookLine]) -> rx.Component:
     counts = rx.text(_("%(delivered)s delivered, %(pending)s pending, %(failed)s failed",
                        delivered=number(h.delivered), pending=number(h.pending),
                        failed=number(h.failed)), size="1")
+    shown, delete = "deliveries-name-" + h.id.to_string(), "delete-name-" + h.id.to_string()
     actions = rx.hstack(
+        named(shown, N_("Deliveries to %(url)s"), url=h.url),
         rx.button(_("Deliveries"), size="1", variant="soft",
-                  on_click=WebhooksState.choose(h.id),
-                  aria_label=_("Deliveries to %(url)s", url=h.url)),
+                  on_click=WebhooksState.choose(h.id), custom_attrs=by(shown)),
+        named(delete, N_("Delete %(url)s"), url=h.url),
         rx.button(_("Delete"), size="1", variant="soft", color_scheme="red",
-                  on_click=WebhooksState.ask_delete(h.id),
-                  aria_label=_("Delete %(url)s", url=h.url)),
+                  on_click=WebhooksState.ask_delete(h.id), custom_attrs=by(delete)),
         spacing="2", wrap="wrap")
     return rx.table.row(
-        rx.table.cell(rx.text(h.url, size="2", style={"word_break": "break-all"})),
+        rx.table.cell(rx.text(h.url, size="2", style={"word_break": "break-all"},
+                              custom_attrs=NO)),
         rx.table.cell(rx.code(h.events, size="1", variant="ghost")), rx.table.cell(state),
         rx.table.cell(counts), rx.table.cell(actions),
         custom_attrs={"data-webhook": h.id})
@@ -108,7 +113,8 @@ def _delivery_row(d: rx.Var[DeliveryLine]) -> rx.Component:
         rx.table.cell(rx.code(d.type, size="1", variant="ghost")),
         rx.table.cell(_badge(d.state)), rx.table.cell(rx.text(d.attempts, size="1")),
         rx.table.cell(rx.text(d.status, size="1")),
-        rx.table.cell(rx.text(d.error, size="1", style={"word_break": "break-all"})),
+        rx.table.cell(rx.text(d.error, size="1", style={"word_break": "break-all"},
+                              custom_attrs=NO)),  # the receiver's or the network's words
         rx.table.cell(rx.text(when(d.when), size="1")), custom_attrs={"data-delivery": d.id})
 
 

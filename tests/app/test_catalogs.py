@@ -75,8 +75,8 @@ def test_a_translation_keeps_the_placeholders_of_its_text(code):
 
 
 def test_a_text_is_filled_and_takes_the_plural_form_of_its_language():
-    assert translate("zh-CN", "Signed in as %(name)s", name="bob") == "已登录：bob"
-    assert translate("en", "Signed in as %(name)s", name="bob") == "Signed in as bob"
+    assert translate("zh-CN", "Open %(id)s", id="bob") == "打开 bob"
+    assert translate("en", "Open %(id)s", id="bob") == "Open bob"
     assert translate("fr", "Sign in") == "Sign in"  # not ours: English
     assert translate("zh_CN", "Sign in") == "登录"
     one, many = ("You have sent several messages in a short time. Please try again in "
