@@ -38,7 +38,8 @@ SAYS = {
            "accept": "Accept", "completed": "completed", "done": "This flow is complete.",
            "history": "History", "started": "{name} started the flow",
            "approved": "approver approved “The manager approves”",
-           "claim_step": "Fill in the claim"},
+           "claim_step": "Fill in the claim",
+           "pay": "Pay {amount} to {name} for: Train tickets?"},
     "zh-CN": {"you": "等待你处理", "approver": "等待 approver 处理",
               "finance": "等待 finance 角色的成员 处理", "held_you": "由你处理中",
               "held": "由 {name} 处理中", "due": "截止", "submit": "提交",
@@ -46,7 +47,8 @@ SAYS = {
               "accept": "确认", "completed": "已完成", "done": "流程已完成。",
               "history": "流转记录", "started": "{name} 发起了流程",
               "approved": "approver 同意了“经理审批”",
-              "claim_step": "填写报销单"},
+              "claim_step": "填写报销单",
+              "pay": "向 {name} 支付 {amount}，事由：Train tickets。确认付款吗？"},
 }
 
 
@@ -148,7 +150,7 @@ def test_a_team_walks_an_expense_claim_and_the_claimant_sees_it_complete_live(
     _speak(finance, lang)
     review = _box(finance, "review")
     expect(finance.locator("#read-only")).to_be_visible()
-    expect(review.get_by_text(f"Pay {amount} to {claimant} for: Train tickets?")
+    expect(review.get_by_text(says["pay"].format(amount=amount, name=claimant))
            ).to_be_visible()
     _tap(finance, _button(review, says["claim"]))
     expect(review.locator(".waits-for")).to_have_text(says["held_you"])

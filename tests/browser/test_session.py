@@ -73,10 +73,10 @@ def test_signing_in_starts_nothing_and_the_outer_flow_is_the_session(page, sign_
 
 
 def test_a_nested_flow_opens_and_closes(page, sign_in, app_store) -> None:
-    app_store.put_template({"name": "trip", "kind": "linear", "circles": [
+    app_store.put_template({"name": "errand", "kind": "linear", "circles": [
         {"uri": "main", "box": {"action": {"type": "flow", "template": "reimbursement"}}}]})
     sign_in(page, "alice")
-    page.get_by_role("button", name="Start trip").click()
+    page.get_by_role("button", name="Start errand").click()
     page.wait_for_url("**/flow/**")
     expect(page.locator('.flow-frame[data-circle="main"]')).to_be_visible()
     expect(page.locator('.flow-node[data-circle="main.claim"]')).to_have_attribute(
