@@ -51,6 +51,13 @@ class CircleRun:
         return (self.state == WAITING and self.attempts == 0 and self.ready_at is None
                 and self.next_attempt_at is None and self.pending is None)
 
+    def copy(self) -> CircleRun:
+        """A copy to change apart from this run (a move replaces a run's values, never
+        changes one in place: they are shared)."""
+        twin = object.__new__(CircleRun)
+        twin.__dict__ = self.__dict__.copy()
+        return twin
+
     def snapshot(self) -> dict[str, Any]:
         return {"state": self.state, "result": self.result, "reason": self.reason,
                 "attempts": self.attempts}
@@ -106,6 +113,16 @@ class Instance:
     # statuses as computed at (seq, time, valid until): every change of a circle emits an
     # event, so the event counter tells whether they are still current
     memo: tuple[Any, ...] | None = field(default=None, repr=False, compare=False)
+
+    def copy(self) -> Instance:
+        """A copy a move may change while this one stays as it is: its own circles (each
+        run copied) and events; the template (never changed) and the values moves
+        replace rather than change in place (inputs, user, results) are shared."""
+        twin = object.__new__(Instance)
+        twin.__dict__ = self.__dict__.copy()
+        twin.circles = {cid: run.copy() for cid, run in self.circles.items()}
+        twin.events = list(self.events)
+        return twin
 
     def drain_events(self) -> list[Event]:
         """Hand the new events to a store, which appends them to the history."""

@@ -6,11 +6,17 @@ tells whether someone else wrote since (then the step is re-run on a fresh read)
 what hardly ever changes in an instance (its owner; its template, which only a migration
 to another version changes): `peek` serves a copy kept in the last PEEK_FRESH_S seconds,
 so a migration made by another process is seen within that time.
+
+An instance once answered (by a start or a step, or by `peek`) is never changed again: a
+step changes a copy of the cached one (`_take`), so an answer still being made on one
+thread never sees a step of another thread half done (a migration's new template with the
+old circles, or the reverse).
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from dataclasses import dataclass
 from datetime import datetime
@@ -106,11 +112,16 @@ class Instances(StoreParts):
         return loaded
 
     def _take(self, instance_id: str) -> Loaded | None:
+        """The cached copy for a step to change, taken out of the cache: a copy of it
+        (`Instance.copy`), since the cached instance may have been handed out (a step's
+        answer, `peek`) and whoever holds it may still be reading it (an answer being
+        made while a migration replaces the template and the circles)."""
         with self._lock:
             loaded = self._cache.get(instance_id)
             if not self._mine(loaded):
                 return None  # another tenant's: as if it were not there (then NotFound)
-            return self._cache.pop(instance_id)
+            del self._cache[instance_id]
+        return dataclasses.replace(loaded, inst=loaded.inst.copy())
 
     def _keep(self, loaded: Loaded) -> None:
         if loaded.inst.status in (COMPLETED, TERMINATED):

@@ -329,6 +329,45 @@ def test_a_migration_racing_a_step_loses_nothing(api):
         assert [e["seq"] for e in history] == list(range(1, len(history) + 1))
 
 
+def test_a_migration_between_a_completion_and_its_answer_changes_no_answer(api, monkeypatch):
+    """The interleaving behind a rare 500 of the race above, forced: the completion's step
+    commits, and while its answer is being made (after its first circle) a migration of
+    the same instance to v2 runs to its end. The completion answers the instance as its
+    step left it, at v1: the migration's step works on a copy of its own, it does not
+    change the instance the completion answers (it did: v1's circles, whose `review` v2's
+    circles lack, with v2's runs; KeyError 'review', a 500)."""
+    from bpflow.api import schemas
+
+    api.store.put_template(load("reimbursement"))
+    iid = start(api, "reimbursement")
+    mark = get(api, iid, "alice")["circles"]["claim"]["bookmark"]
+    call(api, "admin", "POST", "/api/templates", claim_v2(), expect=201)
+    moved: dict = {}
+    pending = schemas.public_pending
+
+    def migration_meanwhile(run):
+        if not moved:  # once, as another request would (a thread of the server's pool)
+            worker = threading.Thread(target=lambda: moved.update(
+                api.store.migrate_instances("reimbursement", 1, 2, {"review": "check"},
+                                            [iid], actor="admin")))
+            worker.start()
+            worker.join()
+        return pending(run)
+    monkeypatch.setattr(schemas, "public_pending", migration_meanwhile)
+    answer = complete(api, iid, "claim", CLAIM, who="alice", bookmark=mark).json()
+    assert moved == {"migrated": [iid], "refused": []}
+    assert answer["version"] == 1
+    assert list(answer["circles"]) == ["claim", "approve", "review", "pay", "done"]
+    assert answer["circles"]["claim"]["state"] == "success"
+    assert answer["circles"]["claim"]["result"] == CLAIM
+    assert answer["circles"]["approve"]["ready"]
+    monkeypatch.undo()
+    inst = get(api, iid)  # and the migration came after the step
+    assert inst["version"] == 2
+    assert set(inst["circles"]) == {"claim", "approve", "check", "pay", "notify", "done"}
+    assert inst["circles"]["claim"]["result"] == CLAIM and inst["circles"]["approve"]["ready"]
+
+
 def _migrated_in_feed(api, count: int, wait_s: float = 20.0) -> list[dict]:
     """The feed's `instance.migrated` items once `count` are there (or what is there after
     `wait_s`). On PostgreSQL the feed holds back what committed after the oldest

@@ -111,6 +111,22 @@ def test_a_renamed_circle_keeps_its_state_under_its_new_uri(engine):
     assert engine.ready(inst) == ["c"]
 
 
+def test_moves_on_a_copy_leave_the_instance_copied_as_it_was(engine):
+    """`Instance.copy` (what a store's step changes): a migration and the steps after it
+    change the copy only, its circles' runs included."""
+    inst = start(engine)
+    finish(engine, inst, "a", {"x": "1"})
+    inst.drain_events()
+    before = inst.to_dict()
+    twin = inst.copy()
+    new = template(waits("a"), waits("bee", "a"), waits("c", "bee"), circle("done", "c"))
+    move(engine, twin, new, {"b": "bee"})
+    finish(engine, twin, "bee", {"x": "2"})
+    assert twin.version == 2 and twin.circles["bee"].state == "success" and twin.events
+    assert inst.to_dict() == before and inst.template is V1 and inst.events == []
+    assert inst.circles["b"].state == "waiting" and engine.ready(inst) == ["b"]
+
+
 def test_new_circles_after_finished_ones_become_ready_at_once(engine):
     inst = start(engine)
     finish(engine, inst, "a")

@@ -103,3 +103,28 @@ def test_another_process_sees_the_migration(store, db_url, monkeypatch):
         assert fresh.version == 2 and fresh.circles["a"].state == "success"
     finally:
         other.close()
+
+
+def test_a_later_step_never_changes_an_instance_already_answered(store):
+    """What a step answers (and what `peek` gives) is the instance as it then was, for
+    good: a later step of the same instance, a migration to another version among them,
+    works on a copy of its own (an answer still being made on another thread once
+    paired v1's circles with v2's runs)."""
+    store.add_user("alice", "pw-alice", ["user"])
+    store.put_template(INNER)
+    store.put_template(OUTER)
+    started = store.start("outer", {}, store.user("alice"))
+    at_start = started.to_dict()
+    peeked = store.peek(started.id)
+    stepped = store.complete(started.id, "a", store.engine.bookmark(started, "a"), {"n": 1},
+                             "alice")
+    assert started.to_dict() == at_start and peeked.to_dict() == at_start
+    after_step = stepped.to_dict()
+    assert after_step["circles"]["a"]["state"] == "success"
+    store.put_template(OUTER_2)
+    assert store.migrate_instances("outer", 1, 2, {}) == {"migrated": [started.id],
+                                                          "refused": []}
+    assert stepped.to_dict() == after_step and stepped.version == 1
+    assert "review" in stepped.template.plan.nodes and "review" in stepped.circles
+    moved = store.peek(started.id)
+    assert moved.version == 2 and "review" not in moved.circles
