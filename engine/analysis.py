@@ -147,7 +147,8 @@ def _analyze(body: Any, shared: _Shared, stack: tuple[str, ...]) -> Report:
         if checked is not None and checked.circles > limits.circles:
             report.add("too_large", "", N_(
                 "with its nested flows expanded the template has %(count)s circles, more"
-                " than %(most)s", count=f"{checked.circles:,}", most=f"{limits.circles:,}"))
+                " than %(most)s", count=format(checked.circles, ","),
+                most=format(limits.circles, ",")))
         if checked is not None and checked.nesting > limits.nesting:
             report.add("too_large", "", N_(
                 "with its nested templates expanded flows nest %(levels)s levels deep, more"

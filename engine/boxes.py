@@ -215,7 +215,7 @@ def _http(action: dict[str, Any], box: dict[str, Any]) -> Problems:
     timeout = action.get("timeout", 10)
     if not is_wait(timeout) or timeout == 0:
         problems.append(("/timeout", N_("timeout must be a positive number of seconds,"
-                            " at most 10 years (%(most)s)", most=f"{MAX_WAIT:,}")))
+                            " at most 10 years (%(most)s)", most=format(MAX_WAIT, ","))))
     return problems
 
 
@@ -242,7 +242,7 @@ def _timer(action: dict[str, Any], box: dict[str, Any]) -> Problems:
     if "delay" in action:
         if not is_wait(action["delay"]):
             return [("/delay", N_("delay must be a number of seconds, 0 or more and at"
-                                " most 10 years (%(most)s)", most=f"{MAX_WAIT:,}"))]
+                                " most 10 years (%(most)s)", most=format(MAX_WAIT, ",")))]
         return []
     cron = action["cron"]
     if not isinstance(cron, str) or not croniter.is_valid(cron):

@@ -58,7 +58,7 @@ def _wait(value: Any, what: str) -> float:
                          value=show(value)))
     if value > MAX_WAIT:
         raise Invalid(N_("%(what)s must be at most 10 years (%(most)s seconds), got %(value)s",
-                         what=what, most=f"{MAX_WAIT:,}", value=show(value)))
+                         what=what, most=format(MAX_WAIT, ","), value=show(value)))
     return float(value)
 
 
@@ -95,7 +95,7 @@ def normalize_retry(spec: Any) -> tuple[float, ...]:
         if waits and waits[-1] > MAX_WAIT:
             raise Invalid(N_("exponential retry: wait #%(n)s would be %(seconds)s seconds, more"
                              " than 10 years (%(most)s seconds)", n=count,
-                             seconds=f"{waits[-1]:,.0f}", most=f"{MAX_WAIT:,}"))
+                             seconds=format(waits[-1], ",.0f"), most=format(MAX_WAIT, ",")))
         return waits
     raise Invalid(N_("retry must be a list of waits or an object {count, delay, logic}"))
 

@@ -60,7 +60,7 @@ class Deadline:
         if time.monotonic() > self.end:
             raise TooLarge("", N_("the analysis took longer than its limit of %(seconds)s seconds;"
                                   " split the template into smaller nested templates",
-                                  seconds=f"{self.seconds:g}"))
+                                  seconds=format(self.seconds, "g")))
 
 
 def measure(body: Any, limits: Limits) -> tuple[list[tuple[str, str, str]], int]:
@@ -97,8 +97,8 @@ def measure(body: Any, limits: Limits) -> tuple[list[tuple[str, str, str]], int]
         values += len(level)
         if values > max_values or text > max_text:
             return [("too_large", "", N_("the template holds more than %(values)s JSON values"
-                                       " or %(text)s characters", values=f"{max_values:,}",
-                                       text=f"{max_text:,}"))], 0
+                                       " or %(text)s characters", values=format(max_values, ","),
+                                       text=format(max_text, ",")))], 0
         if containers and depth > limits.depth:
             return [("too_large", "", N_("the template is nested more than %(depth)s levels"
                                        " deep (objects and lists)", depth=limits.depth))], 0
@@ -144,7 +144,7 @@ def _flows(body: Any, limits: Limits) -> tuple[int, list[tuple[str, str, str]]]:
         if count > limits.circles:
             return count, [("too_large", "", N_("the template has more than %(most)s circles"
                                              " (nested flows included)",
-                                             most=f"{limits.circles:,}"))]
+                                             most=format(limits.circles, ",")))]
         for i, c in enumerate(circles):
             box = c.get("box") if type(c) is dict else None
             action = box.get("action") if type(box) is dict else None
