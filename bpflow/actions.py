@@ -20,6 +20,7 @@ from bpflow.access import may_approve
 from bpflow.mailbox import Mailbox
 from bpflow.store import Store
 from engine.instance import Instance
+from engine.messages import N_
 from engine.runtime import Engine
 
 
@@ -42,7 +43,8 @@ def run_http(action: dict[str, Any], idempotency_key: str) -> Outcome:
     method = str(action.get("method", "GET")).upper()
     refused = egress.refusal(str(action.get("url", "")))
     if refused:  # checked at every call: what a name resolves to may change
-        return Outcome(False, reason=f"{method} {action.get('url')} refused: {refused}")
+        return Outcome(False, reason=N_("%(method)s %(url)s refused: %(reason)s", method=method,
+                                        url=action.get("url"), reason=refused))
     headers = {str(k): str(v) for k, v in (action.get("headers") or {}).items()}
     headers.setdefault("Idempotency-Key", idempotency_key)
     kwargs: dict[str, Any] = {"headers": headers}
@@ -54,8 +56,9 @@ def run_http(action: dict[str, Any], idempotency_key: str) -> Outcome:
         with httpx.Client(timeout=float(action.get("timeout", 10)), verify=_tls()) as client:
             response = client.request(method, str(action["url"]), **kwargs)
     except httpx.TimeoutException:
-        return Outcome(False, reason=f"{method} {action['url']} timed out after"
-                                     f" {action.get('timeout', 10)} s")
+        return Outcome(False, reason=N_("%(method)s %(url)s timed out after %(seconds)s s",
+                                        method=method, url=action["url"],
+                                        seconds=action.get("timeout", 10)))
     except httpx.HTTPError as exc:
         return Outcome(False, reason=f"{method} {action['url']} failed: {exc}"
                                      f" ({type(exc).__name__})")
@@ -105,16 +108,17 @@ def approval_unit(ctx: ActionContext) -> Outcome:
     to = list(dict.fromkeys(_recipients(ctx.action.get("to"))))
     quorum = ctx.action.get("quorum", "all")
     if isinstance(quorum, int) and quorum > len(to):
-        return Outcome(False, reason=f"quorum {quorum} is more than the {len(to)} approvers")
+        return Outcome(False, reason=N_("quorum %(quorum)s is more than the %(count)s approvers",
+                                        quorum=quorum, count=len(to)))
     if ctx.user.get("username") in to:
-        return Outcome(False, reason=f"{ctx.user['username']} cannot approve their own"
-                                     " request")
+        return Outcome(False, reason=N_("%(user)s cannot approve their own request",
+                                        user=ctx.user["username"]))
     for name in to:
         person = ctx.store.user(name)
         if person is None:
-            return Outcome(False, reason=f"no user named {name}")
+            return Outcome(False, reason=N_("no user named %(name)s", name=name))
         if not may_approve(person["roles"]):
-            return Outcome(False, reason=f"{name} is not an approver")
+            return Outcome(False, reason=N_("%(name)s is not an approver", name=name))
     shown = ctx.action.get("data", ctx.shown)
     ids = Mailbox(ctx.store).send(
         "approval", ctx.user, to, ctx.action.get("subject") or f"Approve {ctx.circle}",

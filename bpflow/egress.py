@@ -22,6 +22,8 @@ import socket
 from functools import lru_cache
 from urllib.parse import urlsplit
 
+from engine.messages import N_, message_of
+
 ALLOW_ENV = "BPFLOW_EGRESS_ALLOW"
 SCHEMES = ("http", "https")
 MAX_URL = 2000
@@ -32,6 +34,12 @@ _SHARED = ipaddress.ip_network("100.64.0.0/10")
 
 class EgressRefused(ValueError):
     """A URL bpflow may not call; the message says why."""
+
+
+# what makes an address internal, as a refusal names it
+KINDS = {"unspecified": N_("unspecified"), "loopback": N_("loopback"),
+         "link_local": N_("link-local"), "multicast": N_("multicast"),
+         "reserved": N_("reserved"), "private": N_("private")}
 
 
 @lru_cache(maxsize=8)
@@ -61,10 +69,10 @@ def _kind(ip: Address) -> str | None:
     for kind in ("unspecified", "loopback", "link_local", "multicast", "reserved",
                  "private"):
         if getattr(ip, f"is_{kind}"):
-            return kind.replace("_", "-")
+            return KINDS[kind]
     if ip.version == 4 and ip in _SHARED:
-        return "shared (carrier-grade NAT)"
-    return None if ip.is_global else "non-public"
+        return N_("shared (carrier-grade NAT)")
+    return None if ip.is_global else N_("non-public")
 
 
 def _resolve(host: str, port: int) -> list[Address]:
@@ -75,7 +83,8 @@ def _resolve(host: str, port: int) -> list[Address]:
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except (OSError, UnicodeError) as exc:
-        raise EgressRefused(f"host {host} does not resolve: {exc}") from None
+        raise EgressRefused(N_("host %(host)s does not resolve: %(error)s", host=host,
+                               error=str(exc))) from None
     found: list[Address] = []
     for info in infos:
         ip = ipaddress.ip_address(str(info[4][0]).split("%", 1)[0])
@@ -87,17 +96,18 @@ def _resolve(host: str, port: int) -> list[Address]:
 def check(url: str) -> list[Address]:
     """The addresses `url`'s host resolves to, all allowed; EgressRefused otherwise."""
     if len(url) > MAX_URL:
-        raise EgressRefused(f"the URL is longer than {MAX_URL} characters")
+        raise EgressRefused(N_("the URL is longer than %(most)s characters", most=MAX_URL))
     try:
         parts = urlsplit(url)
         port = parts.port
     except ValueError as exc:
-        raise EgressRefused(f"not a valid URL: {exc}") from None
+        raise EgressRefused(N_("not a valid URL: %(error)s", error=str(exc))) from None
     if parts.scheme.lower() not in SCHEMES:
-        raise EgressRefused(f"only http and https URLs may be called, not {url[:80]!r}")
+        raise EgressRefused(N_("only http and https URLs may be called, not %(url)s",
+                               url=repr(url[:80])))
     host = (parts.hostname or "").rstrip(".")
     if not host:
-        raise EgressRefused("the URL has no host")
+        raise EgressRefused(N_("the URL has no host"))
     names, networks = allow_list()
     addresses = _resolve(host, port or (443 if parts.scheme.lower() == "https" else 80))
     if host.lower() in names:
@@ -106,9 +116,13 @@ def check(url: str) -> list[Address]:
         kind = _kind(ip)
         if kind is None or any(ip.version == n.version and ip in n for n in networks):
             continue
-        named = "" if str(ip) == host.strip("[]") else f" resolves to {ip}, which"
-        raise EgressRefused(f"host {host}{named} is a {kind} address; bpflow calls only "
-                            f"public addresses unless {ALLOW_ENV} allows it")
+        if str(ip) == host.strip("[]"):
+            raise EgressRefused(N_("host %(host)s is a %(kind)s address; bpflow calls only"
+                                   " public addresses unless %(setting)s allows it",
+                                   host=host, kind=kind, setting=ALLOW_ENV))
+        raise EgressRefused(N_("host %(host)s resolves to %(ip)s, which is a %(kind)s address;"
+                               " bpflow calls only public addresses unless %(setting)s allows"
+                               " it", host=host, ip=str(ip), kind=kind, setting=ALLOW_ENV))
     return addresses
 
 
@@ -117,5 +131,5 @@ def refusal(url: str) -> str | None:
     try:
         check(url)
     except EgressRefused as exc:
-        return str(exc)
+        return message_of(exc)
     return None

@@ -41,7 +41,7 @@ import orjson
 from bpflow import egress
 from bpflow.store import Store
 from bpflow.store.public import TYPES, Attempt
-from engine.messages import N_
+from engine.messages import N_, message_of
 
 SECRET_LENGTH = (16, 200)
 log = logging.getLogger("bpflow.webhooks")
@@ -81,7 +81,7 @@ def add_webhook(store: Store, url: str, events: Sequence[str], secret: str,
         httpx.URL(url)
         egress.check(url)
     except (httpx.InvalidURL, egress.EgressRefused) as exc:
-        raise WebhookInvalid("url", str(exc)) from None
+        raise WebhookInvalid("url", message_of(exc)) from None
     events = list(dict.fromkeys(events))
     unknown = [e for e in events if e not in TYPES]
     if not events or unknown:

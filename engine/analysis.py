@@ -35,6 +35,7 @@ from engine.limits import (
     collector_paused,
     measure,
 )
+from engine.messages import N_, message_of
 from engine.model import Flow, Template, build_flow, linear_deps
 
 TemplateResolver = Callable[[str], "dict[str, Any] | None"]
@@ -103,7 +104,7 @@ def analyze(body: Any, resolve: TemplateResolver | None = None,
             return _analyze(body, shared, _stack)
     except TooLarge as exc:
         report = Report()
-        report.add("too_large", exc.path, str(exc))
+        report.add("too_large", exc.path, message_of(exc))
         return report
 
 
@@ -119,7 +120,7 @@ def load_template(body: Any, resolve: TemplateResolver | None = None) -> Templat
 def _analyze(body: Any, shared: _Shared, stack: tuple[str, ...]) -> Report:
     report = Report()
     if not isinstance(body, dict):
-        report.add("schema", "", "a template must be a JSON object")
+        report.add("schema", "", N_("a template must be a JSON object"))
         return report
     problems, _ = measure(body, shared.limits)
     for code, path, message in problems:
@@ -128,9 +129,10 @@ def _analyze(body: Any, shared: _Shared, stack: tuple[str, ...]) -> Report:
         return report
     for pointer, message in shape.errors(body):
         report.add("schema", pointer, message)
-    for key, length in (("title", TITLE_LENGTH), ("description", None)):
+    for key, what, length in (("title", N_("title"), TITLE_LENGTH),
+                              ("description", N_("description"), None)):
         if key in body:
-            check_texts([(f"/{key}", body[key], key, "schema")], "", report.add, report.warn,
+            check_texts([(f"/{key}", body[key], what, "schema")], "", report.add, report.warn,
                         max_length=length)
     name = body.get("name") if isinstance(body.get("name"), str) else None
     inputs = body.get("inputs") if isinstance(body.get("inputs"), dict) else None
@@ -143,11 +145,14 @@ def _analyze(body: Any, shared: _Shared, stack: tuple[str, ...]) -> Report:
         unknown(unanswered, report.add)
         limits = shared.limits
         if checked is not None and checked.circles > limits.circles:
-            report.add("too_large", "", f"with its nested flows expanded the template has"
-                       f" {checked.circles:,} circles, more than {limits.circles:,}")
+            report.add("too_large", "", N_(
+                "with its nested flows expanded the template has %(count)s circles, more"
+                " than %(most)s", count=format(checked.circles, ","),
+                most=format(limits.circles, ",")))
         if checked is not None and checked.nesting > limits.nesting:
-            report.add("too_large", "", f"with its nested templates expanded flows nest"
-                       f" {checked.nesting} levels deep, more than {limits.nesting}")
+            report.add("too_large", "", N_(
+                "with its nested templates expanded flows nest %(levels)s levels deep, more"
+                " than %(most)s", levels=checked.nesting, most=limits.nesting))
         if report.valid and checked is not None:
             report.analysis = checked.analysis
             report.circles, report.nesting = checked.circles, checked.nesting
@@ -168,11 +173,12 @@ def _stop_at(value: Any, report: Report) -> datetime | None:
     try:
         at = datetime.fromisoformat(value)
     except ValueError:
-        report.add("schema", "/stop_at", f"stop_at: {value!r} is not an ISO 8601 time")
+        report.add("schema", "/stop_at", N_("stop_at: %(value)s is not an ISO 8601 time",
+                                             value=repr(value)))
         return None
     if at.tzinfo is None:
-        report.add("schema", "/stop_at", f"stop_at: {value!r} has no time zone (add Z or"
-                   " an offset such as +01:00)")
+        report.add("schema", "/stop_at", N_("stop_at: %(value)s has no time zone (add Z or an"
+                                             " offset such as +01:00)", value=repr(value)))
         return None
     return at.astimezone(UTC)
 
@@ -189,10 +195,12 @@ def _check_flow(circles: list[Any], kind: Any, base: str,
             continue
         if uri in BUILTIN_ROOTS:
             rep.add("schema", f"{base}/circles/{i}/uri",
-                    f"uri '{uri}' is reserved: ${{{uri}...}} names the {uri}, not a circle")
+                    N_("uri '%(uri)s' is reserved: ${%(uri)s...} names the %(uri)s, not a circle",
+                       uri=uri))
         if uri in index:
             rep.add("duplicate_uri", f"{base}/circles/{i}/uri",
-                    f"uri '{uri}' is already used by circle #{index[uri]}")
+                    N_("uri '%(uri)s' is already used by circle #%(index)s", uri=uri,
+                       index=index[uri]))
         else:
             index[uri] = i
     good = [(i, c) for i, c in enumerate(circles)
@@ -242,7 +250,8 @@ def _deps(good: list[tuple[int, dict[str, Any]]], kind: Any, index: dict[str, in
         for i, c in good:
             if "deps" in c:
                 rep.add("schema", f"{base}/circles/{i}/deps",
-                        "a linear flow takes no deps: each circle depends on the one before it")
+                        N_("a linear flow takes no deps: each circle depends on the one before"
+                           " it"))
         found = [[d for g in groups for d in g] for groups in linear_deps([c for _, c in good])]
     else:
         for i, c in good:
@@ -261,15 +270,15 @@ def _deps(good: list[tuple[int, dict[str, Any]]], kind: Any, index: dict[str, in
                         mine.append(dep)
                     else:
                         rep.add("unknown_dependency", f"{base}/circles/{i}/deps/{g}/{k}",
-                                f"circle '{c['uri']}' depends on '{dep}', which is not a"
-                                " circle of this flow")
+                                N_("circle '%(uri)s' depends on '%(dep)s', which is not a circle of"
+                                   " this flow", uri=c["uri"], dep=dep))
     for i, c in good:
         weak = c.get("weak")
         for k, dep in enumerate(weak if isinstance(weak, list) else []):
             if isinstance(dep, str) and dep not in index:
                 rep.add("unknown_dependency", f"{base}/circles/{i}/weak/{k}",
-                        f"circle '{c['uri']}' has a weak dependency on '{dep}', which is not"
-                        " a circle of this flow")
+                        N_("circle '%(uri)s' has a weak dependency on '%(dep)s', which is not a"
+                           " circle of this flow", uri=c["uri"], dep=dep))
     return found
 
 
@@ -287,26 +296,28 @@ def _check_shape(graph: FlowGraph, good: list[tuple[int, dict[str, Any]]], base:
     where = [i for i, _ in good]
     for first, names in graph.cycles():
         rep.add("cycle", f"{base}/circles/{where[first]}/deps",
-                "cycle: " + " → ".join(names) + " (arrows must never lead back to a circle)")
+                N_("cycle: %(circles)s (arrows must never lead back to a circle)",
+                   circles=" → ".join(names)))
     sinks = graph.sinks()
     if not sinks:
         rep.add("no_terminal", f"{base}/circles",
-                "no circle ends the flow: every circle has an arrow out of it")
+                N_("no circle ends the flow: every circle has an arrow out of it"))
         return None
     if len(sinks) > 1:
         shown = ", ".join(graph.uris[v] for v in sinks[:20])
-        more = f" and {len(sinks) - 20} more" if len(sinks) > 20 else ""
+        if len(sinks) > 20:
+            shown = N_("%(shown)s and %(more)s more", shown=shown, more=len(sinks) - 20)
         rep.add("multiple_terminals", f"{base}/circles",
-                f"a flow ends in exactly one circle, but {len(sinks)} circles have no arrow"
-                f" out of them: {shown}{more}")
+                N_("a flow ends in exactly one circle, but %(count)s circles have no arrow out"
+                   " of them: %(circles)s", count=len(sinks), circles=shown))
         return None
     terminal = sinks[0]
     reach = graph.upstream(terminal)
     for v in range(len(graph.uris)):
         if v not in reach:
             rep.add("unreachable", f"{base}/circles/{where[v]}",
-                    f"circle '{graph.uris[v]}' cannot reach the terminal"
-                    f" '{graph.uris[terminal]}'")
+                    N_("circle '%(uri)s' cannot reach the terminal '%(terminal)s'",
+                       uri=graph.uris[v], terminal=graph.uris[terminal]))
     return terminal
 
 
@@ -330,28 +341,31 @@ def _named(name: str, where: str, ctx: _Context) -> _Checked | None:
     rep = ctx.report
     if name in ctx.stack:
         chain = " → ".join(ctx.stack[ctx.stack.index(name):] + (name,))
-        rep.add("nesting_cycle", where, f"templates nest each other: {chain}")
+        rep.add("nesting_cycle", where, N_("templates nest each other: %(chain)s",
+                                             chain=chain))
         return None
     shared = ctx.shared
     sub = shared.named.get(name)
     if sub is None:
         if len(ctx.stack) > shared.limits.nesting:
-            rep.add("too_large", where, f"templates nest each other more than"
-                    f" {shared.limits.nesting} levels deep")
+            rep.add("too_large", where, N_("templates nest each other more than %(most)s levels"
+                                             " deep", most=shared.limits.nesting))
             return None
         body = shared.resolve(name)
         if body is None:
-            rep.add("unknown_template", where, f"no template named '{name}' is known")
+            rep.add("unknown_template", where, N_("no template named '%(name)s' is known",
+                                                    name=name))
             return None
         sub = shared.named[name] = _analyze(body, shared, ctx.stack)
     for err in sub.errors[:PASSED_AT_MOST]:  # at most: nested twice at each level, a
         code = err["code"] if err["code"] in PASSED_ON else "invalid_box"  # count doubles
-        rep.add(code, where, f"nested template '{name}' is invalid at"
-                f" {err['path'] or '/'}: {err['message']}")
+        rep.add(code, where, N_("nested template '%(name)s' is invalid at %(path)s: %(problem)s",
+                                 name=name, path=err["path"] or "/", problem=err["message"]))
     if len(sub.errors) > PASSED_AT_MOST:
         rest = sub.errors[PASSED_AT_MOST:]
         code = rest[0]["code"] if rest[0]["code"] in PASSED_ON else "invalid_box"
-        rep.add(code, where, f"nested template '{name}' has {len(rest)} more errors")
+        rep.add(code, where, N_("nested template '%(name)s' has %(count)s more errors",
+                                 name=name, count=len(rest)))
     if sub.template is None:
         return None
     flow = sub.template.flow

@@ -17,6 +17,7 @@ from croniter import croniter
 
 from engine.definition import FIELD_TYPES, MAX_WAIT, ROLE_NAME, is_wait, show
 from engine.kinds import ACTION_TYPES
+from engine.messages import N_
 
 FIELD_KEYS = {"name", "type", "label", "required", "options", "default", "placeholder", "help",
               "role"}
@@ -35,34 +36,36 @@ def check_box(box: dict[str, Any]) -> Problems:
     if isinstance(form, list):
         problems += _check_form(form)
         if "confirm" in box:
-            problems.append(("/confirm", "a box holds a form or a confirmation, not both"))
+            problems.append(("/confirm", N_("a box holds a form or a confirmation, not both")))
     action = box.get("action")
     kind = action.get("type") if isinstance(action, dict) else None
     if "confirm" in box and isinstance(action, dict):
-        problems.append(("/confirm", "a box holds a confirmation or an action, not both (put"
-                                     " the action in the next circle)"))
+        problems.append(("/confirm", N_("a box holds a confirmation or an action, not both"
+                                        " (put the action in the next circle)")))
     if isinstance(form, list) and kind != "auth":
-        problems += [(f"/form/{i}/type", "password fields only feed an auth action; they are"
-                      " never stored, so no other box could read them")
+        problems += [(f"/form/{i}/type", N_("password fields only feed an auth action; they"
+                      " are never stored, so no other box could read them"))
                      for i, f in enumerate(form) if isinstance(f, dict)
                      and f.get("type") == "password"]
     if (isinstance(form, list) or "confirm" in box) and kind == "signal":
         problems.append(("/form" if isinstance(form, list) else "/confirm",
-                         "a signal action waits for the outside world from the moment its"
-                         " circle is ready: it takes no form or confirmation (put them in the"
-                         " circle before)"))
+                         N_("a signal action waits for the outside world from the moment its"
+                            " circle is ready: it takes no form or confirmation (put them in"
+                            " the circle before)")))
     if isinstance(form, list) and kind in ("compute", "timer", "flow"):
-        problems.append(("/form", f"a form cannot feed a {kind} action (it runs without"
-                                  " anyone's input)"))
+        problems.append(("/form", N_("a form cannot feed a %(kind)s action (it runs"
+                                     " without anyone's input)", kind=kind)))
     if isinstance(action, dict) and isinstance(action.get("type"), str):
         kind = action["type"]
         if kind not in ACTION_TYPES:
-            problems.append(("/action/type", f"unknown action type '{kind}' (expected one of"
-                             f" {', '.join(ACTION_TYPES)})"))
+            problems.append(("/action/type", N_("unknown action type '%(kind)s' (expected one"
+                             " of %(known)s)", kind=kind, known=", ".join(ACTION_TYPES))))
         else:
             problems += [("/action" + p, m) for p, m in CHECKS[kind](action, box)]
-            problems += [(f"/action/{_escape(key)}", f"unknown key '{key}' for a {kind} action"
-                          f" (expected {', '.join(sorted(ACTION_KEYS[kind])) or 'none'})")
+            problems += [(f"/action/{_escape(key)}", N_(
+                          "unknown key '%(key)s' for a %(kind)s action (expected %(known)s)",
+                          key=key, kind=kind,
+                          known=", ".join(sorted(ACTION_KEYS[kind])) or N_("none")))
                          for key in sorted(set(action) - ACTION_KEYS[kind] - {"type"})]
     return problems
 
@@ -73,38 +76,40 @@ def _check_form(form: list[Any]) -> Problems:
     for i, f in enumerate(form):
         at = f"/form/{i}"
         if not isinstance(f, dict):
-            problems.append((at, "a form field must be an object"))
+            problems.append((at, N_("a form field must be an object")))
             continue
         name = f.get("name")
         if not isinstance(name, str) or not NAME.match(name):
-            problems.append((f"{at}/name", f"field name {show(name)} must be an identifier"
-                             " (letters, digits, underscore)"))
+            problems.append((f"{at}/name", N_("field name %(name)s must be an identifier"
+                             " (letters, digits, underscore)", name=show(name))))
         elif name in seen:
-            problems.append((f"{at}/name", f"field '{name}' appears twice"))
+            problems.append((f"{at}/name", N_("field '%(name)s' appears twice", name=name)))
         else:
             seen.add(name)
         ftype = f.get("type", "string")
         if ftype not in FIELD_TYPES:
-            problems.append((f"{at}/type", f"unknown field type {show(ftype)} (expected one of"
-                             f" {', '.join(FIELD_TYPES)})"))
+            problems.append((f"{at}/type", N_("unknown field type %(type)s (expected one of"
+                             " %(known)s)", type=show(ftype), known=", ".join(FIELD_TYPES))))
         if ftype == "select":
             options = f.get("options")
             if not isinstance(options, list) or not options:
-                problems.append((f"{at}/options", "a select field needs a non-empty options list"))
+                problems.append((f"{at}/options",
+                                 N_("a select field needs a non-empty options list")))
             else:
                 problems += _check_options(options, f"{at}/options")
         elif "options" in f:
-            problems.append((f"{at}/options", "only select fields take options"))
+            problems.append((f"{at}/options", N_("only select fields take options")))
         if "role" in f and ftype != "user":
-            problems.append((f"{at}/role", "only user fields take a role"))
+            problems.append((f"{at}/role", N_("only user fields take a role")))
         elif "role" in f and not (isinstance(f["role"], str) and ROLE_NAME.match(f["role"])):
-            problems.append((f"{at}/role", f"{show(f['role'])} is not a role name"))
+            problems.append((f"{at}/role", N_("%(role)s is not a role name", role=show(f["role"]))))
         if "required" in f and not isinstance(f["required"], bool):
-            problems.append((f"{at}/required", "required must be true or false"))
+            problems.append((f"{at}/required", N_("required must be true or false")))
         if ftype == "password" and "default" in f:
-            problems.append((f"{at}/default", "a password field cannot have a default"))
+            problems.append((f"{at}/default", N_("a password field cannot have a default")))
         for key in sorted(set(f) - FIELD_KEYS):
-            problems.append((f"{at}/{_escape(key)}", f"unknown field key {show(key)}"))
+            problems.append((f"{at}/{_escape(key)}",
+                             N_("unknown field key %(key)s", key=show(key))))
     return problems
 
 
@@ -117,11 +122,12 @@ def _check_options(options: list[Any], at: str) -> Problems:
             continue
         value = option.get("value")
         if "value" not in option or not isinstance(value, (str, int, float)):
-            problems.append((f"{at}/{j}", "an option given as an object needs a value (a"
-                             " string, number or boolean) and may have a label:"
-                             " {\"value\": ..., \"label\": ...}"))
-        problems += [(f"{at}/{j}/{_escape(key)}", f"unknown option key {show(key)} (expected"
-                      " value, label)") for key in sorted(set(option) - OPTION_KEYS)]
+            problems.append((f"{at}/{j}", N_("an option given as an object needs a value (a"
+                                " string, number or boolean) and may have a label:"
+                                " %(example)s", example='{"value": ..., "label": ...}')))
+        problems += [(f"{at}/{j}/{_escape(key)}", N_("unknown option key %(key)s (expected"
+                      " value, label)", key=show(key)))
+                     for key in sorted(set(option) - OPTION_KEYS)]
     return problems
 
 
@@ -136,26 +142,44 @@ def texts(box: dict[str, Any]) -> Iterator[tuple[str, Any, str]]:
     field's label, placeholder and help, an option's label, an approval's or a mail's
     subject and body."""
     if "confirm" in box:
-        yield "/confirm", box["confirm"], "confirm"
+        yield "/confirm", box["confirm"], N_("confirm")
     form = box.get("form")
     for i, f in enumerate(form if isinstance(form, list) else []):
         if not isinstance(f, dict):
             continue
-        name = f"field '{f['name']}'" if isinstance(f.get("name"), str) else f"field {i}"
+        name = N_("field '%(name)s'", name=f["name"]) if isinstance(f.get("name"), str) \
+            else N_("field %(index)s", index=i)
         for key in FIELD_TEXTS:
             if key in f:
-                yield f"/form/{i}/{key}", f[key], f"the {key} of {name}"
+                yield f"/form/{i}/{key}", f[key], _field_text(key, name)
         options = f.get("options")
         for j, option in enumerate(options if isinstance(options, list) else []):
             if isinstance(option, dict) and "label" in option:
                 yield (f"/form/{i}/options/{j}/label", option["label"],
-                       f"the label of option {j} of {name}")
+                       N_("the label of option %(index)s of %(field)s", index=j,
+                          field=name))
     action = box.get("action")
     kind = action.get("type") if isinstance(action, dict) else None
     if isinstance(action, dict) and isinstance(kind, str) and kind in ACTION_TEXTS:
         for key in ACTION_TEXTS[kind]:
             if key in action:
-                yield f"/action/{key}", action[key], f"the {kind}'s {key}"
+                yield f"/action/{key}", action[key], _action_text(kind, key)
+
+
+def _field_text(key: str, field: str) -> str:
+    """What a field's text is, named in a message (`key`: one of `FIELD_TEXTS`)."""
+    if key == "label":
+        return N_("the label of %(field)s", field=field)
+    if key == "placeholder":
+        return N_("the placeholder of %(field)s", field=field)
+    return N_("the help of %(field)s", field=field)
+
+
+def _action_text(kind: str, key: str) -> str:
+    """What an action's text is, named in a message (`ACTION_TEXTS`)."""
+    if kind == "approval":
+        return N_("the approval's subject") if key == "subject" else N_("the approval's body")
+    return N_("the mail's subject") if key == "subject" else N_("the mail's body")
 
 
 def _recipients(action: dict[str, Any]) -> tuple[Problems, int | None]:
@@ -164,13 +188,13 @@ def _recipients(action: dict[str, Any]) -> tuple[Problems, int | None]:
         return [], 1 if "${" not in to else None
     if isinstance(to, list) and to and all(isinstance(t, str) and t.strip() for t in to):
         if len(set(to)) != len(to):
-            return [("/to", "each recipient may be named only once")], None
+            return [("/to", N_("each recipient may be named only once"))], None
         return [], len(to)
-    return [("/to", "'to' must name a user or a non-empty list of users")], None
+    return [("/to", N_("'to' must name a user or a non-empty list of users"))], None
 
 
 def _text_keys(action: dict[str, Any], *keys: str) -> Problems:
-    return [(f"/{k}", f"'{k}' must be a string") for k in keys
+    return [(f"/{k}", N_("'%(key)s' must be a string", key=k)) for k in keys
             if k in action and not isinstance(action[k], str)]
 
 
@@ -178,20 +202,20 @@ def _http(action: dict[str, Any], box: dict[str, Any]) -> Problems:
     problems: Problems = []
     url = action.get("url")
     if not isinstance(url, str) or not url.strip():
-        problems.append(("/url", "an http action needs a url"))
+        problems.append(("/url", N_("an http action needs a url")))
     method = action.get("method", "GET")
     if not isinstance(method, str) or method.upper() not in HTTP_METHODS:
-        problems.append(("/method", f"unknown HTTP method {show(method)}"))
+        problems.append(("/method", N_("unknown HTTP method %(method)s", method=show(method))))
     headers = action.get("headers", {})
     if not isinstance(headers, dict) or not all(isinstance(v, str) for v in headers.values()):
-        problems.append(("/headers", "headers must be an object of strings"))
+        problems.append(("/headers", N_("headers must be an object of strings")))
     if "json" in action and "body" in action:
-        problems.append(("/body", "give either json or body, not both"))
+        problems.append(("/body", N_("give either json or body, not both")))
     problems += _text_keys(action, "body")
     timeout = action.get("timeout", 10)
     if not is_wait(timeout) or timeout == 0:
-        problems.append(("/timeout", "timeout must be a positive number of seconds, at most"
-                         f" 10 years ({MAX_WAIT:,})"))
+        problems.append(("/timeout", N_("timeout must be a positive number of seconds,"
+                            " at most 10 years (%(most)s)", most=format(MAX_WAIT, ","))))
     return problems
 
 
@@ -200,9 +224,11 @@ def _approval(action: dict[str, Any], box: dict[str, Any]) -> Problems:
     quorum = action.get("quorum", "all")
     if quorum not in ("all", "any"):
         if isinstance(quorum, bool) or not isinstance(quorum, int) or quorum < 1:
-            problems.append(("/quorum", "quorum must be 'all', 'any' or a positive integer"))
+            problems.append(("/quorum", N_("quorum must be 'all', 'any' or a positive"
+                                             " integer")))
         elif count is not None and quorum > count:
-            problems.append(("/quorum", f"quorum {quorum} is more than the {count} approvers"))
+            problems.append(("/quorum", N_("quorum %(quorum)s is more than the %(count)s"
+                                             " approvers", quorum=quorum, count=count)))
     return problems
 
 
@@ -212,18 +238,18 @@ def _mail(action: dict[str, Any], box: dict[str, Any]) -> Problems:
 
 def _timer(action: dict[str, Any], box: dict[str, Any]) -> Problems:
     if ("delay" in action) == ("cron" in action):
-        return [("", "a timer needs exactly one of delay (seconds) or cron")]
+        return [("", N_("a timer needs exactly one of delay (seconds) or cron"))]
     if "delay" in action:
         if not is_wait(action["delay"]):
-            return [("/delay", "delay must be a number of seconds, 0 or more and at most"
-                     f" 10 years ({MAX_WAIT:,})")]
+            return [("/delay", N_("delay must be a number of seconds, 0 or more and at"
+                                " most 10 years (%(most)s)", most=format(MAX_WAIT, ",")))]
         return []
     cron = action["cron"]
     if not isinstance(cron, str) or not croniter.is_valid(cron):
-        return [("/cron", f"{show(cron)} is not a valid cron expression")]
+        return [("/cron", N_("%(cron)s is not a valid cron expression", cron=show(cron)))]
     if not fires(cron):
-        return [("/cron", f"{show(cron)} never fires: no time matches it within"
-                 f" {CRON_YEARS} years")]
+        return [("/cron", N_("%(cron)s never fires: no time matches it within"
+                            " %(years)s years", cron=show(cron), years=CRON_YEARS))]
     return []
 
 
@@ -240,7 +266,8 @@ def fires(cron: str) -> bool:
 
 def _flow(action: dict[str, Any], box: dict[str, Any]) -> Problems:
     if ("template" in action) == ("circles" in action):
-        return [("", "a nested flow needs exactly one of template (a name) or circles (inline)")]
+        return [("", N_("a nested flow needs exactly one of template (a name) or circles"
+                        " (inline)"))]
     return []
 
 
@@ -249,16 +276,16 @@ def _auth(action: dict[str, Any], box: dict[str, Any]) -> Problems:
     fields = {f.get("name"): f.get("type", "string") for f in form if isinstance(f, dict)
               and isinstance(f.get("name"), str)} if isinstance(form, list) else {}
     if "username" not in fields or fields.get("password") != "password":
-        return [("", "an auth action needs a form with a 'username' field and a 'password'"
-                 " field of type password")]
+        return [("", N_("an auth action needs a form with a 'username' field and a"
+                        " 'password' field of type password"))]
     return []
 
 
 def _compute(action: dict[str, Any], box: dict[str, Any]) -> Problems:
     outputs = action.get("outputs")
     if not isinstance(outputs, dict) or not outputs:
-        return [("/outputs", "compute needs outputs: an object of name -> expression")]
-    return [(f"/outputs/{k}", "an output must be an expression string")
+        return [("/outputs", N_("compute needs outputs: an object of name -> expression"))]
+    return [(f"/outputs/{k}", N_("an output must be an expression string"))
             for k, v in outputs.items() if not isinstance(v, str)]
 
 
@@ -269,14 +296,14 @@ def _signal(action: dict[str, Any], box: dict[str, Any]) -> Problems:
     name = action.get("name")
     problems: Problems = []
     if not isinstance(name, str) or not SIGNAL_NAME.match(name):
-        problems.append(("/name", "a signal needs a name: 1 to 100 letters, digits and"
-                                  " _ . : -"))
+        problems.append(("/name", N_("a signal needs a name: 1 to 100 letters, digits"
+                                     " and _ . : -")))
     key = action.get("key")
     if key is not None and (isinstance(key, bool) or not isinstance(key, (str, int))):
-        problems.append(("/key", "a signal's key is a string (it may hold ${...}) or an"
-                                 " integer"))
+        problems.append(("/key", N_("a signal's key is a string (it may hold ${...}) or"
+                                    " an integer")))
     elif isinstance(key, str) and len(key) > 300:
-        problems.append(("/key", "a signal's key is at most 300 characters"))
+        problems.append(("/key", N_("a signal's key is at most 300 characters")))
     return problems
 
 

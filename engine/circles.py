@@ -24,6 +24,7 @@ from engine.definition import (
 from engine.errors import ExpressionError
 from engine.expression_ops import BOOL, LIST, NUMBER, OBJECT, STRING
 from engine.expressions import TypeOf, compile_expression
+from engine.messages import N_, message_of
 from engine.placeholders import OPENING, PATH, escape_pointer, references
 
 BUILTIN_ROOTS = ("workflow", "user", "instance")
@@ -48,7 +49,7 @@ def check_circle(c: dict[str, Any], ptr: str, add: Add, inputs: dict[str, Any] |
     read, so a comparison that could never work is refused here. `warn` hears of what
     is allowed but worth a look (a text without English)."""
     uri = c["uri"]
-    check_texts(_texts(c), ptr, add, warn, f"circle '{uri}': ")
+    check_texts(_texts(c), ptr, add, warn, uri)
     typeof = _typeof(inputs, forms or {})
     for key, normalize, code in (("retry", normalize_retry, "invalid_retry"),
                                  ("timeout", normalize_timeout, "invalid_timeout"),
@@ -58,7 +59,7 @@ def check_circle(c: dict[str, Any], ptr: str, add: Add, inputs: dict[str, Any] |
             try:
                 normalize(c[key])
             except Invalid as exc:
-                add(code, f"{ptr}/{key}", f"circle '{uri}': {exc}")
+                add(code, f"{ptr}/{key}", _in(uri, message_of(exc)))
     refs: list[tuple[str, tuple[str, ...]]] = _people_refs(c, ptr, add)
     when = c.get("when")
     if isinstance(when, str):
@@ -67,7 +68,7 @@ def check_circle(c: dict[str, Any], ptr: str, add: Add, inputs: dict[str, Any] |
     fields: set[Any] = set()
     if isinstance(box, dict):
         for where, message in boxes.check_box(box):
-            add("invalid_box", f"{ptr}/box{where}", f"circle '{uri}': {message}")
+            add("invalid_box", f"{ptr}/box{where}", _in(uri, message))
         raw = box.get("action")
         action: dict[str, Any] = raw if isinstance(raw, dict) else {}
         outputs = action.get("outputs") if action.get("type") == "compute" else None
@@ -79,7 +80,7 @@ def check_circle(c: dict[str, Any], ptr: str, add: Add, inputs: dict[str, Any] |
             bad, paths = _scan(text)
             for opening in bad:
                 add("invalid_expression", where,
-                    f"circle '{uri}': malformed placeholder '{opening}'")
+                    _in(uri, N_("malformed placeholder '%(opening)s'", opening=opening)))
             refs += [(where, path) for path in paths]
         form = box.get("form")
         if isinstance(form, list):
@@ -89,12 +90,12 @@ def check_circle(c: dict[str, Any], ptr: str, add: Add, inputs: dict[str, Any] |
     for where, path in refs:
         if path[0] == "form" and fields and where.startswith(f"{ptr}/box/action"):
             if len(path) > 1 and path[1] not in fields:
-                add("unknown_variable", where, f"circle '{uri}': ${{form.{path[1]}}}"
-                    " names no field of this circle's form")
+                add("unknown_variable", where, _in(uri, N_(
+                    "${form.%(field)s} names no field of this circle's form", field=path[1])))
             continue  # the action layer reads the form it sits under
         problem = _builtin_problem(path, inputs)
         if problem:
-            add("unknown_variable", where, f"circle '{uri}': {problem}")
+            add("unknown_variable", where, _in(uri, problem))
         elif path[0] not in BUILTIN_ROOTS:
             questions.append((path[0], (where, uri, path)))
     return questions
@@ -107,7 +108,7 @@ Spot = tuple[str, Any, str, str]  # (pointer, value, what it is, error code)
 
 def _texts(c: dict[str, Any]) -> list[Spot]:
     """The circle's texts for people (SPEC §17), pointers below the circle."""
-    spots = [("/description", c["description"], "description", "schema")] \
+    spots = [("/description", c["description"], N_("description"), "schema")] \
         if "description" in c else []
     box = c.get("box")
     if isinstance(box, dict):
@@ -116,20 +117,22 @@ def _texts(c: dict[str, Any]) -> list[Spot]:
     return spots
 
 
-def check_texts(spots: list[Spot], ptr: str, add: Add, warn: Add | None, prefix: str = "",
+def check_texts(spots: list[Spot], ptr: str, add: Add, warn: Add | None, uri: str | None = None,
                 max_length: int | None = None) -> None:
     """Each text a string, or a map of our languages to strings (`engine.texts`); a map
     without English is a warning. A string's length, where the schema limits it, is the
-    schema's to check."""
+    schema's to check. `uri`: the circle whose texts they are (its messages name it)."""
     for where, value, what, code in spots:
         if where in SCHEMA_TYPED and not isinstance(value, dict):
             continue  # a string, or the schema's error
         for below, message in texts.problems(value, what, max_length):
-            add(code, f"{ptr}{where}{below}", prefix + message)
+            add(code, f"{ptr}{where}{below}", message if uri is None else _in(uri, message))
         if warn is not None and texts.lacks_default(value):
             given = ", ".join(str(k) for k in value)
-            warn("missing_en", f"{ptr}{where}", f"{prefix}{what} has no {texts.DEFAULT} text"
-                 f" ({given} only): readers of other languages get the first one given")
+            message = N_("%(what)s has no %(default)s text (%(given)s only): readers of other"
+                         " languages get the first one given", what=what,
+                         default=texts.DEFAULT, given=given)
+            warn("missing_en", f"{ptr}{where}", message if uri is None else _in(uri, message))
 
 
 def _people_refs(c: dict[str, Any], ptr: str, add: Add) -> list[tuple[str, tuple[str, ...]]]:
@@ -141,13 +144,13 @@ def _people_refs(c: dict[str, Any], ptr: str, add: Add) -> list[tuple[str, tuple
     person = bool(box.get("form") or "confirm" in box) and action.get("type") != "auth"
     for key in ("assign", "due"):
         if key in c and not person:
-            add("invalid_box", f"{ptr}/{key}", f"circle '{uri}': {key} applies to a circle a"
-                " person acts on (a form or a confirmation); an approval names its approvers"
-                " in 'to'")
+            add("invalid_box", f"{ptr}/{key}", _in(uri, N_(
+                "%(key)s applies to a circle a person acts on (a form or a confirmation); an"
+                " approval names its approvers in 'to'", key=key)))
     timeout = _object(c.get("timeout"))
     if timeout.get("policy") == "escalate" and not person:
-        add("invalid_timeout", f"{ptr}/timeout/policy", f"circle '{uri}': only a circle a"
-            " person acts on can escalate")
+        add("invalid_timeout", f"{ptr}/timeout/policy", _in(uri, N_(
+            "only a circle a person acts on can escalate")))
     for base, spec in ((f"{ptr}/assign", c.get("assign")), (f"{ptr}/timeout/to",
                                                             timeout.get("to"))):
         users = spec.get("users") if isinstance(spec, dict) else None
@@ -156,7 +159,7 @@ def _people_refs(c: dict[str, Any], ptr: str, add: Add) -> list[tuple[str, tuple
                 bad, paths = _scan(text)
                 for opening in bad:
                     add("invalid_expression", f"{base}/users/{i}",
-                        f"circle '{uri}': malformed placeholder '{opening}'")
+                        _in(uri, N_("malformed placeholder '%(opening)s'", opening=opening)))
                 refs += [(f"{base}/users/{i}", path) for path in paths]
     return refs
 
@@ -212,13 +215,18 @@ def _expression_refs(source: str, where: str, add: Add, uri: str,
     try:
         expression = compile_expression(source)
         for problem in expression.type_problems(typeof):
-            add("invalid_expression", where, f"circle '{uri}': {problem}")
+            add("invalid_expression", where, _in(uri, problem))
         return [(where, path) for path in expression.references]
     except ExpressionError as exc:
-        add("invalid_expression", where, f"circle '{uri}': {exc}")
+        add("invalid_expression", where, _in(uri, message_of(exc)))
     except RecursionError:
-        add("invalid_expression", where, f"circle '{uri}': the expression is nested too deeply")
+        add("invalid_expression", where, _in(uri, N_("the expression is nested too deeply")))
     return []
+
+
+def _in(uri: str, problem: str) -> str:
+    """A problem of a circle, named by its uri."""
+    return N_("circle '%(uri)s': %(problem)s", uri=uri, problem=problem)
 
 
 def form_kinds(circles: Iterable[dict[str, Any]]) -> Forms:
@@ -254,9 +262,10 @@ def _builtin_problem(path: tuple[str, ...], inputs: dict[str, Any] | None) -> st
         return None
     ref = "${" + ".".join(path) + "}"
     if len(path) < 2 or path[1] != "input":
-        return f"{ref}: workflow values are read as ${{workflow.input.<name>}}"
+        return N_("%(ref)s: workflow values are read as ${workflow.input.<name>}", ref=ref)
     if inputs is not None and len(path) > 2 and path[2] not in inputs:
-        return f"{ref}: '{path[2]}' is not one of the declared inputs"
+        return N_("%(ref)s: '%(name)s' is not one of the declared inputs", ref=ref,
+                  name=path[2])
     return None
 
 
@@ -264,5 +273,6 @@ def unknown(questions: list[Question], add: Add) -> None:
     """References no enclosing flow answered: values that could not exist yet."""
     for root, (where, uri, path) in questions:
         ref = "${" + ".".join(path) + "}"
-        add("unknown_variable", where, f"circle '{uri}': {ref}: '{root}' is neither workflow,"
-            " user, instance nor a circle this one depends on, so its value could not exist yet")
+        add("unknown_variable", where, _in(uri, N_(
+            "%(ref)s: '%(root)s' is neither workflow, user, instance nor a circle this one"
+            " depends on, so its value could not exist yet", ref=ref, root=root)))

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from engine.messages import N_
+
 FIELD_TYPES = ("string", "text", "number", "integer", "boolean", "date", "email", "select",
                "password", "user")
 TIMEOUT_POLICIES = {"retry": "retry", "fail": "fail", "terminate": "terminate",
@@ -36,7 +38,7 @@ def show(value: Any, limit: int = 60) -> str:
     try:
         text = repr(value)
     except ValueError:
-        return "a number too long to print"
+        return N_("a number too long to print")
     return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
@@ -49,12 +51,14 @@ def is_wait(value: Any) -> bool:
 def _wait(value: Any, what: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or (
             isinstance(value, float) and not math.isfinite(value)):
-        raise Invalid(f"{what} must be a number of seconds, got {show(value)}")
+        raise Invalid(N_("%(what)s must be a number of seconds, got %(value)s", what=what,
+                         value=show(value)))
     if value < 0:
-        raise Invalid(f"{what} must not be negative, got {show(value)}")
+        raise Invalid(N_("%(what)s must not be negative, got %(value)s", what=what,
+                         value=show(value)))
     if value > MAX_WAIT:
-        raise Invalid(f"{what} must be at most 10 years ({MAX_WAIT:,} seconds),"
-                      f" got {show(value)}")
+        raise Invalid(N_("%(what)s must be at most 10 years (%(most)s seconds), got %(value)s",
+                         what=what, most=format(MAX_WAIT, ","), value=show(value)))
     return float(value)
 
 
@@ -68,29 +72,32 @@ def normalize_retry(spec: Any) -> tuple[float, ...]:
         return ()
     if isinstance(spec, list):
         if len(spec) > MAX_RETRIES:
-            raise Invalid(f"at most {MAX_RETRIES} retries, got {len(spec)}")
-        return tuple(_wait(v, f"retry wait #{i + 1}") for i, v in enumerate(spec))
+            raise Invalid(N_("at most %(most)s retries, got %(count)s", most=MAX_RETRIES,
+                             count=len(spec)))
+        return tuple(_wait(v, N_("retry wait #%(n)s", n=i + 1)) for i, v in enumerate(spec))
     if isinstance(spec, dict):
         unknown = set(spec) - {"count", "delay", "logic"}
         if unknown:
-            raise Invalid(f"unknown retry keys: {', '.join(sorted(unknown))}"
-                          " (expected count, delay, logic)")
+            raise Invalid(N_("unknown retry keys: %(keys)s (expected count, delay, logic)",
+                             keys=", ".join(sorted(unknown))))
         count = spec.get("count")
         if isinstance(count, bool) or not isinstance(count, int) or not 0 <= count <= MAX_RETRIES:
-            raise Invalid(f"retry count must be an integer from 0 to {MAX_RETRIES},"
-                          f" got {show(count)}")
+            raise Invalid(N_("retry count must be an integer from 0 to %(most)s, got %(value)s",
+                             most=MAX_RETRIES, value=show(count)))
         delay = _wait(spec.get("delay", 0), "retry delay")
         logic = spec.get("logic", "fixed")
         if not isinstance(logic, str) or logic not in RETRY_LOGIC:
-            raise Invalid(f"retry logic must be 'fixed' or 'exponential', got {show(logic)}")
+            raise Invalid(N_("retry logic must be 'fixed' or 'exponential', got %(value)s",
+                             value=show(logic)))
         if RETRY_LOGIC[logic] == "fixed":
             return tuple(delay for _ in range(count))
         waits = tuple(delay * 2**i for i in range(count))
         if waits and waits[-1] > MAX_WAIT:
-            raise Invalid(f"exponential retry: wait #{count} would be {waits[-1]:,.0f} seconds,"
-                          f" more than 10 years ({MAX_WAIT:,} seconds)")
+            raise Invalid(N_("exponential retry: wait #%(n)s would be %(seconds)s seconds, more"
+                             " than 10 years (%(most)s seconds)", n=count,
+                             seconds=format(waits[-1], ",.0f"), most=format(MAX_WAIT, ",")))
         return waits
-    raise Invalid("retry must be a list of waits or an object {count, delay, logic}")
+    raise Invalid(N_("retry must be a list of waits or an object {count, delay, logic}"))
 
 
 @dataclass(frozen=True)
@@ -105,26 +112,29 @@ class Assign:
 def normalize_assign(spec: Any, what: str = "assign") -> Assign:
     """`{"users": [...], "roles": [...]}` (at least one entry)."""
     if not isinstance(spec, dict):
-        raise Invalid(f"{what} must be an object {{users, roles}}")
+        raise Invalid(N_("%(what)s must be an object {users, roles}", what=what))
     unknown = set(spec) - {"users", "roles"}
     if unknown:
-        raise Invalid(f"unknown {what} keys: {', '.join(sorted(map(str, unknown)))}"
-                      " (expected users, roles)")
+        raise Invalid(N_("unknown %(what)s keys: %(keys)s (expected users, roles)", what=what,
+                         keys=", ".join(sorted(map(str, unknown)))))
     lists = {}
     for key in ("users", "roles"):
         value = spec.get(key, [])
         if not isinstance(value, list) or not all(isinstance(v, str) and v.strip()
                                                   for v in value):
-            raise Invalid(f"{what} {key} must be a list of non-empty strings")
+            raise Invalid(N_("%(what)s %(key)s must be a list of non-empty strings", what=what,
+                             key=key))
         if len(value) > MAX_CANDIDATES:
-            raise Invalid(f"{what} {key}: at most {MAX_CANDIDATES} entries, got {len(value)}")
+            raise Invalid(N_("%(what)s %(key)s: at most %(most)s entries, got %(count)s",
+                             what=what, key=key, most=MAX_CANDIDATES, count=len(value)))
         lists[key] = tuple(dict.fromkeys(value))
     bad = [r for r in lists["roles"] if not ROLE_NAME.match(r)]
     if bad:
-        raise Invalid(f"{what} roles: {show(bad[0])} is not a role name (lower-case letters,"
-                      " digits, '_' and '-', starting with a letter, at most 40)")
+        raise Invalid(N_("%(what)s roles: %(role)s is not a role name (lower-case letters,"
+                         " digits, '_' and '-', starting with a letter, at most 40)", what=what,
+                         role=show(bad[0])))
     if not lists["users"] and not lists["roles"]:
-        raise Invalid(f"{what} names nobody: give users, roles or both")
+        raise Invalid(N_("%(what)s names nobody: give users, roles or both", what=what))
     return Assign(lists["users"], lists["roles"])
 
 
@@ -139,24 +149,25 @@ def normalize_timeout(spec: Any) -> Timeout | None:
     if spec is None:
         return None
     if not isinstance(spec, dict):
-        raise Invalid("timeout must be an object {seconds, policy}")
+        raise Invalid(N_("timeout must be an object {seconds, policy}"))
     unknown = set(spec) - {"seconds", "policy", "to"}
     if unknown:
-        raise Invalid(f"unknown timeout keys: {', '.join(sorted(map(str, unknown)))}")
+        raise Invalid(N_("unknown timeout keys: %(keys)s",
+                         keys=", ".join(sorted(map(str, unknown)))))
     seconds = _wait(spec.get("seconds"), "timeout seconds")
     if seconds <= 0:
-        raise Invalid("timeout seconds must be greater than 0")
+        raise Invalid(N_("timeout seconds must be greater than 0"))
     policy = spec.get("policy", "fail")
     if not isinstance(policy, str) or policy not in TIMEOUT_POLICIES:
-        raise Invalid("timeout policy must be retry, fail, terminate or escalate, got"
-                      f" {show(policy)}")
+        raise Invalid(N_("timeout policy must be retry, fail, terminate or escalate, got"
+                         " %(value)s", value=show(policy)))
     policy = TIMEOUT_POLICIES[policy]
     if policy == "escalate":
         if "to" not in spec:
-            raise Invalid("an escalate timeout needs 'to': {users, roles}")
+            raise Invalid(N_("an escalate timeout needs 'to': {users, roles}"))
         return Timeout(seconds, policy, normalize_assign(spec["to"], "timeout to"))
     if "to" in spec:
-        raise Invalid("only an escalate timeout takes 'to'")
+        raise Invalid(N_("only an escalate timeout takes 'to'"))
     return Timeout(seconds, policy)
 
 
@@ -166,7 +177,7 @@ def normalize_due(spec: Any) -> float | None:
         return None
     seconds = _wait(spec, "due")
     if seconds <= 0:
-        raise Invalid("due must be greater than 0 seconds")
+        raise Invalid(N_("due must be greater than 0 seconds"))
     return seconds
 
 

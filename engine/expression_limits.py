@@ -30,6 +30,7 @@ from typing import Any
 import re2
 
 from engine.errors import ExpressionError
+from engine.messages import N_
 
 __all__ = ["CHECK_EVERY", "INT_MAX", "INT_MIN", "MAX_CPU_SECONDS", "MAX_PATTERN_LENGTH",
            "MAX_STEPS", "MAX_VALUE_BYTES", "ExpressionLimitError",
@@ -187,48 +188,50 @@ def check_result(value: Any) -> Any:
 
 
 _HINTS = {  # the part of RE2's message after ": " -> the Python feature RE2 leaves out
-    "(?=": "lookahead is not supported", "(?!": "lookahead is not supported",
-    "(?<=": "lookbehind is not supported", "(?<!": "lookbehind is not supported",
-    "(?P": "named backreferences (?P=name) are not supported",
-    "(?>": "atomic groups are not supported", "(?#": "comments are not supported",
-    "(?x": "verbose mode (?x) is not supported",
-    "\\Z": "write \\z for the end of the text",
+    "(?=": N_("lookahead is not supported"), "(?!": N_("lookahead is not supported"),
+    "(?<=": N_("lookbehind is not supported"), "(?<!": N_("lookbehind is not supported"),
+    "(?P": N_("named backreferences (?P=name) are not supported"),
+    "(?>": N_("atomic groups are not supported"), "(?#": N_("comments are not supported"),
+    "(?x": N_("verbose mode (?x) is not supported"),
+    "\\Z": N_("write \\z for the end of the text"),
 }
 
 
 def _regex_problem(message: str) -> str:
     """RE2's reason, with what an author used to Python's `re` most likely needs to hear."""
     what, _, tail = message.rpartition(": ")
+    hint = None
     if tail in _HINTS:
-        return f"{message}; {_HINTS[tail]}"
-    if what == "invalid escape sequence" and tail[1:].isdigit():
-        return f"{message}; backreferences are not supported"
-    if what == "bad repetition operator" and tail.endswith("+"):
-        return f"{message}; possessive quantifiers are not supported"
-    if what == "invalid repetition size":
-        return f"{message}; a count is at most 1000"
-    if message.startswith("pattern too large"):
-        return (f"{message}; a pattern compiles to at most about 25,000 RE2 instructions "
-                "(x{n} counts n times x, and \\pL alone is over 1,000)")
-    return message
+        hint = _HINTS[tail]
+    elif what == "invalid escape sequence" and tail[1:].isdigit():
+        hint = N_("backreferences are not supported")
+    elif what == "bad repetition operator" and tail.endswith("+"):
+        hint = N_("possessive quantifiers are not supported")
+    elif what == "invalid repetition size":
+        hint = N_("a count is at most 1000")
+    elif message.startswith("pattern too large"):
+        hint = N_("a pattern compiles to at most about 25,000 RE2 instructions (x{n} counts n"
+                  " times x, and \\pL alone is over 1,000)")
+    return message if hint is None else N_("%(reason)s; %(hint)s", reason=message, hint=hint)
 
 
 def compile_regex(pattern: str) -> Any:
     """An RE2 pattern, or `ValueError` with a message for people."""
     if len(pattern) > MAX_PATTERN_LENGTH:
-        raise ValueError(f"regular expression is too long ({len(pattern)} characters, the "
-                         f"limit is {MAX_PATTERN_LENGTH})")
+        raise ValueError(N_("regular expression is too long (%(length)s characters, the limit"
+                            " is %(most)s)", length=len(pattern), most=MAX_PATTERN_LENGTH))
     try:
         return re2.compile(pattern, _RE2_OPTIONS)
     except re2.error as exc:
         reason = exc.args[0] if exc.args else "rejected"
         if isinstance(reason, bytes):
             reason = reason.decode("utf-8", "replace")
-        raise ValueError(f"invalid regular expression {pattern!r}: {_regex_problem(reason)} "
-                         "(patterns use RE2 syntax)") from None
+        raise ValueError(N_("invalid regular expression %(pattern)s: %(reason)s (patterns use"
+                            " RE2 syntax)", pattern=repr(pattern),
+                            reason=_regex_problem(reason))) from None
     except UnicodeError:
-        raise ValueError(f"invalid regular expression {pattern!r}: it contains a lone "
-                         "surrogate") from None
+        raise ValueError(N_("invalid regular expression %(pattern)s: it contains a lone"
+                            " surrogate", pattern=repr(pattern))) from None
 
 
 @functools.lru_cache(maxsize=64)

@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from engine.expression_limits import Run
+from engine.messages import N_
 from engine.placeholders import as_text
 
 BinaryOp = Callable[[Any, Any], Any]
@@ -23,6 +24,9 @@ RUNTIME_ERRORS = (TypeError, ValueError, ArithmeticError, AttributeError)
 
 # The kinds the analysis reasons about; a value of unknown kind is None.
 NUMBER, STRING, BOOL, NULL, LIST, OBJECT = "number", "string", "bool", "null", "list", "object"
+# The kinds named in the analysis' messages
+KIND_WORDS = {NUMBER: N_("number"), STRING: N_("string"), BOOL: N_("bool"), NULL: N_("null"),
+              LIST: N_("list"), OBJECT: N_("object")}
 # What is known of a value before it runs: a kind, a `${...}` path whose kind the analysis
 # may know (`typeof`), or None (nothing).
 Static = str | tuple[str, ...] | None
@@ -131,11 +135,16 @@ def type_problem(symbol: str, left: str | None, right: str | None) -> str | None
         return None
     if not bad:
         return None
+    left, right = KIND_WORDS.get(left, left), KIND_WORDS.get(right, right)
     if symbol in ("==", "!="):
-        return (f"'{symbol}' compares a {left} with a {right}, which is never equal: convert"
-                " one side with str() or int()")
-    need = "numbers" if symbol in _ARITHMETIC else "two numbers or two strings"
-    return f"'{symbol}' needs {need}, here a {left} and a {right}"
+        return N_("'%(symbol)s' compares a %(left)s with a %(right)s, which is never equal:"
+                  " convert one side with str() or int()", symbol=symbol, left=left,
+                  right=right)
+    if symbol in _ARITHMETIC:
+        return N_("'%(symbol)s' needs numbers, here a %(left)s and a %(right)s", symbol=symbol,
+                  left=left, right=right)
+    return N_("'%(symbol)s' needs two numbers or two strings, here a %(left)s and a %(right)s",
+              symbol=symbol, left=left, right=right)
 
 
 def _unary(fn: Callable[[Any], Any], check: Callable[[Any], bool] | None = None,

@@ -15,6 +15,7 @@ from lark import Lark, Token, Tree
 from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedToken
 
 from engine.errors import ExpressionError
+from engine.messages import N_
 
 # Keywords are regexes ending in \b with priority 2, so `order(...)` is a call, not `or der`.
 _GRAMMAR = r"""
@@ -83,7 +84,8 @@ def literal(tok: Token) -> Any:
 
 def where(source: str, line: int, column: int) -> str:
     """A position as messages give it: the line only matters in multi-line expressions."""
-    return f"line {line}, column {column}" if "\n" in source else f"column {column}"
+    return N_("line %(line)s, column %(column)s", line=line, column=column) if "\n" in source \
+        else N_("column %(column)s", column=column)
 
 
 def _unescape(match: re.Match[str]) -> str:
@@ -95,15 +97,20 @@ def _expected(names: set[str]) -> str:
     """Summarise lark's expected-terminal set the way a person would say it."""
     shown, parts = {_SHOWN.get(n, n) for n in names}, []
     if "variable" in shown:
-        parts.append("a value")
+        parts.append(N_("a value"))
         shown -= _VALUE_START
     if len(shown & _OPERATORS) > 2:
-        parts.append("an operator")
+        parts.append(N_("an operator"))
         shown -= _OPERATORS
     parts += sorted(f"'{text}'" for text in shown if text != "$END")
     if "$END" in shown:
-        parts.append("end of expression")
-    return ", ".join(parts[:-1]) + " or " + parts[-1] if len(parts) > 1 else "".join(parts)
+        parts.append(N_("end of expression"))
+    if not parts:
+        return ""
+    some = parts[0]
+    for one in parts[1:-1]:
+        some = N_("%(some)s, %(one)s", some=some, one=one)
+    return N_("%(some)s or %(last)s", some=some, last=parts[-1]) if len(parts) > 1 else some
 
 
 def _syntax_error(source: str, exc: LarkError) -> ExpressionError:
@@ -111,26 +118,30 @@ def _syntax_error(source: str, exc: LarkError) -> ExpressionError:
     if isinstance(exc, UnexpectedCharacters):
         at = where(source, exc.line, exc.column)
         if exc.char == "$":
-            message = (f"malformed variable reference at {at}: write ${{name}} or "
-                       "${a.b.0}, with no spaces inside the braces")
+            message = N_("malformed variable reference at %(at)s: write ${name} or ${a.b.0},"
+                         " with no spaces inside the braces", at=at)
         elif exc.char in "\"'":
-            message = f"unterminated string starting at {at}"
+            message = N_("unterminated string starting at %(at)s", at=at)
         else:
-            message = f"unexpected character {exc.char!r} at {at}"
+            message = N_("unexpected character %(char)s at %(at)s", char=repr(exc.char), at=at)
     elif isinstance(exc, UnexpectedToken):
         tok, expected = exc.token, set(exc.accepts or exc.expected)
         if tok.type == "$END":
-            message = f"unexpected end of expression; expected {_expected(expected)}"
+            message = N_("unexpected end of expression; expected %(expected)s",
+                         expected=_expected(expected))
         else:
             at = where(source, tok.line, tok.column)
-            message = f"unexpected {str(tok)!r} at {at}; expected {_expected(expected)}"
+            message = N_("unexpected %(token)s at %(at)s; expected %(expected)s",
+                         token=repr(str(tok)), at=at, expected=_expected(expected))
         before = source[:len(source) if tok.type == "$END" else tok.start_pos]
         bare = re.search(r"([A-Za-z_][A-Za-z0-9_]*)\s*$", before)
         if expected == {"LPAR"} and bare:
             name = bare.group(1)
-            message += f" ('{name}' alone is not a value: write ${{{name}}} for a variable)"
+            message = N_("%(problem)s ('%(name)s' alone is not a value: write ${%(name)s} for a"
+                         " variable)", problem=message, name=name)
         elif tok in _COMPARISONS and not {_SHOWN.get(n) for n in expected} & _COMPARISONS:
-            message += " (comparisons cannot be chained; combine them with 'and')"
+            message = N_("%(problem)s (comparisons cannot be chained; combine them with 'and')",
+                         problem=message)
     else:
-        message = f"syntax error: {exc}"
+        message = N_("syntax error: %(error)s", error=str(exc))
     return ExpressionError(message, source)

@@ -49,6 +49,7 @@ from engine.expression_ops import (
     type_problem,
 )
 from engine.expression_parser import literal, parse, where
+from engine.messages import N_, message_of
 from engine.placeholders import as_text
 
 __all__ = ["MAX_DEPTH", "MAX_LENGTH", "Expression", "compile_expression", "evaluate"]
@@ -74,7 +75,8 @@ def _regex(pattern: Any, cached: bool = True) -> Any:
     """An RE2 pattern: cached when it comes from a variable, kept by the expression when
     it is a literal."""
     if not isinstance(pattern, str):
-        raise TypeError(f"a regex pattern must be a string, got {kind_of(pattern)}")
+        raise TypeError(N_("a regex pattern must be a string, got %(kind)s",
+                           kind=kind_of(pattern)))
     return regex_cached(pattern) if cached else compile_regex(pattern)
 
 
@@ -117,7 +119,8 @@ class Expression:
         functions: `'a' < 1`, `${claim.amount} == 'x'` for a number field."""
         def known(side: Static) -> str | None:
             return typeof(side) if isinstance(side, tuple) else side
-        return [f"{problem} ({at})" for symbol, at, left, right in self._checks
+        return [N_("%(problem)s (%(at)s)", problem=problem, at=at)
+                for symbol, at, left, right in self._checks
                 if (problem := type_problem(symbol, known(left), known(right)))]
 
     def __repr__(self) -> str:
@@ -249,8 +252,8 @@ class _Compiler:
         if kind in ("paren", "neg", "not_", "call"):
             depth += 1
             if depth > MAX_DEPTH:
-                raise ExpressionError(f"expression nests too deeply (more than {MAX_DEPTH} "
-                                      "levels)", self.source)
+                raise ExpressionError(N_("expression nests too deeply (more than %(most)s"
+                                         " levels)", most=MAX_DEPTH), self.source)
         if kind == "paren":
             return self.compile(kids[0], depth)
         if kind in ("or_test", "and_test"):
@@ -284,10 +287,10 @@ class _Compiler:
         when it is, else `v` (evaluated only then)."""
         if len(args) != LAZY[name] or not (isinstance(args[0], Token)
                                            and args[0].type == "VAR"):
-            want = "one ${...} variable" if name == "exists" else \
-                "a ${...} variable and the value to use when it is not set"
-            raise ExpressionError(f"function '{name}' takes {want} ({self.at(at)})",
-                                  self.source)
+            want = N_("one ${...} variable") if name == "exists" else \
+                N_("a ${...} variable and the value to use when it is not set")
+            raise ExpressionError(N_("function '%(name)s' takes %(want)s (%(at)s)", name=name,
+                                     want=want, at=self.at(at)), self.source)
         var = self.compile(args[0], depth)
         if name == "exists":
             return self.typed(_unset(var, lambda value: True, lambda run: False), BOOL)
@@ -300,20 +303,32 @@ class _Compiler:
             try:
                 fixed = _regex(self.consts[right], cached=False)
             except (TypeError, ValueError) as exc:
-                raise ExpressionError(f"{exc} ({self.at(op)})", self.source) from None
+                raise ExpressionError(N_("%(problem)s (%(at)s)", problem=message_of(exc),
+                                         at=self.at(op)), self.source) from None
         return _match(left, right, fixed, op == "!~", self.at(op))
 
     def call(self, name: Tree | Token, args: list[Node]) -> Node:
         if name not in FUNCTIONS:
-            raise ExpressionError(f"unknown function '{name}' at {self.at(name)} "
-                                  f"(known: {', '.join(sorted([*FUNCTIONS, *LAZY]))})",
+            raise ExpressionError(N_("unknown function '%(name)s' at %(at)s (known: %(known)s)",
+                                     name=str(name), at=self.at(name),
+                                     known=", ".join(sorted([*FUNCTIONS, *LAZY]))),
                                   self.source)
         low, high, fn = FUNCTIONS[str(name)]
         if len(args) < low or (high is not None and len(args) > high):
-            want = f"{low}" if low == high else f"at least {low}"
-            noun = "argument" if low == 1 else "arguments"
-            raise ExpressionError(f"function '{name}' takes {want} {noun}, got {len(args)} "
-                                  f"({self.at(name)})", self.source)
+            if low == high:
+                message = N_("function '%(name)s' takes %(low)s argument, got %(count)s"
+                             " (%(at)s)", name=str(name), low=low, count=len(args),
+                             at=self.at(name)) if low == 1 else \
+                    N_("function '%(name)s' takes %(low)s arguments, got %(count)s (%(at)s)",
+                       name=str(name), low=low, count=len(args), at=self.at(name))
+            else:
+                message = N_("function '%(name)s' takes at least %(low)s argument, got"
+                             " %(count)s (%(at)s)", name=str(name), low=low, count=len(args),
+                             at=self.at(name)) if low == 1 else \
+                    N_("function '%(name)s' takes at least %(low)s arguments, got %(count)s"
+                       " (%(at)s)", name=str(name), low=low, count=len(args),
+                       at=self.at(name))
+            raise ExpressionError(message, self.source)
         return self.typed(_call(str(name), self.at(name), fn, tuple(args)),
                           RETURNS.get(str(name)))
 
@@ -324,14 +339,15 @@ class _Compiler:
             return self.typed(_variable(path, str(tok)), path)
         value = literal(tok)
         if isinstance(value, int) and not INT_MIN <= value <= INT_MAX:
-            raise ExpressionError(f"integer {tok} at {self.at(tok)} is out of range: numbers "
-                                  "must fit in 64 bits (-2**63 to 2**63 - 1)", self.source)
+            raise ExpressionError(N_("integer %(value)s at %(at)s is out of range: numbers must"
+                                     " fit in 64 bits (-2**63 to 2**63 - 1)", value=str(tok),
+                                     at=self.at(tok)), self.source)
         if isinstance(value, float) and not math.isfinite(value):
-            raise ExpressionError(f"number {tok} at {self.at(tok)} is too large to be a "
-                                  "finite float", self.source)
+            raise ExpressionError(N_("number %(value)s at %(at)s is too large to be a finite"
+                                     " float", value=str(tok), at=self.at(tok)), self.source)
         if isinstance(value, str) and not value.isascii() and _LONE_SURROGATE.search(value):
-            raise ExpressionError(f"string at {self.at(tok)} has a lone surrogate (a "
-                                  "\\ud800-\\udfff escape without its pair)", self.source)
+            raise ExpressionError(N_("string at %(at)s has a lone surrogate (a \\ud800-\\udfff"
+                                     " escape without its pair)", at=self.at(tok)), self.source)
         return self.const(value)
 
 
@@ -345,16 +361,17 @@ def _compile_cached(source: str) -> Expression:
 def compile_expression(source: str) -> Expression:
     """Parse and compile once (cached); raises ExpressionError naming what is wrong and where."""
     if not isinstance(source, str):
-        raise ExpressionError(f"an expression must be a string, got {kind_of(source)}")
+        raise ExpressionError(N_("an expression must be a string, got %(kind)s",
+                                 kind=kind_of(source)))
     if len(source) > MAX_LENGTH:
-        raise ExpressionError(f"expression is too long ({len(source)} characters, the limit "
-                              f"is {MAX_LENGTH})", source[:100])
+        raise ExpressionError(N_("expression is too long (%(length)s characters, the limit is"
+                                 " %(most)s)", length=len(source), most=MAX_LENGTH), source[:100])
     if not source.strip():
-        raise ExpressionError("empty expression", source)
+        raise ExpressionError(N_("empty expression"), source)
     try:
         return _compile_cached(source)
     except RecursionError:  # only if the caller is itself already deep in its stack
-        raise ExpressionError("expression nests too deeply", source) from None
+        raise ExpressionError(N_("expression nests too deeply"), source) from None
 
 
 def evaluate(source: str, resolve: Resolver, now: datetime) -> Any:

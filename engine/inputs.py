@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from engine.errors import BpflowError
+from engine.messages import N_, joined
 from engine.model import Template
 
 INPUT_TYPES: dict[str, Callable[[Any], bool]] = {
@@ -32,9 +33,10 @@ def check_inputs(template: Template, inputs: dict[str, Any]) -> None:
     declared = template.inputs
     if not declared:
         return
-    problems = [f"missing input '{k}'" for k in declared if k not in inputs]
-    problems += [f"unknown input '{k}'" for k in inputs if k not in declared]
-    problems += [f"input '{k}' must be {t}" for k, t in declared.items()
+    problems = [N_("missing input '%(name)s'", name=k) for k in declared if k not in inputs]
+    problems += [N_("unknown input '%(name)s'", name=k) for k in inputs if k not in declared]
+    problems += [N_("input '%(name)s' must be %(type)s", name=k, type=t)
+                 for k, t in declared.items()
                  if k in inputs and not INPUT_TYPES.get(t, INPUT_TYPES["any"])(inputs[k])]
     if problems:
-        raise InputError("; ".join(problems))
+        raise InputError(joined(problems))

@@ -18,6 +18,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from engine.messages import N_
+
 INT_MIN, INT_MAX = -(2**63), 2**64 - 1  # integers a template may hold (64 bits)
 PAUSE_FROM = 2_000  # circles from which the garbage collector waits (`collector_paused`)
 
@@ -54,10 +56,11 @@ class Deadline:
 
     def check(self) -> None:
         if self.stop is not None and self.stop():
-            raise TooLarge("", "the analysis was stopped: nobody waits for it any more")
+            raise TooLarge("", N_("the analysis was stopped: nobody waits for it any more"))
         if time.monotonic() > self.end:
-            raise TooLarge("", f"the analysis took longer than its limit of {self.seconds:g}"
-                               " seconds; split the template into smaller nested templates")
+            raise TooLarge("", N_("the analysis took longer than its limit of %(seconds)s seconds;"
+                                  " split the template into smaller nested templates",
+                                  seconds=format(self.seconds, "g")))
 
 
 def measure(body: Any, limits: Limits) -> tuple[list[tuple[str, str, str]], int]:
@@ -93,11 +96,12 @@ def measure(body: Any, limits: Limits) -> tuple[list[tuple[str, str, str]], int]
                 odd = True
         values += len(level)
         if values > max_values or text > max_text:
-            return [("too_large", "", f"the template holds more than {max_values:,} JSON"
-                     f" values or {max_text:,} characters")], 0
+            return [("too_large", "", N_("the template holds more than %(values)s JSON values"
+                                       " or %(text)s characters", values=format(max_values, ","),
+                                       text=format(max_text, ",")))], 0
         if containers and depth > limits.depth:
-            return [("too_large", "", f"the template is nested more than {limits.depth}"
-                     " levels deep (objects and lists)")], 0
+            return [("too_large", "", N_("the template is nested more than %(depth)s levels"
+                                       " deep (objects and lists)", depth=limits.depth))], 0
         level = below
     problems = list(_odd_values(body)) if odd else []
     if any(code == "too_large" for code, _, _ in problems):
@@ -117,11 +121,11 @@ def _odd_values(body: Any):
         elif kind is list:
             stack.extend((v, f"{path}/{i}") for i, v in enumerate(value))
         elif kind is int and not INT_MIN <= value <= INT_MAX:
-            yield ("too_large", path, "integers must fit in 64 bits")
+            yield ("too_large", path, N_("integers must fit in 64 bits"))
         elif kind is float and not math.isfinite(value):
-            yield ("schema", path, f"{value!r} is not a finite number")
+            yield ("schema", path, N_("%(value)s is not a finite number", value=repr(value)))
         elif kind not in (str, int, float, bool) and value is not None:
-            yield ("schema", path, f"a {kind.__name__} is not a JSON value")
+            yield ("schema", path, N_("a %(kind)s is not a JSON value", kind=kind.__name__))
 
 
 def _flows(body: Any, limits: Limits) -> tuple[int, list[tuple[str, str, str]]]:
@@ -134,12 +138,13 @@ def _flows(body: Any, limits: Limits) -> tuple[int, list[tuple[str, str, str]]]:
         if type(circles) is not list:
             continue
         if level > limits.nesting:
-            return count, [("too_large", path, f"flows nest more than {limits.nesting} levels"
-                            " deep")]
+            return count, [("too_large", path, N_("flows nest more than %(most)s levels deep",
+                                                 most=limits.nesting))]
         count += len(circles)
         if count > limits.circles:
-            return count, [("too_large", "", f"the template has more than {limits.circles:,}"
-                            " circles (nested flows included)")]
+            return count, [("too_large", "", N_("the template has more than %(most)s circles"
+                                             " (nested flows included)",
+                                             most=format(limits.circles, ",")))]
         for i, c in enumerate(circles):
             box = c.get("box") if type(c) is dict else None
             action = box.get("action") if type(box) is dict else None

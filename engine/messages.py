@@ -63,3 +63,19 @@ WORDS = {
 def word(name: str) -> str:
     """One of the engine's words (`WORDS`) as a marked message; any other as it is."""
     return WORDS.get(name, name)
+
+
+def message_of(exc: BaseException) -> str:
+    """An error's message as it was raised: marked (a `Text`, said in the reader's
+    language where it is shown) or not, for a message that names it as a value."""
+    return exc.args[0] if len(exc.args) == 1 and isinstance(exc.args[0], str) else str(exc)
+
+
+def joined(parts: list[str]) -> str:
+    """Messages one after the other, `"; "` between them, said in one language."""
+    if not parts:
+        return ""
+    out = parts[0]
+    for part in parts[1:]:
+        out = N_("%(some)s; %(one)s", some=out, one=part)
+    return out

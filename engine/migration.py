@@ -34,6 +34,7 @@ from engine.instance import (
     CircleRun,
     Instance,
 )
+from engine.messages import N_, joined, word
 from engine.model import Template
 from engine.moves import Clock, emit
 from engine.phase import approval, signal_wait, staged_form, work_recorded
@@ -49,8 +50,8 @@ class MigrationRefused(TransitionError):
 
     def __init__(self, instance: str, reasons: list[str]):
         self.reasons = reasons
-        super().__init__(f"instance '{instance}' cannot be migrated: " + "; ".join(reasons),
-                         instance=instance)
+        super().__init__(N_("instance '%(id)s' cannot be migrated: %(reasons)s", id=instance,
+                            reasons=joined(reasons)), instance=instance)
 
 
 @dataclass(frozen=True)
@@ -66,18 +67,20 @@ def map_problems(old: Template, new: Template, mapping: Mapping[str, str]) -> li
     """What is wrong with a map between two versions (every problem; empty: fine)."""
     problems = []
     if len(mapping) > MAX_MAP:
-        return [f"the map has {len(mapping)} entries; at most {MAX_MAP} are allowed"]
+        return [N_("the map has %(count)s entries; at most %(most)s are allowed",
+                   count=len(mapping), most=MAX_MAP)]
     seen: dict[str, str] = {}
     for source, target in mapping.items():
         if not isinstance(source, str) or not isinstance(target, str):
-            problems.append("map entries must name circles by their uri (strings)")
+            problems.append(N_("map entries must name circles by their uri (strings)"))
             continue
         if source not in old.plan.nodes:
-            problems.append(f"map: '{source}' is no circle of the old version")
+            problems.append(N_("map: '%(uri)s' is no circle of the old version", uri=source))
         if target not in new.plan.nodes:
-            problems.append(f"map: '{target}' is no circle of the new version")
+            problems.append(N_("map: '%(uri)s' is no circle of the new version", uri=target))
         if target in seen:
-            problems.append(f"map: '{seen[target]}' and '{source}' both map to '{target}'")
+            problems.append(N_("map: '%(one)s' and '%(other)s' both map to '%(uri)s'",
+                               one=seen[target], other=source, uri=target))
         seen.setdefault(target, source)
     return problems
 
@@ -125,15 +128,15 @@ def in_flight(run: CircleRun) -> str | None:
         held = None  # the task's only candidate holds it from the start: nobody took it
     signal = signal_wait(run)
     if approval(run) is not None:
-        return "an approval is out"
+        return N_("an approval is out")
     if signal is not None:
-        return f"it waits for the signal '{signal.get('name')}'"
+        return N_("it waits for the signal '%(name)s'", name=signal.get("name"))
     if staged_form(run) is not None:
-        return "a form was sent for its action"
+        return N_("a form was sent for its action")
     if work_recorded(run):
-        return "its action has started"
+        return N_("its action has started")
     if held:
-        return f"its task is claimed by {held}"
+        return N_("its task is claimed by %(user)s", user=held)
     return None
 
 
@@ -156,12 +159,14 @@ def prepare(inst: Instance, new: Template, mapping: Mapping[str, str], source: i
     matching = match(old, new, mapping)
     reasons = []
     if old.name != new.name:
-        reasons.append(f"it is an instance of '{old.name}', not of '{new.name}'")
+        reasons.append(N_("it is an instance of '%(old)s', not of '%(new)s'", old=old.name,
+                          new=new.name))
     if inst.version != source:
-        reasons.append(f"it is at version {inst.version}, not {source}")
+        reasons.append(N_("it is at version %(version)s, not %(source)s", version=inst.version,
+                          source=source))
     if inst.status not in MIGRATABLE:
-        reasons.append(f"it is {inst.status}: only running, failed or suspended instances"
-                       " are migrated")
+        reasons.append(N_("it is %(status)s: only running, failed or suspended instances are"
+                          " migrated", status=word(inst.status)))
     if reasons:
         return Prepared({}, matching, reasons, [])
     kept = set(matching.sources.values())
@@ -169,12 +174,13 @@ def prepare(inst: Instance, new: Template, mapping: Mapping[str, str], source: i
         run = inst.circles[oid]
         work = in_flight(run)
         if work is not None:
-            reasons.append(f"circle '{oid}' is removed but has work in flight ({work})")
+            reasons.append(N_("circle '%(uri)s' is removed but has work in flight (%(work)s)",
+                              uri=oid, work=work))
         elif run.state == SUCCESS and not any(
                 d in kept and inst.circles[d].state != WAITING
                 for d in old.plan.downstream([oid]) if d != oid):
-            reasons.append(f"circle '{oid}' is removed and its result is progress no kept"
-                           " circle carries on")
+            reasons.append(N_("circle '%(uri)s' is removed and its result is progress no kept"
+                              " circle carries on", uri=oid))
     circles = {nid: inst.circles[matching.sources[nid]] if nid in matching.sources
                else CircleRun() for nid in new.plan.order}
     for nid in new.plan.order:
@@ -182,15 +188,16 @@ def prepare(inst: Instance, new: Template, mapping: Mapping[str, str], source: i
             continue
         for after in new.plan.nodes[nid].succ:
             if circles[after].state != WAITING:
-                reasons.append(f"circle '{after}' is {circles[after].state} but would come"
-                               f" after '{nid}', which is waiting (every circle after a"
-                               " waiting one must be waiting)")
+                reasons.append(N_("circle '%(uri)s' is %(state)s but would come after"
+                                  " '%(before)s', which is waiting (every circle after a"
+                                  " waiting one must be waiting)", uri=after,
+                                  state=word(circles[after].state), before=nid))
     for nid, oid in matching.sources.items():
         run = circles[nid]
         if run.state == WAITING and in_flight(run) and (
                 old.plan.nodes[oid].circle.box != new.plan.nodes[nid].circle.box):
-            reasons.append(f"circle '{nid}' has work in flight ({in_flight(run)}) and its"
-                           " box changed")
+            reasons.append(N_("circle '%(uri)s' has work in flight (%(work)s) and its box"
+                              " changed", uri=nid, work=in_flight(run)))
     unready = []
     if not reasons:
         trial = dataclasses.replace(inst, template=new, circles=circles, events=[], memo=None)
@@ -202,8 +209,9 @@ def prepare(inst: Instance, new: Template, mapping: Mapping[str, str], source: i
                 continue
             work = in_flight(run)
             if work is not None:
-                reasons.append(f"circle '{nid}' is ready with work in flight ({work}) but"
-                               " would wait for circles before it in the new version")
+                reasons.append(N_("circle '%(uri)s' is ready with work in flight (%(work)s) but"
+                                  " would wait for circles before it in the new version",
+                                  uri=nid, work=work))
             else:
                 unready.append(nid)
     return Prepared(circles, matching, reasons, unready)

@@ -22,6 +22,8 @@ from typing import Any
 import jsonschema
 from jsonschema import Draft202012Validator, ValidationError, validators
 
+from engine.messages import N_, Text
+
 NAME = re.compile(r"[a-z0-9_-]+\Z")
 URI = re.compile(r"[a-z][a-z0-9_-]*\Z")
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -53,7 +55,8 @@ def _anchored(pattern: str) -> re.Pattern[str]:
 
 def _pattern(validator: Any, pattern: str, instance: Any, _schema: Any) -> Iterator[Any]:
     if validator.is_type(instance, "string") and not _anchored(pattern).search(instance):
-        yield ValidationError(f"{instance!r} does not match {pattern!r}")
+        yield ValidationError(N_("%(value)s does not match %(pattern)s", value=repr(instance),
+                                 pattern=repr(pattern)))
 
 
 _Validator = validators.extend(Draft202012Validator, {"pattern": _pattern})
@@ -71,9 +74,46 @@ def errors(body: Any) -> list[tuple[str, str]]:
     found = []
     for err in validator().iter_errors(body):
         pointer = "".join(f"/{_escape(str(p))}" for p in err.absolute_path)
-        where = ".".join(str(p) for p in err.absolute_path) or "template"
-        found.append((pointer, clip(f"{where}: {err.message}")))
+        where = ".".join(str(p) for p in err.absolute_path) or N_("template")
+        found.append((pointer, clip(N_("%(where)s: %(problem)s", where=where,
+                                       problem=_problem(err)))))
     return found
+
+
+EXTRAS = re.compile(r"Additional properties are not allowed \((.*) (was|were) unexpected\)\Z",
+                    re.S)
+
+
+def _problem(err: ValidationError) -> str:
+    """The validator's message, marked for the catalogs where it is one of the few the
+    template's schema gives (made again here, and used only if it reads the same)."""
+    if isinstance(err.message, Text):
+        return err.message
+    kind, value, rule = err.validator, err.instance, err.validator_value
+    made: list[str] = []
+    if kind == "required" and isinstance(value, dict):
+        made = [N_("%(name)s is a required property", name=repr(p)) for p in rule
+                if p not in value]
+    elif kind == "type":
+        types = rule if isinstance(rule, list) else [rule]
+        made = [N_("%(value)s is not of type %(types)s", value=repr(value),
+                   types=", ".join(repr(t) for t in types))]
+    elif kind == "additionalProperties" and (m := EXTRAS.match(err.message)):
+        made = [N_("Additional properties are not allowed (%(names)s was unexpected)",
+                   names=m.group(1)) if m.group(2) == "was" else
+                N_("Additional properties are not allowed (%(names)s were unexpected)",
+                   names=m.group(1))]
+    elif kind == "enum":
+        made = [N_("%(value)s is not one of %(allowed)s", value=repr(value),
+                   allowed=repr(rule))]
+    elif kind in ("minItems", "minLength"):
+        made = [N_("%(value)s should be non-empty", value=repr(value)) if rule == 1 else
+                N_("%(value)s is too short", value=repr(value))]
+    elif kind in ("maxItems", "maxLength"):
+        made = [N_("%(value)s is too long", value=repr(value))]
+    elif kind in ("anyOf", "oneOf"):
+        made = [N_("%(value)s is not valid under any of the given schemas", value=repr(value))]
+    return next((m for m in made if m == err.message), err.message)
 
 
 def clip(text: str, limit: int = 300) -> str:

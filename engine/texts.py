@@ -18,6 +18,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from engine.messages import N_
+
 CODES = ("en", "zh-CN")  # the languages a template may give its texts in
 DEFAULT = "en"
 
@@ -76,30 +78,35 @@ def problems(value: Any, what: str, max_length: int | None = None) -> list[tuple
     the text, message) pairs; none for a good one."""
     if isinstance(value, str):
         if max_length is not None and len(value) > max_length:
-            return [("", f"{what} is longer than {max_length} characters")]
+            return [("", N_("%(what)s is longer than %(most)s characters", what=what,
+                           most=max_length))]
         return []
     if not isinstance(value, dict):
-        return [("", f"{what} must be a string or a map of language to text"
-                     f" ({{\"en\": \"...\", \"zh-CN\": \"...\"}})")]
+        return [("", N_("%(what)s must be a string or a map of language to text"
+                        " (%(example)s)", what=what, example='{"en": "...", "zh-CN": "..."}'))]
     if not value:
-        return [("", f"{what} gives no language: write a string, or a map of language to text"
-                     f" (one of {', '.join(CODES)})")]
+        return [("", N_("%(what)s gives no language: write a string, or a map of language to"
+                        " text (one of %(codes)s)", what=what, codes=", ".join(CODES)))]
     found: list[tuple[str, str]] = []
     for code, text in value.items():
         at = f"/{_escape(str(code))}"
         if code not in CODES:
             spelled = _spelled(str(code))
-            hint = (f"; write '{spelled}'" if spelled else
-                    f" (the languages are {', '.join(CODES)})")
-            found.append((at, f"{what}: '{code}' is not a language bpflow speaks{hint}"))
+            found.append((at, N_("%(what)s: '%(code)s' is not a language bpflow speaks; write"
+                                 " '%(spelled)s'", what=what, code=code, spelled=spelled)
+                          if spelled else
+                          N_("%(what)s: '%(code)s' is not a language bpflow speaks (the"
+                             " languages are %(codes)s)", what=what, code=code,
+                             codes=", ".join(CODES))))
         elif not isinstance(text, str):
             kind = "null" if text is None else type(text).__name__
-            kind = {"dict": "an object", "list": "a list", "bool": "a boolean", "int": "a number",
-                    "float": "a number"}.get(kind, kind)
-            found.append((at, f"{what}: the {code} text must be a string, not {kind}"))
+            kind = {"dict": N_("an object"), "list": N_("a list"), "bool": N_("a boolean"),
+                    "int": N_("a number"), "float": N_("a number")}.get(kind, kind)
+            found.append((at, N_("%(what)s: the %(code)s text must be a string, not %(kind)s",
+                                 what=what, code=code, kind=kind)))
         elif max_length is not None and len(text) > max_length:
-            found.append((at, f"{what}: the {code} text is longer than {max_length}"
-                              " characters"))
+            found.append((at, N_("%(what)s: the %(code)s text is longer than %(most)s"
+                                 " characters", what=what, code=code, most=max_length)))
     return found
 
 

@@ -23,6 +23,7 @@ from bpflow.access import Caller, may_drive
 from bpflow.mailbox import GUEST_LIMITS
 from engine import bookmarks
 from engine.instance import Instance
+from engine.messages import N_
 from engine.model import Template
 from engine.phase import public_pending
 from engine.runtime import Engine
@@ -186,7 +187,7 @@ class BulkIn(StartIn):
     @model_validator(mode="after")
     def _one_crowd(self) -> BulkIn:
         if (self.users is None) == (self.role is None):
-            raise ValueError("name the crowd either by 'users' or by 'role', not both")
+            raise ValueError(N_("name the crowd either by 'users' or by 'role', not both"))
         return self
 
 

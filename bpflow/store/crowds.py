@@ -26,7 +26,7 @@ from bpflow.store.parts import StoreParts
 from bpflow.store.tables import batches_t, circles_t, instances_t, users_t
 from bpflow.store.writing import NewInstance
 from engine.inputs import InputError
-from engine.messages import N_
+from engine.messages import N_, joined
 
 CHUNK = 2000  # instances built and written at a time (memory holds one chunk)
 LOOKUP = 5000  # usernames looked up per query (below every database's parameter limit)
@@ -102,14 +102,19 @@ class Crowds(StoreParts):
                 found.update((r.username, r) for r in conn.execute(q.where(
                     self._here(users_t), users_t.c.username.in_(part))))
         problems = []
-        for what, wrong in (("no user named", [n for n in names if n not in found]),
-                            ("disabled", [n for n in names if n in found
-                                          and found[n].disabled_at is not None])):
+        for unknown, wrong in ((True, [n for n in names if n not in found]),
+                               (False, [n for n in names if n in found
+                                        and found[n].disabled_at is not None])):
             if wrong:
-                more = f" and {len(wrong) - SHOWN} more" if len(wrong) > SHOWN else ""
-                problems.append(f"{what} {', '.join(map(repr, wrong[:SHOWN]))}{more}")
+                shown = ", ".join(map(repr, wrong[:SHOWN]))
+                if len(wrong) > SHOWN:
+                    shown = N_("%(shown)s and %(more)s more", shown=shown,
+                               more=len(wrong) - SHOWN)
+                problems.append(N_("no user named %(names)s", names=shown) if unknown
+                                else N_("disabled %(names)s", names=shown))
         if problems:
-            raise InputError(f"users refused: {'; '.join(problems)} (nothing was started)")
+            raise InputError(N_("users refused: %(problems)s (nothing was started)",
+                                problems=joined(problems)))
         return [_starter(found[n]) for n in names]
 
     def _having(self, role: str) -> list[dict[str, Any]]:

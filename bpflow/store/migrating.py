@@ -24,7 +24,7 @@ from bpflow.store.tables import circles_t, instances_t
 from bpflow.store.writing import Write, moved_rows
 from engine.errors import BpflowError
 from engine.instance import WAITING
-from engine.messages import N_
+from engine.messages import N_, joined
 from engine.migration import MIGRATABLE, MigrationRefused, map_problems, migrate, prepare
 
 MAX_INSTANCES = 10_000  # instances one migration request moves (more: page with `instances`)
@@ -54,7 +54,7 @@ class Migrating(StoreParts):
         new, _ = self._build(new_row, None)
         problems = map_problems(old, new, mapping)
         if problems:
-            raise BadMigration("; ".join(problems))
+            raise BadMigration(joined(problems))
         migrated: list[str] = []
         refused: list[dict[str, Any]] = []
 

@@ -23,6 +23,7 @@ from bpflow.store.reads import straight
 from bpflow.store.tables import circles_t, instances_t, templates_t
 from engine.errors import TransitionError
 from engine.instance import FAILED, RUNNING, SUSPENDED, Instance
+from engine.messages import N_
 from engine.runtime import Engine
 from engine.signals import token, waiting_for
 
@@ -42,7 +43,7 @@ def delivering(cid: str, wanted: str, data: Any, actor: str | None):
     def op(engine: Engine, inst: Instance) -> None:
         run = inst.circles.get(cid)
         if run is None or waiting_for(run) != wanted:
-            raise Moved(f"circle '{cid}' no longer waits for this signal")
+            raise Moved(N_("circle '%(uri)s' no longer waits for this signal", uri=cid))
         engine.complete(inst, cid, engine.bookmark(inst, cid), data, actor)
     return op
 

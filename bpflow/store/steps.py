@@ -257,7 +257,7 @@ class Steps(StoreParts):
         for iid in ids:
             loaded = cached.get(iid) or stored.get(iid)
             if loaded is None:
-                results[iid] = NotFound(f"no instance '{iid}'")
+                results[iid] = NotFound(N_("no instance '%(id)s'", id=iid))
                 continue
             try:
                 results[iid] = op(self.engine, loaded.inst)

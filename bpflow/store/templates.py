@@ -289,7 +289,9 @@ class Templates(StoreParts):
         for path, body in bodies.values():
             report = analyze(body, resolve)
             if not report.valid:
-                raise DefinitionError([{**e, "message": f"{path.name}: {e['message']}"}
+                raise DefinitionError([{**e, "message": N_("%(where)s: %(problem)s",
+                                                          where=path.name,
+                                                          problem=e["message"])}
                                        for e in report.errors])
         done = kept
         pending = {name: body for name, (_, body) in bodies.items()}

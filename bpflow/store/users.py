@@ -107,7 +107,7 @@ class Users(StoreParts):
                 password_hash=hashed, token_generation=users_t.c.token_generation + 1)
                 .returning(users_t.c.id, users_t.c.token_generation)).first()
         if row is None:
-            raise NotFound(f"no user named {name}")
+            raise NotFound(N_("no user named %(name)s", name=name))
         self._accounts.forget(row.id)
         self._users.forget()
         return int(row.token_generation)

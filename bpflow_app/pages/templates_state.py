@@ -145,7 +145,7 @@ class TemplatesState(SessionState):
             body = parse_body(text, self.gettext)
             version, created = store.put_template(body)
         except DefinitionError as exc:
-            self.errors = [ErrorLine(e["code"], e["path"] or "/", e["message"])
+            self.errors = [ErrorLine(e["code"], e["path"] or "/", self.say(e["message"]))
                            for e in exc.errors]
             return rx.toast.error(self.ngettext(
                 "The template has %(n)s problem", "The template has %(n)s problems",

@@ -4,6 +4,7 @@ paths, field names), only the human words differ; successful answers do not chan
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import httpx
@@ -139,3 +140,45 @@ def test_the_language_is_the_best_of_ours_the_header_asks_for(api):
         for path in ("/api/health", "/api/templates", "/api/instances"):
             en, zh = asked(c, "GET", path)
             assert en.status_code == zh.status_code == 200 and en.content == zh.content
+
+
+BROKEN = {"name": "broken", "stop_at": "tomorrow", "circles": [
+    {"uri": "a", "box": {"form": [{"name": "n", "type": "select", "options": []}],
+                         "action": {"type": "compute", "outputs": {"x": "1 +"}}},
+     "retry": {"count": -1}},
+    {"uri": "b", "deps": [["a", "zz"]], "when": "${a.n} < 'x' and max(1)"},
+    {"uri": "c", "deps": [["b"]], "box": {"confirm": {"fr": "oui"}}}]}
+HAN = re.compile(r"[\u4e00-\u9fff]")
+
+
+def test_an_upload_that_fails_analysis_says_every_problem_in_the_language_asked_for(api):
+    """The analysis' problems keep their codes and JSON pointers; each message is the
+    catalog's, its values (uris, pointers, what was written) as they were."""
+    with api.client("admin") as c:
+        en, zh = words(*asked(c, "POST", "/api/templates", json=BROKEN), 422)
+    en, zh = en["errors"], zh["errors"]
+    assert [(e["code"], e["path"]) for e in en] == [(e["code"], e["path"]) for e in zh]
+    assert {e["code"] for e in en} >= {"schema", "invalid_box", "invalid_expression",
+                                        "invalid_retry", "unknown_dependency"}
+    for one, other in zip(en, zh, strict=True):
+        assert not HAN.search(one["message"]) and HAN.search(other["message"]), (one, other)
+    said = {(e["path"], e["message"]): z["message"] for e, z in zip(en, zh, strict=True)}
+    assert said[("/circles/1/deps/0/1", "circle 'b' depends on 'zz', which is not a circle"
+                 " of this flow")] == "节点“b”依赖“zz”，但它不是本流程的节点"
+    assert said[("/circles/0/box/action/outputs/x", "circle 'a': unexpected end of"
+                 " expression; expected a value")] == "节点“a”：表达式意外结束；这里应为一个值"
+    assert said[("/stop_at", "stop_at: 'tomorrow' is not an ISO 8601 time")] == \
+        "stop_at：'tomorrow' 不是 ISO 8601 格式的时间"
+    assert said[("/circles/0/retry", "circle 'a': retry count must be an integer from 0 to"
+                 " 100, got -1")] == "节点“a”：重试次数必须是 0 到 100 的整数，实际为 -1"
+
+
+def test_the_egress_guard_refuses_a_webhook_in_the_language_asked_for(api, monkeypatch):
+    monkeypatch.delenv("BPFLOW_EGRESS_ALLOW", raising=False)
+    hook = {"url": "http://10.1.2.3/hook", "events": ["instance.completed"],
+            "secret": "s" * 20}
+    with api.client("admin") as c:
+        assert words(*asked(c, "POST", "/api/webhooks", json=hook), 422) == (
+            "url: host 10.1.2.3 is a private address; bpflow calls only public addresses"
+            " unless BPFLOW_EGRESS_ALLOW allows it",
+            "url：主机 10.1.2.3 是内网地址；除非 BPFLOW_EGRESS_ALLOW 允许，bpflow 只调用公网地址")

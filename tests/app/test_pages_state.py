@@ -256,6 +256,9 @@ def test_the_templates_pages_messages_are_in_the_pages_language(make_state, web_
     run(state.load())
     body = {"name": "bad", "circles": [{"uri": "a", "deps": [["zz"]]}, {"uri": "a"}]}
     assert "模板有 2 个问题" in str(run(state.paste({"body": json.dumps(body)})))
+    assert [(e.path, e.message) for e in state.errors] == [  # the analysis' own words too
+        ("/circles/0/deps/0/0", "节点“a”依赖“zz”，但它不是本流程的节点"),
+        ("/circles/1/uri", "uri“a”已被节点 #0 使用")]
     run(state.paste({"body": '{"name": '}))
     assert state.errors[0].message.startswith("不是 JSON：第 1 行第 10 列")
     body = dict(web_store.latest_body("reimbursement"), title="Expenses")
