@@ -139,8 +139,11 @@ def parse_body(text: str, say: Say = ENGLISH) -> Any:
         raise DefinitionError([{"code": "json", "path": "", "message": message}]) from None
 
 
-def refused_link(refusal: dict[str, Any], rows: dict[str, dict[str, Any]]) -> InstanceLink:
-    """An instance a migration refuses (`rows`: the instances' rows by id), with why."""
+def refused_link(refusal: dict[str, Any], rows: dict[str, dict[str, Any]],
+                 say: Callable[[str], str] = str) -> InstanceLink:
+    """An instance a migration refuses (`rows`: the instances' rows by id), with why
+    (each reason as `say` says it: the reader's language)."""
     row = rows.get(refusal["id"], {})
     return InstanceLink(refusal["id"], routes.flow(refusal["id"]), row.get("version", 0),
-                        row.get("status", ""), reasons="; ".join(refusal["reasons"]))
+                        row.get("status", ""),
+                        reasons="; ".join(say(r) for r in refusal["reasons"]))

@@ -113,7 +113,7 @@ class MigrationState(SessionState):
             self.mig_error = self.explain(exc)
             return None
         self.mig_migrated = [link(rows[i]) for i in outcome["migrated"] if i in rows]
-        self.mig_refused = [refused_link(r, rows) for r in outcome["refused"]]
+        self.mig_refused = [refused_link(r, rows, self.say) for r in outcome["refused"]]
         self.mig_dry, self.mig_shown = dry, True
         self.mig_checked = key if dry else ""
         if dry:
