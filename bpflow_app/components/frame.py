@@ -31,8 +31,11 @@ def _nav_link(label: rx.Var, href: str, icon: str, badge: rx.Var | None = None) 
     if badge is not None:
         inner.append(rx.cond(badge > 0, rx.badge(badge, color_scheme="red", radius="full",
                                                  variant="solid", id=f"nav-{icon}-badge")))
+    # Each page's code is its own file: the router fetches the other pages' files once
+    # this one is drawn (at low priority), so going to one does not wait for its code.
     return rx.link(rx.hstack(*inner, spacing="1", align="center"), href=href,
-                   underline="none", color_scheme="gray", high_contrast=True)
+                   underline="none", color_scheme="gray", high_contrast=True,
+                   custom_attrs={"prefetch": "render"})
 
 
 def _links() -> list[rx.Component]:
