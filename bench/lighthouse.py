@@ -28,7 +28,6 @@ import argparse
 import json
 import os
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -39,12 +38,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from ui_latency import SECRET, bpflow, env, free_port  # noqa: E402 (the same set-up)
+
 from bpflow.auth import issue_token  # noqa: E402
 from bpflow.store import Store  # noqa: E402
 
 OUT = ROOT / "test-output" / "bench"
 REPORTS = OUT / "lighthouse"
-SECRET = "lighthouse-bench-secret-0123456789"
 CHROMIUM = os.environ.get("BPFLOW_CHROMIUM", "/usr/bin/chromium")
 CHROME_FLAGS = ["--headless=new", "--no-sandbox", "--disable-gpu"]
 # npm prefix holding node_modules/lighthouse (the Makefile's bench target installs it)
@@ -80,24 +80,6 @@ try {
   await chrome.kill();
 }
 """
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def env(db: Path) -> dict[str, str]:
-    out = dict(os.environ, DATABASE_URL=f"sqlite:///{db}", BPFLOW_SECRET=SECRET,
-               BPFLOW_HOME=str(OUT / ".bpflow"), PYTHONUNBUFFERED="1")
-    out.setdefault("REFLEX_BUN_PATH", str(ROOT / ".tools/node_modules/bun/bin/bun.exe"))
-    return out
-
-
-def bpflow(db: Path, *args: str, stdin: str | None = None) -> None:
-    subprocess.run([str(Path(sys.executable).with_name("bpflow")), *args], cwd=ROOT,
-                   env=env(db), input=stdin, text=True, check=True, capture_output=True)
 
 
 def prepare(db: Path) -> None:

@@ -157,11 +157,10 @@ def task_view(store: Store, caller: Caller, row: Any, now: datetime,
         due=iso_text(due), overdue=due is not None and due <= now)
 
 
-def opening_tab(store: Store, caller: Caller) -> str:
+def opening_tab(store: Store, caller: Caller, counts: dict[str, dict[str, int]]) -> str:
     """The tab the inbox opens on: the one with work waiting (approvals to decide, else
     tasks, else unread messages, else, for admins, unread guest messages); Approvals when
-    nothing waits."""
-    counts = store.mail_counts(caller)
+    nothing waits. `counts`: the caller's `Store.mail_counts`."""
     if counts["approval"]["pending"]:
         return "approval"
     if store.tasks(caller, "all", None, 1, 0)[1]:

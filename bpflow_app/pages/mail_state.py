@@ -45,10 +45,11 @@ class MailState(SessionState):
     def pages(self) -> int:
         return max(1, -(-self.total // PAGE_SIZE))
 
-    def _fetch(self, caller: Caller) -> None:
-        """The unread counts of the tabs and, on a mail tab, its page of mail."""
+    def _fetch(self, caller: Caller, counts: dict[str, dict[str, int]] | None = None) -> None:
+        """The unread counts of the tabs (`counts` when just read) and, on a mail tab, its
+        page of mail."""
         store = store_for(caller)
-        counts = store.mail_counts(caller)
+        counts = counts or store.mail_counts(caller)
         self.unread = {k: counts[k]["unread"] for k in KINDS}
         if self.kind in KINDS:
             self.total = counts[self.kind]["total"]
@@ -66,13 +67,15 @@ class MailState(SessionState):
         if caller is None:
             return
         asked = self.router.url.query_parameters.get("tab")
+        store = store_for(caller)
+        counts = store.mail_counts(caller)  # read once: for the tab and for its badges
         self.kind = asked if asked in KINDS or asked == TASKS else opening_tab(
-            store_for(caller), caller)
+            store, caller, counts)
         self.page, self.opened = 0, 0
         if self.kind == TASKS:
             tasks = await self.get_state(TasksState)
             tasks.shown = True
-        self._fetch(caller)
+        self._fetch(caller, counts)
 
     @rx.event
     def show(self, kind: str):
