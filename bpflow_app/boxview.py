@@ -88,6 +88,10 @@ class FieldView:
     default: str = ""
     checked: bool = False
     error: str = ""
+    # its error was fixed since the form was last sent: the error line keeps its height
+    # (empty) until the next sending, so that nothing below it (the Submit button the
+    # pointer is going down on as the field is left) moves
+    fixed: bool = False
 
 
 @dataclass
@@ -145,17 +149,19 @@ def _text(value: Any) -> str:
     return str(value)
 
 
+FIXED = ""  # in a form's errors: the field had an error and it was fixed (`FieldView.fixed`)
 PICKER_MAX = 500  # a user field offers at most this many names; past that, typed names
 
 
-def field_view(cid: str, f: Field, default: Any, error: str = "",
+def field_view(cid: str, f: Field, default: Any, error: str | None = None,
                people: list[str] | None = None, lang: str = DEFAULT) -> FieldView:
     """A field as the page shows it to a reader of `lang` (its label and its options'
     labels in their language); `people`: the usernames a `user` field offers."""
     out = FieldView(name=f.name, type=f.type, label=pick(f.label, lang) or f.name,
                     required=f.required,
                     input_id=f"f-{cid}-{f.name}".replace(".", "-"),
-                    html_type=HTML_TYPES.get(f.type, "text"), error=error)
+                    html_type=HTML_TYPES.get(f.type, "text"), error=error or "",
+                    fixed=error == FIXED)
     if f.type in ("number", "integer"):
         out.step = "1" if f.type == "integer" else "any"
     if f.type == "select":
@@ -276,7 +282,7 @@ def _ready_box(interactions: Interactions, inst: Instance, cid: str,
         view = _base(inst, cid, "form", words)
         view.bookmark = engine.bookmark(inst, cid)
         defaults = interactions.defaults(inst, cid)
-        view.fields = [field_view(cid, f, defaults.get(f.name), errors.get(f.name, ""),
+        view.fields = [field_view(cid, f, defaults.get(f.name), errors.get(f.name),
                                   interactions.store.usernames(f.role)
                                   if f.type == "user" else None, words.lang)
                        for f in box.form]

@@ -169,7 +169,7 @@ def startables(caller: Caller, errors: dict[str, dict[str, str]] | None = None,
         mine = errors.get(name, {})
         out.append(Startable(name, pick(t.title, lang) or name,
                              pick(t.description, lang), version,
-                             [field_view(f"start-{name}", f, None, mine.get(f.name, ""), lang=lang)
+                             [field_view(f"start-{name}", f, None, mine.get(f.name), lang=lang)
                               for f in input_fields(t)]))
     return out
 

@@ -49,7 +49,7 @@ def auth_fields(state: SessionState, errors: dict[str, str] | None = None
     errors = errors or {}
     out = []
     for f in auth_form():
-        view = field_view("auth", f, None, errors.get(f.name, ""),
+        view = field_view("auth", f, None, errors.get(f.name),
                           lang=state._language())
         view.label = state.gettext(view.label)
         out.append(view)

@@ -68,6 +68,9 @@ def field_row(f: rx.Var[FieldView], check: Check = None) -> rx.Component:
             f.error != "",
             rx.text(f.error, id=f.input_id + "-error", color_scheme="red", size="1",
                     role="alert", class_name="field-error"),
+            # fixed since the form was sent: the line keeps its height (`FieldView.fixed`)
+            rx.cond(f.fixed, rx.text("\u00a0", size="1", aria_hidden="true",
+                                     class_name="field-error-fixed")),
         ),
         spacing="1",
         width="100%",

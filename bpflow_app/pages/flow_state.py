@@ -34,7 +34,7 @@ from bpflow.forms import FormError, validate
 from bpflow.interactions import Interactions
 from bpflow.store.public import instance_key
 from bpflow_app import flowview as fv
-from bpflow_app.boxview import BoxView, Words, box_views, step_name
+from bpflow_app.boxview import FIXED, BoxView, Words, box_views, step_name
 from bpflow_app.catalogs import N_
 from bpflow_app.drawing import Canvas, Edge, Frame, Junction, Node
 from bpflow_app.session import SessionState, expired
@@ -325,7 +325,7 @@ class FlowState(SessionState):
         try:
             validate((found[0],), {name: value}, interactions.defaults(inst, cid),
                      interactions.accounts)
-            shown.pop(name, None)
+            shown[name] = FIXED
         except FormError as exc:
             shown.update(field_errors(self._words(), inst, cid, exc.errors, {name: value}))
         self._errors[cid] = shown

@@ -58,8 +58,6 @@ def _decide(m: rx.Var[MailView]) -> rx.Component:
                      on_blur=S.set_comment, rows="2", width="100%", key=m.id,
                      custom_attrs={"aria-label": _("Comment"),
                                    "aria-describedby": "comment-error"}),
-        rx.cond(S.comment_error != "", rx.text(S.comment_error, id="comment-error",
-                                               color_scheme="red", size="1", role="alert")),
         rx.hstack(
             rx.button(rx.icon("check", size=14), _("Approve"), color_scheme="green",
                       on_click=S.decide(m.id, "approved"), loading=S.deciding == m.id),
@@ -72,6 +70,10 @@ def _decide(m: rx.Var[MailView]) -> rx.Component:
                               "comment)")),
             spacing="2", wrap="wrap",
         ),
+        # below the buttons: the message going away as the comment is written (on blur,
+        # i.e. as the pointer goes down on a button) must not move the button under it
+        rx.cond(S.comment_error != "", rx.text(S.comment_error, id="comment-error",
+                                               color_scheme="red", size="1", role="alert")),
         spacing="2", width="100%",
     )
 

@@ -542,8 +542,16 @@ def test_a_field_error_goes_as_soon_as_the_field_is_fixed(make_state, web_store)
     state.check_field("claim", "amount", "12.5")  # fixed: gone before the next submit
     errors = {f.name: f.error for f in state.boxes[0].fields}
     assert errors["amount"] == "" and errors["reason"] == "What was it for? is required"
+    # its line stays, empty, until the next sending: nothing below it moves as it goes
+    assert {f.name: f.fixed for f in state.boxes[0].fields} == {
+        "amount": True, "reason": False, "manager": False}
     state.check_field("claim", "reason", "Taxi")
     assert all(f.error == "" for f in state.boxes[0].fields)
+    state.check_field("claim", "amount", "twelve")  # broken again: said again
+    assert {f.name: f.error for f in state.boxes[0].fields}["amount"] == \
+        "Amount must be a number"
+    _submit(state, "claim", {**CLAIM, "amount": "twelve"})  # sent anew: the errors it has
+    assert [(f.name, f.fixed) for f in state.boxes[0].fields if f.fixed] == []
     assert web_store.get(inst.id).circles["claim"].state == "waiting"  # nothing sent
 
 
