@@ -131,8 +131,11 @@ def test_db_upgrade_import_and_user_add(tmp_path):
     again = run_cli("import", "upload/workflow", env_extra=env)
     assert "reimbursement: version 1 (unchanged)" in again.stdout
     added = run_cli("user", "add", "ann", "--role", "approver", "--password-stdin",
-                    env_extra=env, stdin="s3cret\n")
+                    env_extra=env, stdin="s3cret-pw\n")
     assert added.returncode == 0 and "password" not in added.stdout
+    short = run_cli("user", "add", "cid", "--password-stdin", env_extra=env, stdin="s3cret\n")
+    assert (short.returncode, short.stderr) == (
+        1, "bpflow: a password has 8 to 1000 characters\n")
     generated = run_cli("user", "add", "bob", env_extra=env)
     assert generated.returncode == 0 and "password: " in generated.stdout
     dup = run_cli("user", "add", "bob", env_extra=env)
@@ -140,7 +143,7 @@ def test_db_upgrade_import_and_user_add(tmp_path):
     from bpflow.store import Store
     store = Store(env["DATABASE_URL"], secret=b"x")
     try:
-        assert store.authenticate("ann", "s3cret")["roles"] == ["approver"]
+        assert store.authenticate("ann", "s3cret-pw")["roles"] == ["approver"]
         password = generated.stdout.split("password: ")[1].strip()
         assert store.authenticate("bob", password)["roles"] == ["user"]
     finally:

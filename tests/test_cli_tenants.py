@@ -58,18 +58,23 @@ def test_tenant_add_creates_its_admin_and_frame(url, monkeypatch, capsys):
     assert [line.split()[0] for line in out.splitlines()] == ["acme", "beta", "default"]
 
 
+GOOD = "long-enough-pw\n"  # a password on stdin of the right length
+
+
 @pytest.mark.parametrize("argv, stdin, message", [
-    (["tenant", "add", "acme", "--admin", "other"], "pw\n", "tenant 'acme' already exists"),
-    (["tenant", "add", "newco", "--admin", "boss"], "pw\n", "user 'boss' already exists"),
-    (["tenant", "add", "newco", "--admin", "admin"], "pw\n", "user 'admin' already exists"),
-    (["tenant", "add", "Bad Name!", "--admin", "x1"], "pw\n", "a tenant name is 1-63"),
-    (["tenant", "add", "bad-", "--admin", "x2"], "pw\n", "a tenant name is 1-63"),
-    (["tenant", "add", "newco", "--admin", "bad\nname"], "pw\n", "username"),
+    (["tenant", "add", "acme", "--admin", "other"], GOOD, "tenant 'acme' already exists"),
+    (["tenant", "add", "newco", "--admin", "boss"], GOOD, "user 'boss' already exists"),
+    (["tenant", "add", "newco", "--admin", "admin"], GOOD, "user 'admin' already exists"),
+    (["tenant", "add", "Bad Name!", "--admin", "x1"], GOOD, "a tenant name is 1-63"),
+    (["tenant", "add", "bad-", "--admin", "x2"], GOOD, "a tenant name is 1-63"),
+    (["tenant", "add", "newco", "--admin", "bad\nname"], GOOD, "username"),
     (["tenant", "add", "newco", "--admin", "x3"], "\n", "empty password"),
-    (["tenant", "add", "newco", "--admin", "x4", "--max-instances", "-1"], "pw\n",
+    (["tenant", "add", "newco", "--admin", "x5"], "pw\n", "a password has 8 to 1000 characters"),
+    (["user", "add", "zed"], "short\n", "a password has 8 to 1000 characters"),
+    (["tenant", "add", "newco", "--admin", "x4", "--max-instances", "-1"], GOOD,
      "--max-instances takes a whole number or 'none'"),
-    (["user", "add", "zed", "--tenant", "nowhere"], "pw\n", "no tenant 'nowhere'"),
-    (["user", "add", "boss", "--tenant", "default"], "pw\n", "user 'boss' already exists"),
+    (["user", "add", "zed", "--tenant", "nowhere"], GOOD, "no tenant 'nowhere'"),
+    (["user", "add", "boss", "--tenant", "default"], GOOD, "user 'boss' already exists"),
     (["user", "disable", "boss", "--tenant", "nowhere"], "", "no tenant 'nowhere'"),
     (["user", "disable", "boss", "--tenant", "default"], "", "no user named boss"),
     (["tenant", "quota", "nowhere"], "", "no tenant 'nowhere'"),
@@ -79,7 +84,7 @@ def test_tenant_add_creates_its_admin_and_frame(url, monkeypatch, capsys):
 def test_refusals_say_why(url, monkeypatch, capsys, argv, stdin, message):
     assert main(["user", "add", "admin", "--role", "admin", "--url", url]) == 0
     code, _, _ = run(monkeypatch, capsys, ["tenant", "add", "acme", "--admin", "boss",
-                                           "--password-stdin", "--url", url], "pw\n")
+                                           "--password-stdin", "--url", url], "boss-pass-1\n")
     assert code == 0
     code, out, err = run(monkeypatch, capsys, [*argv, "--password-stdin", "--url", url]
                          if argv[:2] in (["tenant", "add"], ["user", "add"])
@@ -100,14 +105,14 @@ def test_user_add_and_disable_in_a_tenant(url, monkeypatch, capsys):
     run(monkeypatch, capsys, ["tenant", "add", "acme", "--admin", "boss", "--url", url])
     code, out, err = run(monkeypatch, capsys, ["user", "add", "zed", "--tenant", "acme",
                                                "--role", "finance", "--password-stdin",
-                                               "--url", url], "zed-pw\n")
+                                               "--url", url], "zed-pass-1\n")
     assert code == 0, err
     assert "user zed added in tenant acme with roles finance" in out
     store = Store(url, secret=b"x")
     try:
         assert store.of("acme").user("zed")["roles"] == ["finance"]
         assert store.user("zed") is None
-        assert store.authenticate("zed", "zed-pw")["tenant"] == "acme"
+        assert store.authenticate("zed", "zed-pass-1")["tenant"] == "acme"
     finally:
         store.close()
     # the default tenant cannot disable acme's user; acme can
@@ -118,7 +123,7 @@ def test_user_add_and_disable_in_a_tenant(url, monkeypatch, capsys):
     assert code == 0 and "user zed disabled" in out
     store = Store(url, secret=b"x")
     try:
-        assert store.authenticate("zed", "zed-pw") is None
+        assert store.authenticate("zed", "zed-pass-1") is None
     finally:
         store.close()
 

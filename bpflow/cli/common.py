@@ -49,12 +49,18 @@ def refuse(problem: object, code: int = EXIT_INVALID) -> int:
 
 def read_password(password_stdin: bool) -> tuple[str, bool]:
     """(password, generated): the first line of stdin with `--password-stdin` (an empty
-    one is a ValueError), else a generated one."""
+    one, or one breaking the rule of every password, is a ValueError), else a generated
+    one."""
     import secrets
+
+    from bpflow.accounts import password_problem
     if password_stdin:
         password = sys.stdin.readline().rstrip("\n")
         if not password:
             raise ValueError("empty password on stdin")
+        problem = password_problem(password)
+        if problem:
+            raise ValueError(str(problem))
         return password, False
     return secrets.token_urlsafe(12), True
 
