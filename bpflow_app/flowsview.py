@@ -28,6 +28,7 @@ from engine.errors import BpflowError
 from engine.instance import SUCCESS, Instance
 from engine.model import FIELD_TYPES, Field, Template
 from engine.phase import approval, staged_form
+from engine.texts import translations
 
 SEARCH_MOST = 2000  # a text search looks at the user's newest flows, this many
 ANY = "all"  # the filters' "no filter" choice
@@ -217,13 +218,32 @@ def my_flows(store: Store, caller: Caller, offset: int, limit: int,
 def found_instances(store: Store, caller: Caller, text: str, offset: int, limit: int,
                     template: str | None = None, status: str | None = None,
                     lang: str = "en") -> tuple[list[InstanceLine], int, bool]:
-    """A page of the user's flows whose template, id or last step (as `STEP_WORDS` says
-    it) holds `text`, their total, and whether the search stopped at the newest
-    `SEARCH_MOST` (the store finds them)."""
+    """A page of the user's flows whose template (by name, or by a title in any of its
+    languages: the list shows titles), id or last step (as `STEP_WORDS` says it) holds
+    `text`, their total, and whether the search stopped at the newest `SEARCH_MOST` (the
+    store finds them)."""
     rows, total, cut = store.search_instances(caller.id, text, STEP_WORDS, limit, offset,
                                               template, status, SIGNIN_TEMPLATE,
-                                              SEARCH_MOST)
+                                              SEARCH_MOST, titled(store, text))
     return instance_lines(store, rows, caller, lang), total, cut
+
+
+def titled(store: Store, text: str) -> list[str]:
+    """The templates (but the outer flow) a title of which, in any language, holds
+    `text` in any case."""
+    held = text.casefold()
+    out = []
+    for name in store.template_versions():
+        if name == SIGNIN_TEMPLATE:
+            continue
+        try:
+            title = store.template(name)[1].title
+        except BpflowError:
+            continue
+        if any(held in t.casefold() for t in (translations(title) or {"": title}).values()
+               if isinstance(t, str)):
+            out.append(name)
+    return out
 
 
 def template_choices(store: Store, lang: str = "en") -> list[tuple[str, str]]:

@@ -5,7 +5,7 @@ store's tables, no engine step, each a couple of statements however many rows th
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from sqlalchemy import and_, case, func, or_, select
@@ -53,11 +53,13 @@ class Queries(StoreParts):
     def search_instances(self, user_id: int, text: str, words: dict[str, str], limit: int,
                          offset: int = 0, template: str | None = None,
                          status: str | None = None, excluding: str | None = None,
-                         most: int = 2000) -> tuple[list[dict[str, Any]], int, bool]:
+                         most: int = 2000, templates: Sequence[str] = ()
+                         ) -> tuple[list[dict[str, Any]], int, bool]:
         """Of a user's newest `most` instances (as `list_instances` filters them), those
         whose template, id or last step ("<circle> <word>", `words` naming each kind
-        of `STEP_EVENTS`) holds `text` in any case: a page newest first, their number,
-        and whether the user has more than `most` to look at."""
+        of `STEP_EVENTS`) holds `text` in any case, or whose template is one of
+        `templates` (found by their titles): a page newest first, their number, and
+        whether the user has more than `most` to look at."""
         i, e = instances_t, events_t
         cond = [self._here(i), i.c.user_id == user_id]
         cond += [i.c.template == template] if template else []
@@ -74,7 +76,8 @@ class Queries(StoreParts):
                 .where(e.c.instance_id == i.c.id, e.c.seq == seq).scalar_subquery())
         held = "%" + "".join("\\" + c if c in "\\%_" else c for c in text.lower()) + "%"
         found = [i.c.id.in_(select(newest.c.id)), or_(
-            *(func.lower(v).like(held, escape="\\") for v in (i.c.template, i.c.id, step)))]
+            *(func.lower(v).like(held, escape="\\") for v in (i.c.template, i.c.id, step)),
+            *([i.c.template.in_(list(templates))] if templates else []))]
         q = (select(*SUMMARY).where(*found).order_by(i.c.created_at.desc(), i.c.id)
              .limit(limit).offset(offset))
         with self.reader() as conn:

@@ -106,6 +106,12 @@ def test_my_flows_filters_by_status_template_and_text(make_state, web_store):
     assert [i.id for i in state.instances] == [order.id] and state.total == 1
     state.set_query("RESERV")  # a template's name
     assert state.total == 0
+    state.set_query("expense CLAIM")  # a title, as the list shows it, in any language
+    assert {i.id for i in state.instances} == {c.id for c in claims}
+    state.set_query("报销")
+    assert {i.id for i in state.instances} == {c.id for c in claims}
+    state.set_query("双仓库")
+    assert [i.id for i in state.instances] == [order.id]
     state.set_query("claim ready")  # the last step
     assert {i.id for i in state.instances} == {c.id for c in claims}
     state.set_status("running")  # with the other filters
