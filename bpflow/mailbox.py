@@ -292,12 +292,19 @@ class Mailbox:
             return None
         return N_("%(who)s decide first", who=", ".join(rounds.waiting(quorum, seats, decided)))
 
-    def advance(self, instance_id: str | None, circle: str | None, epoch: int | None) -> list[int]:
+    def advance(self, instance_id: str | None, circle: str | None,
+                epoch: int | None = None) -> list[int]:
         """Send the round's mail to whoever is asked by now and has none yet (the next in a
-        sequence, the addressee after the signers added before them). The worker asks
-        again on re-entry, so a mail not sent (the process died) is sent later."""
-        if instance_id is None or circle is None or epoch is None:
+        sequence, the addressee after the signers added before them) in the attempt
+        `epoch` (None: the current one). The worker asks again on re-entry, so a mail
+        not sent (the process died) is sent later."""
+        if instance_id is None or circle is None:
             return []
+        if epoch is None:
+            run = self.store.get(instance_id).circles.get(circle)
+            if run is None:
+                return []
+            epoch = run.epoch
         rows = self.store.attempt_approvals(instance_id, circle, epoch)
         if not any((r.payload or {}).get("quorum") == "sequence" or "seats" in (r.payload or {})
                    for r in rows) or not self._due(rows):
