@@ -179,7 +179,8 @@ class Mailbox:
             except StorageQuotaExceeded:  # the step stored nothing: neither does the mail
                 self.store.undo_decision(mail_id, decision)
                 raise
-            self.advance(row.instance_id, row.circle, row.epoch)
+            if _ordered_round(row):
+                self.advance(row.instance_id, row.circle, row.epoch)
             break
         return self.describe(self.store.mail(mail_id))
 
@@ -233,7 +234,12 @@ class Mailbox:
         """Count the verified decisions of the circle's current attempt against the quorum
         its mails were signed with; complete or fail the circle when the outcome is
         certain (and the instance can move). The history names who decided: `by`, the
-        approver whose decision is being taken, or else the newest decision's approver."""
+        approver whose decision is being taken, or else the newest decision's approver.
+        While the mails, read first, settle nothing, no step is taken: whoever decides
+        later reads every decision recorded before theirs."""
+        if self._unsettled(instance_id, circle):
+            return None
+
         def op(engine, inst):
             run = inst.circles[circle]
             if inst.status not in ACTIVE or run.state != WAITING or approval(run) is None:
@@ -279,7 +285,7 @@ class Mailbox:
         """Why the addressee of this (open) mail may not decide yet: under "sequence", or
         with signers added before them, the people before them decide first."""
         payload = row.payload or {}
-        if payload.get("quorum") != "sequence" and "seats" not in payload:
+        if not _ordered_round(row):
             return None
         rows = [r for r in self.store.attempt_approvals(row.instance_id, row.circle, row.epoch)
                 if self.check(r) is None]
@@ -306,8 +312,7 @@ class Mailbox:
                 return []
             epoch = run.epoch
         rows = self.store.attempt_approvals(instance_id, circle, epoch)
-        if not any((r.payload or {}).get("quorum") == "sequence" or "seats" in (r.payload or {})
-                   for r in rows) or not self._due(rows):
+        if not any(_ordered_round(r) for r in rows) or not self._due(rows):
             return []
         mail = self._round_mail(instance_id, circle)
         if mail is None:
@@ -594,6 +599,22 @@ class Mailbox:
             self._refuse(row, caller, "signers", str(exc))
             raise
 
+    def _unsettled(self, instance_id: str, circle: str) -> bool:
+        """Whether the circle's current attempt, its intact mails read now, has no verdict
+        (or there is nothing to settle): `settle` then takes no step. Altered mail is for
+        the step to record."""
+        inst = self.store.get(instance_id)
+        run = inst.circles.get(circle)
+        if inst.status not in ACTIVE or run is None or run.state != WAITING or \
+                approval(run) is None:
+            return True
+        rows = self.store.attempt_approvals(instance_id, circle, run.epoch)
+        if any(self.check(r) for r in rows):
+            return False
+        terms = signed_terms(rows)
+        return terms is None or rounds.verdict(terms[0], terms[1],
+                                               _ordered(rows, terms[1])) is None
+
     # -------------------------------------------------------------- reading
     def _record(self, row, kind: str, data: dict[str, Any], actor: str | None = None) -> None:
         if row.instance_id:
@@ -625,6 +646,13 @@ class Mailbox:
         if row is None or not access.may_read_mail(Caller.of(user), row.kind, row.recipient_id):
             raise NotFound(N_("no mail %(id)s", id=mail_id))
         self.store.mark_mail_read(mail_id)
+
+
+def _ordered_round(row) -> bool:
+    """Whether a mail's round asks people in an order (a sequence, or signers added before
+    or after someone): only then may someone have to wait, or be asked later."""
+    payload = row.payload or {}
+    return payload.get("quorum") == "sequence" or "seats" in payload
 
 
 def _decided(rows: list[Any], seats: rounds.Seats) -> dict[str, str]:
