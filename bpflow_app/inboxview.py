@@ -133,8 +133,12 @@ def with_round(view: MailView, store: Store, caller: Caller, say: Say = english)
     info = Mailbox(store).round_of(row.instance_id, row.circle, row.epoch)
     if info is not None:
         view.round_lines, view.asked = round_lines(info, say), info["approvers"]
-        view.sign = view.open and info["verdict"] is None and \
-            caller.username in info["waiting"]
+        asked_now = caller.username in info["waiting"]
+        view.sign = view.open and info["verdict"] is None and asked_now
+        if view.open and info["verdict"] is None and not asked_now:  # signers before them
+            view.open = False
+            view.outcome = say(N_("Others decide first: %(who)s"),
+                               who=", ".join(info["waiting"]))
     return view
 
 

@@ -101,6 +101,7 @@ def test_add_signers_from_the_inbox_asks_for_a_confirmation(make_state, web_stor
     run(inbox.turn(0))
     assert inbox.mails[0].round_lines[:2] == ["Now: fay", "Then: bob, root"]
     assert not inbox.mails[0].sign  # bob now waits for fay
+    assert not inbox.mails[0].open and inbox.mails[0].outcome == "Others decide first: fay"
     rows = history_rows(web_store.history(iid), web_store.get(iid), Words("en"))
     assert any(r.text == "bob asked fay to decide on “Manager, then director approve” before"
                " them — “fay knows the supplier”" for r in rows)
