@@ -9,6 +9,10 @@ with the instance compare-and-set, the changed circle rows and the history event
 
 With `--tenants N` (N > 1) the instances are spread over N tenants (`default` and N-1
 more, each with the template), the completions alternating between them.
+With `--vote N`, N five-signer votes (`quorum: {"ratio": 0.6}`) are decided too, each by
+three approvals through the mailbox (the third settles it), and the time of a decision is
+printed next to the time of one durable step of the same run, with their ratio (target:
+a decision costs no more than one step: ratio ≤ 1).
 With `--url` the store is on that PostgreSQL database, in a schema of its own made for each
 round and dropped after it (the raw rate: psycopg, autocommit UPDATE). With `--flows N`
 (N > 0), N flows run at once from one event loop through the async path (`apply_async`:
@@ -45,6 +49,10 @@ STEPS = 10
 CHAIN = {"name": "chain", "kind": "linear", "circles": [
     {"uri": f"s{i}", "box": {"form": [{"name": "v", "type": "integer"}]}} for i in range(STEPS)]}
 SECRET = b"bench-secret-of-at-least-32-bytes-0123"
+SIGNERS = ("v1", "v2", "v3", "v4", "v5")
+VOTE = {"name": "vote", "circles": [
+    {"uri": "ask", "box": {"action": {"type": "approval", "to": list(SIGNERS),
+                                      "quorum": {"ratio": 0.6}, "subject": "Vote"}}}]}
 
 
 def durable_rate(folder: Path, transitions: int, tenants: int = 1, flows: int = 0,
@@ -69,6 +77,35 @@ def durable_rate(folder: Path, transitions: int, tenants: int = 1, flows: int = 
     elapsed = time.perf_counter() - start
     root.close()
     return len(work) / elapsed
+
+
+def vote_decision_seconds(url: str, votes: int) -> float:
+    """Seconds a decision takes on a five-signer vote (three approvals each; the third
+    settles it), through `Mailbox.decide`, one after the other."""
+    from bpflow.mailbox import Mailbox
+    from bpflow.worker import Worker
+    store = Store(url, secret=SECRET)
+    starter = store.user("starter") or (store.add_user("starter", "pw-starter-0", ["user"])
+                                        and store.user("starter"))
+    for name in SIGNERS:
+        if store.user(name) is None:
+            store.add_user(name, f"pw-{name}-0", ["approver"])
+    store.put_template(VOTE)
+    ids = [store.start("vote", {}, starter).id for _ in range(votes)]
+    Worker(store).run_once()
+    people = {name: store.user(name) for name in SIGNERS}
+    mailbox = Mailbox(store)
+    mails = {name: {m["instance"]: m["id"] for m in mailbox.inbox(people[name], "approval",
+                                                                  limit=votes)}
+             for name in SIGNERS[:3]}
+    start = time.perf_counter()
+    for iid in ids:
+        for name in SIGNERS[:3]:
+            mailbox.decide(mails[name][iid], people[name], "approved")
+    elapsed = time.perf_counter() - start
+    assert all(store.get(iid).status == "completed" for iid in ids)
+    store.close()
+    return elapsed / (3 * votes)
 
 
 async def concurrently(work: list[tuple[Store, str, str]], key: bytes, flows: int) -> None:
@@ -145,8 +182,10 @@ def main() -> int:
     parser.add_argument("--flows", type=int, default=0,
                         help="this many flows at once from one event loop (0: one thread)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--vote", type=int, default=0,
+                        help="also decide this many five-signer votes (the ratio to a step)")
     args = parser.parse_args()
-    durable, raw = [], []
+    durable, raw, votes = [], [], []
     database = "postgresql" if args.url else "sqlite"
     for r in range(args.rounds):
         if args.url:
@@ -154,28 +193,44 @@ def main() -> int:
                 raw.append(pg_raw_rate(url, args.transitions))
                 durable.append(durable_rate(Path(), args.transitions, args.tenants,
                                             args.flows, url))
+                if args.vote:
+                    votes.append(vote_decision_seconds(url, args.vote))
         else:
             with tempfile.TemporaryDirectory(dir=Path(__file__).parent) as tmp:
                 raw.append(raw_rate(Path(tmp), args.transitions))
                 durable.append(durable_rate(Path(tmp), args.transitions, args.tenants,
                                             args.flows))
+                if args.vote:
+                    votes.append(vote_decision_seconds(f"sqlite:///{Path(tmp) / 'bench.db'}",
+                                                       args.vote))
         if not args.json:
             print(f"round {r + 1}: durable {durable[-1]:,.0f}/s,"
                   f" raw {database} {raw[-1]:,.0f}/s")
     d, w = statistics.median(durable), statistics.median(raw)
     ok = d >= 2000 and (args.url is not None or d / w >= 0.25)
+    vote = statistics.median(votes) if votes else None
+    ratio = vote * d if vote is not None else None  # a decision's time / a step's
     if args.json:
         print(json.dumps({
             "database": database, "flows": args.flows, "tenants": args.tenants,
             "transitions": args.transitions, "writer": writer_name(args.url),
             "durable_median": round(d, 1), "durable_rounds": [round(x, 1) for x in durable],
-            "raw_median": round(w, 1), "ratio": round(d / w, 3), "targets_met": ok}))
+            "raw_median": round(w, 1), "ratio": round(d / w, 3), "targets_met": ok,
+            **({"vote_decision_ms": round(vote * 1000, 3),
+                "vote_decision_rounds_ms": [round(v * 1000, 3) for v in votes],
+                "vote_decision_per_step": round(ratio, 3)} if vote is not None else {})}))
         return 0 if ok else 1
     print(f"durable transitions/s (median): {d:,.0f}")
     print(f"raw {database} update+commit/s (median): {w:,.0f}")
     print(f"ratio durable/raw: {d / w:.2f}  (targets: >= 2,000/s"
           f"{'' if args.url else ' and >= 0.25'})")
     print("targets met" if ok else "targets NOT met")
+    if vote is not None and ratio is not None:
+        print(f"a decision on a five-signer vote: {vote * 1000:.2f} ms (median of"
+              f" {', '.join(f'{v * 1000:.2f}' for v in votes)}); a durable step:"
+              f" {1000 / d:.2f} ms")
+        print(f"ratio decision/step: {ratio:.2f}  (target: <= 1)"
+              f" {'met' if ratio <= 1 else 'NOT met'}")
     return 0 if ok else 1
 
 

@@ -231,6 +231,22 @@ def may_decide(caller: Caller, recipient_id: int | None) -> bool:
     return recipient_id is not None and recipient_id == caller.id
 
 
+def may_add_signers(caller: Caller, recipient_id: int | None) -> bool:
+    """Add signers to a pending approval (加签, SPEC §15): its addressee."""
+    return may_decide(caller, recipient_id)
+
+
+def require_signers_removal(caller: Caller, inst: Instance, recipient_id: int | None) -> None:
+    """Remove signers of a pending approval (减签, SPEC §15): the flow's starter or an
+    admin; its addressee (who sees the flow) is forbidden, anyone else told it does not
+    exist."""
+    if may_act(caller, inst):
+        return
+    if same_tenant(caller, inst) and recipient_id is not None and recipient_id == caller.id:
+        raise Forbidden(N_("only the flow's starter or an admin may remove signers"))
+    raise NotFound(N_("no approval mail"))
+
+
 def may_approve(roles: Iterable[str]) -> bool:
     """Whether a user with these roles can be asked for an approval."""
     return bool({APPROVER, ADMIN} & set(roles))

@@ -15,7 +15,7 @@ from typing import Any
 
 import httpx
 
-from bpflow import egress
+from bpflow import egress, rounds
 from bpflow.access import may_approve
 from bpflow.mailbox import Mailbox
 from bpflow.store import Store
@@ -105,11 +105,14 @@ def mail_unit(ctx: ActionContext) -> Outcome:
 
 
 def approval_unit(ctx: ActionContext) -> Outcome:
+    """Ask the approvers (SPEC §15): every mail signed over the list and the quorum;
+    under "sequence" only the first is asked now (the mailbox asks the next after each
+    approval)."""
     to = list(dict.fromkeys(_recipients(ctx.action.get("to"))))
     quorum = ctx.action.get("quorum", "all")
-    if isinstance(quorum, int) and quorum > len(to):
-        return Outcome(False, reason=N_("quorum %(quorum)s is more than the %(count)s approvers",
-                                        quorum=quorum, count=len(to)))
+    problem = rounds.quorum_problem(quorum, len(to))
+    if problem:
+        return Outcome(False, reason=problem)
     if ctx.user.get("username") in to:
         return Outcome(False, reason=N_("%(user)s cannot approve their own request",
                                         user=ctx.user["username"]))
@@ -120,10 +123,12 @@ def approval_unit(ctx: ActionContext) -> Outcome:
         if not may_approve(person["roles"]):
             return Outcome(False, reason=N_("%(name)s is not an approver", name=name))
     shown = ctx.action.get("data", ctx.shown)
+    seats = rounds.seats_of(to)
     ids = Mailbox(ctx.store).send(
-        "approval", ctx.user, to, ctx.action.get("subject") or f"Approve {ctx.circle}",
-        ctx.action.get("body", ""), instance=ctx.instance_id, circle=ctx.circle,
-        epoch=ctx.epoch, payload_extra={"data": shown, "quorum": quorum, "approvers": to})
+        "approval", ctx.user, rounds.asked(quorum, seats, {}),
+        ctx.action.get("subject") or f"Approve {ctx.circle}", ctx.action.get("body", ""),
+        instance=ctx.instance_id, circle=ctx.circle, epoch=ctx.epoch,
+        payload_extra={"data": shown, **rounds.terms(quorum, seats)})
     return Outcome(None, pending={"approval": {"approvers": to, "quorum": quorum,
                                                "mails": ids}})
 

@@ -19,9 +19,9 @@ import json
 from datetime import timedelta
 from typing import Any
 
-from bpflow import access
+from bpflow import access, rounds
 from bpflow.access import Caller
-from bpflow.errors import Conflict, NotFound, StorageQuotaExceeded, Tampered
+from bpflow.errors import BpflowError, Conflict, NotFound, StorageQuotaExceeded, Tampered
 from bpflow.forms import FormError
 from bpflow.languages import pick
 from bpflow.security import derive
@@ -29,10 +29,12 @@ from bpflow.store import Store
 from engine.instance import WAITING
 from engine.messages import N_, word
 from engine.moves import ACTIVE
-from engine.phase import Phase, approval, box_phase
+from engine.phase import Phase, action_extra, approval, box_phase
 from engine.texts import translations
 
 DECISIONS = ("approved", "rejected", "returned")  # an approver's; "withdrawn" is the starter's
+CLOSINGS = ("withdrawn", "removed")  # a mail closed without its addressee's decision
+quorum_verdict = rounds.quorum_verdict
 GUEST_LIMITS = {"name": 80, "subject": 200, "body": 5000}
 GUEST_RATE = (5, timedelta(minutes=10))  # messages per client per window
 
@@ -68,7 +70,7 @@ class Mailbox:
                 row.sender_name != (payload.get("requester") or "bpflow"):
             return N_("the mail was altered after it was signed")
         if row.decision is not None:
-            if row.decision not in DECISIONS + ("withdrawn",) or not row.decision_signature or \
+            if row.decision not in DECISIONS + CLOSINGS or not row.decision_signature or \
                     not hmac.compare_digest(self._decision_signature(row),
                                             row.decision_signature):
                 return N_("the decision does not match its signature")
@@ -84,8 +86,16 @@ class Mailbox:
         `Text`) is written in each recipient's language (`users.language`), else
         English, else the first given (`languages.pick`); the mail signed is the one
         they read."""
-        languages = self._languages(to, subject, body)
+        build = self._builder(kind, sender, self._languages(to, subject, body), subject,
+                              body, instance, circle, epoch, payload_extra)
+        attempt = ({"instance_id": instance, "circle": circle, "epoch": epoch}
+                   if instance else None)
+        return self.store.insert_mails(to, build, attempt)
 
+    def _builder(self, kind: str, sender: dict[str, Any], languages: dict[str, str | None],
+                 subject: Any, body: Any, instance: str | None, circle: str | None,
+                 epoch: int | None, payload_extra: dict[str, Any] | None):
+        """How `send` makes one recipient's mail: `build(name, recipient_id)`."""
         def build(name: str, recipient_id: int) -> dict[str, Any]:
             lang = languages.get(name)
             subject_text, body_text = pick(subject, lang), pick(body, lang)
@@ -99,9 +109,7 @@ class Mailbox:
                     "payload": payload,
                     "signature": self.sign(payload) if kind == "approval" else None,
                     "instance_id": instance, "circle": circle, "epoch": epoch}
-        attempt = ({"instance_id": instance, "circle": circle, "epoch": epoch}
-                   if instance else None)
-        return self.store.insert_mails(to, build, attempt)
+        return build
 
     def _languages(self, to: list[str], *texts: Any) -> dict[str, str | None]:
         """The language of each recipient, when one of `texts` is translated (else none
@@ -144,23 +152,36 @@ class Mailbox:
         if row is None or row.kind != "approval" or not access.may_decide(caller,
                                                                           row.recipient_id):
             raise NotFound(N_("no approval mail %(id)s", id=mail_id))
-        problem = self.check(row)
-        if problem:
-            self._refuse(row, caller, decision, problem)
-            raise Tampered(N_("approval %(id)s refused: %(why)s", id=mail_id, why=problem))
-        why = self._closed(row)
-        if why:
-            self._refuse(row, caller, decision, why)
-            raise Conflict(N_("approval %(id)s refused: %(why)s", id=mail_id, why=why))
-        if decision == "returned":
-            self._send_back(row, caller, comment)
-        else:
-            self.store.record_decision(mail_id, decision, comment, self._decision_signature)
+        for _ in range(3):  # again on the new terms when signers were added or removed
+            problem = self.check(row)
+            if problem:
+                self._refuse(row, caller, decision, problem)
+                raise Tampered(N_("approval %(id)s refused: %(why)s", id=mail_id, why=problem))
+            why = self._closed(row) or self._turn(row)
+            if why:
+                self._refuse(row, caller, decision, why)
+                raise Conflict(N_("approval %(id)s refused: %(why)s", id=mail_id, why=why))
+            if decision == "returned":
+                self._send_back(row, caller, comment)
+                break
+            try:
+                self.store.record_decision(mail_id, decision, comment, self._decision_signature,
+                                           signed=row.signature)
+            except Conflict:
+                fresh = self.store.mail(mail_id)
+                if fresh is None or fresh.decision is not None or \
+                        fresh.signature == row.signature:
+                    raise
+                row = fresh  # re-signed meanwhile: decided on the round as it is now
+                continue
             try:
                 self.settle(row.instance_id, row.circle, by=caller.username)
             except StorageQuotaExceeded:  # the step stored nothing: neither does the mail
                 self.store.undo_decision(mail_id, decision)
                 raise
+            if _ordered_round(row):
+                self.advance(row.instance_id, row.circle, row.epoch)
+            break
         return self.describe(self.store.mail(mail_id))
 
     def _send_back(self, row, caller: Caller, comment: str) -> None:
@@ -213,7 +234,12 @@ class Mailbox:
         """Count the verified decisions of the circle's current attempt against the quorum
         its mails were signed with; complete or fail the circle when the outcome is
         certain (and the instance can move). The history names who decided: `by`, the
-        approver whose decision is being taken, or else the newest decision's approver."""
+        approver whose decision is being taken, or else the newest decision's approver.
+        While the mails, read first, settle nothing, no step is taken: whoever decides
+        later reads every decision recorded before theirs."""
+        if self._unsettled(instance_id, circle):
+            return None
+
         def op(engine, inst):
             run = inst.circles[circle]
             if inst.status not in ACTIVE or run.state != WAITING or approval(run) is None:
@@ -229,9 +255,13 @@ class Mailbox:
             terms = signed_terms(intact)
             if terms is None:
                 return None
-            quorum, approvers = terms
-            decided = [r for r in intact if r.decision and r.payload["approver"] in approvers]
-            verdict = quorum_verdict(quorum, len(approvers), [r.decision for r in decided])
+            quorum, seats = terms
+            approvers = {n for chain in seats for n in chain}
+            decided = sorted((r for r in intact if r.decision in ("approved", "rejected")
+                              and r.payload["approver"] in approvers),
+                             key=lambda r: (r.updated_at, r.id))
+            verdict = rounds.verdict(quorum, seats, [(r.payload["approver"], r.decision)
+                                                     for r in decided])
             if verdict is None:
                 return None
             mark = engine.bookmark(inst, circle)
@@ -250,12 +280,347 @@ class Mailbox:
             return verdict
         return self.store.apply(instance_id, op)
 
+    # ------------------------------------------------------- the round (SPEC §15)
+    def _turn(self, row) -> str | None:
+        """Why the addressee of this (open) mail may not decide yet: under "sequence", or
+        with signers added before them, the people before them decide first."""
+        payload = row.payload or {}
+        if not _ordered_round(row):
+            return None
+        rows = [r for r in self.store.attempt_approvals(row.instance_id, row.circle, row.epoch)
+                if self.check(r) is None]
+        terms = signed_terms(rows)
+        if terms is None:
+            return N_("this approval request is no longer open")
+        quorum, seats = terms
+        decided = _decided(rows, seats)
+        if payload.get("approver") in rounds.asked(quorum, seats, decided):
+            return None
+        return N_("%(who)s decide first", who=", ".join(rounds.waiting(quorum, seats, decided)))
+
+    def advance(self, instance_id: str | None, circle: str | None,
+                epoch: int | None = None) -> list[int]:
+        """Send the round's mail to whoever is asked by now and has none yet (the next in a
+        sequence, the addressee after the signers added before them) in the attempt
+        `epoch` (None: the current one). The worker asks again on re-entry, so a mail
+        not sent (the process died) is sent later."""
+        if instance_id is None or circle is None:
+            return []
+        if epoch is None:
+            run = self.store.get(instance_id).circles.get(circle)
+            if run is None:
+                return []
+            epoch = run.epoch
+        rows = self.store.attempt_approvals(instance_id, circle, epoch)
+        if not any(_ordered_round(r) for r in rows) or not self._due(rows):
+            return []
+        mail = self._round_mail(instance_id, circle)
+        if mail is None:
+            return []
+
+        def plan(locked):
+            if not self._due(locked):
+                return [], [], None
+            return [], self._due(locked), mail(signed_terms(locked))
+        return self.store.change_round(instance_id, circle, epoch, plan,
+                                       self._decision_signature)
+
+    def _due(self, rows: list[Any]) -> list[str]:
+        """Who is asked by now and has no mail of the attempt, when its mails are intact
+        and the round is not settled."""
+        if any(self.check(r) for r in rows):
+            return []
+        terms = signed_terms(rows)
+        if terms is None:
+            return []
+        quorum, seats = terms
+        decided = _decided(rows, seats)
+        if rounds.verdict(quorum, seats, _ordered(rows, seats)) is not None:
+            return []
+        have = {r.payload.get("approver") for r in rows}
+        return [n for n in rounds.asked(quorum, seats, decided) if n not in have]
+
+    def _round_mail(self, instance_id: str, circle: str):
+        """How to write the round's mail for someone asked later (the circle's approval
+        rendered again, in each recipient's language; the data shown as first sent):
+        `make(terms)` gives `build(name, recipient_id)`; None when the circle no longer
+        waits for approval."""
+        inst = self.store.get(instance_id)
+        run = inst.circles.get(circle)
+        if inst.status not in ACTIVE or run is None or approval(run) is None:
+            return None
+        action = inst.template.plan.nodes[circle].circle.box.action or {}
+        try:
+            shown = self.store.engine.render(inst, circle, action, action_extra(run))
+        except BpflowError:
+            shown = action
+        subject = shown.get("subject") or f"Approve {circle}"
+        body = shown.get("body", "")
+        first = self.store.attempt_approvals(instance_id, circle, run.epoch)
+        data = (first[0].payload or {}).get("data") if first else None
+        approvers = [str(a) for a in (approval(run) or {}).get("approvers", [])]
+        epoch = run.epoch
+
+        def make(terms) -> Any:
+            quorum, seats = terms
+            names = [n for chain in seats for n in chain]
+            return self._builder("approval", inst.user,
+                                 self._languages(sorted(set(names + approvers)), subject,
+                                                 body),
+                                 subject, body, instance_id, circle, epoch,
+                                 {"data": data, **rounds.terms(quorum, seats)})
+        return make
+
+    def round_of(self, instance_id: str, circle: str, epoch: int) -> dict[str, Any] | None:
+        """Where an attempt's round stands, for the approval card: the quorum, the seats,
+        who decided (and how, with their comment and time), who is asked and has not
+        decided (`waiting`), who comes later (`later`), how many approvals are needed and
+        given, and each addressee's mail id. None when its mails disagree or were
+        altered."""
+        rows = self.store.attempt_approvals(instance_id, circle, epoch)
+        intact = [r for r in rows if self.check(r) is None]
+        terms = signed_terms(intact) if len(intact) == len(rows) else None
+        if terms is None:
+            return None
+        quorum, seats = terms
+        decided = _decided(intact, seats)
+        asked = rounds.asked(quorum, seats, decided)
+        approvers = [n for chain in seats for n in chain]
+        done = [{"approver": r.payload["approver"], "decision": r.decision,
+                 "comment": r.comment or "",
+                 "at": r.updated_at.isoformat() if r.updated_at else None}
+                for r in sorted(intact, key=lambda r: (r.updated_at or r.created_at, r.id))
+                if r.decision is not None]
+        return {"quorum": quorum, "seats": seats, "approvers": approvers, "decisions": done,
+                "waiting": rounds.waiting(quorum, seats, decided),
+                "later": [n for n in approvers if n not in asked and n not in decided],
+                "needed": rounds.needed(quorum, len(seats)),
+                "approved": sum(rounds.seat_outcome(c, decided) == "approved" for c in seats),
+                "seats_count": len(seats),
+                "verdict": rounds.verdict(quorum, seats, _ordered(intact, seats)),
+                "mails": {r.payload["approver"]: r.id for r in intact}}
+
+    # ------------------------------------------------ add and remove signers (加签, 减签)
+    def add_signers(self, mail_id: int, user: Caller | dict[str, Any], names: list[str],
+                    where: str, comment: str = "") -> dict[str, Any]:
+        """The addressee of a pending approval asks more people (SPEC §15): `before` them
+        (the added decide first, then the mail comes back), `after` them (their approval
+        is recorded and the added approve too) or `with` them (new seats of the round:
+        the quorum counts over the new list). Every mail of the round is signed again
+        over the new list. 404 for anyone but the addressee; 409 once it is decided or
+        the round is settled; 422 for an unknown or disabled user, one who may not
+        approve, the flow's starter, someone asked already."""
+        caller = Caller.of(user)
+        row = self.store.mail(mail_id)
+        if row is None or row.kind != "approval" or not access.may_add_signers(
+                caller, row.recipient_id):
+            raise NotFound(N_("no approval mail %(id)s", id=mail_id))
+        if where not in rounds.PLACES:
+            raise FormError({"where": N_("where must be 'before', 'after' or 'with'")})
+        names = list(dict.fromkeys(str(n).strip() for n in names))
+        inst = self._open(row, caller, "signers_added")
+        self._people(names, inst, caller)
+        mail = self._round_mail(row.instance_id, row.circle)
+        if mail is None:
+            raise Conflict(N_("this approval request is no longer open"))
+        now = self.store.clock()
+
+        def plan(rows):
+            mine, quorum, seats = self._round(rows, mail_id)
+            if caller.username not in rounds.asked(quorum, seats, _decided(rows, seats)):
+                raise Conflict(N_("%(who)s decide first", who=", ".join(
+                    rounds.waiting(quorum, seats, _decided(rows, seats)))))
+            asked_before = {r.payload.get("approver") for r in rows}
+            again = [n for n in names if n in asked_before or
+                     any(n in chain for chain in seats)]
+            if again:
+                raise FormError({"users": N_("%(name)s is asked in this approval already",
+                                             name=", ".join(again))})
+            new = rounds.add(seats, caller.username, names, where, quorum)
+            if sum(len(c) for c in new) > rounds.MAX_SIGNERS:
+                raise FormError({"users": N_("an approval asks at most %(n)s people",
+                                             n=rounds.MAX_SIGNERS)})
+            updates = self._resign(rows, quorum, new)
+            decided = _decided(rows, new)
+            if where == "after":
+                updates[mine.id].update(decision="approved", comment=comment or "",
+                                        updated_at=now, read_at=now)
+                decided[caller.username] = "approved"
+            have = {r.payload.get("approver") for r in rows}
+            to = [n for n in rounds.asked(quorum, new, decided) if n not in have]
+            return list(updates.items()), to, mail((quorum, new))
+        self._change(row, caller, plan)
+        self._record(row, "approval_signers_added",
+                     {"mail": mail_id, "users": names, "where": where, "comment": comment,
+                      "by": caller.username}, actor=caller.username)
+        if where == "after":
+            self.settle(row.instance_id, row.circle, by=caller.username)
+        self.advance(row.instance_id, row.circle, row.epoch)
+        return self.describe(self.store.mail(mail_id))
+
+    def remove_signers(self, mail_id: int, user: Caller | dict[str, Any], names: list[str],
+                       comment: str = "") -> dict[str, Any]:
+        """The flow's starter or an admin takes addressees who have not decided out of a
+        pending approval (`mail_id`: any mail of its round); their mail closes as
+        `removed` and the round is counted over the list left. 404 for who may not see
+        the flow, 403 for who sees it and may not; 409 once the round is settled; 422
+        for a name not asked, one who decided, or a list left too short."""
+        caller = Caller.of(user)
+        row = self.store.mail(mail_id)
+        if row is None or row.kind != "approval" or row.instance_id is None:
+            raise NotFound(N_("no approval mail %(id)s", id=mail_id))
+        try:
+            inst = self.store.get(row.instance_id)
+        except NotFound:
+            raise NotFound(N_("no approval mail %(id)s", id=mail_id)) from None
+        access.require_signers_removal(caller, inst, row.recipient_id)
+        names = list(dict.fromkeys(str(n).strip() for n in names))
+        if not names:
+            raise FormError({"users": N_("name at least one user")})
+        self._open(row, caller, "signers_removed")
+        now = self.store.clock()
+        mail = self._round_mail(row.instance_id, row.circle)
+        if mail is None:
+            raise Conflict(N_("this approval request is no longer open"))
+
+        def plan(rows):
+            _, quorum, seats = self._round(rows, mail_id, mine_open=False)
+            decided = _decided(rows, seats)
+            listed = {n for chain in seats for n in chain}
+            unknown = [n for n in names if n not in listed]
+            if unknown:
+                raise FormError({"users": N_("%(name)s is not asked in this approval",
+                                             name=", ".join(unknown))})
+            done = [n for n in names if n in decided]
+            if done:
+                raise FormError({"users": N_("%(name)s has decided already",
+                                             name=", ".join(done))})
+            new = rounds.remove(seats, names)
+            if not new:
+                raise FormError({"users": N_("at least one addressee must remain")})
+            problem = rounds.quorum_problem(quorum, len(new))
+            if problem:
+                raise FormError({"users": problem})
+            updates = self._resign(rows, quorum, new)
+            for r in rows:
+                if r.decision is None and r.payload.get("approver") in names:
+                    updates[r.id].update(decision="removed", comment=comment or "",
+                                         updated_at=now, read_at=now)
+            have = {r.payload.get("approver") for r in rows}
+            to = [n for n in rounds.asked(quorum, new, decided) if n not in have]
+            return list(updates.items()), to, mail((quorum, new))
+        self._change(row, caller, plan)
+        self._record(row, "approval_signers_removed",
+                     {"mail": mail_id, "users": names, "comment": comment,
+                      "by": caller.username}, actor=caller.username)
+        self.settle(row.instance_id, row.circle, by=caller.username)
+        self.advance(row.instance_id, row.circle, row.epoch)
+        return {"removed": names, "round": self.round_of(row.instance_id, row.circle,
+                                                          row.epoch)}
+
+    def _open(self, row, caller: Caller, what: str):
+        """The instance of an approval mail whose round may change now (intact, the
+        request open), else refused (Tampered, Conflict) and recorded."""
+        problem = self.check(row)
+        if problem:
+            self._refuse(row, caller, what, problem)
+            raise Tampered(N_("approval %(id)s refused: %(why)s", id=row.id, why=problem))
+        why = self._closed(row) if what == "signers_added" else self._closed_round(row)
+        if why:
+            raise Conflict(N_("approval %(id)s refused: %(why)s", id=row.id, why=why))
+        return self.store.get(row.instance_id)
+
+    def _closed_round(self, row) -> str | None:
+        """`_closed` for the round rather than one mail (a decided mail's round may be
+        open still)."""
+        if row.decision is None:
+            return self._closed(row)
+        inst = self.store.get(row.instance_id)
+        run = inst.circles.get(row.circle)
+        if inst.status not in ACTIVE or run is None or run.epoch != row.epoch or \
+                approval(run) is None:
+            return N_("this approval request is no longer open")
+        return None
+
+    def _people(self, names: list[str], inst, caller: Caller) -> None:
+        """Refuse (422) signers who cannot be added: none named, unknown or disabled,
+        not approvers, the flow's starter, the caller."""
+        if not names or any(not n for n in names):
+            raise FormError({"users": N_("name at least one user")})
+        for name in names:
+            person = self.store.user(name)
+            if person is None:
+                raise FormError({"users": N_("no user named %(name)s", name=name)})
+            if person["id"] == inst.user.get("id"):
+                raise FormError({"users": N_("%(user)s cannot approve their own request",
+                                             user=name)})
+            if not access.may_approve(person["roles"]):
+                raise FormError({"users": N_("%(name)s is not an approver", name=name)})
+            if person["id"] == caller.id:
+                raise FormError({"users": N_("%(user)s is asked already", user=name)})
+
+    def _round(self, rows: list[Any], mail_id: int, mine_open: bool = True):
+        """(the mail, quorum, seats) of a locked round that may change: every mail intact,
+        the mail undecided (`mine_open`), the round not settled; else refused."""
+        mine = next((r for r in rows if r.id == mail_id), None)
+        if mine is None:
+            raise Conflict(N_("this approval request is no longer open"))
+        if any(self.check(r) for r in rows):
+            raise Tampered(N_("approval %(id)s refused: %(why)s", id=mail_id,
+                              why=N_("a mail of its round does not match its signature")))
+        if mine_open and mine.decision is not None:
+            raise Conflict(N_("approval %(id)s refused: %(why)s", id=mail_id,
+                              why=self._closed(mine)))
+        terms = signed_terms(rows)
+        if terms is None:
+            raise Conflict(N_("this approval request is no longer open"))
+        quorum, seats = terms
+        if rounds.verdict(quorum, seats, _ordered(rows, seats)) is not None:
+            raise Conflict(N_("this approval request is no longer open"))
+        return mine, quorum, seats
+
+    def _resign(self, rows: list[Any], quorum: Any, seats: rounds.Seats
+                ) -> dict[int, dict[str, Any]]:
+        """Every mail of the round signed over the new list (its decision, if any, signed
+        again by the store)."""
+        new = rounds.terms(quorum, seats)
+        out = {}
+        for r in rows:
+            payload = {k: v for k, v in r.payload.items() if k != "seats"} | new
+            out[r.id] = {"payload": payload, "signature": self.sign(payload)}
+        return out
+
+    def _change(self, row, caller: Caller, plan) -> None:
+        """Run a change of the round; a tampered round is recorded as refused."""
+        try:
+            self.store.change_round(row.instance_id, row.circle, row.epoch, plan,
+                                    self._decision_signature)
+        except Tampered as exc:
+            self._refuse(row, caller, "signers", str(exc))
+            raise
+
+    def _unsettled(self, instance_id: str, circle: str) -> bool:
+        """Whether the circle's current attempt, its intact mails read now, has no verdict
+        (or there is nothing to settle): `settle` then takes no step. Altered mail is for
+        the step to record."""
+        inst = self.store.get(instance_id)
+        run = inst.circles.get(circle)
+        if inst.status not in ACTIVE or run is None or run.state != WAITING or \
+                approval(run) is None:
+            return True
+        rows = self.store.attempt_approvals(instance_id, circle, run.epoch)
+        if any(self.check(r) for r in rows):
+            return False
+        terms = signed_terms(rows)
+        return terms is None or rounds.verdict(terms[0], terms[1],
+                                               _ordered(rows, terms[1])) is None
+
     # -------------------------------------------------------------- reading
-    def _record(self, row, kind: str, data: dict[str, Any]) -> None:
+    def _record(self, row, kind: str, data: dict[str, Any], actor: str | None = None) -> None:
         if row.instance_id:
             try:
                 self.store.apply(row.instance_id,
-                                 lambda e, i: e.record(i, kind, row.circle, data))
+                                 lambda e, i: e.record(i, kind, row.circle, data, actor))
             except NotFound:
                 pass
 
@@ -283,25 +648,36 @@ class Mailbox:
         self.store.mark_mail_read(mail_id)
 
 
-def signed_terms(rows: list[Any]) -> tuple[Any, list[str]] | None:
-    """The quorum and the approvers the intact mails of one attempt were signed with;
-    None when there are none, or they disagree."""
-    terms = {canonical([r.payload.get("quorum"), r.payload.get("approvers")]) for r in rows}
+def _ordered_round(row) -> bool:
+    """Whether a mail's round asks people in an order (a sequence, or signers added before
+    or after someone): only then may someone have to wait, or be asked later."""
+    payload = row.payload or {}
+    return payload.get("quorum") == "sequence" or "seats" in payload
+
+
+def _decided(rows: list[Any], seats: rounds.Seats) -> dict[str, str]:
+    """The decisions (approved, rejected) of the round's addressees."""
+    listed = {n for chain in seats for n in chain}
+    return {r.payload["approver"]: r.decision for r in rows
+            if r.decision in ("approved", "rejected") and r.payload.get("approver") in listed}
+
+
+def _ordered(rows: list[Any], seats: rounds.Seats) -> list[tuple[str, str]]:
+    """The round's decisions in the order they were taken."""
+    listed = {n for chain in seats for n in chain}
+    return [(r.payload["approver"], r.decision)
+            for r in sorted(rows, key=lambda r: (r.updated_at or r.created_at, r.id))
+            if r.decision in ("approved", "rejected") and r.payload.get("approver") in listed]
+
+
+def signed_terms(rows: list[Any]) -> tuple[Any, rounds.Seats] | None:
+    """The quorum and the seats the intact mails of one attempt were signed with; None
+    when there are none, or they disagree."""
+    terms = {canonical([r.payload.get("quorum"), r.payload.get("approvers"),
+                        r.payload.get("seats")]) for r in rows}
     if len(terms) != 1:
         return None
-    quorum, approvers = json.loads(terms.pop())
+    quorum, approvers, seats = json.loads(terms.pop())
     if quorum is None or not isinstance(approvers, list) or not approvers:
         return None
-    return quorum, approvers
-
-
-def quorum_verdict(quorum: Any, approvers: int, decisions: list[str]) -> str | None:
-    """'approved', 'rejected' or None (undecided) for the countersign rule."""
-    yes = decisions.count("approved")
-    no = decisions.count("rejected")
-    need = approvers if quorum == "all" else 1 if quorum == "any" else int(quorum)
-    if yes >= need:
-        return "approved"
-    if approvers - no < need:
-        return "rejected"
-    return None
+    return quorum, rounds.seats_of(approvers, seats)

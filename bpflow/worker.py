@@ -89,6 +89,7 @@ class Worker:
     def process(self, instance_id: str, jobs: list[Job], approvals: list[str]) -> None:
         for cid in approvals:  # re-entry checks decided approval mail
             self.mailbox.settle(instance_id, cid)
+            self.mailbox.advance(instance_id, cid)  # and asks whoever is due (a sequence)
         for job in jobs:
             if not self.store.renew(instance_id, self.name, self.lease):
                 log.warning("instance %s: lease lost, leaving it to its new holder",

@@ -23,7 +23,8 @@ from bpflow import access
 from bpflow.access import Caller
 from bpflow.interactions import Interactions
 from bpflow.languages import DEFAULT, pick
-from bpflow_app.catalogs import translate
+from bpflow.mailbox import Mailbox
+from bpflow_app.catalogs import N_, translate
 from engine.errors import BpflowError
 from engine.instance import SUCCESS, WAITING, Instance, parse_time
 from engine.model import Field
@@ -118,6 +119,11 @@ class BoxView:
     claim: bool = False  # what the viewer may do: take the task,
     unclaim: bool = False  # give it back to its candidates,
     withdraw: bool = False  # take the work back (the flow's starter, an admin)
+    round_lines: list[str] = field(default_factory=list)  # an approval's round: who decided,
+    # who is next, what is still needed (`approval_round`)
+    sign_mail: int = 0  # the viewer's mail of the round, while they may add signers
+    round_mail: int = 0  # a mail of the round, for removing signers
+    removable: list[str] = field(default_factory=list)  # whom the viewer may remove
 
 
 def iso_text(at: datetime | str | None) -> str:
@@ -202,6 +208,8 @@ def box_views(interactions: Interactions, inst: Instance, statuses: dict[str, st
                 box = _base(inst, cid, "wait", words)  # someone else's to fill in
             if box is not None:
                 _people(box, inst, cid, caller, now, words)
+                if box.tone == "approval":
+                    approval_round(box, interactions.store, inst, cid, caller, words)
         elif status == READY and _timer(inst, cid):
             box = _action_box(interactions, inst, cid, words)  # waits for its time
         elif status == SCHEDULED:
@@ -256,6 +264,59 @@ def _people(view: BoxView, inst: Instance, cid: str, caller: Caller | None,
                 words.either(names)
             view.waits = words.gettext("Waits for %(who)s", who=who)
         view.withdraw = starter
+
+
+ROUND_SAID = {  # a decision of the round, without and with its comment
+    "approved": (N_("%(who)s approved"), N_("%(who)s approved — “%(comment)s”")),
+    "rejected": (N_("%(who)s rejected"), N_("%(who)s rejected — “%(comment)s”")),
+    "removed": (N_("%(who)s was removed"), N_("%(who)s was removed — “%(comment)s”"))}
+
+
+def round_lines(info: dict[str, Any], say: Any) -> list[str]:
+    """Where an approval's round stands (`Mailbox.round_of`), in sentences said with
+    `say` (a `gettext`): each decision in turn, whom it waits for now, who comes later,
+    how many approvals are still needed."""
+    lines = []
+    for d in info["decisions"]:
+        said = ROUND_SAID.get(d["decision"])
+        if said is not None:
+            lines.append(say(said[1], who=d["approver"], comment=d["comment"])
+                         if d["comment"] else say(said[0], who=d["approver"]))
+    if info["verdict"] is None:
+        if info["waiting"]:
+            lines.append(say(N_("Now: %(who)s"), who=", ".join(info["waiting"])))
+        if info["later"]:
+            lines.append(say(N_("Then: %(who)s"), who=", ".join(info["later"])))
+        more = info["needed"] - info["approved"]
+        if more > 0:
+            lines.append(say(N_("Approvals still needed: %(n)s of %(count)s"), n=more,
+                             count=info["needed"]))
+    return lines
+
+
+def approval_round(view: BoxView, store: Any, inst: Instance, cid: str,
+                   caller: Caller | None, words: Words = ENGLISH) -> None:
+    """The approval card's round (SPEC §15): its addressees as they are now, who decided,
+    who is next, what is still needed; and what the viewer may change of it (add signers:
+    an addressee asked now; remove signers: the flow's starter, an admin)."""
+    info = Mailbox(store).round_of(inst.id, cid, inst.circles[cid].epoch)
+    if info is None:
+        return
+    view.approvers = info["approvers"]
+    view.quorum = _quorum_text(info["quorum"], info["seats_count"], words)
+    view.round_lines = round_lines(info, words.gettext)
+    if info["waiting"]:
+        view.waits = words.gettext("Waits for %(who)s", who=words.both(info["waiting"]))
+    if caller is None or info["verdict"] is not None:
+        return
+    mine = info["mails"].get(caller.username)
+    if mine and caller.username in info["waiting"]:
+        view.sign_mail = mine
+    decided = {d["approver"] for d in info["decisions"]}
+    if access.may_act(caller, inst) and info["mails"]:
+        view.round_mail = next(iter(info["mails"].values()))
+        view.removable = [n for n in info["approvers"] if n not in decided] \
+            if len(info["approvers"]) > 1 else []
 
 
 def _timer(inst: Instance, cid: str) -> bool:
@@ -355,5 +416,11 @@ def _quorum_text(quorum: Any, approvers: int, words: Words = ENGLISH) -> str:
             words.gettext("must approve")
     if quorum == "any":
         return words.gettext("any one approval is enough")
+    if quorum == "sequence":
+        return words.gettext("each in turn, in this order")
+    if isinstance(quorum, dict):
+        return words.gettext("a vote: %(percent)s%% of %(count)s must approve",
+                             percent=round(float(quorum.get("ratio", 1)) * 100),
+                             count=approvers)
     return words.gettext("%(quorum)s of %(count)s approvals needed", quorum=quorum,
                          count=approvers)

@@ -256,9 +256,40 @@ def sentence(event: dict[str, Any], inst: Instance, words: Words = ENGLISH
                        to=to), True
     if kind == "task_escalated":
         return gettext("“%(step)s” is overdue and was passed on", step=step), True
+    if kind in ("approval_signers_added", "approval_signers_removed"):
+        return signers_sentence(kind, data, actor, step, words), True
     if kind == "approval_refused":
         return gettext("A decision on “%(step)s” was not accepted", step=step), False
     return kind.replace("_", " "), False
+
+
+SIGNERS_SAID = {  # (kind, where) -> the sentence without and with a comment
+    ("approval_signers_added", "before"): (
+        N_("%(who)s asked %(users)s to decide on “%(step)s” before them"),
+        N_("%(who)s asked %(users)s to decide on “%(step)s” before them — “%(comment)s”")),
+    ("approval_signers_added", "after"): (
+        N_("%(who)s approved “%(step)s” and asked %(users)s to approve after them"),
+        N_("%(who)s approved “%(step)s” and asked %(users)s to approve after them —"
+           " “%(comment)s”")),
+    ("approval_signers_added", "with"): (
+        N_("%(who)s asked %(users)s to decide on “%(step)s” too"),
+        N_("%(who)s asked %(users)s to decide on “%(step)s” too — “%(comment)s”")),
+    ("approval_signers_removed", None): (
+        N_("%(who)s no longer asks %(users)s about “%(step)s”"),
+        N_("%(who)s no longer asks %(users)s about “%(step)s” — “%(comment)s”")),
+}
+
+
+def signers_sentence(kind: str, data: dict[str, Any], actor: str, step: str,
+                     words: Words) -> str:
+    """Signers added (before, after or with the addressee) or removed, in a sentence."""
+    where = data.get("where") if kind == "approval_signers_added" else None
+    plain, with_comment = SIGNERS_SAID.get((kind, where), SIGNERS_SAID[
+        ("approval_signers_added", "with")])
+    users = words.both([str(u) for u in data.get("users") or []])
+    comment = str(data.get("comment") or "")
+    return words.gettext(with_comment, who=actor, users=users, step=step, comment=comment) \
+        if comment else words.gettext(plain, who=actor, users=users, step=step)
 
 
 def _decision(d: dict[str, Any], step: str, words: Words) -> str:

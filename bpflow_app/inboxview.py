@@ -12,16 +12,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from bpflow import moves
 from bpflow.access import Caller
 from bpflow.languages import pick
+from bpflow.mailbox import Mailbox
 from bpflow.store import Store
 from bpflow_app import routes
-from bpflow_app.boxview import iso_text
+from bpflow_app.boxview import iso_text, round_lines
 from bpflow_app.catalogs import N_
 from bpflow_app.flowsview import WAITS_MOST
 from engine.instance import parse_time
@@ -31,7 +32,8 @@ KINDS = ("approval", "message", "guest")  # the mail tabs
 TASKS = "tasks"  # the Tasks tab (not a kind of mail)
 DECIDED = {  # decision -> (what the mail's row says, the colour of its badge)
     "approved": (N_("approved"), "approved"), "rejected": (N_("rejected"), "rejected"),
-    "returned": (N_("sent back"), "pending"), "withdrawn": (N_("withdrawn"), "terminated")}
+    "returned": (N_("sent back"), "pending"), "withdrawn": (N_("withdrawn"), "terminated"),
+    "removed": (N_("removed"), "terminated")}
 # What the mailbox finds wrong with a mail (`Mailbox.check`), as the inbox says it.
 PROBLEMS = {
     "the mail does not match its signature":
@@ -69,6 +71,9 @@ class MailView:
     label: str = ""  # the decision as its badge says it ("sent back")
     tone: str = ""  # the badge's colour, as a state of `components.ui.COLORS`
     outcome: str = ""  # the decision in a sentence, with its comment
+    round_lines: list[str] = field(default_factory=list)  # the opened approval's round
+    sign: bool = False  # its reader is asked now: they may add signers
+    asked: list[str] = field(default_factory=list)  # everyone its round asks
 
 
 def tamper_notice(problem: str, say: Say = english) -> str:
@@ -86,6 +91,9 @@ def outcome(decision: str, comment: str, say: Say = english) -> str:
     """A decided approval in a sentence: who closed it and why."""
     if decision == "withdrawn":
         return say(N_("Withdrawn by the requester"))
+    if decision == "removed":
+        return (say(N_("Removed from the approval — %(comment)s"), comment=comment)
+                if comment else say(N_("Removed from the approval")))
     if decision == "returned":
         return (say(N_("Sent back to be amended — %(comment)s"), comment=comment)
                 if comment else say(N_("Sent back to be amended")))
@@ -114,6 +122,24 @@ def mail_view(m: dict[str, Any], opened: bool = False, say: Say = english) -> Ma
         open=m["kind"] == "approval" and m["decision"] is None and m["signature_ok"],
         label=say(label) if decision in DECIDED else label, tone=tone,
         outcome=outcome(decision, comment, say))
+
+
+def with_round(view: MailView, store: Store, caller: Caller, say: Say = english) -> MailView:
+    """The opened approval mail with its round (SPEC §15): who decided, who is next, what
+    is still needed (`boxview.round_lines`), and whether its reader may add signers."""
+    row = store.mail(view.id) if view.kind == "approval" and view.instance else None
+    if row is None or row.epoch is None:
+        return view
+    info = Mailbox(store).round_of(row.instance_id, row.circle, row.epoch)
+    if info is not None:
+        view.round_lines, view.asked = round_lines(info, say), info["approvers"]
+        asked_now = caller.username in info["waiting"]
+        view.sign = view.open and info["verdict"] is None and asked_now
+        if view.open and info["verdict"] is None and not asked_now:  # signers before them
+            view.open = False
+            view.outcome = say(N_("Others decide first: %(who)s"),
+                               who=", ".join(info["waiting"]))
+    return view
 
 
 @dataclass

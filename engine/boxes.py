@@ -219,17 +219,34 @@ def _http(action: dict[str, Any], box: dict[str, Any]) -> Problems:
     return problems
 
 
+QUORUM_WORDS = ("all", "any", "sequence")
+
+
+def quorum_problem(quorum: Any, count: int | None = None) -> str | None:
+    """Why `quorum` is not an approval's quorum (SPEC §15) for `count` addressees (when
+    known), or None: "all", "any", "sequence", a positive N (at most the addressees),
+    {"ratio": r} with 0 < r ≤ 1."""
+    if isinstance(quorum, str) and quorum in QUORUM_WORDS:
+        return None
+    if isinstance(quorum, dict):
+        ratio = quorum.get("ratio")
+        if set(quorum) != {"ratio"} or isinstance(ratio, bool) or \
+                not isinstance(ratio, (int, float)) or not 0 < ratio <= 1:
+            return N_("a vote's quorum is {\"ratio\": r} with 0 < r ≤ 1")
+        return None
+    if isinstance(quorum, bool) or not isinstance(quorum, int) or quorum < 1:
+        return N_("quorum must be 'all', 'any', 'sequence', {\"ratio\": r} or a positive"
+                  " integer")
+    if count is not None and quorum > count:
+        return N_("quorum %(quorum)s is more than the %(count)s approvers", quorum=quorum,
+                  count=count)
+    return None
+
+
 def _approval(action: dict[str, Any], box: dict[str, Any]) -> Problems:
     problems, count = _recipients(action)
-    quorum = action.get("quorum", "all")
-    if quorum not in ("all", "any"):
-        if isinstance(quorum, bool) or not isinstance(quorum, int) or quorum < 1:
-            problems.append(("/quorum", N_("quorum must be 'all', 'any' or a positive"
-                                             " integer")))
-        elif count is not None and quorum > count:
-            problems.append(("/quorum", N_("quorum %(quorum)s is more than the %(count)s"
-                                             " approvers", quorum=quorum, count=count)))
-    return problems
+    problem = quorum_problem(action.get("quorum", "all"), count)
+    return problems + ([("/quorum", problem)] if problem else [])
 
 
 def _mail(action: dict[str, Any], box: dict[str, Any]) -> Problems:

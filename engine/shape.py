@@ -204,6 +204,17 @@ def _circles(circles: Any) -> bool:
     return True
 
 
+def _quorum(quorum: Any) -> bool:
+    if type(quorum) is str:
+        return quorum in ("all", "any", "sequence")
+    if type(quorum) is int:
+        return quorum >= 1
+    if type(quorum) is dict and set(quorum) == {"ratio"}:
+        ratio = quorum["ratio"]
+        return type(ratio) in (int, float) and 0 < ratio <= 1
+    return False
+
+
 def _box(box: Any, todo: list[Any]) -> bool:
     if type(box) is not dict or not BOX_KEYS.issuperset(box):
         return False
@@ -218,6 +229,8 @@ def _box(box: Any, todo: list[Any]) -> bool:
     action = box["action"]
     if type(action) is not dict or type(action.get("type")) is not str:
         return False
+    if action["type"] == "approval":
+        return "quorum" not in action or _quorum(action["quorum"])
     if action["type"] != "flow":
         return True
     if "template" in action and not _string(action["template"]):

@@ -336,6 +336,42 @@ class DecisionIn(BaseModel):
     comment: str = Field(default="", max_length=2000)
 
 
+Username = Annotated[str, Field(min_length=1, max_length=100)]
+
+
+class SignersIn(BaseModel):
+    """Add signers (加签): who, where (before, after or with the addressee), why."""
+    users: list[Username] = Field(min_length=1, max_length=20)
+    where: Literal["before", "after", "with"]
+    comment: str = Field(default="", max_length=2000)
+
+
+class SignersOutIn(BaseModel):
+    """Remove signers (减签): addressees who have not decided."""
+    users: list[Username] = Field(min_length=1, max_length=20)
+    comment: str = Field(default="", max_length=2000)
+
+
+class RoundOut(BaseModel):
+    """Where an approval's round stands."""
+    quorum: Json = None
+    seats: list[list[str]]
+    approvers: list[str]
+    decisions: list[dict[str, Any]]
+    waiting: list[str]
+    later: list[str]
+    needed: int
+    approved: int
+    seats_count: int
+    verdict: str | None = None
+    mails: dict[str, int]
+
+
+class SignersRemovedOut(BaseModel):
+    removed: list[str]
+    round: RoundOut | None = None
+
+
 def _guest_text(field: str) -> Any:
     """A guest field, held to the mailbox's limit there (`GUEST_LIMITS`): one over it is
     refused with 422 naming the field and the limit, never shortened."""

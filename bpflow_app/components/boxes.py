@@ -11,6 +11,7 @@ import reflex as rx
 
 from bpflow_app.boxview import BoxView
 from bpflow_app.components.fields import fields
+from bpflow_app.components.signers import card_moves, round_lines
 from bpflow_app.components.ui import state_badge
 from bpflow_app.components.when import when
 from bpflow_app.i18n import _
@@ -85,6 +86,7 @@ def _status(b: rx.Var[BoxView], technical: rx.Var[bool]) -> rx.Component:
                                                          custom_attrs={"translate": "no"})),
             rx.text(_("(%(quorum)s)", quorum=b.quorum), size="2", color_scheme="gray"),
             spacing="1", wrap="wrap", align="center")),
+        rx.cond(b.tone == "approval", rx.fragment(round_lines(b.round_lines), card_moves(b))),
         spacing="2", width="100%", align="start", role="status",
     )
 

@@ -15,6 +15,7 @@ from bpflow_app.boxview import BoxView
 from bpflow_app.catalogs import N_
 from bpflow_app.components.boxes import box_card
 from bpflow_app.components.drawing import flow_drawing, info_rows, legend
+from bpflow_app.components.signers import signers_dialog
 from bpflow_app.components.ui import empty_state, state_badge
 from bpflow_app.components.when import when
 from bpflow_app.flowview import STATE_WORDS, CircleInfo, HistoryRow
@@ -382,6 +383,7 @@ def _content() -> rx.Component:
         ),
         _reset_dialog(),
         _control_dialog(),
+        signers_dialog(),
         spacing="4", width="100%",
     )
 

@@ -12,6 +12,7 @@ import reflex as rx
 from bpflow_app import routes
 from bpflow_app.catalogs import N_
 from bpflow_app.components.names import NO, by, data, named
+from bpflow_app.components.signers import add_button, round_lines, signers_dialog
 from bpflow_app.components.ui import empty_state, page_header, row_badge
 from bpflow_app.components.when import when
 from bpflow_app.i18n import _, rich
@@ -87,7 +88,9 @@ def _opened(m: rx.Var[MailView]) -> rx.Component:
         rx.cond(m.kind == "approval", _signed(m)),
         rx.cond(m.outcome != "", rx.text(m.outcome, size="2", weight="medium",
                                          class_name="mail-outcome")),
+        round_lines(m.round_lines),
         rx.cond(m.open, _decide(m)),
+        rx.cond(m.sign, add_button(m.id, m.subject, m.asked)),
         spacing="3", width="100%", align="start",
     )
 
@@ -288,6 +291,7 @@ def inbox_page() -> rx.Component:
                      rx.tabs.content(rx.cond(S.kind == TASKS, _tasks(), _list()),
                                      value=S.kind, width="100%", padding_top="12px"),
                      value=S.kind, on_change=[S.show, T.show], width="100%"),
+        signers_dialog(),
         spacing="3", width="100%",
     )
 

@@ -18,7 +18,15 @@ from bpflow.errors import Tampered
 from bpflow.mailbox import Mailbox
 from bpflow_app.catalogs import N_
 from bpflow_app.frame_state import FrameState
-from bpflow_app.inboxview import KINDS, PAGE_SIZE, TASKS, MailView, mail_view, opening_tab
+from bpflow_app.inboxview import (
+    KINDS,
+    PAGE_SIZE,
+    TASKS,
+    MailView,
+    mail_view,
+    opening_tab,
+    with_round,
+)
 from bpflow_app.pages.tasks_state import TasksState
 from bpflow_app.session import SessionState
 from engine.errors import BpflowError
@@ -56,7 +64,9 @@ class MailState(SessionState):
             self.page = min(self.page, self.pages - 1)
             rows = Mailbox(store).inbox(caller, kind=self.kind, limit=PAGE_SIZE,
                                         offset=self.page * PAGE_SIZE)
-            self.mails = [mail_view(m, m["id"] == self.opened, self.gettext) for m in rows]
+            self.mails = [with_round(mail_view(m, True, self.gettext), store, caller,
+                                     self.gettext) if m["id"] == self.opened else
+                          mail_view(m, False, self.gettext) for m in rows]
         self.loading = False
 
     @rx.event

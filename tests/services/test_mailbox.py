@@ -22,7 +22,7 @@ from tests.services.helpers import mail_of, mark, start_approval, users
     ("all", {"ann": "approved", "cid": "approved", "dan": "approved"}, "success"),
     ("all", {"ann": "approved", "cid": "rejected"}, "failure"),
     ("any", {"cid": "approved"}, "success"),
-    ("any", {"ann": "rejected", "cid": "rejected", "dan": "rejected"}, "failure"),
+    ("any", {"ann": "rejected"}, "failure"),  # 或签: the first decision settles, a "no" too
     (2, {"ann": "approved", "dan": "approved"}, "success"),
     (2, {"ann": "rejected", "cid": "approved", "dan": "rejected"}, "failure"),
 ])
@@ -174,9 +174,17 @@ def test_guest_messages_reach_admins_with_limits_and_a_rate_limit(store):
     ("all", 3, ["approved", "approved", "approved"], "approved"),
     ("all", 3, ["approved", "rejected"], "rejected"),
     ("any", 3, ["approved"], "approved"),
-    ("any", 3, ["rejected", "rejected"], None),
-    ("any", 3, ["rejected", "rejected", "rejected"], "rejected"),
-    ("any", 3, ["rejected", "rejected", "approved"], "approved"),
+    ("any", 3, [], None),
+    ("any", 3, ["rejected"], "rejected"),
+    ("any", 3, ["rejected", "approved"], "rejected"),  # the first decision settles
+    ("sequence", 3, ["approved", "approved"], None),
+    ("sequence", 3, ["approved", "approved", "approved"], "approved"),
+    ("sequence", 3, ["approved", "rejected"], "rejected"),
+    ({"ratio": 0.6}, 5, ["approved", "approved"], None),
+    ({"ratio": 0.6}, 5, ["approved", "approved", "approved"], "approved"),  # 3/5 = 0.6
+    ({"ratio": 0.6}, 5, ["rejected", "rejected"], None),  # 3 of 5 may still approve
+    ({"ratio": 0.6}, 5, ["rejected", "approved", "rejected", "rejected"], "rejected"),
+    ({"ratio": 1}, 2, ["approved", "rejected"], "rejected"),
     (2, 3, ["approved"], None),
     (2, 3, ["approved", "rejected"], None),
     (2, 3, ["approved", "approved"], "approved"),

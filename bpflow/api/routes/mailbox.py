@@ -11,7 +11,14 @@ from fastapi import APIRouter, Path, Query
 
 from bpflow.api.deps import CallerDep, StoreDep
 from bpflow.api.errors import responses
-from bpflow.api.schemas import MAX_INT, DecisionIn, MailOut
+from bpflow.api.schemas import (
+    MAX_INT,
+    DecisionIn,
+    MailOut,
+    SignersIn,
+    SignersOutIn,
+    SignersRemovedOut,
+)
 from bpflow.mailbox import Mailbox
 
 router = APIRouter(prefix="/api/mailbox", tags=["mailbox"])
@@ -31,3 +38,20 @@ def mailbox(store: StoreDep, caller: CallerDep,
 def decide(mail_id: Annotated[int, Path(ge=1, le=MAX_INT)], body: DecisionIn,
            store: StoreDep, caller: CallerDep) -> dict[str, Any]:
     return Mailbox(store).decide(mail_id, caller, body.decision, body.comment)
+
+
+@router.post("/{mail_id}/signers", response_model=MailOut,
+             responses=responses(401, 404, 409, 422))
+def add_signers(mail_id: Annotated[int, Path(ge=1, le=MAX_INT)], body: SignersIn,
+                store: StoreDep, caller: CallerDep) -> dict[str, Any]:
+    """Add signers (加签) to a pending approval: its addressee only (anyone else: 404)."""
+    return Mailbox(store).add_signers(mail_id, caller, body.users, body.where, body.comment)
+
+
+@router.delete("/{mail_id}/signers", response_model=SignersRemovedOut,
+               responses=responses(401, 403, 404, 409, 422))
+def remove_signers(mail_id: Annotated[int, Path(ge=1, le=MAX_INT)], body: SignersOutIn,
+                   store: StoreDep, caller: CallerDep) -> dict[str, Any]:
+    """Remove signers (减签) who have not decided: the flow's starter or an admin, naming
+    any mail of the round (its addressee: 403; anyone else: 404)."""
+    return Mailbox(store).remove_signers(mail_id, caller, body.users, body.comment)
