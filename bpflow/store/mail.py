@@ -18,6 +18,10 @@ from bpflow.store.tables import mail_t
 from engine.messages import N_
 
 MailRow = Any  # a row of the mailbox table
+# what `change_round`'s plan gives: (mail id, new values) of rows, names to send new
+# mail to and how to build it
+RoundPlan = tuple[list[tuple[int, dict[str, Any]]], list[str],
+                  Callable[[str, int], dict[str, Any]] | None]
 
 
 def visible_mail(caller: Caller, kind: str | None = None):
@@ -93,6 +97,36 @@ class MailRows(StoreParts):
             fresh = conn.execute(select(mail_t).where(mail_t.c.id == mail_id)).one()
             conn.execute(update(mail_t).where(mail_t.c.id == mail_id).values(
                 decision_signature=sign(fresh)))
+
+    def change_round(self, instance_id: str, circle: str, epoch: int,
+                     plan: Callable[[list[MailRow]], RoundPlan],
+                     sign: Callable[[MailRow], str]) -> list[int]:
+        """Change the approval mails of one attempt in one transaction, its rows locked
+        from read to write (PostgreSQL `FOR UPDATE`; SQLite's `BEGIN IMMEDIATE` excludes
+        writers): `plan(rows)` gives the new values of some rows (by id) and the names
+        to send new mail to with how to build it (`insert_mails`), or raises to change
+        nothing. A decided row changed gets its decision signed again (`sign`). The ids
+        of the new mails."""
+        ids, now = [], self.clock()
+        with self.db.begin() as conn:
+            rows = list(conn.execute(select(mail_t).where(
+                self._here(mail_t), mail_t.c.instance_id == instance_id,
+                mail_t.c.circle == circle, mail_t.c.epoch == epoch,
+                mail_t.c.kind == "approval").order_by(mail_t.c.id).with_for_update()).all())
+            updates, to, build = plan(rows)
+            for mail_id, values in updates:
+                conn.execute(update(mail_t).where(mail_t.c.id == mail_id).values(**values))
+                fresh = conn.execute(select(mail_t).where(mail_t.c.id == mail_id)).one()
+                if fresh.decision is not None:
+                    conn.execute(update(mail_t).where(mail_t.c.id == mail_id).values(
+                        decision_signature=sign(fresh)))
+            if to and build is not None:
+                users = self.user_ids(conn, to)
+                for name in to:
+                    ids.append(conn.execute(insert(mail_t).values(
+                        **build(name, users[name]), tenant=self._owner(), created_at=now)
+                        .returning(mail_t.c.id)).scalar_one())
+        return ids
 
     def undo_decision(self, mail_id: int, decision: str) -> None:
         """Take back a decision `record_decision` just stored, whose step the store then

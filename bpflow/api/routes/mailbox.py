@@ -1,7 +1,7 @@
 """The caller's mailbox: GET /api/mailbox (their mail, newest first; admins also see
-guest messages) and POST /api/mailbox/{mail_id}/decision (the addressee decides an
+guest messages), POST /api/mailbox/{mail_id}/decision (the addressee decides an
 approval; for anyone else the mail is not found, 404, as SPEC §13 asks: no existence
-leak)."""
+leak), and its addressee's /transfer and /delegate (SPEC §15)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from fastapi import APIRouter, Path, Query
 
 from bpflow.api.deps import CallerDep, StoreDep
 from bpflow.api.errors import responses
-from bpflow.api.schemas import MAX_INT, DecisionIn, MailOut
+from bpflow.api.schemas import MAX_INT, AssignIn, DecisionIn, MailOut
 from bpflow.mailbox import Mailbox
 
 router = APIRouter(prefix="/api/mailbox", tags=["mailbox"])
@@ -31,3 +31,20 @@ def mailbox(store: StoreDep, caller: CallerDep,
 def decide(mail_id: Annotated[int, Path(ge=1, le=MAX_INT)], body: DecisionIn,
            store: StoreDep, caller: CallerDep) -> dict[str, Any]:
     return Mailbox(store).decide(mail_id, caller, body.decision, body.comment)
+
+
+@router.post("/{mail_id}/transfer", response_model=MailOut,
+             responses=responses(401, 403, 404, 409, 422))
+def transfer(mail_id: Annotated[int, Path(ge=1, le=MAX_INT)], body: AssignIn,
+             store: StoreDep, caller: CallerDep) -> dict[str, Any]:
+    """Transfer (转办): `to` decides instead of the caller; the answer is the new mail."""
+    return Mailbox(store).transfer(mail_id, caller, body.to, body.comment)
+
+
+@router.post("/{mail_id}/delegate", response_model=MailOut,
+             responses=responses(401, 403, 404, 409, 422))
+def delegate(mail_id: Annotated[int, Path(ge=1, le=MAX_INT)], body: AssignIn,
+             store: StoreDep, caller: CallerDep) -> dict[str, Any]:
+    """Delegate (委派): `to` answers; the caller confirms (or decides otherwise) with
+    their own decision. The answer is the delegate's mail."""
+    return Mailbox(store).delegate(mail_id, caller, body.to, body.comment)
