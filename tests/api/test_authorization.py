@@ -41,8 +41,12 @@ MATRIX = {
     "POST /api/instances/{iid}/circles/a/unclaim": (401, 200, 404, 404, 200),
     "POST /api/instances/{iid}/circles/a/assign": (401, 403, 404, 404, 200),
     "POST /api/instances/{iid}/circles/a/withdraw": (401, 409, 404, 404, 409),  # the first
+    # delegate (委派): the assignee only (an admin transfers instead)
+    "POST /api/instances/{iid}/circles/a/delegate": (401, 200, 404, 404, 403),
     "GET /api/mailbox": (401, 200, 200, 200, 200),
     "POST /api/mailbox/{mail}/decision": (401, 404, 404, 200, 404),
+    "POST /api/mailbox/{mail}/transfer": (401, 404, 404, 200, 404),
+    "POST /api/mailbox/{mail}/delegate": (401, 404, 404, 200, 404),
     "POST /api/guest/messages": (201, 201, 201, 201, 201),
     # account basics: admins reset others' passwords; a wrong current password is 422
     "POST /api/users/bob/password": (401, 403, 403, 403, 200),
@@ -53,7 +57,7 @@ BODIES = {
     "complete": {"bookmark": "{bookmark}", "result": {"n": 1}},
     "fail": {"bookmark": "{bookmark}", "reason": "no"}, "reset": {"uri": "a"},
     "abort": {"reason": "stop"}, "decision": {"decision": "approved"},
-    "assign": {"to": "bob"},
+    "assign": {"to": "bob"}, "transfer": {"to": "admin"}, "delegate": {"to": "bob"},
     "/api/guest/messages": {"name": "Guest", "subject": "hi", "body": "hello"},
     "/api/users/bob/password": {"password": "bob-new-password"},
     "/api/auth/password": {"current_password": "not-mine", "new_password": "a-new-password"},
