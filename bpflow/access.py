@@ -268,9 +268,12 @@ def may_hand_over(caller: Caller, recipient_id: int | None) -> bool:
     return may_decide(caller, recipient_id)
 
 
+APPROVING = (APPROVER, ADMIN)  # the roles of those who can be asked for an approval
+
+
 def may_approve(roles: Iterable[str]) -> bool:
     """Whether a user with these roles can be asked for an approval."""
-    return bool({APPROVER, ADMIN} & set(roles))
+    return bool(set(APPROVING) & set(roles))
 
 
 def may_start(caller: Caller, template: Mapping[str, Any] | Any) -> bool:

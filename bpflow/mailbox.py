@@ -312,6 +312,22 @@ class Mailbox:
         return self._hand(row, caller, plan, "approval_delegated",
                           {"from": caller.username, "to": name, "comment": comment or ""})
 
+    def hand_over_choices(self, mail_id: int, user: Caller | dict[str, Any],
+                          how: str) -> list[str]:
+        """Whom the caller may transfer (`how` "transfer": approvers) or delegate
+        ("delegate": anyone) their pending approval mail to: enabled users of the tenant,
+        not the caller, nobody asked in the approval already (a picker's choices; the
+        move checks again)."""
+        caller = Caller.of(user)
+        row = self._handover_mail(mail_id, caller, how)
+        asked = {r.payload.get("approver") for r in self.store.attempt_approvals(
+            row.instance_id, row.circle, row.epoch)}
+        names = self.store.usernames()
+        if how == "transfer":
+            approvers = {n for role in access.APPROVING for n in self.store.usernames(role)}
+            names = [n for n in names if n in approvers]
+        return [n for n in names if n != caller.username and n not in asked]
+
     def _handover_mail(self, mail_id: int, caller: Caller, what: str):
         """The caller's pending approval mail to hand over (intact and open), else
         refused (NotFound, Forbidden, Tampered, Conflict) and recorded."""

@@ -189,7 +189,7 @@ def box_views(interactions: Interactions, inst: Instance, statuses: dict[str, st
             continue
         status = statuses.get(cid)
         if cid in ready:
-            if caller is None or access.may_drive(caller, inst, cid) or \
+            if caller is None or access.may_fill(caller, inst, cid) or \
                     box_phase(node.circle.box, run) is not Phase.INPUT:
                 box = _ready_box(interactions, inst, cid, errors.get(cid, {}), words)
             else:
