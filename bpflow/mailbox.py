@@ -414,13 +414,17 @@ class Mailbox:
             self._refuse(row, caller, kind, str(exc))
             raise
 
+        approvers = self.store.mail(ids[0]).payload.get("approvers")
+
         def op(engine, inst):
             run = inst.circles.get(row.circle)
-            if inst.status not in ACTIVE or run is None or run.epoch != row.epoch or \
-                    approval(run) is None:
+            info = approval(run) if run is not None else None
+            if inst.status not in ACTIVE or info is None or run.epoch != row.epoch:
                 return False
             engine.record(inst, kind, row.circle, {"mail": row.id, "new_mail": ids[0], **data},
                           caller.username)
+            if approvers and info.get("approvers") != approvers:  # whom the page names
+                run.pending = {**run.pending, "approval": {**info, "approvers": approvers}}
             return True
         if not self.store.apply(row.instance_id, op):
             self.close_attempt(row.instance_id, row.circle, row.epoch, "withdrawn")
