@@ -21,7 +21,7 @@ from bpflow.access import Caller
 from bpflow.languages import pick
 from bpflow.store import Store
 from bpflow_app import routes
-from bpflow_app.boxview import iso_text
+from bpflow_app.boxview import delegation, iso_text
 from bpflow_app.catalogs import N_
 from bpflow_app.flowsview import WAITS_MOST
 from engine.instance import parse_time
@@ -193,20 +193,6 @@ def task_view(store: Store, caller: Caller, row: Any, now: datetime,
         due=iso_text(due), overdue=due is not None and due <= now,
         handover=delegation(task, caller, say),
         answering=(task.get("delegate") or {}).get("to") == caller.username)
-
-
-def delegation(task: dict[str, Any], caller: Caller, say: Say = english) -> str:
-    """A task's delegation (委派) in a sentence, for its holder or its delegate."""
-    delegate = task.get("delegate") or {}
-    if not delegate:
-        return ""
-    if delegate.get("to") == caller.username:
-        return say(N_("%(name)s asked you to answer it for them; your answer goes back to"
-                      " them"), name=delegate.get("from") or "")
-    if delegate.get("answer") is not None:
-        return say(N_("%(name)s answered; open it to confirm or answer differently"),
-                   name=delegate["to"])
-    return say(N_("Waiting for %(name)s's answer"), name=delegate["to"])
 
 
 def opening_tab(store: Store, caller: Caller, counts: dict[str, dict[str, int]]) -> str:

@@ -17,6 +17,7 @@ from bpflow.interactions import Interactions
 from bpflow.mailbox import Mailbox
 from bpflow.store import Store
 from bpflow.store.tables import mail_t
+from bpflow_app.boxview import Words, box_views
 from bpflow_app.inboxview import outcome, tamper_notice
 from bpflow_app.pages import tasks_state
 from bpflow_app.pages.mail_state import MailState
@@ -147,7 +148,7 @@ def test_a_withdrawn_request_is_no_longer_offered(make_state, web_store, claim):
     assert inbox.mails[0].decision == "withdrawn"
 
 
-# ------------------------------------------------------------------------ tasks
+# ------------------------------------------------- transfer and delegate an approval
 def test_transfer_from_the_mail_card_the_new_approver_decides(make_state, web_store, claim):
     bob = make_state(MailState, user="bob")
     run(bob.load())
@@ -201,6 +202,7 @@ def test_delegate_from_the_mail_card_the_owner_confirms(make_state, web_store, c
     assert confirmed[0]["data"]["confirmed"] is True
 
 
+# ------------------------------------------------------------------------ tasks
 @pytest.fixture
 def review(web_store, claim, work):
     """The claim approved: finance's review waits for fred or gina."""
@@ -281,6 +283,32 @@ def test_delegate_a_task_the_delegate_sees_it_and_its_holder_reads_the_answer(
     assert fred.people == [] and fred.handing == ""
     kinds = [e["kind"] for e in web_store.history(review)]
     assert "task_delegated" in kinds
+
+
+def test_the_flow_page_box_lets_the_delegate_answer_and_its_holder_confirm(
+        make_state, web_store, review):
+    """The delegate gets the box (with its bookmark) and answers; the answer waits for
+    the holder, whose box says so; the holder's own sending completes the step."""
+    fred, carol = (Caller.of(web_store.user(n)) for n in ("fred", "carol"))
+    moves.claim(web_store, fred, review, "review")
+    moves.delegate(web_store, fred, review, "review", "carol", "check the hotel bill")
+
+    def box(caller):
+        inst = web_store.get(review)
+        return next(b for b in box_views(Interactions(web_store), inst,
+                                         web_store.engine.statuses(inst), caller=caller,
+                                         words=Words("en")) if b.cid == "review")
+    hers = box(carol)
+    assert hers.kind == "confirm" and hers.bookmark
+    assert "fred asked you to answer it for them" in hers.waits
+    assert "Waiting for carol's answer" in box(fred).waits
+    moves.complete(web_store, carol, review, "review", hers.bookmark, True)
+    assert web_store.get(review).circles["review"].state == "waiting"
+    his = box(fred)
+    assert "carol answered; open it to confirm or answer differently" in his.waits
+    assert box(carol).kind == "wait" and not box(carol).bookmark  # answered: no second
+    moves.complete(web_store, fred, review, "review", his.bookmark, True)
+    assert web_store.get(review).circles["review"].state == "success"
 
 
 def test_an_admin_may_hand_a_task_to_anyone(make_state, web_store, review):
