@@ -17,7 +17,9 @@ too.
   bookmark, sent by an admin or an `integration` user (the systems around bpflow); while
   one waits, integration users of its tenant follow the instance (to find the bookmark),
   and may complete or fail its signal circles only.
-- Approval mail is decided by its addressee only; guest messages are read by admins.
+- Approval mail is decided by its addressee only, who may transfer it (someone else
+  decides) or delegate it (someone else answers, the addressee confirms); a task's
+  assignee likewise transfers or delegates it; guest messages are read by admins.
 - Templates, users, webhooks, the event feed, migrations and crowds are administered by
   admins; an admin resets the others' passwords, everyone changes their own (with the
   current one).
@@ -159,12 +161,27 @@ def may_drive(caller: Caller, inst: Instance, cid: str) -> bool:
     return bool(box.form) and not action_started(run)
 
 
-def drivable(caller: Caller, inst: Instance, cid: str) -> None:
-    """`may_drive`, or the reason why not (NotFound for a circle that does not exist)."""
+def answering(caller: Caller, inst: Instance, cid: str) -> bool:
+    """Whether the caller answers circle `cid`'s task for its assignee, who delegated it
+    to them (委派): they fill its form or confirmation, which comes back to the assignee."""
+    run = inst.circles.get(cid)
+    return run is not None and run.task is not None and same_tenant(caller, inst) and \
+        not action_started(run) and may_answer(caller, run.task)
+
+
+def may_fill(caller: Caller, inst: Instance, cid: str) -> bool:
+    """Whether the caller may send circle `cid`'s box (and so gets its bookmark): who may
+    drive it, or its delegate answering."""
+    return may_drive(caller, inst, cid) or answering(caller, inst, cid)
+
+
+def drivable(caller: Caller, inst: Instance, cid: str, answer: bool = False) -> None:
+    """`may_drive` (or with `answer`, `answering`: sending a form a delegate answers),
+    or the reason why not (NotFound for a circle that does not exist)."""
     node = inst.template.plan.nodes.get(cid)
     if node is None:
         raise NotFound(N_("instance has no circle '%(uri)s'", uri=cid))
-    if may_drive(caller, inst, cid):
+    if may_drive(caller, inst, cid) or (answer and answering(caller, inst, cid)):
         return
     task = inst.circles[cid].task
     if task is not None and not action_started(inst.circles[cid]):
@@ -198,14 +215,29 @@ def may_unclaim(caller: Caller, task: Mapping[str, Any]) -> bool:
                                              or task["assignee"] == caller.username)
 
 
-def may_delegate(caller: Caller, task: Mapping[str, Any], to: Caller) -> bool:
-    """The assignee hands the task to another candidate; an admin to anyone (of their
-    tenant)."""
+def may_transfer(caller: Caller, task: Mapping[str, Any], to: Caller) -> bool:
+    """Transfer (转办, `/assign`): the assignee hands the task to another candidate; an
+    admin to anyone (of their tenant)."""
     if to.tenant != caller.tenant:
         return False
     if caller.is_admin:
         return True
     return task["assignee"] == caller.username and candidate(to, task)
+
+
+def may_delegate(caller: Caller, task: Mapping[str, Any], to: Caller) -> bool:
+    """Delegate (委派, SPEC §15): the assignee asks someone else of their tenant to answer
+    the task for them (the answer comes back to them to confirm), while nobody else is
+    asked."""
+    return to.tenant == caller.tenant and task["assignee"] == caller.username and \
+        to.username != caller.username and not task.get("delegate")
+
+
+def may_answer(caller: Caller, task: Mapping[str, Any]) -> bool:
+    """The delegate of a task answers it (the form, or the confirmation) for its
+    assignee."""
+    delegate = task.get("delegate") or {}
+    return delegate.get("to") == caller.username and delegate.get("answer") is None
 
 
 def may_withdraw(caller: Caller, inst: Instance) -> bool:
@@ -245,11 +277,17 @@ def require_signers_removal(caller: Caller, inst: Instance, recipient_id: int | 
     if same_tenant(caller, inst) and recipient_id is not None and recipient_id == caller.id:
         raise Forbidden(N_("only the flow's starter or an admin may remove signers"))
     raise NotFound(N_("no approval mail"))
+def may_hand_over(caller: Caller, recipient_id: int | None) -> bool:
+    """Transfer or delegate an approval mail (转办, 委派; SPEC §15): its addressee."""
+    return may_decide(caller, recipient_id)
+
+
+APPROVING = (APPROVER, ADMIN)  # the roles of those who can be asked for an approval
 
 
 def may_approve(roles: Iterable[str]) -> bool:
     """Whether a user with these roles can be asked for an approval."""
-    return bool({APPROVER, ADMIN} & set(roles))
+    return bool(set(APPROVING) & set(roles))
 
 
 def may_start(caller: Caller, template: Mapping[str, Any] | Any) -> bool:

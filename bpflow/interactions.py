@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from bpflow import auth
-from bpflow.access import Caller, drivable
+from bpflow.access import Caller, answering, drivable
 from bpflow.errors import RateLimited
 from bpflow.forms import FormError, validate
 from bpflow.mailbox import Mailbox
@@ -40,6 +40,18 @@ def take(engine: Engine, inst: Instance, cid: str, caller: Caller) -> None:
     task = inst.circles[cid].task
     if task is not None and task["assignee"] is None:
         engine.claim(inst, cid, caller.username, caller.username)
+
+
+def confirmed(engine: Engine, inst: Instance, cid: str,
+              values: Callable[[], dict[str, Any]], actor: str | None) -> None:
+    """The assignee sends a task whose delegate answered: recorded as their answer
+    confirmed, or answered differently (委派, SPEC §15)."""
+    task = inst.circles[cid].task
+    delegate = (task or {}).get("delegate")
+    if delegate and delegate.get("answer") is not None:
+        engine.record(inst, "task_confirmed", cid,
+                      {"delegate": delegate["to"],
+                       "confirmed": delegate["answer"] == values()}, actor)
 
 
 class Interactions:
@@ -104,8 +116,12 @@ class Interactions:
                                       circle=cid)
             box = node.circle.box
             engine.check_bookmark(inst, cid, bookmark)  # 409 before any 422
+            if caller is not None and answering(caller, inst, cid):
+                engine.answer(inst, cid, self._answer(inst, cid, data), caller.username)
+                return inst
             if caller is not None:
                 take(engine, inst, cid, caller)
+            confirmed(engine, inst, cid, lambda: self._answer(inst, cid, data), actor)
             if box.confirm is not None:
                 if data.get("accept"):
                     engine.complete(inst, cid, bookmark, {"accepted": True}, actor)
@@ -127,6 +143,14 @@ class Interactions:
                 engine.mark_pending(inst, cid, bookmark, {"form": values}, actor)
             return inst
         return op
+
+    def _answer(self, inst: Instance, cid: str, data: dict[str, Any]) -> dict[str, Any]:
+        """What a person sends to a form or confirmation, as a delegate's answer keeps
+        it: the form's values (validated: 422 as for its assignee), or the acceptance."""
+        box = inst.template.plan.nodes[cid].circle.box
+        if box.confirm is not None:
+            return {"accept": bool(data.get("accept")), "reason": str(data.get("reason") or "")}
+        return validate(box.form, data, self.defaults(inst, cid), self.accounts)[0]
 
     def _sign_in_step(self, instance_id: str, cid: str, bookmark: str, data: dict[str, Any],
                       actor: str | None, client: str | None = None) -> Instance:

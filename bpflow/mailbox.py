@@ -21,7 +21,14 @@ from typing import Any
 
 from bpflow import access, rounds
 from bpflow.access import Caller
-from bpflow.errors import BpflowError, Conflict, NotFound, StorageQuotaExceeded, Tampered
+from bpflow.errors import (
+    BpflowError,
+    Conflict,
+    Forbidden,
+    NotFound,
+    StorageQuotaExceeded,
+    Tampered,
+)
 from bpflow.forms import FormError
 from bpflow.languages import pick
 from bpflow.security import derive
@@ -33,7 +40,8 @@ from engine.phase import Phase, action_extra, approval, box_phase
 from engine.texts import translations
 
 DECISIONS = ("approved", "rejected", "returned")  # an approver's; "withdrawn" is the starter's
-CLOSINGS = ("withdrawn", "removed")  # a mail closed without its addressee's decision
+# a mail closed without its addressee's decision
+CLOSINGS = ("withdrawn", "removed", "transferred")
 quorum_verdict = rounds.quorum_verdict
 GUEST_LIMITS = {"name": 80, "subject": 200, "body": 5000}
 GUEST_RATE = (5, timedelta(minutes=10))  # messages per client per window
@@ -157,10 +165,15 @@ class Mailbox:
             if problem:
                 self._refuse(row, caller, decision, problem)
                 raise Tampered(N_("approval %(id)s refused: %(why)s", id=mail_id, why=problem))
-            why = self._closed(row) or self._turn(row)
+            delegated = bool((row.payload or {}).get("delegated_by"))
+            why = self._closed(row) or self._unanswerable(row, decision) or (
+                None if delegated else self._turn(row))
             if why:
                 self._refuse(row, caller, decision, why)
                 raise Conflict(N_("approval %(id)s refused: %(why)s", id=mail_id, why=why))
+            if delegated:  # a delegate's answer: its owner confirms it
+                self._answer(row, caller, decision, comment)
+                return self.describe(self.store.mail(mail_id))
             if decision == "returned":
                 self._send_back(row, caller, comment)
                 break
@@ -182,6 +195,7 @@ class Mailbox:
             if _ordered_round(row):
                 self.advance(row.instance_id, row.circle, row.epoch)
             break
+        self._confirm(row, caller, decision, comment)
         return self.describe(self.store.mail(mail_id))
 
     def _send_back(self, row, caller: Caller, comment: str) -> None:
@@ -215,7 +229,8 @@ class Mailbox:
         if row.decision is not None:
             return {"approved": N_("it was already approved"),
                     "rejected": N_("it was already rejected"),
-                    "returned": N_("it was already returned")}.get(
+                    "returned": N_("it was already returned"),
+                    "transferred": N_("it was transferred to someone else")}.get(
                 row.decision, N_("it was already %(decision)s", decision=row.decision))
         inst = self.store.get(row.instance_id)
         if inst.status not in ACTIVE:
@@ -614,6 +629,244 @@ class Mailbox:
         terms = signed_terms(rows)
         return terms is None or rounds.verdict(terms[0], terms[1],
                                                _ordered(rows, terms[1])) is None
+    # ------------------------------------------ transfer and delegate (转办, 委派: SPEC §15)
+    def transfer(self, mail_id: int, user: Caller | dict[str, Any], to: str,
+                 comment: str = "") -> dict[str, Any]:
+        """The addressee of a pending approval hands it to `to`, who decides instead: a
+        new mail signed over the new list of approvers (every mail of the round is
+        signed again over it), the old one closed as `transferred` (with `comment`). 404
+        for anyone but the addressee; 403 for a delegate's mail; 409 once it is no longer
+        pending; 422 for an unknown or disabled user, the caller, someone who may not
+        approve or is asked in this approval already. The new mail."""
+        caller = Caller.of(user)
+        row = self._handover_mail(mail_id, caller, "transfer")
+        person = self._successor(row, caller, to, approver=True)
+        name = person["username"]
+
+        def plan(rows):
+            mine, (quorum, seats) = self._open_round(rows, row, name)
+            renamed = [[name if n == caller.username else n for n in chain] for chain in seats]
+            terms = rounds.terms(quorum, renamed)
+            updates = self._resign(rows, quorum, renamed)
+            now = self.store.clock()
+            updates[mine.id].update(decision="transferred", comment=comment or "",
+                                    updated_at=now, read_at=now)
+            for r in rows:  # the caller's delegate is asked no more
+                if r.decision is None and r.payload.get("delegated_by") == caller.username:
+                    updates[r.id].update(decision="withdrawn", comment="", updated_at=now)
+            extra = {**terms, "transferred_from": caller.username, "note": comment or ""}
+            return list(updates.items()), [name], self._copy_of(mine, extra)
+        return self._hand(row, caller, plan, "approval_transferred",
+                          {"from": caller.username, "to": name, "comment": comment or ""})
+
+    def delegate(self, mail_id: int, user: Caller | dict[str, Any], to: str,
+                 comment: str = "") -> dict[str, Any]:
+        """The addressee of a pending approval asks `to` to answer it for them: `to` gets
+        a mail of their own (signed, naming who delegated), whose decision comes back as
+        an answer the addressee confirms or decides differently; only the addressee's
+        decision counts. The addressee's mail is signed again naming the delegate. 404,
+        403, 409 and 422 as `transfer`; 409 too while an earlier delegate has not
+        answered. The delegate's mail."""
+        caller = Caller.of(user)
+        row = self._handover_mail(mail_id, caller, "delegate")
+        person = self._successor(row, caller, to, approver=False)
+        name = person["username"]
+
+        def plan(rows):
+            mine, _ = self._open_round(rows, row, name)
+            waiting = [r.payload.get("approver") for r in rows if r.decision is None
+                       and r.payload.get("delegated_by") == caller.username]
+            if waiting:
+                raise Conflict(N_("%(user)s has not answered yet", user=waiting[0]))
+            payload = {**mine.payload, "delegated_to": name}
+            updates = {mine.id: {"payload": payload, "signature": self.sign(payload)}}
+            extra = {"delegated_by": caller.username, "note": comment or ""}
+            return list(updates.items()), [name], self._copy_of(mine, extra)
+        return self._hand(row, caller, plan, "approval_delegated",
+                          {"from": caller.username, "to": name, "comment": comment or ""})
+
+    def hand_over_choices(self, mail_id: int, user: Caller | dict[str, Any],
+                          how: str) -> list[str]:
+        """Whom the caller may transfer (`how` "transfer": approvers) or delegate
+        ("delegate": anyone) their pending approval mail to: enabled users of the tenant,
+        not the caller, nobody asked in the approval already (a picker's choices; the
+        move checks again)."""
+        caller = Caller.of(user)
+        row = self._handover_mail(mail_id, caller, how)
+        asked = {r.payload.get("approver") for r in self.store.attempt_approvals(
+            row.instance_id, row.circle, row.epoch)}
+        names = self.store.usernames()
+        if how == "transfer":
+            approvers = {n for role in access.APPROVING for n in self.store.usernames(role)}
+            names = [n for n in names if n in approvers]
+        return [n for n in names if n != caller.username and n not in asked]
+
+    def _handover_mail(self, mail_id: int, caller: Caller, what: str):
+        """The caller's pending approval mail to hand over (intact and open), else
+        refused (NotFound, Forbidden, Tampered, Conflict) and recorded."""
+        row = self.store.mail(mail_id)
+        if row is None or row.kind != "approval" or not access.may_hand_over(
+                caller, row.recipient_id):
+            raise NotFound(N_("no approval mail %(id)s", id=mail_id))
+        problem = self.check(row)
+        if problem:
+            self._refuse(row, caller, what, problem)
+            raise Tampered(N_("approval %(id)s refused: %(why)s", id=mail_id, why=problem))
+        if row.payload.get("delegated_by"):
+            raise Forbidden(N_("%(user)s asked you to answer; only they may hand it on",
+                               user=row.payload["delegated_by"]))
+        why = self._closed(row)
+        if why:
+            self._refuse(row, caller, what, why)
+            raise Conflict(N_("approval %(id)s refused: %(why)s", id=mail_id, why=why))
+        return row
+
+    def _successor(self, row, caller: Caller, to: str, approver: bool) -> dict[str, Any]:
+        """The user an approval is handed to (422: unknown or disabled, the caller, one
+        who may not approve when they are to decide)."""
+        name = str(to or "").strip()
+        person = self.store.user(name) if name else None
+        if person is None:
+            raise FormError({"to": N_("no user named %(name)s", name=name[:100])})
+        if person["id"] == caller.id:
+            raise FormError({"to": N_("choose someone other than yourself")})
+        if approver and not access.may_approve(person["roles"]):
+            raise FormError({"to": N_("%(name)s is not an approver", name=person["username"])})
+        return person
+
+    def _open_round(self, rows: list[Any], row, name: str
+                    ) -> tuple[Any, tuple[Any, rounds.Seats]]:
+        """(the caller's mail, (quorum, seats)) of a locked round that may be handed on:
+        every mail intact, the caller's undecided, the request open, `name` not asked in
+        it yet; else refused."""
+        mine = next((r for r in rows if r.id == row.id), None)
+        if mine is None or any(self.check(r) for r in rows):
+            raise Tampered(N_("approval %(id)s refused: %(why)s", id=row.id,
+                              why=N_("a mail of its round does not match its signature")))
+        why = self._closed(mine)
+        terms = signed_terms([r for r in rows if not r.payload.get("delegated_by")])
+        if why or terms is None:
+            raise Conflict(N_("approval %(id)s refused: %(why)s", id=row.id,
+                              why=why or N_("this approval request is no longer open")))
+        if any(r.payload.get("approver") == name for r in rows):
+            raise FormError({"to": N_("%(name)s is asked in this approval already",
+                                      name=name)})
+        return mine, terms
+
+    def _copy_of(self, mine, extra: dict[str, Any]):
+        """How to build the mail handed on: the caller's, to someone else, with `extra`
+        (who handed it on, and how) signed with it."""
+        keep = {k: v for k, v in mine.payload.items()
+                if k not in ("delegated_to", "delegated_by", "transferred_from", "note",
+                             *(("seats",) if "approvers" in extra else ()))}
+
+        def build(name: str, recipient_id: int) -> dict[str, Any]:
+            payload = {**keep, "approver": name, "recipient_id": recipient_id, **extra}
+            return {"kind": "approval", "sender_id": mine.sender_id,
+                    "sender_name": mine.sender_name, "recipient_id": recipient_id,
+                    "subject": mine.subject, "body": mine.body, "payload": payload,
+                    "signature": self.sign(payload), "instance_id": mine.instance_id,
+                    "circle": mine.circle, "epoch": mine.epoch}
+        return build
+
+    def _hand(self, row, caller: Caller, plan, kind: str, data: dict[str, Any]
+              ) -> dict[str, Any]:
+        """Change the round as `plan` says, then record it in the history in a step that
+        finds the request still open: a withdrawal that came first closes the new mail
+        and the hand-over is refused (409), so it is applied once or not at all."""
+        try:
+            ids = self.store.change_round(row.instance_id, row.circle, row.epoch, plan,
+                                          self._decision_signature)
+        except Tampered as exc:
+            self._refuse(row, caller, kind, str(exc))
+            raise
+
+        handed = self.store.mail(ids[0])
+        approvers = handed.payload.get("approvers") if handed is not None else None
+
+        def op(engine, inst):
+            run = inst.circles.get(row.circle)
+            info = approval(run) if run is not None else None
+            if inst.status not in ACTIVE or info is None or run.epoch != row.epoch:
+                return False
+            engine.record(inst, kind, row.circle, {"mail": row.id, "new_mail": ids[0], **data},
+                          caller.username)
+            if approvers and info.get("approvers") != approvers:  # whom the page names
+                run.pending = {**run.pending, "approval": {**info, "approvers": approvers}}
+            return True
+        if not self.store.apply(row.instance_id, op):
+            self.close_attempt(row.instance_id, row.circle, row.epoch, "withdrawn")
+            raise Conflict(N_("approval %(id)s refused: %(why)s", id=row.id,
+                              why=N_("this approval request is no longer open")))
+        return self.describe(self.store.mail(ids[0]))
+
+    def _unanswerable(self, row, decision: str) -> str | None:
+        """Why a delegate may not answer now (the one who delegated decided or handed it
+        on), or None; a delegate answers approved or rejected."""
+        owner = (row.payload or {}).get("delegated_by")
+        if not owner:
+            return None
+        if decision == "returned":
+            return N_("a delegate answers approved or rejected; %(user)s decides",
+                      user=owner)
+        theirs = self._owner_mail(row)
+        if theirs is None or theirs.decision is not None or \
+                theirs.payload.get("delegated_to") != row.payload.get("approver"):
+            return N_("%(user)s has decided already", user=owner)
+        return None
+
+    def _owner_mail(self, row):
+        """The intact mail of the addressee who delegated `row`, or None."""
+        owner = row.payload.get("delegated_by")
+        return next((r for r in self.store.attempt_approvals(row.instance_id, row.circle,
+                                                             row.epoch)
+                     if r.payload.get("approver") == owner and not r.payload.get(
+                         "delegated_by") and self.check(r) is None), None)
+
+    def _answer(self, row, caller: Caller, decision: str, comment: str) -> None:
+        """A delegate's answer: stored on their mail, recorded for the one who delegated
+        (it counts only once they confirm it)."""
+        self.store.record_decision(row.id, decision, comment, self._decision_signature)
+        self._record(row, "approval_answered",
+                     {"mail": row.id, "for": row.payload["delegated_by"],
+                      "decision": decision, "comment": comment or ""}, actor=caller.username)
+
+    def _confirm(self, row, caller: Caller, decision: str, comment: str) -> None:
+        """The addressee decides a mail they delegated: the delegate's answer is
+        confirmed (or answered differently), and recorded so; a delegate who has not
+        answered is asked no more."""
+        delegate = (row.payload or {}).get("delegated_to")
+        if not delegate:
+            return
+        theirs = next((r for r in self.store.attempt_approvals(row.instance_id, row.circle,
+                                                               row.epoch)
+                       if r.payload.get("approver") == delegate and
+                       r.payload.get("delegated_by") == caller.username), None)
+        if theirs is None:
+            return
+        if theirs.decision is None:
+            self._close([theirs], "withdrawn")
+            return
+        if theirs.decision in ("approved", "rejected"):
+            self._record(row, "approval_confirmed",
+                         {"mail": row.id, "delegate": delegate, "answer": theirs.decision,
+                          "decision": decision, "confirmed": theirs.decision == decision,
+                          "comment": comment or ""}, actor=caller.username)
+
+    def _delegate_answer(self, row) -> dict[str, Any] | None:
+        """For a mail its addressee delegated: the delegate and their answer (decision
+        None until they answer)."""
+        delegate = (row.payload or {}).get("delegated_to") if row.kind == "approval" else None
+        if not delegate:
+            return None
+        for r in self.store.attempt_approvals(row.instance_id, row.circle, row.epoch):
+            if r.payload.get("approver") == delegate and \
+                    r.payload.get("delegated_by") == row.payload.get("approver"):
+                return {"by": delegate, "decision": r.decision if r.decision in (
+                    "approved", "rejected") else None, "comment": r.comment or "",
+                    "note": r.payload.get("note") or "",
+                    "at": r.updated_at.isoformat() if r.updated_at else None}
+        return None
 
     # -------------------------------------------------------------- reading
     def _record(self, row, kind: str, data: dict[str, Any], actor: str | None = None) -> None:
@@ -632,7 +885,8 @@ class Mailbox:
                 "updated_at": row.updated_at.isoformat() if row.updated_at else None,
                 "read": row.read_at is not None, "decision": row.decision,
                 "comment": row.comment, "instance": row.instance_id, "circle": row.circle,
-                "signature_ok": problem is None, "problem": problem}
+                "signature_ok": problem is None, "problem": problem,
+                "answer": self._delegate_answer(row) if problem is None else None}
 
     def inbox(self, user: Caller | dict[str, Any], kind: str | None = None,
               status: str | None = None, limit: int = 50, offset: int = 0

@@ -15,6 +15,7 @@ Reflex) so it can be tested on its own; `components/boxes.py` renders it.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -201,7 +202,7 @@ def box_views(interactions: Interactions, inst: Instance, statuses: dict[str, st
             continue
         status = statuses.get(cid)
         if cid in ready:
-            if caller is None or access.may_drive(caller, inst, cid) or \
+            if caller is None or access.may_fill(caller, inst, cid) or \
                     box_phase(node.circle.box, run) is not Phase.INPUT:
                 box = _ready_box(interactions, inst, cid, errors.get(cid, {}), words)
             else:
@@ -229,6 +230,21 @@ def who_words(task: dict[str, Any], words: Words) -> str:
     return words.either(who) if who else words.gettext("nobody")
 
 
+def delegation(task: dict[str, Any], caller: Caller,
+               say: Callable[..., str] = ENGLISH.gettext) -> str:
+    """A task's delegation (委派) in a sentence, for its holder or its delegate."""
+    delegate = task.get("delegate") or {}
+    if not delegate:
+        return ""
+    if delegate.get("to") == caller.username:
+        return say(N_("%(name)s asked you to answer it for them; your answer goes back to"
+                      " them"), name=delegate.get("from") or "")
+    if delegate.get("answer") is not None:
+        return say(N_("%(name)s answered; open it to confirm or answer differently"),
+                   name=delegate["to"])
+    return say(N_("Waiting for %(name)s's answer"), name=delegate["to"])
+
+
 def _people(view: BoxView, inst: Instance, cid: str, caller: Caller | None,
             now: datetime, words: Words = ENGLISH) -> None:
     """Whom the ready circle waits for, and what the viewer may do about it."""
@@ -247,6 +263,9 @@ def _people(view: BoxView, inst: Instance, cid: str, caller: Caller | None,
             view.waits = words.gettext("Held by %(name)s", name=holder)
         else:
             view.waits = words.gettext("Waits for %(who)s", who=who_words(task, words))
+        if task.get("delegate") and caller is not None:
+            view.waits = words.gettext("%(waits)s · %(delegation)s", waits=view.waits,
+                                       delegation=delegation(task, caller, words.gettext))
         due = parse_time(task["due_at"])
         if due is not None:
             view.due, view.overdue = iso_text(due), due <= now
@@ -342,7 +361,9 @@ def _ready_box(interactions: Interactions, inst: Instance, cid: str,
     if box.form and staged_form(run) is None:
         view = _base(inst, cid, "form", words)
         view.bookmark = engine.bookmark(inst, cid)
-        defaults = interactions.defaults(inst, cid)
+        answer = ((run.task or {}).get("delegate") or {}).get("answer")
+        defaults = {**interactions.defaults(inst, cid),  # a delegate's answer, to confirm
+                    **(answer if isinstance(answer, dict) else {})}
         view.fields = [field_view(cid, f, defaults.get(f.name), errors.get(f.name),
                                   interactions.store.usernames(f.role)
                                   if f.type == "user" else None, words.lang)

@@ -250,10 +250,8 @@ def sentence(event: dict[str, Any], inst: Instance, words: Words = ENGLISH
     if kind == "task_unclaimed":
         return gettext("%(who)s gave “%(step)s” back to its candidates", who=actor,
                        step=step), True
-    if kind == "task_delegated":
-        to = str(after.get("assignee") or data.get("assignee") or "")
-        return gettext("%(who)s handed “%(step)s” to %(to)s", who=actor, step=step,
-                       to=to), True
+    if kind in HANDOVERS:
+        return _handover(kind, data, actor, step, comment, words), True
     if kind == "task_escalated":
         return gettext("“%(step)s” is overdue and was passed on", step=step), True
     if kind in ("approval_signers_added", "approval_signers_removed"):
@@ -290,6 +288,49 @@ def signers_sentence(kind: str, data: dict[str, Any], actor: str, step: str,
     comment = str(data.get("comment") or "")
     return words.gettext(with_comment, who=actor, users=users, step=step, comment=comment) \
         if comment else words.gettext(plain, who=actor, users=users, step=step)
+HANDOVERS = ("task_transferred", "task_delegated", "task_answered", "task_confirmed",
+             "approval_transferred", "approval_delegated", "approval_answered",
+             "approval_confirmed")  # transfer and delegate (SPEC §15)
+
+
+def _handover(kind: str, data: dict[str, Any], actor: str, step: str, comment: str,
+              words: Words) -> str:
+    """The history sentence of a transfer or a delegation, of a task or an approval."""
+    to = str(data.get("to") or "")
+    said = {
+        "task_transferred": (N_("%(who)s handed “%(step)s” to %(to)s"),
+                             N_("%(who)s handed “%(step)s” to %(to)s — “%(comment)s”")),
+        "approval_transferred": (
+            N_("%(who)s transferred the approval of “%(step)s” to %(to)s"),
+            N_("%(who)s transferred the approval of “%(step)s” to %(to)s — “%(comment)s”")),
+        "task_delegated": (N_("%(who)s asked %(to)s to answer “%(step)s” for them"),
+                           N_("%(who)s asked %(to)s to answer “%(step)s” for them —"
+                              " “%(comment)s”")),
+        "approval_delegated": (
+            N_("%(who)s asked %(to)s to answer the approval of “%(step)s” for them"),
+            N_("%(who)s asked %(to)s to answer the approval of “%(step)s” for them —"
+               " “%(comment)s”")),
+    }
+    if kind in said:
+        plain, with_comment = said[kind]
+        return words.gettext(with_comment, who=actor, step=step, to=to, comment=comment) \
+            if comment else words.gettext(plain, who=actor, step=step, to=to)
+    if kind == "task_answered":
+        return words.gettext("%(who)s answered “%(step)s” for %(owner)s", who=actor,
+                             step=step, owner=str(data.get("for") or ""))
+    if kind == "approval_answered":
+        answer = {"approved": N_("%(who)s suggested approving “%(step)s” for %(owner)s"),
+                  "rejected": N_("%(who)s suggested rejecting “%(step)s” for %(owner)s")}
+        text = words.gettext(answer.get(str(data.get("decision")), answer["approved"]),
+                             who=actor, step=step, owner=str(data.get("for") or ""))
+        return words.gettext("%(said)s — “%(comment)s”", said=text, comment=comment) \
+            if comment else text
+    delegate = str(data.get("delegate") or "")
+    if data.get("confirmed"):
+        return words.gettext("%(who)s confirmed %(delegate)s's answer on “%(step)s”",
+                             who=actor, delegate=delegate, step=step)
+    return words.gettext("%(who)s answered “%(step)s” differently from %(delegate)s",
+                         who=actor, delegate=delegate, step=step)
 
 
 def _decision(d: dict[str, Any], step: str, words: Words) -> str:

@@ -22,7 +22,7 @@ from bpflow.languages import pick
 from bpflow.mailbox import Mailbox
 from bpflow.store import Store
 from bpflow_app import routes
-from bpflow_app.boxview import iso_text, round_lines
+from bpflow_app.boxview import delegation, iso_text, round_lines
 from bpflow_app.catalogs import N_
 from bpflow_app.flowsview import WAITS_MOST
 from engine.instance import parse_time
@@ -33,7 +33,8 @@ TASKS = "tasks"  # the Tasks tab (not a kind of mail)
 DECIDED = {  # decision -> (what the mail's row says, the colour of its badge)
     "approved": (N_("approved"), "approved"), "rejected": (N_("rejected"), "rejected"),
     "returned": (N_("sent back"), "pending"), "withdrawn": (N_("withdrawn"), "terminated"),
-    "removed": (N_("removed"), "terminated")}
+    "removed": (N_("removed"), "terminated"),
+    "transferred": (N_("transferred"), "terminated")}
 # What the mailbox finds wrong with a mail (`Mailbox.check`), as the inbox says it.
 PROBLEMS = {
     "the mail does not match its signature":
@@ -74,6 +75,9 @@ class MailView:
     round_lines: list[str] = field(default_factory=list)  # the opened approval's round
     sign: bool = False  # its reader is asked now: they may add signers
     asked: list[str] = field(default_factory=list)  # everyone its round asks
+    handed: str = ""  # how it was handed on (transfer, delegate), in a sentence
+    answer: str = ""  # the delegate's answer (approved, rejected) its addressee confirms
+    delegated: bool = False  # a delegate's mail: they answer, they do not hand it on
 
 
 def tamper_notice(problem: str, say: Say = english) -> str:
@@ -94,6 +98,9 @@ def outcome(decision: str, comment: str, say: Say = english) -> str:
     if decision == "removed":
         return (say(N_("Removed from the approval — %(comment)s"), comment=comment)
                 if comment else say(N_("Removed from the approval")))
+    if decision == "transferred":
+        return (say(N_("Transferred to someone else — %(comment)s"), comment=comment)
+                if comment else say(N_("Transferred to someone else")))
     if decision == "returned":
         return (say(N_("Sent back to be amended — %(comment)s"), comment=comment)
                 if comment else say(N_("Sent back to be amended")))
@@ -121,7 +128,34 @@ def mail_view(m: dict[str, Any], opened: bool = False, say: Say = english) -> Ma
         if payload else "",
         open=m["kind"] == "approval" and m["decision"] is None and m["signature_ok"],
         label=say(label) if decision in DECIDED else label, tone=tone,
-        outcome=outcome(decision, comment, say))
+        outcome=outcome(decision, comment, say), handed=handed(m, say),
+        answer=str((m.get("answer") or {}).get("decision") or ""),
+        delegated=bool((m.get("payload") or {}).get("delegated_by")) if m["kind"] ==
+        "approval" else False)
+
+
+def handed(m: dict[str, Any], say: Say = english) -> str:
+    """How an approval mail was handed on (SPEC §15), in a sentence: transferred to the
+    reader, delegated to them, or delegated by them and what the delegate answered."""
+    payload, answer = m.get("payload") or {}, m.get("answer") or {}
+    note = str(payload.get("note") or "")
+    if payload.get("delegated_by"):
+        text = say(N_("%(name)s asked you to answer this for them; your answer goes back to"
+                      " them to confirm"), name=payload["delegated_by"])
+    elif answer.get("decision"):
+        word = say(DECIDED[answer["decision"]][0])
+        text = say(N_("%(name)s answered: %(decision)s"), name=answer["by"], decision=word)
+        note = str(answer.get("comment") or "")
+    elif answer:
+        text = say(N_("You asked %(name)s to answer; waiting for their answer"),
+                   name=answer["by"])
+        note = ""
+    elif payload.get("transferred_from"):
+        text = say(N_("%(name)s transferred this approval to you"),
+                   name=payload["transferred_from"])
+    else:
+        return ""
+    return say(N_("%(said)s — “%(comment)s”"), said=text, comment=note) if note else text
 
 
 def with_round(view: MailView, store: Store, caller: Caller, say: Say = english) -> MailView:
@@ -157,11 +191,13 @@ class TaskView:
     ready: str = ""  # ISO
     due: str = ""  # ISO; "" when the task has no due time
     overdue: bool = False
+    handover: str = ""  # its delegation in a sentence (委派: who answers, who confirms)
+    answering: bool = False  # the reader answers it for its holder
 
 
 def task_view(store: Store, caller: Caller, row: Any, now: datetime,
               words: dict[tuple[str, int, str], tuple[Any, Any]] | None = None,
-              lang: str = "en", about: str = "") -> TaskView:
+              lang: str = "en", about: str = "", say: Say = english) -> TaskView:
     """A row of `Store.tasks` for the list (`words`: the circles' titles and descriptions
     looked up so far, kept across the rows of one read), in `lang`; `about`: the flow's
     summary."""
@@ -180,7 +216,9 @@ def task_view(store: Store, caller: Caller, row: Any, now: datetime,
         flow=title or row.template, description=description or row.circle,
         waits=", ".join(who[:WAITS_MOST]) + (", …" if len(who) > WAITS_MOST else ""),
         waits_you=holder == caller.username, summary=about, ready=iso_text(row.ready_at),
-        due=iso_text(due), overdue=due is not None and due <= now)
+        due=iso_text(due), overdue=due is not None and due <= now,
+        handover=delegation(task, caller, say),
+        answering=(task.get("delegate") or {}).get("to") == caller.username)
 
 
 def opening_tab(store: Store, caller: Caller, counts: dict[str, dict[str, int]]) -> str:

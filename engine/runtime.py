@@ -261,8 +261,17 @@ class Engine:
     def unclaim(self, inst: Instance, cid: str, actor: str | None = None) -> None:
         tasks.unclaim(self, inst, cid, actor)
 
-    def delegate(self, inst: Instance, cid: str, to: str, actor: str | None = None) -> None:
-        tasks.delegate(self, inst, cid, to, actor)
+    def transfer(self, inst: Instance, cid: str, to: str, actor: str | None = None,
+                 comment: str | None = None) -> None:
+        tasks.transfer(self, inst, cid, to, actor, comment)
+
+    def delegate(self, inst: Instance, cid: str, to: str, actor: str | None = None,
+                 comment: str | None = None) -> None:
+        tasks.delegate(self, inst, cid, to, actor, comment)
+
+    def answer(self, inst: Instance, cid: str, values: dict[str, Any],
+               actor: str | None = None) -> None:
+        tasks.answer(self, inst, cid, values, actor)
 
     def send_back(self, inst: Instance, cid: str, kind: str, actor: str | None = None,
                   comment: str | None = None) -> list[str]:

@@ -1,4 +1,5 @@
-"""People's work on a circle (SPEC §10): candidates, claims, delegation, escalation, and
+"""People's work on a circle (SPEC §10): candidates, claims, transfer and
+delegation, escalation, and
 sending work back (withdraw, return).
 
 A circle whose box waits for a person (`Circle.is_task`) gets a task when it becomes
@@ -112,11 +113,42 @@ def unclaim(engine: Engine, inst: Instance, cid: str, actor: str | None) -> None
             {"from": task["assignee"]})
 
 
-def delegate(engine: Engine, inst: Instance, cid: str, to: str, actor: str | None) -> None:
-    """Hand the task to `to`."""
+def transfer(engine: Engine, inst: Instance, cid: str, to: str, actor: str | None,
+             comment: str | None = None) -> None:
+    """Transfer (转办): hand the task to `to`, who then holds it (a delegate of the one
+    who held it is asked no more)."""
     task = open_task(engine, inst, cid)
-    _change(engine.clock, inst, cid, task, "task_delegated", actor, {"assignee": to},
-            {"from": task["assignee"], "to": to})
+    _change(engine.clock, inst, cid, task, "task_transferred", actor,
+            {"assignee": to, **({"delegate": None} if task.get("delegate") else {})},
+            {"from": task["assignee"], "to": to, **({"comment": comment} if comment else {})})
+
+
+def delegate(engine: Engine, inst: Instance, cid: str, to: str, actor: str | None,
+             comment: str | None = None) -> None:
+    """Delegate (委派): the assignee asks `to` to answer the task for them; the answer
+    comes back to the assignee, who confirms it or answers differently (`answer`)."""
+    task = open_task(engine, inst, cid)
+    if task.get("delegate"):
+        raise TransitionError(N_("circle '%(uri)s' waits for %(user)s's answer", uri=cid,
+                                 user=task["delegate"]["to"]), instance=inst.id, circle=cid)
+    note = {"from": task["assignee"], "to": to, **({"comment": comment} if comment else {})}
+    _change(engine.clock, inst, cid, task, "task_delegated", actor,
+            {"delegate": {**note, "answer": None}}, note)
+
+
+def answer(engine: Engine, inst: Instance, cid: str, values: dict[str, Any],
+           actor: str | None) -> None:
+    """The delegate's answer (the form's values, or the confirmation), kept on the task
+    for its assignee to confirm; the delegate is asked no more."""
+    task = open_task(engine, inst, cid)
+    delegate = task.get("delegate")
+    if not delegate or delegate.get("answer") is not None:
+        raise TransitionError(N_("nobody was asked to answer circle '%(uri)s'", uri=cid),
+                              instance=inst.id, circle=cid)
+    _change(engine.clock, inst, cid, task, "task_answered", actor,
+            {"delegate": {**delegate, "answer": values, "answered_at": iso(
+                engine.clock())}},
+            {"by": delegate["to"], "for": delegate["from"]})
 
 
 def escalate(engine: Engine, inst: Instance, node: Node, actor: str | None) -> bool:

@@ -19,7 +19,7 @@ from fastapi import Header, Response
 from pydantic import AfterValidator, BaseModel, Field, model_validator
 
 from bpflow import limits
-from bpflow.access import Caller, may_drive
+from bpflow.access import Caller, may_fill
 from bpflow.mailbox import GUEST_LIMITS
 from engine import bookmarks
 from engine.instance import Instance
@@ -275,7 +275,7 @@ def instance_payload(engine: Engine, inst: Instance, caller: Caller) -> dict[str
     circles = engine.view(inst)  # a CircleOut's fields but `pending`
     for cid, circle in circles.items():
         circle["pending"] = public_pending(inst.circles[cid])
-        if circle["bookmark"] is not None and not may_drive(caller, inst, cid):
+        if circle["bookmark"] is not None and not may_fill(caller, inst, cid):
             circle["bookmark"] = None
     return {**summary_payload(inst.to_dict()), "variables": engine.variables(inst),
             "circles": circles, "history_url": f"/api/instances/{inst.id}/history"}
@@ -329,6 +329,10 @@ class MailOut(BaseModel):
     circle: str | None = None
     signature_ok: bool
     problem: str | None = None
+    answer: dict[str, Json] | None = Field(
+        default=None, description="for an approval its addressee delegated: the delegate"
+                                  " (`by`) and their answer (`decision` null until they"
+                                  " answer), `comment`, `note`, `at`")
 
 
 class DecisionIn(BaseModel):
@@ -404,7 +408,10 @@ class TaskOut(BaseModel):
 
 
 class AssignIn(BaseModel):
+    """Whom work is handed to (transfer: `/assign`, `/transfer`; delegate: `/delegate`)."""
+
     to: str = Field(min_length=1, max_length=100)
+    comment: str = Field(default="", max_length=2000)
 
 
 class WithdrawIn(BaseModel):

@@ -4,7 +4,8 @@
 - `flow`: start (idempotent with a key), complete and fail a circle (a form or
   confirmation through the box layer), reset and its preview, suspend, resume and abort
   (`control`), and the worker's expiry.
-- `tasks`: people's work on a circle: claim, unclaim, delegate, withdraw.
+- `tasks`: people's work on a circle: claim, unclaim, transfer,
+  delegate, withdraw.
 - `steps`: how a move runs: the caller must see the instance, then the move's op (which
   asks `bpflow.access` inside) is one durable step, on a thread or on an event loop.
 
@@ -36,6 +37,9 @@ from bpflow.moves.tasks import (
     delegate_async,
     delegates,
     engine_task,
+    transfer,
+    transfer_async,
+    transferees,
     unclaim,
     unclaim_async,
     withdraw,
@@ -46,6 +50,6 @@ __all__ = [
     "circle_words", "claim", "claim_async", "complete", "complete_async", "control",
     "control_async", "delegate", "delegate_async", "delegates", "engine_task", "expire",
     "fail", "fail_async", "levels_of", "reset", "reset_async", "reset_preview", "start",
-    "start_async", "submit", "unclaim", "unclaim_async", "visible", "visible_async",
-    "withdraw", "withdraw_async",
+    "start_async", "submit", "transfer", "transfer_async", "transferees", "unclaim",
+    "unclaim_async", "visible", "visible_async", "withdraw", "withdraw_async",
 ]

@@ -106,7 +106,7 @@ def complete(store: Store, caller: Caller, iid: str, uri: str, bookmark: str, re
     """The caller completes circle `uri`: its assignee, or a candidate while nobody holds
     it (then completing claims it), checked in the step on the instance as it is then."""
     inst = visible(store, caller, iid)
-    drivable(caller, inst, uri)
+    drivable(caller, inst, uri, answer=True)
     data = _form(inst, uri, result)
     if data is not None:
         return Interactions(store).submit(iid, uri, bookmark, data, caller.username, client,
@@ -117,7 +117,7 @@ def complete(store: Store, caller: Caller, iid: str, uri: str, bookmark: str, re
 async def complete_async(store: Store, caller: Caller, iid: str, uri: str, bookmark: str,
                          result: Any, client: str | None = None) -> Instance:
     inst = await visible_async(store, caller, iid)
-    drivable(caller, inst, uri)
+    drivable(caller, inst, uri, answer=True)
     data = _form(inst, uri, result)
     if data is not None:
         return await Interactions(store).submit_async(iid, uri, bookmark, data,

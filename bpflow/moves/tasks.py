@@ -1,4 +1,5 @@
-"""People's work on one circle (SPEC §10): claim, unclaim, delegate and withdraw, each one
+"""People's work on one circle (SPEC §10, §15): claim, unclaim, transfer (转办, `/assign`),
+delegate (委派) and withdraw, each one
 durable step, for the REST API (`api/routes/tasks.py`), the inbox's Tasks tab and the flow
 page alike.
 
@@ -17,6 +18,7 @@ from typing import Any
 from bpflow import access
 from bpflow.access import Caller
 from bpflow.errors import Conflict, Forbidden, NotFound
+from bpflow.forms import FormError
 from bpflow.languages import pick
 from bpflow.mailbox import Mailbox
 from bpflow.moves.steps import Op, step, step_async
@@ -60,16 +62,36 @@ def unclaiming(caller: Caller, uri: str) -> Op:
     return op
 
 
-def delegating(caller: Caller, uri: str, target: Caller) -> Op:
+def transferring(caller: Caller, uri: str, target: Caller, comment: str | None = None) -> Op:
+    """Transfer (转办, `/assign`): the task goes to `target`, who holds it."""
     def op(engine: Engine, inst: Instance) -> None:
         task = engine_task(engine, inst, uri)
-        if not access.may_delegate(caller, task, target):
+        if not access.may_transfer(caller, task, target):
             raise Forbidden(N_("only the task's assignee may hand it on, to another candidate"
                                " (an admin to anyone)") if task["assignee"] == caller.username
                             or task["assignee"] is None else
                             N_("circle '%(uri)s' is %(user)s's task", uri=uri,
                                user=task["assignee"]))
-        engine.delegate(inst, uri, target.username, caller.username)
+        engine.transfer(inst, uri, target.username, caller.username, comment or None)
+    return op
+
+
+def delegating(caller: Caller, uri: str, target: Caller, comment: str | None = None) -> Op:
+    """Delegate (委派): `target` answers the task; the answer comes back to its assignee,
+    whose sending it (the same, or different) completes the circle."""
+    def op(engine: Engine, inst: Instance) -> None:
+        task = engine_task(engine, inst, uri)
+        if target.username == caller.username:
+            raise FormError({"to": N_("choose someone other than yourself")})
+        if task.get("delegate") and task["assignee"] == caller.username:
+            raise Conflict(N_("circle '%(uri)s' waits for %(user)s's answer", uri=uri,
+                              user=task["delegate"]["to"]))
+        if not access.may_delegate(caller, task, target):
+            raise Forbidden(N_("only the task's assignee may delegate it")
+                            if task["assignee"] in (None, caller.username) else
+                            N_("circle '%(uri)s' is %(user)s's task", uri=uri,
+                               user=task["assignee"]))
+        engine.delegate(inst, uri, target.username, caller.username, comment or None)
     return op
 
 
@@ -85,10 +107,13 @@ def withdrawing(caller: Caller, uri: str, reason: str | None, epoch: list[int]) 
     return op
 
 
-def target(store: Store, username: str) -> Caller:
-    """The user a task is handed to (NotFound for an unknown or disabled one)."""
+def target(store: Store, username: str, strict: bool = False) -> Caller:
+    """The user a task is handed to: an unknown or disabled one is not found (a
+    transfer, as `/assign` always answered) or, `strict`, refused: 422 (a delegation)."""
     to = store.user(username)
     if to is None:
+        if strict:
+            raise FormError({"to": N_("no user named %(name)s", name=username[:100])})
         raise NotFound(N_("no user '%(name)s'", name=username))
     return Caller.of(to)
 
@@ -102,8 +127,14 @@ def unclaim(store: Store, caller: Caller, iid: str, uri: str) -> Instance:
     return step(store, caller, iid, unclaiming(caller, uri))
 
 
-def delegate(store: Store, caller: Caller, iid: str, uri: str, to: str) -> Instance:
-    return step(store, caller, iid, delegating(caller, uri, target(store, to)))
+def transfer(store: Store, caller: Caller, iid: str, uri: str, to: str,
+             comment: str | None = None) -> Instance:
+    return step(store, caller, iid, transferring(caller, uri, target(store, to), comment))
+
+
+def delegate(store: Store, caller: Caller, iid: str, uri: str, to: str,
+             comment: str | None = None) -> Instance:
+    return step(store, caller, iid, delegating(caller, uri, target(store, to, True), comment))
 
 
 def withdraw(store: Store, caller: Caller, iid: str, uri: str,
@@ -124,9 +155,16 @@ async def unclaim_async(store: Store, caller: Caller, iid: str, uri: str) -> Ins
     return await step_async(store, caller, iid, unclaiming(caller, uri))
 
 
-async def delegate_async(store: Store, caller: Caller, iid: str, uri: str,
-                         to: str) -> Instance:
-    return await step_async(store, caller, iid, delegating(caller, uri, target(store, to)))
+async def transfer_async(store: Store, caller: Caller, iid: str, uri: str, to: str,
+                         comment: str | None = None) -> Instance:
+    return await step_async(store, caller, iid,
+                            transferring(caller, uri, target(store, to), comment))
+
+
+async def delegate_async(store: Store, caller: Caller, iid: str, uri: str, to: str,
+                         comment: str | None = None) -> Instance:
+    return await step_async(store, caller, iid,
+                            delegating(caller, uri, target(store, to, True), comment))
 
 
 async def withdraw_async(store: Store, caller: Caller, iid: str, uri: str,
@@ -153,12 +191,20 @@ def circle_words(store: Store, template: str, version: int, circle: str,
                                                        pick(description, lang))
 
 
-def delegates(store: Store, caller: Caller, task: dict[str, Any]) -> list[str]:
-    """Whom the caller may hand a task to (not whoever holds it now): another candidate,
-    or for an admin any enabled user."""
+def transferees(store: Store, caller: Caller, task: dict[str, Any]) -> list[str]:
+    """Whom the caller may transfer a task to (not whoever holds it now): another
+    candidate, or for an admin any enabled user."""
     out = []
     for user in store.list_users():
         if user["disabled_at"] is None and user["username"] != task["assignee"] and \
-                access.may_delegate(caller, task, Caller.of(user)):
+                access.may_transfer(caller, task, Caller.of(user)):
             out.append(user["username"])
     return out
+
+
+def delegates(store: Store, caller: Caller, task: dict[str, Any]) -> list[str]:
+    """Whom the caller may delegate a task to: any other enabled user of the tenant,
+    when the caller holds it and nobody answers for them yet."""
+    return [user["username"] for user in store.list_users()
+            if user["disabled_at"] is None and access.may_delegate(caller, task,
+                                                                   Caller.of(user))]

@@ -43,8 +43,17 @@ def candidates_of(task: Mapping[str, Any]) -> list[str]:
 
 def named_in(task: Mapping[str, Any]) -> list[str]:
     """The tokens a task names, done or not: its candidates, its holder."""
-    named = candidates_of(task)
+    named = candidates_of(task) + asked_to_answer(task, done=True)
     return named + held_by(task["assignee"]) if task["assignee"] else named
+
+
+def asked_to_answer(task: Mapping[str, Any], done: bool = False) -> list[str]:
+    """The token of the person a task is delegated to (委派: they answer for its holder),
+    while they have not answered (`done`: also once they have)."""
+    delegate = task.get("delegate")
+    if not delegate or (delegate.get("answer") is not None and not done):
+        return []
+    return held_by(delegate["to"])
 
 
 def _text(tokens: list[str]) -> str:
@@ -60,7 +69,7 @@ def audience(run: CircleRun) -> str | None:
     if task is None or run.state != WAITING or run.pending is not None:
         return None
     if task["assignee"]:
-        return _text(held_by(task["assignee"]))
+        return _text(held_by(task["assignee"]) + asked_to_answer(task))
     return _text(candidates_of(task))
 
 

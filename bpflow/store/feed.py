@@ -39,7 +39,9 @@ from engine.messages import N_
 FeedType = Literal["instance.started", "instance.completed", "instance.failed",
                    "instance.terminated", "instance.suspended", "instance.resumed",
                    "instance.migrated", "circle.entered", "circle.left", "circle.reset",
-                   "approval.signers_added", "approval.signers_removed"]
+                   "approval.signers_added", "approval.signers_removed",
+                   "approval.transferred", "approval.delegated", "task.transferred",
+                   "task.delegated"]
 TYPES: tuple[str, ...] = get_args(FeedType)
 # history kind -> feed type: an instance's event of the same name, and a circle's
 KINDS: dict[str, str] = {
@@ -49,7 +51,7 @@ KINDS: dict[str, str] = {
     "circle_failed": "circle.left",
     "circle_skipped": "circle.left",
     "circle_reset": "circle.reset",
-    **{t.replace(".", "_"): t for t in TYPES if t.startswith("approval.")},
+    **{t.replace(".", "_"): t for t in TYPES if t.startswith(("approval.", "task."))},
 }
 MAX_WEBHOOKS = 20  # per tenant
 MAX_SCAN = 10  # a page scans at most this many times its limit of history rows
@@ -98,7 +100,7 @@ def item(row: Any, postgres: bool) -> dict[str, Any]:
                 "reason": after.get("reason"), **data}
     return {"id": row.id, "cursor": Position(row.tx or 0, row.id).text(postgres),
             "type": KINDS[kind], "instance": row.instance_id, "template": row.template,
-            "uri": row.circle if kind.startswith(("circle_", "approval_")) else None,
+            "uri": row.circle if kind.startswith(("circle_", "approval_", "task_")) else None,
             "at": iso(row.at), "data": data}
 
 

@@ -64,11 +64,12 @@ def _decide(m: rx.Var[MailView]) -> rx.Component:
                       on_click=S.decide(m.id, "approved"), loading=S.deciding == m.id),
             rx.button(rx.icon("x", size=14), _("Reject"), color_scheme="red", variant="soft",
                       on_click=S.decide(m.id, "rejected"), loading=S.deciding == m.id),
-            rx.button(rx.icon("undo-2", size=14), _("Send back"), color_scheme="amber",
-                      variant="soft", on_click=S.decide(m.id, "returned"),
-                      loading=S.deciding == m.id,
-                      title=_("Return it to the requester to amend (say what in the "
-                              "comment)")),
+            rx.cond(~m.delegated, rx.button(
+                rx.icon("undo-2", size=14), _("Send back"), color_scheme="amber",
+                variant="soft", on_click=S.decide(m.id, "returned"),
+                loading=S.deciding == m.id,
+                title=_("Return it to the requester to amend (say what in the comment)"))),
+            rx.cond(~m.delegated, _hand_buttons(m)),
             spacing="2", wrap="wrap",
         ),
         # below the buttons: the message going away as the comment is written (on blur,
@@ -77,6 +78,59 @@ def _decide(m: rx.Var[MailView]) -> rx.Component:
                                                color_scheme="red", size="1", role="alert")),
         spacing="2", width="100%",
     )
+
+
+def _hand_buttons(m: rx.Var[MailView]) -> rx.Component:
+    """Transfer (someone else decides) and Delegate (someone answers for you)."""
+    return rx.fragment(
+        rx.button(rx.icon("forward", size=14), _("Transfer…"), variant="outline",
+                  on_click=S.ask_hand(m.id, "transfer"), class_name="hand-transfer",
+                  title=_("Hand this approval to another approver, who decides instead")),
+        rx.button(rx.icon("user-round-search", size=14), _("Delegate…"), variant="outline",
+                  on_click=S.ask_hand(m.id, "delegate"), class_name="hand-delegate",
+                  title=_("Ask someone to answer for you; you confirm their answer")))
+
+
+def _answer(m: rx.Var[MailView]) -> rx.Component:
+    """How the mail was handed on; with a delegate's answer, the button confirming it."""
+    return rx.cond(m.handed != "", rx.callout(
+        rx.vstack(
+            rx.text(m.handed, size="2", class_name="mail-handed"),
+            rx.cond(m.open & (m.answer != ""), rx.button(
+                rx.icon("check-check", size=14), _("Confirm their answer"), size="1",
+                on_click=S.decide(m.id, m.answer), loading=S.deciding == m.id,
+                class_name="confirm-answer")),
+            spacing="2", align="start"),
+        icon="users", color_scheme="blue", width="100%"))
+
+
+def _hand_dialog() -> rx.Component:
+    """Transfer or delegate an approval: whom to, a comment, the confirming button."""
+    return rx.alert_dialog.root(rx.alert_dialog.content(
+        rx.alert_dialog.title(rx.cond(S.hand_how == "delegate", _("Delegate"),
+                                      _("Transfer"))),
+        rx.alert_dialog.description(rx.cond(
+            S.hand_how == "delegate",
+            _("Ask someone to answer this approval for you. Their answer comes back to you;"
+              " only your confirmation counts."),
+            _("Hand this approval to another approver. They decide instead of you, and it"
+              " leaves your inbox.")), size="2"),
+        rx.el.label(rx.text(_("To"), size="2", weight="medium"), html_for="mail-hand-to"),
+        rx.select(S.people, value=S.hand_to, on_change=S.set_hand_to,
+                  placeholder=_("Choose a person…"), width="100%", id="mail-hand-to",
+                  custom_attrs={"aria-label": _("Hand to")}),
+        rx.el.label(rx.text(_("Comment"), size="2", weight="medium"),
+                    html_for="mail-hand-comment"),
+        rx.text_area(on_blur=S.set_hand_comment, rows="2", width="100%",
+                     id="mail-hand-comment", key=S.hand_mail,
+                     placeholder=_("Why, or what to look at (optional)")),
+        rx.flex(
+            rx.alert_dialog.cancel(rx.button(_("Cancel"), variant="soft", color_scheme="gray",
+                                             on_click=S.cancel_hand)),
+            rx.button(rx.cond(S.hand_how == "delegate", _("Delegate"), _("Transfer")),
+                      on_click=S.hand, id="confirm-mail-hand", disabled=S.hand_to == ""),
+            spacing="3", justify="end", margin_top="12px"),
+    ), open=S.hand_mail != 0)
 
 
 def _opened(m: rx.Var[MailView]) -> rx.Component:
@@ -89,6 +143,7 @@ def _opened(m: rx.Var[MailView]) -> rx.Component:
         rx.cond(m.outcome != "", rx.text(m.outcome, size="2", weight="medium",
                                          class_name="mail-outcome")),
         round_lines(m.round_lines),
+        rx.cond(m.kind == "approval", _answer(m)),
         rx.cond(m.open, _decide(m)),
         rx.cond(m.sign, add_button(m.id, m.subject, m.asked)),
         spacing="3", width="100%", align="start",
@@ -138,8 +193,8 @@ def _list() -> rx.Component:
         S.loading,
         rx.center(rx.spinner(size="3"), padding="32px", aria_busy="true"),
         rx.cond(S.mails.length() > 0,
-                rx.vstack(rx.foreach(S.mails, _mail), pager, spacing="2", width="100%",
-                          id="mail-list"),
+                rx.vstack(rx.foreach(S.mails, _mail), pager, _hand_dialog(), spacing="2",
+                          width="100%", id="mail-list"),
                 rx.box(empty_state("inbox", _("Nothing here"),
                                    _("New mail will appear in this tab.")),
                        id="inbox-empty", width="100%")),
@@ -152,7 +207,14 @@ def _list() -> rx.Component:
 BUTTONS = {
     "claim": (N_("Claim"), N_("Claiming…"), N_("Claim %(task)s of %(flow)s")),
     "unclaim": (N_("Unclaim"), N_("Giving back…"), N_("Unclaim %(task)s of %(flow)s")),
+    "transfer": (N_("Transfer"), N_("Handing on…"), N_("Transfer %(task)s of %(flow)s")),
     "delegate": (N_("Delegate"), N_("Handing on…"), N_("Delegate %(task)s of %(flow)s"))}
+# the hand-over dialog, by how: its title, what it says, its button
+HAND_WORDS = {
+    "transfer": (N_("Transfer"), N_("Hand %(task)s to someone else; it becomes theirs at"
+                                    " once.")),
+    "delegate": (N_("Delegate"), N_("Ask someone to answer %(task)s for you; their answer"
+                                    " comes back to you to confirm or change."))}
 
 
 def _task_button(which: str, t: rx.Var[TaskView], event: rx.EventHandler,
@@ -169,15 +231,16 @@ def _task_button(which: str, t: rx.Var[TaskView], event: rx.EventHandler,
 def _task(t: rx.Var[TaskView], mine: bool) -> rx.Component:
     """A task of a list: plain elements like the mail rows."""
     title = t.flow + " · " + t.short
+    about = t.description + " (" + title + ")"
     if mine:
-        buttons = [_task_button("unclaim", t, T.unclaim(t.instance, t.uri)),
-                   _task_button("delegate", t, T.ask_delegate(
-                       t.instance, t.uri, t.description + " (" + title + ")"))]
+        buttons = [rx.cond(~t.answering, rx.fragment(
+            _task_button("unclaim", t, T.unclaim(t.instance, t.uri)),
+            _task_button("transfer", t, T.ask_hand(t.instance, t.uri, about, "transfer")),
+            _task_button("delegate", t, T.ask_hand(t.instance, t.uri, about, "delegate"))))]
     else:
         buttons = [_task_button("claim", t, T.claim(t.instance, t.uri)),
                    rx.cond(SessionState.is_admin, _task_button(
-                       "delegate", t, T.ask_delegate(
-                           t.instance, t.uri, t.description + " (" + title + ")")))]
+                       "transfer", t, T.ask_hand(t.instance, t.uri, about, "transfer")))]
     due = rx.cond(t.due != "", rx.cond(
         t.overdue,
         rx.el.span(" · ", rich(N_("was due %(when)s"),
@@ -200,6 +263,8 @@ def _task(t: rx.Var[TaskView], mine: bool) -> rx.Component:
                         class_name="mail-meta"),
                 rx.el.p(rich(N_("Ready %(when)s"), when=lambda: when(t.ready, relative=True)),
                         due, class_name="mail-meta"),
+                rx.cond(t.handover != "", rx.el.p(t.handover,
+                                                  class_name="mail-meta task-handover")),
                 class_name="mail-title", min_width="min(100%, 20rem)"),  # phones: buttons below
             rx.cond(t.overdue, row_badge("failure", _("overdue"))),
             *buttons,
@@ -240,22 +305,27 @@ def _task_list(which: str, heading: rx.Var, icon: str, empty_title: rx.Var,
     )
 
 
-def _delegate_dialog() -> rx.Component:
+def _hand_dialog() -> rx.Component:
+    """Transfer or delegate a task: whom to (a picker of the people it may go to), a
+    comment, and the button that confirms it."""
+    words = {how: rich(text, task=lambda: data(T.handing_title))
+             for how, (_title, text) in HAND_WORDS.items()}
     return rx.alert_dialog.root(rx.alert_dialog.content(
-        rx.alert_dialog.title(_("Delegate")),
+        rx.alert_dialog.title(rx.cond(T.hand_how == "delegate", _("Delegate"), _("Transfer"))),
         rx.alert_dialog.description(
-            rich(N_("Hand %(task)s to someone else; it becomes theirs at once."),
-                 task=lambda: data(T.handing_title)),
-            size="2"),
-        rx.el.label(rx.text(_("To"), size="2", weight="medium"), html_for="delegate-to"),
-        rx.select(T.delegates, value=T.delegate_to, on_change=T.set_delegate_to,
-                  placeholder=_("Choose a person…"), width="100%", id="delegate-to",
-                  custom_attrs={"aria-label": _("Delegate to")}),
+            rx.cond(T.hand_how == "delegate", words["delegate"], words["transfer"]), size="2"),
+        rx.el.label(rx.text(_("To"), size="2", weight="medium"), html_for="hand-to"),
+        rx.select(T.people, value=T.hand_to, on_change=T.set_hand_to,
+                  placeholder=_("Choose a person…"), width="100%", id="hand-to",
+                  custom_attrs={"aria-label": _("Hand to")}),
+        rx.el.label(rx.text(_("Comment"), size="2", weight="medium"), html_for="hand-comment"),
+        rx.text_area(on_blur=T.set_hand_comment, rows="2", width="100%", id="hand-comment",
+                     key=T.handing, placeholder=_("Why, or what to look at (optional)")),
         rx.flex(
             rx.alert_dialog.cancel(rx.button(_("Cancel"), variant="soft", color_scheme="gray",
-                                             on_click=T.cancel_delegate)),
-            rx.button(_("Delegate"), on_click=T.delegate, id="confirm-delegate",
-                      disabled=T.delegate_to == ""),
+                                             on_click=T.cancel_hand)),
+            rx.button(rx.cond(T.hand_how == "delegate", _("Delegate"), _("Transfer")),
+                      on_click=T.hand, id="confirm-hand", disabled=T.hand_to == ""),
             spacing="3", justify="end", margin_top="12px"),
     ), open=T.handing != "")
 
@@ -273,7 +343,7 @@ def _tasks() -> rx.Component:
                        _("Nothing waiting for your groups"),
                        _("Tasks offered to you or to one of your roles appear here as soon "
                          "as a flow reaches them, for whoever claims them first.")),
-            _delegate_dialog(),
+            _hand_dialog(),
             spacing="5", width="100%", id="task-lists",
         ),
     )

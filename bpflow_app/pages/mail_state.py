@@ -31,6 +31,9 @@ from bpflow_app.pages.tasks_state import TasksState
 from bpflow_app.session import SessionState
 from engine.errors import BpflowError
 
+HANDED = {  # what a hand-over's toast says
+    "transfer": N_("Transferred to %(name)s; they decide now"),
+    "delegate": N_("Asked %(name)s to answer; their answer comes back to you")}
 DONE = {  # what a decision's toast says
     "approved": N_("Approved; the flow continues"),
     "rejected": N_("Rejected; the flow continues"),
@@ -48,6 +51,12 @@ class MailState(SessionState):
     comment_error: str = ""  # a send back without a comment
     deciding: int = 0
     loading: bool = True
+    # The hand-over dialog (SPEC §15): the mail, transfer or delegate, whom to, why.
+    hand_mail: int = 0
+    hand_how: str = "transfer"
+    people: list[str] = []
+    hand_to: str = ""
+    hand_comment: str = ""
 
     @rx.var
     def pages(self) -> int:
@@ -152,3 +161,65 @@ class MailState(SessionState):
             toast = rx.toast.warning(self.explain(exc))
         self._fetch(caller)
         return [toast, FrameState.load, TasksState.count]
+
+    # ------------------------------------------------ transfer and delegate (SPEC §15)
+    @rx.event
+    def ask_hand(self, mail_id: int, how: str):
+        """Open the hand-over dialog of an approval (`how`: transfer or delegate),
+        offering whom it may go to."""
+        if how not in HANDED:
+            return None
+
+        def offer(caller: Caller):
+            try:
+                self.people = Mailbox(store_for(caller)).hand_over_choices(mail_id, caller,
+                                                                            how)
+            except BpflowError as exc:
+                self._fetch(caller)
+                return rx.toast.warning(self.explain(exc))
+            if not self.people:
+                return rx.toast.info(self.gettext("There is nobody else it may go to"))
+            self.hand_mail, self.hand_how, self.hand_to, self.hand_comment = \
+                mail_id, how, "", ""
+            return None
+        return self._guarded(offer)
+
+    @rx.event
+    def set_hand_to(self, value: str):
+        self.hand_to = value
+
+    @rx.event
+    def set_hand_comment(self, value: str):
+        self.hand_comment = value[:2000]
+
+    @rx.event
+    def cancel_hand(self):
+        self.hand_mail, self.hand_to, self.hand_comment = 0, "", ""
+
+    @rx.event
+    def hand(self):
+        """Transfer or delegate the dialog's mail to the person chosen."""
+        mail_id, how, to = self.hand_mail, self.hand_how, self.hand_to
+        if not mail_id or how not in HANDED:
+            return
+        if not to:
+            yield rx.toast.warning(self.gettext("Choose a person"))
+            return
+        comment = self.hand_comment.strip()
+        self.hand_mail, self.deciding = 0, mail_id
+        yield
+        try:
+            yield self._guarded(lambda caller: self._hand(caller, mail_id, how, to, comment))
+        finally:
+            self.deciding = 0
+
+    def _hand(self, caller: Caller, mail_id: int, how: str, to: str, comment: str):
+        mailbox = Mailbox(store_for(caller))
+        move = mailbox.transfer if how == "transfer" else mailbox.delegate
+        try:
+            move(mail_id, caller, to, comment)
+            toast = rx.toast.success(self.gettext(HANDED[how], name=to))
+        except BpflowError as exc:
+            toast = rx.toast.warning(self.explain(exc))
+        self._fetch(caller)
+        return [toast, FrameState.load]

@@ -1,6 +1,7 @@
 """State of the inbox's Tasks tab (SPEC §10): the ready circles held by the user ("Mine")
 and those offered to them or their roles that nobody holds ("My groups"), with claim,
-unclaim and delegate (`bpflow.moves`, the same steps as the REST API's), and the tab's
+unclaim, transfer and delegate (`bpflow.moves`, the same steps as the REST API's; SPEC
+§15: a transfer hands the task on, a delegate answers it for its holder), and the tab's
 badge (how many tasks wait for the user) whichever tab is shown.
 
 The tab follows the others' work without a reload: while it is shown, a background event
@@ -25,12 +26,18 @@ from bpflow.errors import Unauthorized
 from bpflow.store import Store
 from bpflow.store.public import EVERYTHING, task_keys
 from bpflow_app import routes
+from bpflow_app.catalogs import N_
 from bpflow_app.flowsview import summary
 from bpflow_app.inboxview import KINDS, PAGE_SIZE, TASKS, TaskView, task_view
 from bpflow_app.session import SessionState
 from engine.errors import BpflowError
 
 LISTS = ("me", "candidate")  # Mine, My groups (`Store.tasks`' `assigned`)
+# how a task is handed on: (whom it may go to, the move, what the toast says)
+HANDOVERS: dict[str, tuple[Callable[..., list[str]], Callable[..., Any], str]] = {
+    "transfer": (moves.transferees, moves.transfer, N_("Handed to %(name)s")),
+    "delegate": (moves.delegates, moves.delegate,
+                 N_("Asked %(name)s to answer; it comes back to you to confirm"))}
 ALIVE_S = 5.0  # how often a follow checks that the tab is still shown (no query)
 FOLLOW_S = 3600.0  # how long a showing of the tab is followed, in case it was just left open
 
@@ -43,12 +50,14 @@ class TasksState(SessionState):
     task_totals: dict[str, int] = {k: 0 for k in LISTS}
     task_pages: dict[str, int] = {k: 0 for k in LISTS}
     task_count: int = 0  # the tab's badge: open tasks held by or offered to the user
-    acting: str = ""  # the task (key) whose claim, unclaim or delegation is under way
-    # The delegate dialog: the task it hands on, and whom to.
+    acting: str = ""  # the task (key) whose claim, unclaim or hand-over is under way
+    # The hand-over dialog: transfer or delegate (`hand_how`), the task, whom to, why.
     handing: str = ""
     handing_title: str = ""
-    delegates: list[str] = []
-    delegate_to: str = ""
+    hand_how: str = "transfer"
+    people: list[str] = []
+    hand_to: str = ""
+    hand_comment: str = ""
     _handing: tuple[str, str] = ("", "")
     _following: bool = False
 
@@ -88,7 +97,8 @@ class TasksState(SessionState):
                  (store.get_many(ids) if ids else {}).items()}
         for which, rows in found.items():
             tasks[which] = [task_view(store, caller, r, now, words, self._language(),
-                                      about.get(r.instance_id, "")) for r in rows]
+                                      about.get(r.instance_id, ""), self.gettext)
+                            for r in rows]
         for name, value in (("tasks", tasks), ("task_totals", totals),
                             ("task_pages", pages),
                             ("task_count", sum(totals.values()))):
@@ -188,8 +198,12 @@ class TasksState(SessionState):
             store, caller, iid, uri), self.gettext("Given back to the group"))
 
     @rx.event
-    def ask_delegate(self, iid: str, uri: str, title: str):
-        """Open the delegate dialog of a task, offering whom it may go to."""
+    def ask_hand(self, iid: str, uri: str, title: str, how: str):
+        """Open the hand-over dialog of a task (`how`: "transfer" or "delegate"),
+        offering whom it may go to."""
+        if how not in HANDOVERS:
+            return None
+
         def offer(caller: Caller):
             store = store_for(caller)
             try:
@@ -198,34 +212,40 @@ class TasksState(SessionState):
             except BpflowError as exc:
                 self._fetch_tasks(caller)
                 return rx.toast.warning(self.explain(exc))
-            self.delegates = moves.delegates(store, caller, task)
-            if not self.delegates:
+            self.people = HANDOVERS[how][0](store, caller, task)
+            if not self.people:
                 return rx.toast.info(self.gettext("There is nobody else this task may go to"))
             self._handing, self.handing, self.handing_title = (iid, uri), f"{iid} {uri}", title
-            self.delegate_to = ""
+            self.hand_how, self.hand_to, self.hand_comment = how, "", ""
             return None
         return self._guarded(offer)
 
     @rx.event
-    def set_delegate_to(self, value: str):
-        self.delegate_to = value
+    def set_hand_to(self, value: str):
+        self.hand_to = value
 
     @rx.event
-    def cancel_delegate(self):
-        self.handing, self._handing, self.delegate_to = "", ("", ""), ""
+    def set_hand_comment(self, value: str):
+        self.hand_comment = value[:2000]
 
     @rx.event
-    def delegate(self):
+    def cancel_hand(self):
+        self.handing, self._handing, self.hand_to, self.hand_comment = "", ("", ""), "", ""
+
+    @rx.event
+    def hand(self):
+        """Transfer or delegate the task of the dialog to the person chosen."""
         iid, uri = self._handing
-        to = self.delegate_to
-        if not iid:
+        to, how, comment = self.hand_to, self.hand_how, self.hand_comment.strip()
+        if not iid or how not in HANDOVERS:
             return
         if not to:
             yield rx.toast.warning(self.gettext("Choose whom to hand the task to"))
             return
         self.handing = ""
-        yield from self._work(iid, uri, lambda store, caller: moves.delegate(
-            store, caller, iid, uri, to), self.gettext("Handed to %(name)s", name=to))
+        move, done = HANDOVERS[how][1], HANDOVERS[how][2]
+        yield from self._work(iid, uri, lambda store, caller: move(
+            store, caller, iid, uri, to, comment), self.gettext(done, name=to))
 
     def _work(self, iid: str, uri: str, step: Callable[[Store, Caller], Any], done: str):
         """Run one step on a task (its row busy meanwhile), then show both lists anew."""

@@ -41,12 +41,16 @@ MATRIX = {
     "POST /api/instances/{iid}/circles/a/unclaim": (401, 200, 404, 404, 200),
     "POST /api/instances/{iid}/circles/a/assign": (401, 403, 404, 404, 200),
     "POST /api/instances/{iid}/circles/a/withdraw": (401, 409, 404, 404, 409),  # the first
+    # delegate (委派): the assignee only (an admin transfers instead)
+    "POST /api/instances/{iid}/circles/a/delegate": (401, 200, 404, 404, 403),
     "GET /api/mailbox": (401, 200, 200, 200, 200),
     "POST /api/mailbox/{mail}/decision": (401, 404, 404, 200, 404),
     # add signers: the addressee; remove signers: the starter or an admin (422: the name
     # is not in the round, past the authorization), the addressee 403
     "POST /api/mailbox/{mail}/signers": (401, 404, 404, 200, 404),
     "DELETE /api/mailbox/{mail}/signers": (401, 422, 404, 403, 422),
+    "POST /api/mailbox/{mail}/transfer": (401, 404, 404, 200, 404),
+    "POST /api/mailbox/{mail}/delegate": (401, 404, 404, 200, 404),
     "POST /api/guest/messages": (201, 201, 201, 201, 201),
     # account basics: admins reset others' passwords; a wrong current password is 422
     "POST /api/users/bob/password": (401, 403, 403, 403, 200),
@@ -58,6 +62,7 @@ BODIES = {
     "fail": {"bookmark": "{bookmark}", "reason": "no"}, "reset": {"uri": "a"},
     "abort": {"reason": "stop"}, "decision": {"decision": "approved"},
     "assign": {"to": "bob"}, "signers": {"users": ["admin"], "where": "with"},
+    "transfer": {"to": "admin"}, "delegate": {"to": "bob"},
     "/api/guest/messages": {"name": "Guest", "subject": "hi", "body": "hello"},
     "/api/users/bob/password": {"password": "bob-new-password"},
     "/api/auth/password": {"current_password": "not-mine", "new_password": "a-new-password"},

@@ -189,3 +189,58 @@ def test_every_answer_carries_the_security_headers(client):
     }
     assert [k for k, r in answers.items() if not secured(r)] == []
     assert answers["start"].status_code == 201 and answers["complete"].status_code == 200
+
+
+HANDOVER = {"name": "ask", "circles": [
+    {"uri": "ok", "box": {"action": {"type": "approval", "to": ["ann", "admin"],
+                                     "subject": "please"}}}]}
+
+
+def test_hand_overs_get_a_clear_4xx_change_nothing_and_a_decision_on_transferred_mail_is_recorded(
+        client):
+    """Transfer and delegate (SPEC §15) to nobody, a disabled user, oneself, someone who
+    may not approve, someone asked already, with text that is not text; a decision on a
+    mail transferred away, again on a request no longer pending."""
+    from bpflow.mailbox import Mailbox
+    from bpflow.worker import Worker
+    store = client.store
+    store.put_template(HANDOVER)
+    if store.user("pat") is None:  # the store is the module's
+        store.add_user("gone", "pw-gone", ["approver"])
+        store.disable_user("gone")
+        store.add_user("pat", "pw-pat", ["approver"])
+    iid = store.start("ask", {}, store.user("alice")).id
+    Worker(store).run_once()
+    mail = next(m for m in Mailbox(store).inbox(store.user("ann"), kind="approval")
+                if m["instance"] == iid)["id"]
+    base = f"/api/mailbox/{mail}"
+    refused = [
+        ("transfer", '{"to": "nobody"}', 422, "no user named nobody"),
+        ("transfer", '{"to": "gone"}', 422, "no user named gone"),
+        ("delegate", '{"to": "gone"}', 422, "no user named gone"),
+        ("transfer", '{"to": "ann"}', 422, "other than yourself"),
+        ("transfer", '{"to": "alice"}', 422, "not an approver"),
+        ("transfer", '{"to": "admin"}', 422, "asked in this approval already"),
+        ("transfer", f'{{"to": "{SURROGATE}"}}', 422, "lone surrogate"),
+        ("delegate", f'{{"to": "pat", "comment": "{SURROGATE}"}}', 422, "lone surrogate"),
+        ("transfer", '{"to": "' + "p" * 101 + '"}', 422, "at most 100"),
+        ("transfer", '{"comment": "no one named"}', 422, "Field required"),
+    ]
+    events = len(store.history(iid))
+    for what, body, status, detail in refused:
+        r = client("POST", f"{base}/{what}", body, "ann")
+        assert r.status_code == status, (what, body, r.text)
+        assert detail in json.dumps(r.json()["detail"], ensure_ascii=False), (body, r.text)
+        assert secured(r)
+    assert len(store.history(iid)) == events
+    assert client("POST", f"{base}/transfer", '{"to": "pat"}', "alice").status_code == 404
+    r = client("POST", f"{base}/transfer", '{"to": "pat", "comment": "over to you"}', "ann")
+    assert r.status_code == 200 and r.json()["payload"]["approver"] == "pat"
+    r = client("POST", f"{base}/decision", '{"decision": "approved"}', "ann")
+    assert r.status_code == 409 and "transferred" in r.json()["detail"]
+    refusals = [e for e in store.history(iid) if e["kind"] == "approval_refused"]
+    assert refusals[-1]["data"]["by"] == "ann"
+    r = client("POST", f"{base}/transfer", '{"to": "pat"}', "ann")
+    assert r.status_code == 409
+    r = client("POST", f"{base}/delegate", '{"to": "pat"}', "ann")
+    assert r.status_code == 409

@@ -149,8 +149,8 @@ def test_unclaim_and_delegate(team):
     assert [t["uri"] for t in tasks(team, "gina", assigned="candidate")] == ["review"]
     history = call(team, "alice", "GET", f"/api/instances/{iid}/history").json()
     kinds = [(e["kind"], e["actor"]) for e in history if e["kind"].startswith("task_")]
-    assert kinds == [("task_claimed", "fred"), ("task_delegated", "fred"),
-                     ("task_delegated", "admin"), ("task_unclaimed", "bob")]
+    assert kinds == [("task_claimed", "fred"), ("task_transferred", "fred"),
+                     ("task_transferred", "admin"), ("task_unclaimed", "bob")]
 
 
 def test_a_user_field_must_name_a_user_of_its_role(team):

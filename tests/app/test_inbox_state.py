@@ -17,6 +17,7 @@ from bpflow.interactions import Interactions
 from bpflow.mailbox import Mailbox
 from bpflow.store import Store
 from bpflow.store.tables import mail_t
+from bpflow_app.boxview import Words, box_views
 from bpflow_app.inboxview import outcome, tamper_notice
 from bpflow_app.pages import tasks_state
 from bpflow_app.pages.mail_state import MailState
@@ -147,6 +148,60 @@ def test_a_withdrawn_request_is_no_longer_offered(make_state, web_store, claim):
     assert inbox.mails[0].decision == "withdrawn"
 
 
+# ------------------------------------------------- transfer and delegate an approval
+def test_transfer_from_the_mail_card_the_new_approver_decides(make_state, web_store, claim):
+    bob = make_state(MailState, user="bob")
+    run(bob.load())
+    mail = bob.mails[0]
+    bob.ask_hand(mail.id, "transfer")
+    assert bob.hand_mail == mail.id and bob.people == ["root"]  # approvers; not alice
+    run(bob.hand())  # nobody chosen: nothing happens
+    assert web_store.mail(mail.id).decision is None
+    bob.set_hand_to("root")
+    bob.set_hand_comment("root signs travel")
+    events = run(bob.hand())
+    assert "Transferred to root" in str(events) and bob.hand_mail == 0
+    mine = bob.mails[0]
+    assert mine.decision == "transferred" and not mine.open
+    assert mine.outcome == "Transferred to someone else — root signs travel"
+    root = make_state(MailState, user="root")
+    run(root.load())
+    theirs = root.mails[0]
+    assert theirs.open and theirs.handed == \
+        "bob transferred this approval to you — “root signs travel”"
+    events = run(bob.decide(mail.id, "approved"))  # the old mail: refused, recorded
+    assert "transferred" in str(events)
+    run(root.decide(theirs.id, "approved"))
+    assert web_store.get(claim).circles["approve"].state == "success"
+
+
+def test_delegate_from_the_mail_card_the_owner_confirms(make_state, web_store, claim):
+    bob = make_state(MailState, user="bob")
+    run(bob.load())
+    mail = bob.mails[0]
+    bob.ask_hand(mail.id, "delegate")
+    assert "carol" in bob.people and "bob" not in bob.people
+    bob.set_hand_to("carol")
+    run(bob.hand())
+    assert bob.mails[0].open and bob.mails[0].handed == \
+        "You asked carol to answer; waiting for their answer"
+    carol = make_state(MailState, user="carol")
+    run(carol.load())
+    answer = carol.mails[0]
+    assert answer.delegated and answer.open and "bob asked you to answer" in answer.handed
+    carol.set_comment("receipts fine")
+    run(carol.decide(answer.id, "approved"))
+    assert web_store.get(claim).circles["approve"].state == "waiting"
+    run(bob.load())
+    mine = bob.mails[0]
+    assert mine.answer == "approved"
+    assert mine.handed == "carol answered: approved — “receipts fine”"
+    run(bob.decide(mine.id, mine.answer))  # the card's Confirm
+    assert web_store.get(claim).circles["approve"].state == "success"
+    confirmed = [e for e in web_store.history(claim) if e["kind"] == "approval_confirmed"]
+    assert confirmed[0]["data"]["confirmed"] is True
+
+
 # ------------------------------------------------------------------------ tasks
 @pytest.fixture
 def review(web_store, claim, work):
@@ -188,15 +243,17 @@ def test_my_groups_lists_the_review_and_a_claim_moves_it_to_mine(make_state, rev
     assert tasks_of(make_state, "alice").task_count == 0  # not hers to do
 
 
-def test_unclaim_and_delegate_to_another_candidate(make_state, web_store, review):
+def test_unclaim_and_transfer_to_another_candidate(make_state, web_store, review):
     fred = tasks_of(make_state, "fred")
     run(fred.claim(review, "review"))
-    fred.ask_delegate(review, "review", "Finance checks the claim")
-    assert fred.handing == f"{review} review" and fred.delegates == ["gina"]
-    run(fred.delegate())  # nobody chosen yet
+    fred.ask_hand(review, "review", "Finance checks the claim", "transfer")
+    assert fred.handing == f"{review} review" and fred.people == ["gina"]
+    assert fred.hand_how == "transfer"
+    run(fred.hand())  # nobody chosen yet
     assert web_store.get(review).circles["review"].task["assignee"] == "fred"
-    fred.set_delegate_to("gina")
-    run(fred.delegate())
+    fred.set_hand_to("gina")
+    fred.set_hand_comment("back on Monday")
+    run(fred.hand())
     assert fred.handing == "" and fred.tasks["me"] == []
     gina = tasks_of(make_state, "gina")
     assert gina.tasks["me"][0].uri == "review"
@@ -204,17 +261,64 @@ def test_unclaim_and_delegate_to_another_candidate(make_state, web_store, review
     assert gina.tasks["me"] == [] and len(gina.tasks["candidate"]) == 1
     assert web_store.get(review).circles["review"].task["assignee"] is None
     kinds = [e["kind"] for e in web_store.history(review)]
-    assert {"task_claimed", "task_delegated", "task_unclaimed"} <= set(kinds)
+    assert {"task_claimed", "task_transferred", "task_unclaimed"} <= set(kinds)
+    moved = [e for e in web_store.history(review) if e["kind"] == "task_transferred"]
+    assert moved[0]["data"]["comment"] == "back on Monday"
+
+
+def test_delegate_a_task_the_delegate_sees_it_and_its_holder_reads_the_answer(
+        make_state, web_store, review):
+    fred = tasks_of(make_state, "fred")
+    run(fred.claim(review, "review"))
+    fred.ask_hand(review, "review", "Finance checks the claim", "delegate")
+    assert fred.hand_how == "delegate" and "fred" not in fred.people
+    assert "carol" in fred.people  # anyone of the tenant, not only candidates
+    fred.set_hand_to("carol")
+    run(fred.hand())
+    assert "Waiting for carol" in fred.tasks["me"][0].handover
+    carol = tasks_of(make_state, "carol")
+    row = carol.tasks["me"][0]
+    assert row.answering and "fred asked you to answer" in row.handover
+    fred.ask_hand(review, "review", "again", "delegate")  # one delegate at a time
+    assert fred.people == [] and fred.handing == ""
+    kinds = [e["kind"] for e in web_store.history(review)]
+    assert "task_delegated" in kinds
+
+
+def test_the_flow_page_box_lets_the_delegate_answer_and_its_holder_confirm(
+        make_state, web_store, review):
+    """The delegate gets the box (with its bookmark) and answers; the answer waits for
+    the holder, whose box says so; the holder's own sending completes the step."""
+    fred, carol = (Caller.of(web_store.user(n)) for n in ("fred", "carol"))
+    moves.claim(web_store, fred, review, "review")
+    moves.delegate(web_store, fred, review, "review", "carol", "check the hotel bill")
+
+    def box(caller):
+        inst = web_store.get(review)
+        return next(b for b in box_views(Interactions(web_store), inst,
+                                         web_store.engine.statuses(inst), caller=caller,
+                                         words=Words("en")) if b.cid == "review")
+    hers = box(carol)
+    assert hers.kind == "confirm" and hers.bookmark
+    assert "fred asked you to answer it for them" in hers.waits
+    assert "Waiting for carol's answer" in box(fred).waits
+    moves.complete(web_store, carol, review, "review", hers.bookmark, True)
+    assert web_store.get(review).circles["review"].state == "waiting"
+    his = box(fred)
+    assert "carol answered; open it to confirm or answer differently" in his.waits
+    assert box(carol).kind == "wait" and not box(carol).bookmark  # answered: no second
+    moves.complete(web_store, fred, review, "review", his.bookmark, True)
+    assert web_store.get(review).circles["review"].state == "success"
 
 
 def test_an_admin_may_hand_a_task_to_anyone(make_state, web_store, review):
     fred = tasks_of(make_state, "fred")
     run(fred.claim(review, "review"))
     root = make_state(TasksState, user="root")
-    root.ask_delegate(review, "review", "review")
-    assert root.delegates == ["alice", "bob", "carol", "gina", "root"]  # not fred: he has it
-    root.set_delegate_to("carol")
-    run(root.delegate())
+    root.ask_hand(review, "review", "review", "transfer")
+    assert root.people == ["alice", "bob", "carol", "gina", "root"]  # not fred: he has it
+    root.set_hand_to("carol")
+    run(root.hand())
     assert web_store.get(review).circles["review"].task["assignee"] == "carol"
     carol = tasks_of(make_state, "carol")
     assert carol.tasks["me"][0].waits_you

@@ -253,8 +253,8 @@ def test_another_tenants_mail_and_tasks_are_not_found(world, page, user, tenant,
     tasks.load()
     run(tasks.claim(claim, "review"))
     assert world.view(other).get(claim).circles["review"].task["assignee"] is None
-    tasks.ask_delegate(claim, "review", "review")
-    assert tasks.delegates == [] and tasks.handing == ""
+    tasks.ask_hand(claim, "review", "review", "transfer")
+    assert tasks.people == [] and tasks.handing == ""
 
 
 @pytest.mark.parametrize("user,tenant,admin", ROLES)
@@ -293,18 +293,18 @@ def test_the_user_picker_offers_the_tenants_people_only(world, page, tenant, use
 def test_an_admins_delegate_dialog_offers_the_tenants_people_only(world, page, tenant,
                                                                   admin):
     inbox = page(TasksState, admin, tenant)
-    inbox.ask_delegate(world.claims[tenant], "review", "review")
-    assert set(inbox.delegates) == world.users[tenant]  # anyone of theirs, nobody else
-    inbox.set_delegate_to(next(iter(world.users[OTHER[tenant]])))
-    run(inbox.delegate())  # a name of the other tenant's (a forged choice) is refused
+    inbox.ask_hand(world.claims[tenant], "review", "review", "transfer")
+    assert set(inbox.people) == world.users[tenant]  # anyone of theirs, nobody else
+    inbox.set_hand_to(next(iter(world.users[OTHER[tenant]])))
+    run(inbox.hand())  # a name of the other tenant's (a forged choice) is refused
     assert world.view(tenant).get(world.claims[tenant]).circles["review"].task[
         "assignee"] is None
 
 
 def test_an_acme_admin_may_hand_a_task_to_acmes_people(world, page):
     inbox = page(TasksState, "acmeadmin", ACME)
-    inbox.ask_delegate(world.claims[ACME], "review", "review")
-    assert inbox.delegates  # acmeadmin, acmeuser (nobody holds the task)
+    inbox.ask_hand(world.claims[ACME], "review", "review", "transfer")
+    assert inbox.people  # acmeadmin, acmeuser (nobody holds the task)
 
 
 @pytest.mark.parametrize("tenant,admin", [(DEFAULT, "root"), (ACME, "acmeadmin")])

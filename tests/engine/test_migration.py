@@ -286,7 +286,7 @@ def test_every_reason_is_given_and_a_dry_run_says_the_same(engine, clock):
     inst = start(engine)
     finish(engine, inst, "a")
     finish(engine, inst, "b")
-    engine.delegate(inst, "c", "bob")
+    engine.transfer(inst, "c", "bob")
     inst.drain_events()
     new = template(waits("n"), waits("a", "n"), circle("done", "a"))
     reasons = prepare(inst, new, {}, 1, clock()).reasons

@@ -77,13 +77,13 @@ def test_due_time_is_counted_from_ready(engine, clock):
 
 
 # ------------------------------------------------------------------ claims
-def test_claim_unclaim_delegate_are_history_events(engine):
+def test_claim_unclaim_transfer_are_history_events(engine):
     inst = engine.start(claim_flow(assign={"roles": ["finance"]}), user=ALICE)
     finish(engine, inst, "claim", {"manager": "bob"})
     assert engine.claim(inst, "review", "fred", actor="fred") is True
     assert engine.claim(inst, "review", "fred", actor="fred") is True  # already theirs
     assert engine.claim(inst, "review", "gina", actor="gina") is False  # fred holds it
-    engine.delegate(inst, "review", "gina", actor="fred")
+    engine.transfer(inst, "review", "gina", actor="fred")
     assert inst.circles["review"].task["assignee"] == "gina"
     engine.unclaim(inst, "review", actor="gina")
     assert inst.circles["review"].task["assignee"] is None
@@ -91,8 +91,34 @@ def test_claim_unclaim_delegate_are_history_events(engine):
         engine.unclaim(inst, "review", actor="gina")
     kinds = [(e.kind, e.actor, e.data) for e in inst.events if e.kind.startswith("task_")]
     assert kinds == [("task_claimed", "fred", {"assignee": "fred"}),
-                     ("task_delegated", "fred", {"from": "fred", "to": "gina"}),
+                     ("task_transferred", "fred", {"from": "fred", "to": "gina"}),
                      ("task_unclaimed", "gina", {"from": "gina"})]
+
+
+def test_a_delegate_answers_and_the_answer_waits_for_its_assignee(engine):
+    """Delegate (委派): the task keeps its assignee; the delegate's answer is kept on it
+    (once), and a transfer asks the delegate no more."""
+    inst = engine.start(claim_flow(assign={"roles": ["finance"]}), user=ALICE)
+    finish(engine, inst, "claim", {"manager": "bob"})
+    engine.claim(inst, "review", "fred", actor="fred")
+    engine.delegate(inst, "review", "hal", actor="fred", comment="you know this one")
+    task = inst.circles["review"].task
+    assert task["assignee"] == "fred" and task["delegate"] == {
+        "from": "fred", "to": "hal", "comment": "you know this one", "answer": None}
+    with pytest.raises(TransitionError, match="hal's answer"):
+        engine.delegate(inst, "review", "gina", actor="fred")
+    engine.answer(inst, "review", {"accept": True, "reason": ""}, actor="hal")
+    task = inst.circles["review"].task
+    assert task["delegate"]["answer"] == {"accept": True, "reason": ""}
+    assert task["delegate"]["answered_at"]
+    with pytest.raises(TransitionError, match="nobody was asked"):
+        engine.answer(inst, "review", {"accept": False, "reason": ""}, actor="hal")
+    engine.transfer(inst, "review", "gina", actor="fred")
+    assert inst.circles["review"].task["delegate"] is None
+    kinds = [(e.kind, e.actor) for e in inst.events if e.kind.startswith("task_")]
+    assert kinds[1:] == [("task_delegated", "fred"), ("task_answered", "hal"),
+                         ("task_transferred", "fred")]
+    assert inst.circles["review"].state == "waiting"  # only its assignee completes it
 
 
 def test_claim_needs_a_ready_person_task(engine):

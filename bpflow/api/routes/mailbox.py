@@ -1,7 +1,7 @@
 """The caller's mailbox: GET /api/mailbox (their mail, newest first; admins also see
-guest messages) and POST /api/mailbox/{mail_id}/decision (the addressee decides an
+guest messages), POST /api/mailbox/{mail_id}/decision (the addressee decides an
 approval; for anyone else the mail is not found, 404, as SPEC §13 asks: no existence
-leak)."""
+leak), and its addressee's /transfer and /delegate (SPEC §15)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from bpflow.api.deps import CallerDep, StoreDep
 from bpflow.api.errors import responses
 from bpflow.api.schemas import (
     MAX_INT,
+    AssignIn,
     DecisionIn,
     MailOut,
     SignersIn,
@@ -55,3 +56,18 @@ def remove_signers(mail_id: Annotated[int, Path(ge=1, le=MAX_INT)], body: Signer
     """Remove signers (减签) who have not decided: the flow's starter or an admin, naming
     any mail of the round (its addressee: 403; anyone else: 404)."""
     return Mailbox(store).remove_signers(mail_id, caller, body.users, body.comment)
+@router.post("/{mail_id}/transfer", response_model=MailOut,
+             responses=responses(401, 403, 404, 409, 422))
+def transfer(mail_id: Annotated[int, Path(ge=1, le=MAX_INT)], body: AssignIn,
+             store: StoreDep, caller: CallerDep) -> dict[str, Any]:
+    """Transfer (转办): `to` decides instead of the caller; the answer is the new mail."""
+    return Mailbox(store).transfer(mail_id, caller, body.to, body.comment)
+
+
+@router.post("/{mail_id}/delegate", response_model=MailOut,
+             responses=responses(401, 403, 404, 409, 422))
+def delegate(mail_id: Annotated[int, Path(ge=1, le=MAX_INT)], body: AssignIn,
+             store: StoreDep, caller: CallerDep) -> dict[str, Any]:
+    """Delegate (委派): `to` answers; the caller confirms (or decides otherwise) with
+    their own decision. The answer is the delegate's mail."""
+    return Mailbox(store).delegate(mail_id, caller, body.to, body.comment)

@@ -1,5 +1,5 @@
 """People's work (SPEC §10): GET /api/tasks (the ready circles the caller may act on),
-and on one circle: claim, unclaim, assign (delegate) and withdraw.
+and on one circle: claim, unclaim, assign (transfer), delegate and withdraw.
 
 Each is one step of `bpflow.moves` (shared with the inbox's Tasks tab): who may do it is
 `bpflow.access`'s answer, asked inside the step on the instance as it is then (two people
@@ -67,7 +67,18 @@ async def unclaim(instance_id: str, uri: str, store: StoreDep, caller: CallerDep
              responses=responses(401, 403, 404, 409, 422))
 async def assign(instance_id: str, uri: str, body: AssignIn, store: StoreDep,
                  caller: CallerDep) -> Response:
-    inst = await moves.delegate_async(store, caller, instance_id, uri, body.to)
+    """Transfer (转办): the task goes to `to`, who holds it."""
+    inst = await moves.transfer_async(store, caller, instance_id, uri, body.to, body.comment)
+    return json_answer(instance_payload(store.engine, inst, caller))
+
+
+@router.post(CIRCLE + "/delegate", response_model=InstanceOut,
+             responses=responses(401, 403, 404, 409, 422))
+async def delegate(instance_id: str, uri: str, body: AssignIn, store: StoreDep,
+                   caller: CallerDep) -> Response:
+    """Delegate (委派): `to` answers the task (its form or confirmation); the answer comes
+    back to the assignee, whose sending it completes the circle."""
+    inst = await moves.delegate_async(store, caller, instance_id, uri, body.to, body.comment)
     return json_answer(instance_payload(store.engine, inst, caller))
 
 
