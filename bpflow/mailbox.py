@@ -52,9 +52,12 @@ class Mailbox:
         return hmac.new(self.key, canonical(payload), hashlib.sha256).hexdigest()
 
     def _decision_signature(self, row) -> str:
-        return self.sign({"mail": row.id, "signature": row.signature, "decision": row.decision,
-                          "comment": row.comment, "decided_at": row.updated_at.isoformat()
-                          if row.updated_at else None})
+        signed = {"mail": row.id, "signature": row.signature, "decision": row.decision,
+                  "comment": row.comment, "decided_at": row.updated_at.isoformat()
+                  if row.updated_at else None}
+        if getattr(row, "decided_by", None) is not None:  # kept since substitutes decide
+            signed["by"] = row.decided_by
+        return self.sign(signed)
 
     def check(self, row) -> str | None:
         """Why this approval mail cannot be trusted, or None when it is intact."""
@@ -139,11 +142,11 @@ class Mailbox:
         instance that cannot move now (suspended, terminated, completed) (Conflict)."""
         if decision not in DECISIONS:
             raise ValueError(N_("decision must be 'approved', 'rejected' or 'returned'"))
-        caller = Caller.of(user)
         row = self.store.mail(mail_id)
-        if row is None or row.kind != "approval" or not access.may_decide(caller,
-                                                                          row.recipient_id):
+        deciding = self._decider(Caller.of(user), row)
+        if row is None or row.kind != "approval" or deciding is None:
             raise NotFound(N_("no approval mail %(id)s", id=mail_id))
+        caller = deciding  # the addressee, or their substitute as "ann for bob"
         problem = self.check(row)
         if problem:
             self._refuse(row, caller, decision, problem)
@@ -155,7 +158,8 @@ class Mailbox:
         if decision == "returned":
             self._send_back(row, caller, comment)
         else:
-            self.store.record_decision(mail_id, decision, comment, self._decision_signature)
+            self.store.record_decision(mail_id, decision, comment, self._decision_signature,
+                                       by=caller.username)
             try:
                 self.settle(row.instance_id, row.circle, by=caller.username)
             except StorageQuotaExceeded:  # the step stored nothing: neither does the mail
@@ -163,12 +167,21 @@ class Mailbox:
                 raise
         return self.describe(self.store.mail(mail_id))
 
+    def _decider(self, caller: Caller, row) -> Caller | None:
+        """Who decides this mail for the caller (`access.deciding_as`: its addressee, or
+        their substitute recorded as "ann for bob"), None when they may not."""
+        if row is None:
+            return None
+        return access.deciding_as(caller, row.recipient_id,
+                                  lambda: self.store.peek(row.instance_id).template.name)
+
     def _send_back(self, row, caller: Caller, comment: str) -> None:
         """The approver returns the request (paper 001's 回退): the circle that asked is
         reset for its people to amend and send again; the attempt's other mails close."""
         self.store.apply(row.instance_id, lambda e, i: e.send_back(
             i, row.circle, "returned", caller.username, comment or None))
-        self.store.record_decision(row.id, "returned", comment, self._decision_signature)
+        self.store.record_decision(row.id, "returned", comment, self._decision_signature,
+                                   by=caller.username)
         self.close_attempt(row.instance_id, row.circle, row.epoch, "withdrawn")
 
     def close_attempt(self, instance_id: str, circle: str, epoch: int, why: str) -> None:
@@ -266,7 +279,8 @@ class Mailbox:
                 "created_at": row.created_at.isoformat(),
                 "updated_at": row.updated_at.isoformat() if row.updated_at else None,
                 "read": row.read_at is not None, "decision": row.decision,
-                "comment": row.comment, "instance": row.instance_id, "circle": row.circle,
+                "comment": row.comment, "decided_by": row.decided_by,
+                "instance": row.instance_id, "circle": row.circle,
                 "signature_ok": problem is None, "problem": problem}
 
     def inbox(self, user: Caller | dict[str, Any], kind: str | None = None,
