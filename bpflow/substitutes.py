@@ -17,7 +17,7 @@ from typing import Any
 
 from bpflow import access
 from bpflow.access import Caller
-from bpflow.errors import NotFound
+from bpflow.errors import NotFound, Refused
 from bpflow.store import Store
 from engine.messages import N_
 
@@ -30,24 +30,24 @@ def put(store: Store, caller: Caller, username: str, to: str, starts: datetime,
         ends: datetime, templates: list[str] | None = None) -> dict[str, Any]:
     """Make `to` the substitute of `username` from `starts` until `ends` (for the listed
     `templates`, or all): the substitution as `get` answers it. Forbidden for someone
-    else's unless an admin; NotFound for an unknown user; ValueError (why) for a
+    else's unless an admin; NotFound for an unknown user; Refused (why) for a
     substitution that cannot be."""
     access.substitute_settable(caller, username)
     user = _user(store, username)
     starts, ends = _utc(starts), _utc(ends)
     if ends <= starts:
-        raise ValueError(N_("'until' must be after 'from'"))
+        raise Refused(N_("'until' must be after 'from'"))
     if ends <= store.clock():
-        raise ValueError(N_("'until' is in the past"))
+        raise Refused(N_("'until' is in the past"))
     if ends - starts > LONGEST:
-        raise ValueError(N_("a substitution lasts at most %(n)s days", n=LONGEST.days))
+        raise Refused(N_("a substitution lasts at most %(n)s days", n=LONGEST.days))
     names = _templates(store, templates)
     target = store.user(to) if isinstance(to, str) and to else None
     why = access.substitute_refusal(user["username"], target["username"] if target else to,
                                     target is not None,
                                     _chain(store, target["id"]) if target else [])
     if why:
-        raise ValueError(why)
+        raise Refused(why)
     assert target is not None
     store.put_substitute(user["id"], target["id"], starts, ends, names, caller.username)
     log.info("substitute of %s set to %s from %s until %s (templates %s) by %s",
@@ -100,12 +100,12 @@ def _templates(store: Store, templates: list[str] | None) -> list[str] | None:
     if templates is None:
         return None
     if len(templates) > access.SUBSTITUTE_TEMPLATES_MAX:
-        raise ValueError(N_("a substitution names at most %(n)s templates",
+        raise Refused(N_("a substitution names at most %(n)s templates",
                             n=access.SUBSTITUTE_TEMPLATES_MAX))
     known = store.template_versions()
     missing = sorted({t for t in templates if t not in known})
     if missing:
-        raise ValueError(N_("no template %(names)s", names=", ".join(missing)))
+        raise Refused(N_("no template %(names)s", names=", ".join(missing)))
     return sorted(set(templates)) or None
 
 
