@@ -69,6 +69,16 @@ class MailView:
     label: str = ""  # the decision as its badge says it ("sent back")
     tone: str = ""  # the badge's colour, as a state of `components.ui.COLORS`
     outcome: str = ""  # the decision in a sentence, with its comment
+    addressee: str = ""  # an approval's approver (the reader, or whom they stand in for)
+    decided_by: str = ""  # "ann for bob" when a substitute decided it, else ""
+
+
+def substituted(m: dict[str, Any]) -> tuple[str, str]:
+    """(the approval's addressee, who decided it when that was not the addressee: their
+    substitute, "ann for bob"; else "")."""
+    approver = str((m.get("payload") or {}).get("approver") or "")
+    by = m.get("decided_by") or ""
+    return approver, by if by and by != approver else ""
 
 
 def tamper_notice(problem: str, say: Say = english) -> str:
@@ -113,7 +123,8 @@ def mail_view(m: dict[str, Any], opened: bool = False, say: Say = english) -> Ma
         if payload else "",
         open=m["kind"] == "approval" and m["decision"] is None and m["signature_ok"],
         label=say(label) if decision in DECIDED else label, tone=tone,
-        outcome=outcome(decision, comment, say))
+        outcome=outcome(decision, comment, say),
+        **dict(zip(("addressee", "decided_by"), substituted(m), strict=True)))
 
 
 @dataclass

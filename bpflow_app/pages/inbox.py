@@ -76,6 +76,19 @@ def _decide(m: rx.Var[MailView]) -> rx.Component:
     )
 
 
+def _substitute_lines(m: rx.Var[MailView]) -> rx.Component:
+    """On an approval card: whom it is addressed to when the reader stands in for them,
+    and who decided it when a substitute did ("By ann for bob")."""
+    return rx.fragment(
+        rx.cond((m.kind == "approval") & (m.addressee != "")
+                & (m.addressee != SessionState.username),
+                rx.text(rich(N_("You stand in for %(name)s"), name=lambda: data(m.addressee)),
+                        size="2", color_scheme="amber", class_name="mail-for")),
+        rx.cond(m.decided_by != "",
+                rx.text(rich(N_("By %(name)s"), name=lambda: data(m.decided_by)),
+                        size="2", class_name="mail-decided-by")))
+
+
 def _opened(m: rx.Var[MailView]) -> rx.Component:
     return rx.vstack(
         rx.separator(),
@@ -85,6 +98,7 @@ def _opened(m: rx.Var[MailView]) -> rx.Component:
         rx.cond(m.kind == "approval", _signed(m)),
         rx.cond(m.outcome != "", rx.text(m.outcome, size="2", weight="medium",
                                          class_name="mail-outcome")),
+        _substitute_lines(m),
         rx.cond(m.open, _decide(m)),
         spacing="3", width="100%", align="start",
     )
