@@ -15,6 +15,10 @@ keep-alive connection:
   10,000 in `X-Total-Count`);
 - `all`: the same user's tasks held or offered;
 - `empty`: a user with no task at all (the fixed cost of the query and the answer);
+- `substitute`: `ann`, the substitute (SPEC §15) of two starters (u0 for every template,
+  u1 for `own` only: the template-restricted path), offered their own forms by name;
+  every other starter has a substitute too (`--substitutes` rows in all), so the lists
+  above are read with substitutes present;
 - `health`: `GET /api/health` (the HTTP stack alone).
 Printed: p50 / p95 / max per kind in ms.
 
@@ -25,7 +29,7 @@ Tasks tab to its first task rows (or the empty state) on screen, after the frame
 draws them; (2) a fresh load of `/inbox?tab=tasks` in a new tab, from navigation start
 to the same moment. Issue target: first paint p95 <= 500 ms.
 
-Exit status 0 when the API's `candidate` p95 <= 50 ms (and, with `--browser`, both
+Exit status 0 when the API's `candidate` and `substitute` p95 <= 50 ms (and, with `--browser`, both
 first-paint p95s <= 500 ms).
 
     .venv/bin/python bench/tasks.py [--instances 50000] [--tasks 10000] [--requests 300]
@@ -45,6 +49,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from datetime import timedelta
 from pathlib import Path
 
 import httpx
@@ -104,6 +109,20 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def substitutes(store: Store) -> None:
+    """ann stands in for u0 (every template) and u1 (`own` only); u2..u19 each have one of
+    the others as theirs (a ring would be a cycle: each names the next, the last none)."""
+    now = store.clock()
+    store.add_user("ann", "pw-ann-bench", ["user"])
+    ann = store.user("ann")["id"]
+    ids = [store.user(f"u{i}")["id"] for i in range(20)]
+    period = (now - timedelta(hours=1), now + timedelta(days=30))
+    store.put_substitute(ids[0], ann, *period, None, "bench")
+    store.put_substitute(ids[1], ann, *period, ["own"], "bench")
+    for i in range(2, 19):
+        store.put_substitute(ids[i], ids[i + 1], *period, None, "bench")
+
+
 def fill(url: str, instances: int, tasks: int) -> None:
     upgrade(url)
     store = Store(url, secret=SECRET.encode())
@@ -128,6 +147,7 @@ def fill(url: str, instances: int, tasks: int) -> None:
             if (i + 1) % 10000 == 0:
                 print(f"  {i + 1:,} instances ({time.perf_counter() - t0:.0f} s)", flush=True)
         assert made == tasks and owners
+        substitutes(store)
     finally:
         store.close()
 
@@ -222,7 +242,7 @@ def main() -> int:
              "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"],
             env=env, cwd=ROOT, start_new_session=True)
         base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 120  # a busy machine starts it slowly
         while True:
             try:
                 if httpx.get(base + "/api/health").status_code == 200:
@@ -233,12 +253,16 @@ def main() -> int:
                 raise SystemExit("the server did not start")
             time.sleep(0.1)
         store = Store(url, secret=SECRET.encode())
-        tokens = {n: issue_token(store.user(n), store.secret) for n in ("fin", "nobody")}
+        tokens = {n: issue_token(store.user(n), store.secret)
+                  for n in ("fin", "nobody", "ann")}
+        ann_total = sum(store.tasks(store.account(store.user(n)["id"]), "all", None, 1, 0)[1]
+                        for n in ("u0", "u1"))
         store.close()
         kinds = {
             "candidate": ("/api/tasks?assigned=candidate&limit=50", tokens["fin"]),
             "all": ("/api/tasks?assigned=all&limit=50", tokens["fin"]),
             "empty": ("/api/tasks", tokens["nobody"]),
+            "substitute": ("/api/tasks?assigned=all&limit=50", tokens["ann"]),
             "health": ("/api/health", None),
         }
         times: dict[str, list[float]] = {k: [] for k in kinds}
@@ -248,6 +272,9 @@ def main() -> int:
             assert first.status_code == 200, first.text
             total = int(first.headers["X-Total-Count"])
             assert total == args.tasks and len(first.json()) == 50, total
+            standing = client.get(kinds["substitute"][0],
+                                  headers={"Authorization": f"Bearer {tokens['ann']}"})
+            assert int(standing.headers["X-Total-Count"]) == ann_total > 0, standing.headers
             for _ in range(20):  # warm-up
                 for path, token in kinds.values():
                     client.get(path, headers={"Authorization": f"Bearer {token}"} if token
@@ -265,10 +292,14 @@ def main() -> int:
         for kind, values in times.items():
             print(f"{kind:<10} {statistics.median(values):8.2f} {pct(values, 0.95):8.2f}"
                   f" {max(values):8.2f}")
-        p95 = pct(times["candidate"], 0.95)
-        ok = p95 <= TARGET_P95_MS
-        print(f"\ntarget: candidate p95 <= {TARGET_P95_MS:.0f} ms: {p95:.2f} ms,"
-              f" {'met' if ok else 'NOT met'}")
+        print(f"(ann, the substitute: {ann_total:,} tasks of the two she stands in for)")
+        ok = True
+        for kind in ("candidate", "substitute"):
+            p95 = pct(times[kind], 0.95)
+            met = p95 <= TARGET_P95_MS
+            ok = ok and met
+            print(f"target: {kind} p95 <= {TARGET_P95_MS:.0f} ms: {p95:.2f} ms,"
+                  f" {'met' if met else 'NOT met'}")
         if args.browser:
             os.killpg(server.pid, signal.SIGTERM)
             server.wait(timeout=10)

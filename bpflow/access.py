@@ -20,6 +20,11 @@ too.
 - Approval mail is decided by its addressee only, who may transfer it (someone else
   decides) or delegate it (someone else answers, the addressee confirms); a task's
   assignee likewise transfers or delegates it; guest messages are read by admins.
+- Substitutes (SPEC §15): a user names their own, an admin anyone's of their tenant;
+  while it is active, work addressed to the user by name (a task naming them as a
+  candidate or held by them, their approval mail) is also the substitute's, as if it were
+  the user's, recorded as "ann for bob". One hop only: whom ann stands in for is never
+  passed on to ann's own substitute.
 - Templates, users, webhooks, the event feed, migrations and crowds are administered by
   admins; an admin resets the others' passwords, everyone changes their own (with the
   current one).
@@ -37,9 +42,12 @@ from bpflow.store.public import (  # who a caller is, and role names: the store'
     APPROVER,
     INTEGRATION,
     Caller,
+    Standing,
+    acting_for,
     named_in,
     normal_username,
     reads_guest_mail,
+    standing,
     tokens_of,
 )
 from bpflow.store.public import DEFAULT_TENANT as DEFAULT_TENANT
@@ -50,6 +58,7 @@ from engine.instance import Instance
 from engine.kinds import automatic
 from engine.messages import N_
 from engine.phase import action_started
+from engine.runtime import utcnow
 from engine.signals import waiting_for
 
 
@@ -128,13 +137,17 @@ def named(caller: Caller, inst: Instance) -> bool:
     """Whether a task of the instance (open or done) names the caller, as a candidate, by
     one of their roles, or as its assignee."""
     mine = set(tokens_of(caller.username, caller.roles))
+    mine.update(t for who in stands_in(caller, inst.template.name)
+                for t in tokens_of(who.username, ()))
     return any(run.task is not None and not mine.isdisjoint(named_in(run.task))
                for run in inst.circles.values())
 
 
-def candidate(caller: Caller, task: Mapping[str, Any]) -> bool:
-    """Whether a task's candidates include the caller (by name or by role)."""
-    return caller.username in task["users"] or not set(caller.roles).isdisjoint(task["roles"])
+def candidate(caller: Caller, task: Mapping[str, Any], template: str | None = None) -> bool:
+    """Whether a task's candidates include the caller (by name or by role), or someone
+    named in it the caller stands in for (of the instance's `template`)."""
+    return caller.username in task["users"] or not set(caller.roles).isdisjoint(
+        task["roles"]) or substitute_for(caller, task["users"], template) is not None
 
 
 def may_drive(caller: Caller, inst: Instance, cid: str) -> bool:
@@ -152,8 +165,9 @@ def may_drive(caller: Caller, inst: Instance, cid: str) -> bool:
     run = inst.circles[cid]
     task = run.task
     if task is not None and not action_started(run):
-        holder = task["assignee"]
-        return holder == caller.username if holder else candidate(caller, task)
+        holder, template = task["assignee"], inst.template.name
+        return holder == caller.username or substitute_for(caller, [holder], template) \
+            is not None if holder else candidate(caller, task, template)
     if not may_act(caller, inst):
         return False
     if not automatic(box.action_type):  # a person's box (a form, a confirmation, sign-in)
@@ -204,9 +218,10 @@ def describe(task: Mapping[str, Any]) -> str:
     return some if len(who) == 1 else N_("%(some)s or %(last)s", some=some, last=who[-1])
 
 
-def may_claim(caller: Caller, task: Mapping[str, Any]) -> bool:
-    """A candidate claims a task nobody holds (admins too)."""
-    return task["assignee"] is None and (caller.is_admin or candidate(caller, task))
+def may_claim(caller: Caller, task: Mapping[str, Any], template: str | None = None) -> bool:
+    """A candidate claims a task nobody holds (admins too; a substitute for a candidate
+    named in it, of the instance's `template`)."""
+    return task["assignee"] is None and (caller.is_admin or candidate(caller, task, template))
 
 
 def may_unclaim(caller: Caller, task: Mapping[str, Any]) -> bool:
@@ -252,14 +267,16 @@ def instance_scope(caller: Caller) -> int | None:
 
 
 def may_read_mail(caller: Caller, kind: str, recipient_id: int | None) -> bool:
-    """Mail addressed to the caller; guest messages (no addressee) for admins."""
+    """Mail addressed to the caller (and approvals addressed to whom they stand in for
+    now); guest messages (no addressee) for admins."""
     if recipient_id is not None:
-        return recipient_id == caller.id
+        return recipient_id == caller.id or kind == "approval" and any(
+            s.user_id == recipient_id for s in standing(caller, utcnow(), any_template=True))
     return kind == "guest" and reads_guest_mail(caller)
 
 
 def may_decide(caller: Caller, recipient_id: int | None) -> bool:
-    """Only the addressee decides an approval."""
+    """Only the addressee decides an approval (or their substitute: `deciding_as`)."""
     return recipient_id is not None and recipient_id == caller.id
 
 
@@ -283,6 +300,21 @@ def may_hand_over(caller: Caller, recipient_id: int | None) -> bool:
 
 
 APPROVING = (APPROVER, ADMIN)  # the roles of those who can be asked for an approval
+def deciding_as(caller: Caller, recipient_id: int | None,
+                template: Callable[[], str | None]) -> Caller | None:
+    """Who decides an approval mail addressed to `recipient_id`: the caller when it is
+    theirs; when they stand in for its addressee now (for the instance's template, asked
+    of `template()` only then), the caller recorded as "ann for bob" (SPEC §15: it counts
+    as the addressee's decision); else None (they may not)."""
+    if may_decide(caller, recipient_id):
+        return caller
+    if recipient_id is None or not any(s.user_id == recipient_id for s in caller.stands_for):
+        return None
+    for one in stands_in(caller, template()):
+        if one.user_id == recipient_id:
+            return Caller(caller.id, acting_for(caller.username, one.username), caller.roles,
+                          caller.tenant, caller.generation)
+    return None
 
 
 def may_approve(roles: Iterable[str]) -> bool:
@@ -333,3 +365,54 @@ def password_resettable(caller: Caller, username: str) -> None:
     require_admin(caller)
     if not may_reset_password(caller, username):
         raise Forbidden(N_("change your own password with your current password"))
+
+
+# ------------------------------------------------------------------ substitutes (SPEC §15)
+SUBSTITUTE_TEMPLATES_MAX = 50  # templates one substitution may name
+
+
+def stands_in(caller: Caller, template: str | None) -> list[Standing]:
+    """Whom the caller stands in for now, for work of `template`: one hop only (whom
+    they stand in for is theirs alone, never their own substitute's)."""
+    return standing(caller, utcnow(), template) if caller.stands_for else []
+
+
+def substitute_for(caller: Caller, names: Iterable[str | None],
+                   template: str | None) -> str | None:
+    """The first of `names` (usernames a task names) the caller stands in for now, for
+    work of `template`; None when none."""
+    if not caller.stands_for:
+        return None
+    mine = {s.username for s in stands_in(caller, template)}
+    return next((n for n in names if n in mine), None)
+
+
+def mail_ids(caller: Caller, template: str | None) -> list[int]:
+    """Whose mail about an instance of `template` lets the caller follow it: theirs, and
+    that of whom they stand in for now."""
+    return [caller.id, *(s.user_id for s in stands_in(caller, template))]
+
+
+def may_set_substitute(caller: Caller, username: str) -> bool:
+    """A user names (or clears) their own substitute; an admin anyone's of their tenant
+    (the store looks the name up in the admin's tenant only)."""
+    return caller.is_admin or normal_username(username) == caller.username
+
+
+def substitute_settable(caller: Caller, username: str) -> None:
+    """`may_set_substitute`, or Forbidden saying why not."""
+    if not may_set_substitute(caller, username):
+        raise Forbidden(N_("only admins may set another user's substitute"))
+
+
+def substitute_refusal(user: str, to: str, to_enabled: bool, chain: Iterable[str]) -> str | None:
+    """Why `to` cannot be `user`'s substitute, or None: an unknown or disabled account,
+    the user themselves, or a cycle (`chain`: `to`'s substitute, theirs, and so on)."""
+    if not to_enabled:
+        return N_("no user '%(name)s' (or the account is disabled)", name=to)
+    if to == user:
+        return N_("a user cannot be their own substitute")
+    if user in chain:
+        return N_("%(to)s's substitutes lead back to %(user)s: substitutes may not form a"
+                  " cycle", to=to, user=user)
+    return None

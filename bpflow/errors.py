@@ -14,7 +14,7 @@ from bpflow.store.public import (
 from engine.errors import BpflowError
 
 __all__ = ["BpflowError", "Conflict", "Forbidden", "NotFound", "QuotaExceeded", "RateLimited",
-           "StorageQuotaExceeded", "Tampered", "Unauthorized"]
+           "Refused", "StorageQuotaExceeded", "Tampered", "Unauthorized"]
 
 
 class Unauthorized(BpflowError):
@@ -27,3 +27,8 @@ class Forbidden(BpflowError, PermissionError):
 
 class Tampered(BpflowError):
     """A mail or decision whose signature does not match: refused (HTTP 409)."""
+
+
+class Refused(BpflowError, ValueError):
+    """A request that cannot be as asked, with the reason (a substitute who is the user,
+    disabled or a cycle; dates reversed) (HTTP 422)."""

@@ -62,9 +62,12 @@ class Mailbox:
         return hmac.new(self.key, canonical(payload), hashlib.sha256).hexdigest()
 
     def _decision_signature(self, row) -> str:
-        return self.sign({"mail": row.id, "signature": row.signature, "decision": row.decision,
-                          "comment": row.comment, "decided_at": row.updated_at.isoformat()
-                          if row.updated_at else None})
+        signed = {"mail": row.id, "signature": row.signature, "decision": row.decision,
+                  "comment": row.comment, "decided_at": row.updated_at.isoformat()
+                  if row.updated_at else None}
+        if getattr(row, "decided_by", None) is not None:  # kept since substitutes decide
+            signed["by"] = row.decided_by
+        return self.sign(signed)
 
     def check(self, row) -> str | None:
         """Why this approval mail cannot be trusted, or None when it is intact."""
@@ -155,11 +158,11 @@ class Mailbox:
         instance that cannot move now (suspended, terminated, completed) (Conflict)."""
         if decision not in DECISIONS:
             raise ValueError(N_("decision must be 'approved', 'rejected' or 'returned'"))
-        caller = Caller.of(user)
         row = self.store.mail(mail_id)
-        if row is None or row.kind != "approval" or not access.may_decide(caller,
-                                                                          row.recipient_id):
+        deciding = self._decider(Caller.of(user), row)
+        if row is None or row.kind != "approval" or deciding is None:
             raise NotFound(N_("no approval mail %(id)s", id=mail_id))
+        caller = deciding  # the addressee, or their substitute as "ann for bob"
         for _ in range(3):  # again on the new terms when signers were added or removed
             problem = self.check(row)
             if problem:
@@ -179,7 +182,7 @@ class Mailbox:
                 break
             try:
                 self.store.record_decision(mail_id, decision, comment, self._decision_signature,
-                                           signed=row.signature)
+                                           signed=row.signature, by=caller.username)
             except Conflict:
                 fresh = self.store.mail(mail_id)
                 if fresh is None or fresh.decision is not None or \
@@ -198,12 +201,21 @@ class Mailbox:
         self._confirm(row, caller, decision, comment)
         return self.describe(self.store.mail(mail_id))
 
+    def _decider(self, caller: Caller, row) -> Caller | None:
+        """Who decides this mail for the caller (`access.deciding_as`: its addressee, or
+        their substitute recorded as "ann for bob"), None when they may not."""
+        if row is None:
+            return None
+        return access.deciding_as(caller, row.recipient_id,
+                                  lambda: self.store.peek(row.instance_id).template.name)
+
     def _send_back(self, row, caller: Caller, comment: str) -> None:
         """The approver returns the request (paper 001's 回退): the circle that asked is
         reset for its people to amend and send again; the attempt's other mails close."""
         self.store.apply(row.instance_id, lambda e, i: e.send_back(
             i, row.circle, "returned", caller.username, comment or None))
-        self.store.record_decision(row.id, "returned", comment, self._decision_signature)
+        self.store.record_decision(row.id, "returned", comment, self._decision_signature,
+                                   by=caller.username)
         self.close_attempt(row.instance_id, row.circle, row.epoch, "withdrawn")
 
     def close_attempt(self, instance_id: str, circle: str, epoch: int, why: str) -> None:
@@ -884,7 +896,8 @@ class Mailbox:
                 "created_at": row.created_at.isoformat(),
                 "updated_at": row.updated_at.isoformat() if row.updated_at else None,
                 "read": row.read_at is not None, "decision": row.decision,
-                "comment": row.comment, "instance": row.instance_id, "circle": row.circle,
+                "comment": row.comment, "decided_by": row.decided_by,
+                "instance": row.instance_id, "circle": row.circle,
                 "signature_ok": problem is None, "problem": problem,
                 "answer": self._delegate_answer(row) if problem is None else None}
 

@@ -270,10 +270,11 @@ def _people(view: BoxView, inst: Instance, cid: str, caller: Caller | None,
         if due is not None:
             view.due, view.overdue = iso_text(due), due <= now
         if caller is not None:
-            view.claim = access.may_claim(caller, task)
+            view.claim = access.may_claim(caller, task, inst.template.name)
             view.unclaim = access.may_unclaim(caller, task) and \
                 sole(task["users"], task["roles"]) != holder
-            theirs = mine or (holder is None and access.candidate(caller, task))
+            theirs = mine or (holder is None and access.candidate(caller, task,
+                                                                  inst.template.name))
             view.withdraw = starter and not theirs
     elif phase is Phase.APPROVAL:
         info = approval(run) or {}

@@ -24,6 +24,8 @@ from bpflow_app.pages.inbox import inbox_page
 from bpflow_app.pages.mail_state import MailState
 from bpflow_app.pages.not_found import not_found_page
 from bpflow_app.pages.register import register_page
+from bpflow_app.pages.substitute import substitute_page
+from bpflow_app.pages.substitute_state import SubstituteState
 from bpflow_app.pages.tasks_state import TasksState
 from bpflow_app.pages.templates import templates_page
 from bpflow_app.pages.templates_state import TemplatesState
@@ -57,6 +59,9 @@ app.add_page(outer_circle(users_page), route=routes.USERS, title=_("Users · bpf
              on_load=page_loads(routes.USERS, UsersState.load))
 app.add_page(outer_circle(account_page), route=routes.ACCOUNT, title=_("My account · bpflow"),
              on_load=page_loads(routes.ACCOUNT, AccountState.load))
+app.add_page(outer_circle(substitute_page), route=routes.SUBSTITUTE,
+             title=_("My substitute · bpflow"),
+             on_load=page_loads(routes.SUBSTITUTE, SubstituteState.load))
 app.add_page(outer_circle(webhooks_page), route=routes.WEBHOOKS, title=_("Webhooks · bpflow"),
              on_load=page_loads(routes.WEBHOOKS, WebhooksState.load))
 app.add_page(guest_page, route=routes.GUEST, title=_("Leave a message · bpflow"),

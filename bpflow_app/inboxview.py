@@ -78,6 +78,16 @@ class MailView:
     handed: str = ""  # how it was handed on (transfer, delegate), in a sentence
     answer: str = ""  # the delegate's answer (approved, rejected) its addressee confirms
     delegated: bool = False  # a delegate's mail: they answer, they do not hand it on
+    addressee: str = ""  # an approval's approver (the reader, or whom they stand in for)
+    decided_by: str = ""  # "ann for bob" when a substitute decided it, else ""
+
+
+def substituted(m: dict[str, Any]) -> tuple[str, str]:
+    """(the approval's addressee, who decided it when that was not the addressee: their
+    substitute, "ann for bob"; else "")."""
+    approver = str((m.get("payload") or {}).get("approver") or "")
+    by = m.get("decided_by") or ""
+    return approver, by if by and by != approver else ""
 
 
 def tamper_notice(problem: str, say: Say = english) -> str:
@@ -129,6 +139,7 @@ def mail_view(m: dict[str, Any], opened: bool = False, say: Say = english) -> Ma
         open=m["kind"] == "approval" and m["decision"] is None and m["signature_ok"],
         label=say(label) if decision in DECIDED else label, tone=tone,
         outcome=outcome(decision, comment, say), handed=handed(m, say),
+        **dict(zip(("addressee", "decided_by"), substituted(m), strict=True)),
         answer=str((m.get("answer") or {}).get("decision") or ""),
         delegated=bool((m.get("payload") or {}).get("delegated_by")) if m["kind"] ==
         "approval" else False)

@@ -13,6 +13,7 @@ GUEST_TENANT = "/guest/[tenant]"  # a tenant's guest page (SPEC §12)
 TEMPLATES = "/templates"
 USERS = "/users"
 ACCOUNT = "/account"  # one's own account
+SUBSTITUTE = "/substitute"  # one's substitute (an admin's for someone: ?user=NAME)
 WEBHOOKS = "/webhooks"
 REGISTER = "/register"
 NOT_FOUND = "404"  # Reflex's route of every path the app does not have
@@ -26,3 +27,8 @@ def guest(tenant: str) -> str:
 def flow(instance_id: Any) -> Any:
     """The flow page of an instance (a str, or a Var in a component)."""
     return f"/flow/{instance_id}"
+
+
+def substitute_of(username: Any) -> Any:
+    """The substitute page of a user (an admin's view; a str, or a Var in a component)."""
+    return f"/substitute?user={username}"

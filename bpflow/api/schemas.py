@@ -16,10 +16,10 @@ from typing import Annotated, Any, Literal
 
 import orjson
 from fastapi import Header, Response
-from pydantic import AfterValidator, BaseModel, Field, model_validator
+from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field, model_validator
 
 from bpflow import limits
-from bpflow.access import Caller, may_fill
+from bpflow.access import SUBSTITUTE_TEMPLATES_MAX, Caller, may_fill
 from bpflow.mailbox import GUEST_LIMITS
 from engine import bookmarks
 from engine.instance import Instance
@@ -66,6 +66,33 @@ class PasswordResetIn(BaseModel):
 class PasswordResetOut(BaseModel):
     username: str
     sessions_ended: bool = Field(True, description="every session of theirs has ended")
+
+
+# -------------------------------------------------------------- substitutes
+class SubstituteIn(BaseModel):
+    """A substitution (SPEC §15): `to` stands in from `from` until `until` (ISO 8601 with
+    a time zone), for the listed templates only when `templates` names some."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    to: str = Field(min_length=1, max_length=100)
+    starts: AwareDatetime = Field(alias="from")
+    until: AwareDatetime
+    templates: list[Annotated[str, Field(min_length=1, max_length=100)]] | None = Field(
+        None, max_length=SUBSTITUTE_TEMPLATES_MAX)
+
+
+class SubstituteOut(BaseModel):
+    model_config = ConfigDict(populate_by_name=True)
+
+    user: str
+    to: str
+    starts: str = Field(alias="from")
+    until: str
+    templates: list[str] | None = None
+    active: bool = Field(description="now is within [from, until)")
+    set_by: str
+    set_at: str
 
 
 # ---------------------------------------------------------------- templates
@@ -333,6 +360,8 @@ class MailOut(BaseModel):
         default=None, description="for an approval its addressee delegated: the delegate"
                                   " (`by`) and their answer (`decision` null until they"
                                   " answer), `comment`, `note`, `at`")
+    decided_by: str | None = Field(None, description="who took the decision: the addressee,"
+                                   " or their substitute as \"ann for bob\"")
 
 
 class DecisionIn(BaseModel):

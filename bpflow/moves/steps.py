@@ -35,7 +35,9 @@ def visible(store: Store, caller: Caller, iid: str, inst: Instance | None = None
         inst = store.peek(iid)
     if access.may_act(caller, inst):
         return inst
-    return access.seeing(caller, store.get(iid), lambda: store.mail_about(caller.id, iid))
+    inst = store.get(iid)
+    return access.seeing(caller, inst, lambda: any(
+        store.mail_about(uid, iid) for uid in access.mail_ids(caller, inst.template.name)))
 
 
 async def visible_async(store: Store, caller: Caller, iid: str) -> Instance:

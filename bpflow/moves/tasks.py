@@ -43,7 +43,8 @@ def claiming(caller: Caller, uri: str) -> Op:
         if task["assignee"] not in (None, caller.username):
             raise Conflict(N_("circle '%(uri)s' is held by %(user)s", uri=uri,
                                   user=task["assignee"]))
-        if task["assignee"] is None and not access.may_claim(caller, task):
+        if task["assignee"] is None and not access.may_claim(caller, task,
+                                                             inst.template.name):
             raise Forbidden(N_("circle '%(uri)s' waits for %(whom)s", uri=uri,
                                    whom=access.describe(task)))
         engine.claim(inst, uri, caller.username, caller.username)

@@ -6,6 +6,7 @@ leases in one database (an SQLite file by default, PostgreSQL or any SQLAlchemy 
     instances.py   reading instances (with a cache), the rows of a start and of a step
     steps.py       starting instances and applying engine steps atomically
     queries.py     read-only lists and counts the API and the pages show
+    substitutes.py who stands in for whom (SPEC §15's substitutes)
     mail.py        the mailbox table's rows
     leases.py      which instances have due work, and the workers' leases on them
     signals.py     signals delivered to the circles waiting for them
@@ -68,6 +69,7 @@ from bpflow.store.reuse import Reused
 from bpflow.store.signals import Signals
 from bpflow.store.sqlite.driver import SqliteDriver
 from bpflow.store.steps import Steps
+from bpflow.store.substitutes import Substitutes
 from bpflow.store.tables import DEFAULT_TENANT
 from bpflow.store.templates import Templates
 from bpflow.store.tenants import Tenants
@@ -81,7 +83,7 @@ __all__ = ["Conflict", "NotFound", "Store"]
 
 
 class Store(Templates, Users, Instances, Steps, Queries, MailRows, Leases, Tenants, Signals,
-            Feed, Migrating, Crowds):
+            Feed, Migrating, Crowds, Substitutes):
     """Templates, instances, users, history, mail and leases in one SQL database.
 
     A store is seen from one tenant (SPEC §12): `tenant`, `default` for the one a store

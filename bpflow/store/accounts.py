@@ -17,6 +17,7 @@ import os
 import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from engine.messages import N_
@@ -34,6 +35,26 @@ INVISIBLE_LETTERS = frozenset("\u115f\u1160\u3164\uffa0\u2800")
 
 
 @dataclass(frozen=True, slots=True)
+class Standing:
+    """Someone the caller is the substitute of (SPEC §15): their id and username, from
+    `starts` until `ends`, for the `templates` named (None: every template)."""
+
+    user_id: int
+    username: str
+    starts: datetime
+    ends: datetime
+    templates: tuple[str, ...] | None = None
+
+    def active(self, now: datetime) -> bool:
+        return self.starts <= now < self.ends
+
+    def covers(self, template: str | None) -> bool:
+        """Whether it applies to work of `template` (None: work of no known template,
+        which only a substitute for every template gets)."""
+        return self.templates is None or (template is not None and template in self.templates)
+
+
+@dataclass(frozen=True, slots=True)
 class Caller:
     """Who is asking (from a verified token). `generation` is the account's token
     generation: the one a token was issued under, or the users table's now (it grows with
@@ -45,6 +66,9 @@ class Caller:
     roles: tuple[str, ...] = (USER,)
     tenant: str = DEFAULT_TENANT  # the organisation they belong to (SPEC §12)
     generation: int = field(default=0, compare=False)
+    # whom they are the substitute of (SPEC §15), as the users table had it with the account
+    # (`Users.account`); active or not is asked at the time of use (`standing`)
+    stands_for: tuple[Standing, ...] = field(default=(), compare=False)
 
     @classmethod
     def of(cls, user: Caller | Mapping[str, Any]) -> Caller:
@@ -69,6 +93,22 @@ def reads_guest_mail(caller: Caller) -> bool:
     """Whether the caller reads their tenant's guest messages (mail with no addressee):
     admins. Asked by the mail queries (`mail.visible_mail`) and by `access.may_read_mail`."""
     return caller.is_admin
+
+
+def standing(caller: Caller, now: datetime, template: str | None = None,
+             any_template: bool = False) -> list[Standing]:
+    """The people whose work is offered to the caller now, as their substitute, for work
+    of `template` (or of any template with `any_template`: the query filters by template
+    itself). Asked by the task and mail queries (`Queries.tasks`, `mail.visible_mail`) and
+    by `access`'s rules on substitutes."""
+    return [s for s in caller.stands_for
+            if s.active(now) and (any_template or s.covers(template))]
+
+
+def acting_for(substitute: str, user: str) -> str:
+    """The name a substitute's action is recorded under: "ann for bob" (SPEC §15), within
+    the history's 100 characters."""
+    return f"{substitute} for {user}"[:USERNAME_MAX]
 
 
 def valid_roles(roles: Iterable[str]) -> list[str]:

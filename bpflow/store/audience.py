@@ -31,6 +31,12 @@ def offered_to(username: str, roles: Iterable[str]) -> list[str]:
     return [CANDIDATE + username, *(ROLE + r for r in roles)]
 
 
+def addressed_to(username: str) -> list[str]:
+    """The tokens of the tasks addressed to a person by name (held by them, or offered to
+    them by name, not by a role): what their substitute is offered too (SPEC §15)."""
+    return [HOLDER + username, CANDIDATE + username]
+
+
 def tokens_of(username: str, roles: Iterable[str]) -> list[str]:
     """Every token naming a person: as a holder, a candidate, or by a role."""
     return held_by(username) + offered_to(username, roles)

@@ -5,16 +5,16 @@ reads and writes the rows."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import and_, func, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
-from bpflow.store.accounts import Caller, reads_guest_mail
+from bpflow.store.accounts import Caller, acting_for, reads_guest_mail, standing
 from bpflow.store.errors import Conflict, RateLimited
 from bpflow.store.parts import StoreParts
-from bpflow.store.tables import mail_t
+from bpflow.store.tables import instances_t, mail_t
 from engine.messages import N_
 
 MailRow = Any  # a row of the mailbox table
@@ -24,16 +24,35 @@ RoundPlan = tuple[list[tuple[int, dict[str, Any]]], list[str],
                   Callable[[str, int], dict[str, Any]] | None]
 
 
-def visible_mail(caller: Caller, kind: str | None = None):
+def visible_mail(caller: Caller, kind: str | None = None, now: datetime | None = None):
     """The SQL condition for the mail `caller` may read: their own, and guest messages
     (no addressee) for those who read them. With a `kind` other than guest, only their
     own (so a page of one kind stays the top of ix_mailbox_list). Guest messages are
-    their tenant's only (SPEC §12)."""
+    their tenant's only (SPEC §12). At `now`, also the approvals of whom they stand in
+    for (`substituted_mail`)."""
     mine = mail_t.c.recipient_id == caller.id
     if reads_guest_mail(caller) and kind in (None, "guest"):
         mine = or_(mine, and_(mail_t.c.tenant == caller.tenant, mail_t.c.kind == "guest",
                               mail_t.c.recipient_id.is_(None)))
+    if now is not None and kind in (None, "approval"):
+        mine = or_(mine, *substituted_mail(caller, now))
     return mine
+
+
+def substituted_mail(caller: Caller, now: datetime) -> list[Any]:
+    """The SQL conditions for the approval mail of the people the caller is the
+    substitute of now (SPEC §15): undecided, or decided by the caller for them; of the
+    templates the substitution names, if it names some."""
+    out = []
+    for one in standing(caller, now, any_template=True):
+        cond = and_(mail_t.c.recipient_id == one.user_id, mail_t.c.kind == "approval",
+                    or_(mail_t.c.decision.is_(None),
+                        mail_t.c.decided_by == acting_for(caller.username, one.username)))
+        if one.templates is not None:
+            cond = and_(cond, mail_t.c.instance_id.in_(select(instances_t.c.id).where(
+                instances_t.c.template.in_(one.templates))))
+        out.append(cond)
+    return out
 
 
 class MailRows(StoreParts):
@@ -84,17 +103,20 @@ class MailRows(StoreParts):
                 .returning(mail_t.c.id)).scalar_one()
 
     def record_decision(self, mail_id: int, decision: str, comment: str,
-                        sign: Callable[[MailRow], str], signed: str | None = None) -> None:
-        """Store an undecided approval's decision and its signature (`sign(row)` of the
-        row as decided); Conflict when someone decided it first, or (`signed`: the
-        signature the decider read) when it was signed anew meanwhile."""
+                        sign: Callable[[MailRow], str], signed: str | None = None,
+                        by: str | None = None) -> None:
+        """Store an undecided approval's decision, who took it (`by`: the addressee, or
+        "ann for bob") and its signature (`sign(row)` of the row as decided); Conflict
+        when someone decided it first, or (`signed`: the signature the decider read) when
+        it was signed anew meanwhile."""
         now = self.clock()
         match = [] if signed is None else [mail_t.c.signature == signed]
         with self.db.begin() as conn:
             done = conn.execute(update(mail_t).where(
                 self._here(mail_t), mail_t.c.id == mail_id, mail_t.c.decision.is_(None),
                 *match).values(
-                decision=decision, comment=comment or "", updated_at=now, read_at=now))
+                decision=decision, comment=comment or "", updated_at=now, read_at=now,
+                decided_by=by))
             if done.rowcount != 1:
                 raise Conflict(N_("approval %(id)s was decided concurrently", id=mail_id))
             fresh = conn.execute(select(mail_t).where(mail_t.c.id == mail_id)).one()
@@ -137,7 +159,7 @@ class MailRows(StoreParts):
         with self.db.begin() as conn:
             conn.execute(update(mail_t).where(
                 self._here(mail_t), mail_t.c.id == mail_id, mail_t.c.decision == decision
-            ).values(decision=None, comment=None, decision_signature=None,
+            ).values(decision=None, comment=None, decision_signature=None, decided_by=None,
                      updated_at=self.clock()))
 
     def mail(self, mail_id: int) -> MailRow | None:
@@ -163,7 +185,7 @@ class MailRows(StoreParts):
     def mail_page(self, caller: Caller, kind: str | None, status: str | None, limit: int,
                   offset: int) -> list[MailRow]:
         """The caller's mail, newest first."""
-        q = select(mail_t).where(visible_mail(caller, kind))
+        q = select(mail_t).where(visible_mail(caller, kind, self.clock()))
         if kind:
             q = q.where(mail_t.c.kind == kind)
         if status == "pending":

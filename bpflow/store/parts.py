@@ -55,6 +55,7 @@ class StoreParts:
     _nested_cache: dict[int, tuple[Any, frozenset[str]]]
     _evaluating: dict[int, tuple[Template, bool]]
     _quota_cache: Reused
+    _accounts: Reused
 
     if TYPE_CHECKING:
         # Store (bpflow/store/__init__.py)
@@ -78,6 +79,9 @@ class StoreParts:
 
         # Users
         def user_ids(self, conn: Connection, names: list[str]) -> dict[str, int]: ...
+
+        # Substitutes
+        def standing_of(self, conn: Connection, uid: int) -> tuple[Any, ...]: ...
 
         # Instances
         def _cached(self, instance_id: str) -> Loaded | None: ...

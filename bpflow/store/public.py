@@ -16,10 +16,13 @@ from bpflow.store.accounts import (
     USERNAME_MAX,
     USERNAME_PUNCTUATION,
     Caller,
+    Standing,
+    acting_for,
     check_password,
     hash_password,
     normal_username,
     reads_guest_mail,
+    standing,
     username_problem,
     valid_roles,
     valid_username,
@@ -40,7 +43,7 @@ from bpflow.store.errors import (
 from bpflow.store.feed import TYPES, Attempt, FeedType
 from bpflow.store.keys import MIN_SECRET_BYTES, SecretError, derive, home, load_secret
 from bpflow.store.migrate import upgrade
-from bpflow.store.tables import circles_t, instances_t, mail_t, users_t
+from bpflow.store.tables import circles_t, instances_t, mail_t, substitutes_t, users_t
 from bpflow.store.tenants import FRAME_TEMPLATE, TENANT_NAME, valid_tenant
 
 __all__ = [
@@ -49,7 +52,7 @@ __all__ = [
     "RateLimited", "StorageQuotaExceeded",
     # accounts: who a caller is, role names, usernames, password hashes
     "ADMIN", "APPROVER", "DEFAULT_TENANT", "INTEGRATION", "ROLES", "USER", "USERNAME_MAX",
-    "USERNAME_PUNCTUATION", "Caller",
+    "USERNAME_PUNCTUATION", "Caller", "Standing", "acting_for", "standing",
     "check_password", "hash_password", "normal_username", "reads_guest_mail",
     "username_problem", "valid_roles", "valid_username",
     # the server secret and its derived keys
@@ -62,5 +65,5 @@ __all__ = [
     "FRAME_TEMPLATE", "TENANT_NAME", "valid_tenant",
     # the database: its URL, its schema version, tables bench/ loads or checks in bulk
     "database_url", "normalize_url", "upgrade", "circles_t", "instances_t", "mail_t",
-    "users_t",
+    "substitutes_t", "users_t",
 ]

@@ -11,7 +11,7 @@ from typing import Any
 from sqlalchemy import and_, case, func, or_, select
 
 from bpflow.store import audience
-from bpflow.store.accounts import Caller
+from bpflow.store.accounts import Caller, standing
 from bpflow.store.mail import visible_mail
 from bpflow.store.parts import StoreParts
 from bpflow.store.tables import audience_t, circles_t, events_t, instances_t, mail_t
@@ -170,8 +170,9 @@ class Queries(StoreParts):
         held = audience.held_by(caller.username)
         offered = audience.offered_to(caller.username, caller.roles)
         tokens = {"me": held, "candidate": offered}.get(assigned, held + offered)
+        whom, tokens = self._offered_as_substitute(caller, tokens, assigned)
         # only active instances' open tasks are listed there (`Instances._step_write`)
-        cond = [a.c.tenant == caller.tenant, self._here(a), a.c.who.in_(tokens)]
+        cond = [a.c.tenant == caller.tenant, self._here(a), whom]
         if template:
             cond.append(a.c.instance_id.in_(select(i.c.id).where(i.c.template == template)))
         # A task may name the caller more than once (by name and by a role, by two roles):
@@ -196,6 +197,27 @@ class Queries(StoreParts):
             rows = [found[k] for k in keys if k in found]
             total = conn.execute(select(func.count()).select_from(tasks)).scalar_one()
         return rows, int(total)
+
+    def _offered_as_substitute(self, caller: Caller, tokens: list[str], assigned: str
+                               ) -> tuple[Any, list[str]]:
+        """The condition on `task_audience.who` of a task list, and every token it names:
+        the caller's `tokens`, and unless only their own (`me`) are asked for, the work
+        addressed by name to whom they stand in for now (SPEC §15), of the templates the
+        substitution names (a search of the instances' ids by template when it names
+        some)."""
+        a, i = audience_t, instances_t
+        now = standing(caller, self.clock(), any_template=True) if assigned != "me" else []
+        everywhere = [t for s in now if s.templates is None
+                      for t in audience.addressed_to(s.username)]
+        some = [(audience.addressed_to(s.username), s.templates) for s in now
+                if s.templates is not None]
+        tokens = tokens + everywhere
+        whom: Any = a.c.who.in_(tokens)
+        if some:
+            whom = or_(whom, *(and_(a.c.who.in_(names), a.c.instance_id.in_(
+                select(i.c.id).where(i.c.template.in_(templates)))) for names, templates in some))
+            tokens = tokens + [t for names, _ in some for t in names]
+        return whom, tokens
 
     def taking_part(self, caller: Caller, limit: int = 50) -> list[dict[str, Any]]:
         """Instances others started that asked the caller: a task names them (as a
@@ -229,7 +251,7 @@ class Queries(StoreParts):
                     func.sum(case((mail_t.c.read_at.is_(None), 1), else_=0)),
                     func.sum(case((and_(mail_t.c.kind == "approval",
                                         mail_t.c.decision.is_(None)), 1), else_=0)))
-             .where(visible_mail(caller)).group_by(mail_t.c.kind))
+             .where(visible_mail(caller, now=self.clock())).group_by(mail_t.c.kind))
         out = {k: {"total": 0, "unread": 0, "pending": 0} for k in ("approval", "message", "guest")}
         with self.reader() as conn:
             for kind, total, unread, pending in conn.execute(q):

@@ -290,6 +290,35 @@ class MailRow(SQLModel, table=True):
     created_at: datetime = _time()
     updated_at: datetime | None = _time(nullable=True)
     read_at: datetime | None = _time(nullable=True)
+    # who took the decision: the addressee, or their substitute ("ann for bob", SPEC §15);
+    # null for a mail closed unanswered and for decisions stored before it was kept
+    decided_by: str | None = Field(default=None, sa_column=Column(String(210), nullable=True))
+
+
+class SubstituteRow(SQLModel, table=True):
+    """A user's substitute (代理人, SPEC §15): from `starts_at` until `ends_at` the work
+    addressed to `user_id` by name (of the listed `templates`, null for every template) is
+    also offered to `to_id`. One per user; `set_by` names who set it (the user or an
+    admin). A task list finds what a person stands in for by `ix_substitutes_to`."""
+
+    __tablename__ = "substitutes"
+    __table_args__ = (
+        Index("ix_substitutes_to", "to_id", "ends_at"),
+        _in_tenant(("user_id",), "users", ("id",), "CASCADE", name="fk_substitutes_user"),
+        _in_tenant(("to_id",), "users", ("id",), "CASCADE", name="fk_substitutes_to"),
+    )
+
+    tenant: str = _tenant()
+    user_id: int = Field(sa_column=Column(
+        Integer, ForeignKey("users.id", ondelete="CASCADE"), primary_key=True,
+        autoincrement=False))
+    to_id: int = Field(sa_column=Column(
+        Integer, ForeignKey("users.id", ondelete="CASCADE"), nullable=False))
+    starts_at: datetime = _time()
+    ends_at: datetime = _time()
+    templates: list[str] | None = _json()
+    set_by: str = Field(sa_column=Column(String(100), nullable=False))
+    set_at: datetime = _time()
 
 
 def _table_of(model: type[SQLModel]) -> Table:
@@ -305,6 +334,7 @@ circles_t = _table_of(CircleStateRow)
 events_t = _table_of(EventRow)
 mail_t = _table_of(MailRow)
 audience_t = _table_of(TaskAudienceRow)
+substitutes_t = _table_of(SubstituteRow)
 
 
 class TemplateRetirement(SQLModel, table=True):

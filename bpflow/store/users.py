@@ -123,17 +123,19 @@ class Users(StoreParts):
 
     def account(self, uid: int) -> Caller | None:
         """The caller a token's user id stands for now (roles and tenant from the users
-        table), or None when the account does not exist or is disabled; each lookup is
-        reused for `account_ttl` seconds. (Any tenant's: a token is checked here.)"""
+        table, whom they are the substitute of: `standing_of`), or None when the account
+        does not exist or is disabled; each lookup is reused for `account_ttl` seconds.
+        (Any tenant's: a token is checked here.)"""
         def load() -> Caller | None:
             with self.reader() as conn:
                 row = conn.execute(select(users_t.c.id, users_t.c.username, users_t.c.roles,
                                           users_t.c.disabled_at, users_t.c.tenant,
                                           users_t.c.token_generation)
                                    .where(users_t.c.id == uid)).first()
-            return (Caller(row.id, row.username, tuple(row.roles), row.tenant,
-                           row.token_generation)
-                    if row is not None and row.disabled_at is None else None)
+                if row is None or row.disabled_at is not None:
+                    return None
+                return Caller(row.id, row.username, tuple(row.roles), row.tenant,
+                              row.token_generation, self.standing_of(conn, uid))
         return self._accounts.get(uid, self.account_ttl, load)
 
     def has_users(self) -> bool:

@@ -83,6 +83,9 @@ def navbar() -> rx.Component:
             rx.menu.item(rx.link(_("My account"), href=routes.ACCOUNT, underline="none",
                                  color="inherit", width="100%"), as_child=True,
                          id="my-account"),
+            rx.menu.item(rx.link(_("My substitute"), href=routes.SUBSTITUTE, underline="none",
+                                 color="inherit", width="100%"), as_child=True,
+                         id="my-substitute"),
             rx.menu.item(_("Sign out"), on_click=SessionState.sign_out, id="sign-out"),
         ),
     )

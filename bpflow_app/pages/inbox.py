@@ -131,6 +131,17 @@ def _hand_dialog() -> rx.Component:
                       on_click=S.hand, id="confirm-mail-hand", disabled=S.hand_to == ""),
             spacing="3", justify="end", margin_top="12px"),
     ), open=S.hand_mail != 0)
+def _substitute_lines(m: rx.Var[MailView]) -> rx.Component:
+    """On an approval card: whom it is addressed to when the reader stands in for them,
+    and who decided it when a substitute did ("By ann for bob")."""
+    return rx.fragment(
+        rx.cond((m.kind == "approval") & (m.addressee != "")
+                & (m.addressee != SessionState.username),
+                rx.text(rich(N_("You stand in for %(name)s"), name=lambda: data(m.addressee)),
+                        size="2", color_scheme="amber", class_name="mail-for")),
+        rx.cond(m.decided_by != "",
+                rx.text(rich(N_("By %(name)s"), name=lambda: data(m.decided_by)),
+                        size="2", class_name="mail-decided-by")))
 
 
 def _opened(m: rx.Var[MailView]) -> rx.Component:
@@ -144,6 +155,7 @@ def _opened(m: rx.Var[MailView]) -> rx.Component:
                                          class_name="mail-outcome")),
         round_lines(m.round_lines),
         rx.cond(m.kind == "approval", _answer(m)),
+        _substitute_lines(m),
         rx.cond(m.open, _decide(m)),
         rx.cond(m.sign, add_button(m.id, m.subject, m.asked)),
         spacing="3", width="100%", align="start",

@@ -11,6 +11,7 @@ from __future__ import annotations
 import reflex as rx
 
 from bpflow.access import ROLES, USER
+from bpflow_app import routes
 from bpflow_app.catalogs import N_
 from bpflow_app.components.names import NO, by, data, named
 from bpflow_app.components.ui import empty_state, page_header
@@ -55,12 +56,23 @@ def _form() -> rx.Component:
 PHONE_HIDDEN = ["none", "table-cell"]
 
 
+def _substitute_link(username: rx.Var) -> rx.Component:
+    """To the user's substitute (the substitute page, an admin's view of theirs)."""
+    label = "substitute-name-" + username
+    return rx.fragment(
+        named(label, N_("Substitute of %(name)s"), name=username),
+        rx.button(rx.link(_("Substitute"), href=routes.substitute_of(username),
+                          underline="none", color="inherit"),
+                  size="1", variant="soft", as_child=True, custom_attrs=by(label)))
+
+
 def _row(u: rx.Var[UserLine]) -> rx.Component:
     reset, disable = "reset-name-" + u.username, "disable-name-" + u.username
     actions = rx.hstack(
         named(reset, N_("Reset password for %(name)s"), name=u.username),
         rx.button(_("Reset password"), size="1", variant="soft",
                   on_click=UsersState.ask_reset(u.username), custom_attrs=by(reset)),
+        _substitute_link(u.username),
         named(disable, N_("Disable %(name)s"), name=u.username),
         rx.button(_("Disable"), size="1", variant="soft", color_scheme="red",
                   on_click=UsersState.ask_disable(u.username), custom_attrs=by(disable)),

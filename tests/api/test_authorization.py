@@ -3,6 +3,8 @@ an admin against every endpoint, in one table. Each cell runs on fresh state."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+
 import pytest
 
 from bpflow.mailbox import Mailbox
@@ -55,7 +57,15 @@ MATRIX = {
     # account basics: admins reset others' passwords; a wrong current password is 422
     "POST /api/users/bob/password": (401, 403, 403, 403, 200),
     "POST /api/auth/password": (401, 422, 422, 422, 422),
+    # substitutes: one's own (ann as her own: 422), an admin's for anyone (SPEC §15)
+    "PUT /api/me/substitute": (401, 200, 200, 422, 200),
+    "GET /api/me/substitute": (401, 404, 404, 404, 404),
+    "DELETE /api/me/substitute": (401, 404, 404, 404, 404),
+    "PUT /api/users/bob/substitute": (401, 403, 200, 403, 200),
+    "GET /api/users/bob/substitute": (401, 403, 404, 403, 404),
+    "DELETE /api/users/bob/substitute": (401, 403, 404, 403, 404),
 }
+NOW = datetime.now(UTC)
 BODIES = {
     "/api/templates": FORM, "/api/instances": {"template": "simple"},
     "complete": {"bookmark": "{bookmark}", "result": {"n": 1}},
@@ -66,6 +76,8 @@ BODIES = {
     "/api/guest/messages": {"name": "Guest", "subject": "hi", "body": "hello"},
     "/api/users/bob/password": {"password": "bob-new-password"},
     "/api/auth/password": {"current_password": "not-mine", "new_password": "a-new-password"},
+    "/substitute": {"to": "ann", "from": (NOW - timedelta(hours=1)).isoformat(),
+                    "until": (NOW + timedelta(days=7)).isoformat()},
 }
 
 

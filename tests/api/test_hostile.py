@@ -5,6 +5,7 @@ security headers."""
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -24,6 +25,7 @@ def client(sqlite_store, request):
 # {iid} is a fresh instance of `simple`, {mark} its circle a's bookmark, {hand} and
 # {hmark} an instance of `hand` and its bookmark (driven by the admin).
 SURROGATE = "\\ud800"
+SOON = tuple((datetime.now(UTC) + timedelta(hours=h)).isoformat() for h in (-1, 48))
 HOSTILE = {
     # lone surrogates, everywhere text is taken
     "guest name": ("POST", "/api/guest/messages",
@@ -126,6 +128,27 @@ HOSTILE = {
     "bookmark é": ("POST", "/api/instances/{iid}/circles/a/fail",
                    '{"bookmark": "0.\u00e9t\u00e9", "reason": "r"}', "alice", 409,
                    "bookmark is malformed"),
+    # substitutes (SPEC §15)
+    "substitute unknown": ("PUT", "/api/me/substitute", json.dumps(
+        {"to": "nobody", "from": SOON[0], "until": SOON[1]}), "alice", 422, "no user 'nobody'"),
+    "substitute oneself": ("PUT", "/api/me/substitute", json.dumps(
+        {"to": "alice", "from": SOON[0], "until": SOON[1]}), "alice", 422,
+        "a user cannot be their own substitute"),
+    "substitute dates reversed": ("PUT", "/api/me/substitute", json.dumps(
+        {"to": "ann", "from": SOON[1], "until": SOON[0]}), "alice", 422,
+        "'until' must be after 'from'"),
+    "substitute without a time zone": ("PUT", "/api/me/substitute", json.dumps(
+        {"to": "ann", "from": "2026-01-01T00:00:00", "until": SOON[1]}), "alice", 422,
+        "timezone"),
+    "substitute 51 templates": ("PUT", "/api/me/substitute", json.dumps(
+        {"to": "ann", "from": SOON[0], "until": SOON[1],
+         "templates": [f"t{i}" for i in range(51)]}), "alice", 422, "at most 50 items"),
+    "substitute template name of 101": ("PUT", "/api/me/substitute", json.dumps(
+        {"to": "ann", "from": SOON[0], "until": SOON[1], "templates": ["t" * 101]}), "alice",
+        422, "at most 100 characters"),
+    "substitute surrogate": ("PUT", "/api/me/substitute",
+                             f'{{"to": "{SURROGATE}", "from": "{SOON[0]}", "until": '
+                             f'"{SOON[1]}"}}', "alice", 422, "lone surrogate"),
 }
 
 
@@ -149,6 +172,29 @@ def test_hostile_bodies_get_a_clear_4xx_and_change_nothing(client, name):
     assert secured(r)
     assert (len(store.history(inst.id)), len(store.history(hand.id))) == events
     assert store.list_instances(None, None, None, 1, 0)[1] == count
+
+
+def test_a_substitute_cycle_or_a_disabled_substitute_is_refused(client):
+    """alice → ann stands; ann → alice would close a cycle; a disabled account cannot
+    stand in: each a 422 naming why, and ann keeps having no substitute."""
+    store = client.store
+    if not store.username_taken("gone"):  # the module's store, for both paths
+        store.add_user("gone", "pw-gone-1", ["user"])
+        store.disable_user("gone")
+    body = {"from": SOON[0], "until": SOON[1]}
+    try:
+        assert client("PUT", "/api/me/substitute", json.dumps({**body, "to": "ann"}),
+                      "alice").status_code == 200
+        r = client("PUT", "/api/me/substitute", json.dumps({**body, "to": "alice"}), "ann")
+        assert (r.status_code, r.json()["detail"]) == (
+            422, "alice's substitutes lead back to ann: substitutes may not form a cycle")
+        r = client("PUT", "/api/users/ann/substitute", json.dumps({**body, "to": "gone"}),
+                   "admin")
+        assert (r.status_code, r.json()["detail"]) == (
+            422, "no user 'gone' (or the account is disabled)")
+        assert client("GET", "/api/me/substitute", None, "ann").status_code == 404
+    finally:
+        client("DELETE", "/api/me/substitute", None, "alice")
 
 
 @pytest.mark.parametrize("amount", [2 ** 63 - 1, -2 ** 63, 1.5e308, -0.0])

@@ -95,6 +95,7 @@ def _pages(flows: dict[str, str]) -> list[tuple[str, str, bool]]:
     account = getattr(routes, "ACCOUNT", None)
     if account:
         pages.append(("account", account, True))
+    pages.append(("substitute", routes.SUBSTITUTE, True))
     return pages
 
 

@@ -128,7 +128,8 @@ def test_every_page_in_chinese_shows_only_catalog_texts_and_marked_data(
         for path, ready, named in (
                 ("/users", "tr[data-user]", "重置密码（alice）"),
                 ("/webhooks", "[data-webhook]", "https://hooks.example.com/bpflow 的投递记录"),
-                ("/account", "#account-name", None)):
+                ("/account", "#account-name", None),
+                ("/substitute", "#save-substitute", None)):
             page.goto(path)
             expect(page.locator(ready).first).to_be_visible()
             _check(page, path, found)

@@ -415,6 +415,7 @@ def test_postgresql_checks_each_reference_once_and_the_composite_keys_still_hold
 
     store.db.dispose()
     command.downgrade(alembic_config(db_url), "0010")
-    assert _keys(store) == everything
+    newer = {k for k in everything if k[0] in ("substitutes",)}  # tables made after 0010
+    assert _keys(store) == everything - newer
     upgrade(db_url)
     assert _keys(store) == (everything - implied if store.postgres else everything)

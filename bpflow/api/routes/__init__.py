@@ -13,6 +13,7 @@ from bpflow.api.routes import (
     mailbox,
     migrations,
     signals,
+    substitutes,
     tasks,
     templates,
     users,
@@ -20,4 +21,4 @@ from bpflow.api.routes import (
 
 ROUTERS = (health.router, auth.router, users.router, templates.router, migrations.router,
            crowds.router, instances.router, tasks.router, mailbox.router, guest.router,
-           signals.router, events.router)
+           signals.router, events.router, substitutes.router)
