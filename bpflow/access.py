@@ -18,6 +18,8 @@ too.
   one waits, integration users of its tenant follow the instance (to find the bookmark),
   and may complete or fail its signal circles only.
 - Approval mail is decided by its addressee only; guest messages are read by admins.
+- Whoever sees an instance comments on it and downloads the files its forms hold; an
+  upload no form holds yet is its uploader's alone.
 - Templates, users, webhooks, the event feed, migrations and crowds are administered by
   admins; an admin resets the others' passwords, everyone changes their own (with the
   current one).
@@ -211,6 +213,12 @@ def may_delegate(caller: Caller, task: Mapping[str, Any], to: Caller) -> bool:
 def may_withdraw(caller: Caller, inst: Instance) -> bool:
     """The starter (or an admin) takes back a pending approval or task."""
     return may_act(caller, inst)
+
+
+def may_fetch_upload(caller: Caller, tenant: str, owner_id: int) -> bool:
+    """Download an upload no form holds yet: its uploader only (once a form holds it,
+    whoever sees that instance)."""
+    return caller.tenant == tenant and caller.id == owner_id
 
 
 def instance_scope(caller: Caller) -> int | None:
