@@ -15,6 +15,7 @@ from bpflow_app.boxview import BoxView
 from bpflow_app.catalogs import N_
 from bpflow_app.components.boxes import box_card
 from bpflow_app.components.drawing import flow_drawing, info_rows, legend
+from bpflow_app.components.files import comment_thread, files_list, uploads
 from bpflow_app.components.ui import empty_state, state_badge
 from bpflow_app.components.when import when
 from bpflow_app.flowview import STATE_WORDS, CircleInfo, HistoryRow
@@ -380,6 +381,9 @@ def _content() -> rx.Component:
                 value="circles", padding_top="16px"),
             value=S.tab, on_change=S.set_tab, width="100%",
         ),
+        files_list(S.files),
+        comment_thread(S.comments, S.send_comment, S.selected, S.chosen.name, S.commenting),
+        uploads(),
         _reset_dialog(),
         _control_dialog(),
         spacing="4", width="100%",
