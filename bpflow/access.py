@@ -25,6 +25,8 @@ too.
   candidate or held by them, their approval mail) is also the substitute's, as if it were
   the user's, recorded as "ann for bob". One hop only: whom ann stands in for is never
   passed on to ann's own substitute.
+- Whoever sees an instance comments on it and downloads the files its forms hold; an
+  upload no form holds yet is its uploader's alone.
 - Templates, users, webhooks, the event feed, migrations and crowds are administered by
   admins; an admin resets the others' passwords, everyone changes their own (with the
   current one).
@@ -258,6 +260,12 @@ def may_answer(caller: Caller, task: Mapping[str, Any]) -> bool:
 def may_withdraw(caller: Caller, inst: Instance) -> bool:
     """The starter (or an admin) takes back a pending approval or task."""
     return may_act(caller, inst)
+
+
+def may_fetch_upload(caller: Caller, tenant: str, owner_id: int) -> bool:
+    """Download an upload no form holds yet: its uploader only (once a form holds it,
+    whoever sees that instance)."""
+    return caller.tenant == tenant and caller.id == owner_id
 
 
 def instance_scope(caller: Caller) -> int | None:

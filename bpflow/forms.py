@@ -95,6 +95,9 @@ def convert(field: Field, value: Any) -> Any:
 
 
 Accounts = Callable[[str], "tuple[str, tuple[str, ...]] | None"]  # name -> (as stored, roles)
+# a `file` field's check: (field, the value sent: a file record or its id) -> the record
+# of an upload the form may hold, or ValueError with the problem (`bpflow.files.holder`)
+Files = Callable[[Field, Any], "dict[str, Any]"]
 
 
 def _account(field: Field, name: str, accounts: Accounts | None) -> str:
@@ -111,12 +114,15 @@ def _account(field: Field, name: str, accounts: Accounts | None) -> str:
 
 def validate(fields: tuple[Field, ...], data: dict[str, Any],
              defaults: dict[str, Any] | None = None,
-             accounts: Accounts | None = None) -> tuple[dict[str, Any], dict[str, str]]:
+             accounts: Accounts | None = None,
+             files: Files | None = None) -> tuple[dict[str, Any], dict[str, str]]:
     """(values, passwords) for `data`, or FormError with a message per bad field.
 
     A missing field takes its (already substituted) default; a missing checkbox is false.
     A `user` field must name an enabled account (`accounts(name)` gives its username as
-    stored and its roles, or None), of the field's role when it names one.
+    stored and its roles, or None), of the field's role when it names one. A `file`
+    field must hold an upload `files` accepts (its record is the value); without
+    `files`, none.
     """
     if not isinstance(data, dict):
         raise FormError({"_form": N_("the form data must be an object of field values")})
@@ -138,6 +144,11 @@ def validate(fields: tuple[Field, ...], data: dict[str, Any],
                 values[field.name] = None
             continue
         try:
+            if field.type == "file":
+                if files is None:
+                    raise ValueError(N_("must be a file uploaded with POST /api/files"))
+                values[field.name] = files(field, value)
+                continue
             typed = convert(field, value)
             if field.type == "user":
                 typed = _account(field, typed, accounts)

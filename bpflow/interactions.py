@@ -13,7 +13,7 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-from bpflow import auth
+from bpflow import auth, files
 from bpflow.access import Caller, answering, drivable
 from bpflow.errors import RateLimited
 from bpflow.forms import FormError, validate
@@ -136,7 +136,8 @@ class Interactions:
                 raise TransitionError(N_("the form of circle '%(uri)s' was already sent; its"
                                          " action runs", uri=cid), instance=inst.id,
                                       circle=cid)
-            values, _ = validate(box.form, data, self.defaults(inst, cid), self.accounts)
+            values, _ = validate(box.form, data, self.defaults(inst, cid), self.accounts,
+                                 files.holder(self.store, inst.id, cid, actor or ""))
             if box.action_type is None:
                 engine.complete(inst, cid, bookmark, values, actor)
             else:  # the action runs on the worker with the typed values

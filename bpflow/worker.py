@@ -23,6 +23,7 @@ from typing import Any
 from bpflow.actions import HANDLERS, ActionContext, Outcome, shown_data
 from bpflow.errors import NotFound, StorageQuotaExceeded
 from bpflow.expiry import expire
+from bpflow.files import Sweeper
 from bpflow.heartbeat import Heartbeat, lease_seconds
 from bpflow.mailbox import Mailbox
 from bpflow.store import Store
@@ -60,6 +61,7 @@ class Worker:
         self.duties: list[Callable[[Worker], int]] = [expire]
         self.webhooks = Deliverer()  # keeps its connections between rounds
         self.duties.append(self.webhooks)
+        self.duties.append(Sweeper())  # uploads no form held within a day
 
     def run_once(self, limit: int = 200) -> int:
         """Work through one batch of due instances; returns how many were claimed.

@@ -22,6 +22,7 @@ from typing import Any
 
 from bpflow import access
 from bpflow.access import Caller
+from bpflow.files import max_file_bytes
 from bpflow.interactions import Interactions
 from bpflow.languages import DEFAULT, pick
 from bpflow.mailbox import Mailbox
@@ -94,6 +95,12 @@ class FieldView:
     # (empty) until the next sending, so that nothing below it (the Submit button the
     # pointer is going down on as the field is left) moves
     fixed: bool = False
+    # a `file` field: where its upload goes ("instance/circle/field"), the extensions it
+    # takes (the file picker's `accept`) and its size limit (bytes; in words)
+    upload: str = ""
+    accept: str = ""
+    max_bytes: int = 0
+    limit: str = ""
 
 
 @dataclass
@@ -183,6 +190,24 @@ def field_view(cid: str, f: Field, default: Any, error: str | None = None,
     elif f.type != "password" and default is not None:
         out.default = _text(default)
     return out
+
+
+def file_view(view: FieldView, f: Field, iid: str, cid: str) -> FieldView:
+    """A `file` field's upload: where it goes, what it takes, its size limit."""
+    if f.type == "file":
+        limit = min(f.max_bytes or max_file_bytes(), max_file_bytes())
+        view.upload, view.accept = f"{iid}/{cid}/{f.name}", ",".join(f.accept)
+        view.max_bytes, view.limit = limit, size_words(limit)
+    return view
+
+
+def size_words(size: int) -> str:
+    """A size as people read it: 812 B, 12 KB, 3.4 MB."""
+    if size < 1000:
+        return f"{size} B"
+    if size < 1_000_000:
+        return f"{size / 1000:.0f} KB"
+    return f"{size / 1_000_000:.1f} MB"
 
 
 def box_views(interactions: Interactions, inst: Instance, statuses: dict[str, str],
@@ -365,10 +390,10 @@ def _ready_box(interactions: Interactions, inst: Instance, cid: str,
         answer = ((run.task or {}).get("delegate") or {}).get("answer")
         defaults = {**interactions.defaults(inst, cid),  # a delegate's answer, to confirm
                     **(answer if isinstance(answer, dict) else {})}
-        view.fields = [field_view(cid, f, defaults.get(f.name), errors.get(f.name),
-                                  interactions.store.usernames(f.role)
-                                  if f.type == "user" else None, words.lang)
-                       for f in box.form]
+        view.fields = [file_view(field_view(cid, f, defaults.get(f.name), errors.get(f.name),
+                                            interactions.store.usernames(f.role)
+                                            if f.type == "user" else None, words.lang),
+                                 f, inst.id, cid) for f in box.form]
         view.form_error = errors.get("_form", "")
         view.submit_label = words.gettext("Sign in") if box.action_type == "auth" else \
             words.gettext("Submit")

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bpflow.languages import pick
-from bpflow_app.boxview import ENGLISH, Words, iso_text, step_name, who_words
+from bpflow_app.boxview import ENGLISH, Words, iso_text, size_words, step_name, who_words
 from bpflow_app.catalogs import N_
 from bpflow_app.drawing import Drawing, draw
 from engine.instance import FAILURE, SKIPPED, SUCCESS, TERMINATED, WAITING, Instance
@@ -65,6 +65,45 @@ class HistoryRow:
     detail: str  # the event's data (technical view)
     text: str = ""  # what happened, in the reader's words
     plain: bool = True  # shown outside the technical view (not engine bookkeeping)
+
+
+@dataclass
+class CommentRow:
+    """A comment of the flow page's thread (its text is data: shown as text, never HTML)."""
+
+    seq: int
+    at: str  # ISO
+    author: str
+    step: str  # the step it is about, by its name ("" for the whole flow)
+    text: str
+
+
+@dataclass
+class FileRow:
+    """A file a form of the flow holds (downloaded as an attachment)."""
+
+    id: str
+    name: str
+    size: str  # in words: "12 KB"
+    type: str
+    owner: str
+    step: str
+    at: str  # ISO
+
+
+def comment_rows(comments: list[dict[str, Any]], inst: Instance,
+                 words: Words = ENGLISH) -> list[CommentRow]:
+    """The thread, oldest first."""
+    return [CommentRow(seq=c["seq"], at=c["at"], author=c["author"] or "",
+                       step=step_name(inst, c["uri"], words) if c["uri"] else "",
+                       text=c["text"]) for c in comments]
+
+
+def file_rows(files: list[dict[str, Any]], inst: Instance,
+              words: Words = ENGLISH) -> list[FileRow]:
+    return [FileRow(id=f["id"], name=f["name"], size=size_words(f["size"]), type=f["type"],
+                    owner=f["owner"], step=step_name(inst, f["uri"], words) if f["uri"]
+                    else "", at=f["created_at"]) for f in files]
 
 
 def header(inst: Instance, words: Words = ENGLISH) -> Header:
@@ -256,6 +295,12 @@ def sentence(event: dict[str, Any], inst: Instance, words: Words = ENGLISH
         return gettext("“%(step)s” is overdue and was passed on", step=step), True
     if kind in ("approval_signers_added", "approval_signers_removed"):
         return signers_sentence(kind, data, actor, step, words), True
+    if kind == "comment":
+        text = str(data.get("text") or "")
+        if step:
+            return gettext("%(who)s commented on “%(step)s”: “%(text)s”", who=actor,
+                           step=step, text=text), True
+        return gettext("%(who)s commented: “%(text)s”", who=actor, text=text), True
     if kind == "approval_refused":
         return gettext("A decision on “%(step)s” was not accepted", step=step), False
     return kind.replace("_", " "), False

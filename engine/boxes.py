@@ -15,12 +15,20 @@ from typing import Any
 
 from croniter import croniter
 
-from engine.definition import FIELD_TYPES, MAX_WAIT, ROLE_NAME, is_wait, show
+from engine.definition import (
+    FIELD_TYPES,
+    FILE_EXTENSION,
+    MAX_FILE_BYTES,
+    MAX_WAIT,
+    ROLE_NAME,
+    is_wait,
+    show,
+)
 from engine.kinds import ACTION_TYPES
 from engine.messages import N_
 
 FIELD_KEYS = {"name", "type", "label", "required", "options", "default", "placeholder", "help",
-              "role"}
+              "role", "accept", "max_bytes"}
 FIELD_TEXTS = ("label", "placeholder", "help")  # a field's texts for people (SPEC §17)
 OPTION_KEYS = {"value", "label"}
 ACTION_TEXTS = {"approval": ("subject", "body"), "mail": ("subject", "body")}
@@ -103,6 +111,7 @@ def _check_form(form: list[Any]) -> Problems:
             problems.append((f"{at}/role", N_("only user fields take a role")))
         elif "role" in f and not (isinstance(f["role"], str) and ROLE_NAME.match(f["role"])):
             problems.append((f"{at}/role", N_("%(role)s is not a role name", role=show(f["role"]))))
+        problems += _check_file(f, at, ftype)
         if "required" in f and not isinstance(f["required"], bool):
             problems.append((f"{at}/required", N_("required must be true or false")))
         if ftype == "password" and "default" in f:
@@ -110,6 +119,27 @@ def _check_form(form: list[Any]) -> Problems:
         for key in sorted(set(f) - FIELD_KEYS):
             problems.append((f"{at}/{_escape(key)}",
                              N_("unknown field key %(key)s", key=show(key))))
+    return problems
+
+
+def _check_file(f: dict[str, Any], at: str, ftype: Any) -> Problems:
+    """A `file` field's `accept` (extensions like ".pdf") and `max_bytes`; no default."""
+    problems: Problems = [(f"{at}/{key}", N_("only file fields take %(key)s", key=key))
+                          for key in ("accept", "max_bytes") if key in f and ftype != "file"]
+    if ftype != "file":
+        return problems
+    accept = f.get("accept", [])
+    if not isinstance(accept, list) or not all(
+            isinstance(a, str) and FILE_EXTENSION.match(a) for a in accept):
+        problems.append((f"{at}/accept", N_("accept must be a list of extensions in lower case,"
+                                            " like %(example)s", example='[".pdf", ".png"]')))
+    size = f.get("max_bytes")
+    if "max_bytes" in f and (not isinstance(size, int) or isinstance(size, bool)
+                             or not 0 < size <= MAX_FILE_BYTES):
+        problems.append((f"{at}/max_bytes", N_("max_bytes must be a whole number of bytes"
+                                               " from 1 to %(max)s", max=MAX_FILE_BYTES)))
+    if "default" in f:
+        problems.append((f"{at}/default", N_("a file field cannot have a default")))
     return problems
 
 

@@ -17,7 +17,9 @@ from typing import Any
 from engine.messages import N_
 
 FIELD_TYPES = ("string", "text", "number", "integer", "boolean", "date", "email", "select",
-               "password", "user")
+               "password", "user", "file")
+FILE_EXTENSION = re.compile(r"\.[a-z0-9]{1,10}\Z")  # a `file` field's `accept`: ".pdf"
+MAX_FILE_BYTES = 1 << 30  # the most a `file` field's `max_bytes` may say
 TIMEOUT_POLICIES = {"retry": "retry", "fail": "fail", "terminate": "terminate",
                     "escalate": "escalate",
                     "RETRY": "retry", "TIME_OUT_WF": "terminate", "FAIL": "fail"}
@@ -193,6 +195,10 @@ class Field:
     options: tuple[Any, ...] = ()  # the values a select stores (an option's `value`)
     default: Any = None
     role: str | None = None  # a `user` field: pick among users having this role
+    # a `file` field: the extensions it takes (".pdf"; none: any type bpflow keeps) and
+    # the most bytes (None: the server's limit)
+    accept: tuple[str, ...] = ()
+    max_bytes: int | None = None
     # each option's label, in the order of `options` (an option without one: its value)
     option_labels: tuple[str, ...] = field(default=(), compare=False)
     placeholder: str | None = field(default=None, compare=False)

@@ -96,7 +96,8 @@ def _field(f: dict[str, Any]) -> Field:
     return Field(name=f["name"], type=f.get("type", "string"),
                  label=make(f.get("label", f["name"])), required=bool(f.get("required", False)),
                  options=tuple(option_value(o) for o in options), default=f.get("default"),
-                 role=f.get("role"),
+                 role=f.get("role"), accept=tuple(f.get("accept", ())),
+                 max_bytes=f.get("max_bytes"),
                  option_labels=tuple(make(o["label"]) if isinstance(o, dict) and "label" in o
                                      else str(option_value(o)) for o in options),
                  placeholder=make(f.get("placeholder")), help=make(f.get("help")))

@@ -25,12 +25,14 @@ from collections.abc import Callable
 
 from fastapi import FastAPI
 
-from bpflow import limits
+from bpflow import files, limits
 from bpflow.api import errors
 from bpflow.api.docs import add_docs
 from bpflow.api.hot import Api, HotPaths
 from bpflow.api.routes import ROUTERS, instances, signals
 from bpflow.store import Store
+
+UPLOAD_FORM = 64 << 10  # bytes an upload's request may have besides the file
 
 __all__ = ["Api", "create_app"]
 
@@ -62,6 +64,7 @@ def create_app(store_factory: Callable[[], Store] | None = None) -> Api:
     app.state.store_factory = store_factory
     app.state.tokens = None  # deps.tokens: made on first use
     app.max_body = limits.max_body()
+    app.max_upload = files.max_file_bytes() + UPLOAD_FORM  # the file and its form's fields
     for router in ROUTERS:  # any request may be refused by the guard (Api.__call__)
         app.include_router(router, responses=errors.responses(413, 422))
     add_docs(app)

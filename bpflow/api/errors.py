@@ -43,9 +43,11 @@ from bpflow.errors import (
     Tampered,
     Unauthorized,
 )
+from bpflow.files import FileRefused, TooLarge
 from bpflow.forms import FormError
 from bpflow.languages import DEFAULT
 from bpflow.limits import LimitError
+from bpflow.moves import BadComment
 from engine.errors import DefinitionError, TransitionError
 from engine.messages import N_
 from engine.runtime import InputError
@@ -112,6 +114,9 @@ ERRORS: dict[type[Exception], Answer] = {
     RateLimited: Answer(429, headers=lambda e: {"Retry-After": str(e.retry_after)}),
     QuotaExceeded: Answer(429),
     StorageQuotaExceeded: Answer(413),
+    FileRefused: Answer(422),
+    TooLarge: Answer(413),
+    BadComment: Answer(422),
 }
 
 STATUS_TEXT = {401: "no valid token", 403: "not allowed for this user", 404: "not found",

@@ -4,9 +4,10 @@
 The guard (`Api.__call__`, SPEC §13): every answer carries the security headers
 (`SECURITY_HEADERS`: no content sniffing, no framing) and names the backend process that
 served it (`X-Bpflow-Backend`, SPEC §14a: `bpflow.logs.backend_name`); a body over
-`max_body` bytes is answered 413 (announced by Content-Length, or counted while it is
-read); a JSON body is parsed once, strictly (`bpflow.limits.parse`), and one that breaks a
-limit is answered 422 `{"detail": "..."}`; the body is then replayed to the framework.
+`max_body` bytes (`max_upload` for an upload) is answered 413 (announced by
+Content-Length, or counted while it is read); a JSON body is parsed once, strictly
+(`bpflow.limits.parse`), and one that breaks a limit is answered 422 `{"detail":
+"..."}`; the body is then replayed to the framework.
 Paths outside `/api` (the Reflex backend mounted inside this app) pass untouched.
 
 The short path (`HotPaths`) answers POST /api/instances, POST .../complete and POST
@@ -43,6 +44,7 @@ from engine.messages import N_
 SECURITY_HEADERS = ((b"x-content-type-options", b"nosniff"), (b"x-frame-options", b"DENY"),
                     (b"content-security-policy", b"frame-ancestors 'none'"))
 BACKEND_HEADER = b"x-bpflow-backend"
+UPLOADS = "/api/files"  # the one path whose bodies are files (`max_upload`)
 NO_JSON = object()  # no body, a body that is not JSON, or one not sent as JSON
 
 
@@ -53,6 +55,7 @@ class Api(FastAPI):
 
     hot: HotPaths | None = None
     max_body: int = limits.MAX_BODY
+    max_upload: int = limits.MAX_BODY  # of POST /api/files: a file and its form's fields
     _headers: tuple[int, tuple[tuple[bytes, bytes], ...]] | None = None  # (pid, headers)
 
     async def __call__(self, scope, receive, send) -> None:
@@ -67,12 +70,13 @@ class Api(FastAPI):
         value = NO_JSON
         length, media = _body_headers(scope)
         if length != 0:  # a body, or perhaps one (chunked; HTTP/2 needs no Content-Length)
-            if length is not None and length > self.max_body:
-                await _refuse(scope, receive, send, 413, self._too_large(scope))
+            limit = self.max_upload if path == UPLOADS else self.max_body
+            if length is not None and length > limit:
+                await _refuse(scope, receive, send, 413, self._too_large(scope, limit))
                 return
-            body = await _read_body(receive, self.max_body)
+            body = await _read_body(receive, limit)
             if body is None:
-                await _refuse(scope, receive, send, 413, self._too_large(scope))
+                await _refuse(scope, receive, send, 413, self._too_large(scope, limit))
                 return
             if body and _is_json(media):
                 try:
@@ -96,8 +100,8 @@ class Api(FastAPI):
             self._headers = (pid, (*SECURITY_HEADERS, (BACKEND_HEADER, name)))
         return self._headers[1]
 
-    def _too_large(self, scope) -> str:
-        return say(N_("the request body is larger than %(limit)s bytes", limit=self.max_body),
+    def _too_large(self, scope, limit: int) -> str:
+        return say(N_("the request body is larger than %(limit)s bytes", limit=limit),
                    language_of(scope))
 
 

@@ -6,12 +6,15 @@
   (`control`), and the worker's expiry.
 - `tasks`: people's work on a circle: claim, unclaim, transfer,
   delegate, withdraw.
+- `comments`: comments on an instance (history events of kind `comment`).
 - `steps`: how a move runs: the caller must see the instance, then the move's op (which
   asks `bpflow.access` inside) is one durable step, on a thread or on an event loop.
 
 Moves on approval mail (decide, send back) are the mailbox's (`bpflow.mailbox`).
 """
 
+from bpflow.moves.comments import MAX_TEXT as COMMENT_MAX
+from bpflow.moves.comments import BadComment, comment, comment_async, comments
 from bpflow.moves.flow import (
     complete,
     complete_async,
@@ -47,6 +50,7 @@ from bpflow.moves.tasks import (
 )
 
 __all__ = [
+    "COMMENT_MAX", "BadComment", "comment", "comment_async", "comments",
     "circle_words", "claim", "claim_async", "complete", "complete_async", "control",
     "control_async", "delegate", "delegate_async", "delegates", "engine_task", "expire",
     "fail", "fail_async", "levels_of", "reset", "reset_async", "reset_preview", "start",

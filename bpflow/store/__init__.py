@@ -11,6 +11,7 @@ leases in one database (an SQLite file by default, PostgreSQL or any SQLAlchemy 
     leases.py      which instances have due work, and the workers' leases on them
     signals.py     signals delivered to the circles waiting for them
     feed.py        the event feed (read from the history), webhooks and deliveries
+    files.py       uploads: their records, their bytes once per content hash
     migrating.py   moving running instances between template versions
     crowds.py      crowds: many instances started in one write, batch counts
     statements.py  the write path's SQL, each statement once, and its row layouts
@@ -56,6 +57,7 @@ from bpflow.store.connection import make_engine
 from bpflow.store.crowds import Crowds
 from bpflow.store.errors import Conflict, NotFound
 from bpflow.store.feed import Feed
+from bpflow.store.files import Files
 from bpflow.store.instances import Instances, Loaded
 from bpflow.store.keys import derive, load_secret
 from bpflow.store.leases import Leases
@@ -83,7 +85,7 @@ __all__ = ["Conflict", "NotFound", "Store"]
 
 
 class Store(Templates, Users, Instances, Steps, Queries, MailRows, Leases, Tenants, Signals,
-            Feed, Migrating, Crowds, Substitutes):
+            Feed, Migrating, Crowds, Substitutes, Files):
     """Templates, instances, users, history, mail and leases in one SQL database.
 
     A store is seen from one tenant (SPEC §12): `tenant`, `default` for the one a store

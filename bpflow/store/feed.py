@@ -41,7 +41,7 @@ FeedType = Literal["instance.started", "instance.completed", "instance.failed",
                    "instance.migrated", "circle.entered", "circle.left", "circle.reset",
                    "approval.signers_added", "approval.signers_removed",
                    "approval.transferred", "approval.delegated", "task.transferred",
-                   "task.delegated"]
+                   "task.delegated", "comment.added"]
 TYPES: tuple[str, ...] = get_args(FeedType)
 # history kind -> feed type: an instance's event of the same name, and a circle's
 KINDS: dict[str, str] = {
@@ -52,11 +52,13 @@ KINDS: dict[str, str] = {
     "circle_skipped": "circle.left",
     "circle_reset": "circle.reset",
     **{t.replace(".", "_"): t for t in TYPES if t.startswith(("approval.", "task."))},
+    "comment": "comment.added",  # a comment on an instance (SPEC §15): data {"text"}
 }
 MAX_WEBHOOKS = 20  # per tenant
 MAX_SCAN = 10  # a page scans at most this many times its limit of history rows
 PG_XMIN = text("pg_snapshot_xmin(pg_current_snapshot())::text::bigint")
 _COLUMNS = (events_t.c.id, events_t.c.tx, events_t.c.kind, events_t.c.instance_id,
+            events_t.c.actor,
             events_t.c.circle, events_t.c.at, events_t.c.after, events_t.c.data,
             instances_t.c.template)
 
@@ -98,9 +100,12 @@ def item(row: Any, postgres: bool) -> dict[str, Any]:
     elif KINDS[kind] == "circle.left":
         data = {"state": after.get("state"), "result": after.get("result"),
                 "reason": after.get("reason"), **data}
+    elif kind == "comment":
+        data = {"author": row.actor, **data}
     return {"id": row.id, "cursor": Position(row.tx or 0, row.id).text(postgres),
             "type": KINDS[kind], "instance": row.instance_id, "template": row.template,
-            "uri": row.circle if kind.startswith(("circle_", "approval_", "task_")) else None,
+            "uri": row.circle if kind.startswith(("circle_", "approval_", "task_"))
+            or kind == "comment" else None,
             "at": iso(row.at), "data": data}
 
 

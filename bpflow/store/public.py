@@ -41,6 +41,7 @@ from bpflow.store.errors import (
     StorageQuotaExceeded,
 )
 from bpflow.store.feed import TYPES, Attempt, FeedType
+from bpflow.store.files import record as file_record
 from bpflow.store.keys import MIN_SECRET_BYTES, SecretError, derive, home, load_secret
 from bpflow.store.migrate import upgrade
 from bpflow.store.tables import circles_t, instances_t, mail_t, substitutes_t, users_t
@@ -61,6 +62,8 @@ __all__ = [
     "named_in", "tokens_of", "EVERYTHING", "Change", "PgHub", "instance_key", "task_keys",
     # the event feed's types and webhook deliveries
     "TYPES", "Attempt", "FeedType",
+    # an upload's record as a form holds it
+    "file_record",
     # tenants
     "FRAME_TEMPLATE", "TENANT_NAME", "valid_tenant",
     # the database: its URL, its schema version, tables bench/ loads or checks in bulk

@@ -125,10 +125,14 @@ class Queries(StoreParts):
         with self.reader() as conn:
             return conn.execute(q).scalar()
 
-    def history(self, instance_id: str) -> list[dict[str, Any]]:
+    def history(self, instance_id: str,
+                kinds: Iterable[str] | None = None) -> list[dict[str, Any]]:
+        """An instance's history, in order (only the events of `kinds` when given)."""
         q = select(events_t).where(self._here(events_t),
                                    events_t.c.instance_id == instance_id).order_by(
             events_t.c.seq)
+        if kinds is not None:
+            q = q.where(events_t.c.kind.in_(list(kinds)))
         with self.reader() as conn:
             rows = conn.execute(q).all()
         return [Event(r.seq, r.at, r.kind, r.actor, r.circle, r.before, r.after,

@@ -18,6 +18,7 @@ from sqlalchemy import (
     ForeignKeyConstraint,
     Index,
     Integer,
+    LargeBinary,
     String,
     Table,
     Text,
@@ -423,6 +424,52 @@ class BatchRow(SQLModel, table=True):
     created_at: datetime = _time()
 
 
+class FileRow(SQLModel, table=True):
+    """An upload (SPEC §15): its record (name, size, sha256, sniffed type) and who sent it.
+    `instance_id` is null until a form of that instance holds it (then whoever sees the
+    instance may download it); an upload still unused a day later is removed. The bytes
+    are kept once per content hash (`file_blobs`, or a folder: `BPFLOW_FILES_DIR`)."""
+
+    __tablename__ = "files"
+    __table_args__ = (
+        Index("ix_files_instance", "tenant", "instance_id"),
+        Index("ix_files_unused", "created_at", sqlite_where=text("instance_id IS NULL"),
+              postgresql_where=text("instance_id IS NULL")),
+        Index("ix_files_owner", "tenant", "owner_id", "created_at"),
+        _in_tenant(("owner_id",), "users", ("id",), name="fk_files_owner"),
+        _in_tenant(("instance_id",), "instances", ("id",), "CASCADE",
+                   name="fk_files_instance"),
+    )
+
+    id: str = Field(sa_column=Column(String(32), primary_key=True))
+    tenant: str = _tenant()
+    owner_id: int = Field(sa_column=Column(
+        Integer, ForeignKey("users.id", ondelete="RESTRICT"), nullable=False))
+    owner: str = Field(sa_column=Column(String(100), nullable=False))
+    name: str = Field(sa_column=Column(String(255), nullable=False))
+    size: int = Field(sa_column=Column(BigInteger, nullable=False))
+    sha256: str = Field(sa_column=Column(String(64), nullable=False))
+    type: str = Field(sa_column=Column(String(100), nullable=False))
+    instance_id: str | None = Field(default=None, sa_column=Column(
+        String(32), ForeignKey("instances.id", ondelete="CASCADE"), nullable=True))
+    circle: str | None = Field(default=None, sa_column=Column(String(400), nullable=True))
+    created_at: datetime = _time()
+
+
+class FileBlobRow(SQLModel, table=True):
+    """The bytes of uploads, once per tenant and content hash (when kept in the database)."""
+
+    __tablename__ = "file_blobs"
+
+    tenant: str = Field(default=DEFAULT_TENANT, sa_column=Column(
+        String(63), ForeignKey("tenants.name", ondelete="RESTRICT"), primary_key=True,
+        server_default=DEFAULT_TENANT))
+    sha256: str = Field(sa_column=Column(String(64), primary_key=True))
+    content: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
+
+
+files_t = _table_of(FileRow)
+blobs_t = _table_of(FileBlobRow)
 webhooks_t = _table_of(WebhookRow)
 deliveries_t = _table_of(DeliveryRow)
 batches_t = _table_of(BatchRow)

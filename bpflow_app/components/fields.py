@@ -11,6 +11,7 @@ from typing import Any
 import reflex as rx
 
 from bpflow_app.boxview import FieldView
+from bpflow_app.components.files import file_control
 from bpflow_app.i18n import _
 
 Check = Callable[[rx.Var, rx.Var], Any] | None
@@ -42,6 +43,7 @@ def control(f: rx.Var[FieldView], check: Check = None) -> rx.Component:
         ("boolean", rx.checkbox(name=f.name, id=f.input_id, default_checked=f.checked,
                                 custom_attrs=described, **_on(check, f, "on_change"))),
         ("select", _select(f, check)),
+        ("file", file_control(f)),
         ("user", rx.cond(f.options.length() > 0, _select(f, check),
                          rx.input(name=f.name, id=f.input_id, default_value=f.default,
                                   width="100%", auto_complete="off",

@@ -15,6 +15,7 @@ from bpflow_app.boxview import BoxView
 from bpflow_app.catalogs import N_
 from bpflow_app.components.boxes import box_card
 from bpflow_app.components.drawing import flow_drawing, info_rows, legend
+from bpflow_app.components.files import comment_thread, files_list, uploads
 from bpflow_app.components.signers import signers_dialog
 from bpflow_app.components.ui import empty_state, state_badge
 from bpflow_app.components.when import when
@@ -381,6 +382,9 @@ def _content() -> rx.Component:
                 value="circles", padding_top="16px"),
             value=S.tab, on_change=S.set_tab, width="100%",
         ),
+        files_list(S.files),
+        comment_thread(S.comments, S.send_comment, S.selected, S.chosen.name, S.commenting),
+        uploads(),
         _reset_dialog(),
         _control_dialog(),
         signers_dialog(),

@@ -26,7 +26,7 @@ from typing import Any
 
 import reflex as rx
 
-from bpflow import access, moves
+from bpflow import access, files, moves
 from bpflow.access import Caller, Sight
 from bpflow.backend import store_for
 from bpflow.errors import Unauthorized
@@ -119,6 +119,9 @@ class FlowState(SessionState):
     chosen: fv.CircleInfo = fv.CircleInfo()  # the selected circle, for its details panel
     circle_rows: list[fv.CircleInfo] = []  # the Circles tab, filled while it is open
     history: list[fv.HistoryRow] = []
+    comments: list[fv.CommentRow] = []  # the thread (SPEC §15), oldest first
+    files: list[fv.FileRow] = []  # the files its forms hold
+    commenting: bool = False
     missing: bool = False
     can_act: bool = False  # the flow's user or an admin (the people it asked only look)
     loading: bool = True
@@ -187,6 +190,31 @@ class FlowState(SessionState):
             self._update(circle_rows=self._circles)
         if self.tab == "history":
             self.history = fv.history_rows(store.history(inst.id), inst, words)
+        self._talk(store, caller, inst, words)
+
+    def _talk(self, store, caller: Caller, inst: Instance, words: Words) -> None:
+        """The comment thread and the files (two small reads)."""
+        self._update(comments=fv.comment_rows(moves.comments(store, caller, inst.id), inst,
+                                              words),
+                     files=fv.file_rows(files.listing(store, caller, inst.id), inst, words))
+
+    @rx.event
+    def send_comment(self, form_data: dict[str, Any]):
+        """Add a comment to the thread (about the selected step when asked so)."""
+        uri = self.selected if form_data.get("about_step") and self.selected else None
+        self.commenting = True
+        yield
+        try:
+            caller = self._caller()
+            moves.comment(store_for(caller), caller, self.iid, form_data.get("text"), uri)
+            self._reload()
+            yield rx.toast.success(self.gettext("Comment added"))
+        except Unauthorized as exc:
+            yield expired(self, exc)
+        except (BpflowError, ValueError) as exc:
+            yield rx.toast.error(self.explain(exc))
+        finally:
+            self.commenting = False
 
     def _words(self) -> Words:
         return Words(self._language())

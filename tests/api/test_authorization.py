@@ -7,6 +7,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from bpflow import files
+from bpflow.access import Caller
 from bpflow.mailbox import Mailbox
 from bpflow.worker import Worker
 
@@ -15,6 +17,7 @@ FORM = {"name": "simple", "circles": [
     {"uri": "end", "deps": [["a"]]}]}
 APPROVAL = {"name": "ask", "circles": [
     {"uri": "ok", "box": {"action": {"type": "approval", "to": "ann", "subject": "please"}}}]}
+PDF = b"%PDF-1.4\n%%EOF\n"
 WHO = ("anonymous", "alice", "bob", "ann", "admin")
 
 # endpoint -> expected status for anonymous, alice (owner), bob, ann (approver), admin
@@ -64,6 +67,15 @@ MATRIX = {
     "PUT /api/users/bob/substitute": (401, 403, 200, 403, 200),
     "GET /api/users/bob/substitute": (401, 403, 404, 403, 404),
     "DELETE /api/users/bob/substitute": (401, 403, 404, 403, 404),
+    # comments and files (SPEC §15): whoever sees the instance; an upload no form holds
+    # yet is its uploader's alone
+    "POST /api/instances/{iid}/comments": (401, 201, 404, 404, 201),
+    "GET /api/instances/{iid}/comments": (401, 200, 404, 404, 200),
+    "POST /api/instances/{approval}/comments": (401, 201, 404, 201, 201),
+    "GET /api/instances/{approval}/files": (401, 200, 404, 200, 200),
+    "POST /api/files": (401, 201, 201, 201, 201),
+    "GET /api/files/{upload}": (401, 200, 404, 404, 404),
+    "GET /api/files/{held}": (401, 200, 404, 200, 200),
 }
 NOW = datetime.now(UTC)
 BODIES = {
@@ -73,6 +85,7 @@ BODIES = {
     "abort": {"reason": "stop"}, "decision": {"decision": "approved"},
     "assign": {"to": "bob"}, "signers": {"users": ["admin"], "where": "with"},
     "transfer": {"to": "admin"}, "delegate": {"to": "bob"},
+    "comments": {"text": "a comment"},
     "/api/guest/messages": {"name": "Guest", "subject": "hi", "body": "hello"},
     "/api/users/bob/password": {"password": "bob-new-password"},
     "/api/auth/password": {"current_password": "not-mine", "new_password": "a-new-password"},
@@ -102,15 +115,20 @@ def test_authorization_matrix(api, endpoint):
         Worker(store).run_once()
         mail = Mailbox(store).inbox(store.user("ann"), kind="approval")[0]["id"]
         bookmark = store.engine.bookmark(inst, "a")
+        upload = files.upload(store, Caller.of(alice), "r.pdf", PDF)["id"]
+        held = files.upload(store, Caller.of(alice), "h.pdf", PDF)["id"]
+        store.bind_file(held, alice["id"], asked.id, "ok")
         method, path = endpoint.split(" ")
-        path = path.format(iid=inst.id, approval=asked.id, mail=mail)
+        path = path.format(iid=inst.id, approval=asked.id, mail=mail, upload=upload,
+                           held=held)
         body = body_for(path.split("?")[0])
         if body and "bookmark" in body:
             mark = store.engine.bookmark(store.get(asked.id), "ok") if "{approval}" in \
                 endpoint else bookmark
             body = {**body, "bookmark": mark}
         with api.client(None if who == "anonymous" else who) as c:
-            got = c.request(method, path, json=body).status_code
+            got = c.post(path, files={"file": ("r.pdf", PDF)}).status_code \
+                if path == "/api/files" else c.request(method, path, json=body).status_code
         if got != expected:
             failures.append(f"{who}: expected {expected}, got {got}")
     assert not failures, f"{endpoint}: " + "; ".join(failures)

@@ -18,8 +18,10 @@ from tests.api.helpers import JSON, Client, secured
 from tests.conftest import run_async
 
 LIMIT = 1000
+UPLOAD = ("POST", "/api/files")  # its own limit: a file (test_an_upload_has_its_own_limit)
 ROUTES = sorted((method, route.path) for router in ROUTERS for route in router.routes
-                if isinstance(route, APIRoute) for method in route.methods)
+                if isinstance(route, APIRoute) for method in route.methods
+                if (method, route.path) != UPLOAD)
 
 
 @pytest.fixture
@@ -45,6 +47,22 @@ def test_every_endpoint_refuses_a_body_over_the_limit(sqlite_store, small_app, m
     assert r.json() == {"detail": f"the request body is larger than {LIMIT} bytes"}
     assert secured(r)
     assert sqlite_store.list_instances(None, None, None, 1, 0)[1] == count
+
+
+def test_an_upload_has_its_own_limit(sqlite_store, monkeypatch):
+    """`POST /api/files` takes a file of `BPFLOW_MAX_FILE_BYTES` and its form's fields
+    (64 KiB), not more; nothing of a larger one is read or kept."""
+    from bpflow.api import UPLOAD_FORM
+    monkeypatch.setenv("BPFLOW_MAX_BODY", str(LIMIT))
+    monkeypatch.setenv("BPFLOW_MAX_FILE_BYTES", "5000")
+    app = create_app(lambda: sqlite_store)
+    big = "x" * (5000 + UPLOAD_FORM + 1)
+    r = Client(sqlite_store, app)(*UPLOAD, big, "alice")
+    assert r.status_code == 413
+    assert r.json() == {"detail": f"the request body is larger than {5000 + UPLOAD_FORM} bytes"}
+    assert secured(r)
+    r = Client(sqlite_store, app)(*UPLOAD, "x" * 3000, "alice")  # over BPFLOW_MAX_BODY
+    assert r.status_code == 422  # read, then refused as no multipart upload
 
 
 @pytest.mark.parametrize("short_path", [True, False])

@@ -316,3 +316,26 @@ def test_confirm_cannot_hold_an_action_and_approvers_are_named_once():
             "type": "approval", "to": ["ann", "ann"]}})))
     assert codes(report) == [("invalid_box", "/circles/0/box/confirm"),
                              ("invalid_box", "/circles/1/box/action/to")]
+
+
+def test_file_fields_name_their_extensions_and_size():
+    good = analyze(body(circle("a", box={"form": [
+        {"name": "receipt", "type": "file", "accept": [".pdf", ".png"], "max_bytes": 4096},
+        {"name": "any", "type": "file"}]})))
+    assert codes(good) == []
+    field = load_template(body(circle("a", box={"form": [
+        {"name": "receipt", "type": "file", "accept": [".pdf"], "max_bytes": 10}]}))
+    ).plan.nodes["a"].circle.box.form[0]
+    assert (field.type, field.accept, field.max_bytes) == ("file", (".pdf",), 10)
+    bad = analyze(body(circle("a", box={"form": [
+        {"name": "f", "type": "file", "accept": ["pdf", ".PDF"], "max_bytes": 0},
+        {"name": "g", "type": "file", "accept": ".pdf", "default": "x",
+         "max_bytes": True},
+        {"name": "s", "type": "string", "accept": [".pdf"], "max_bytes": 5}]})))
+    assert sorted(codes(bad)) == [("invalid_box", "/circles/0/box/form/0/accept"),
+                          ("invalid_box", "/circles/0/box/form/0/max_bytes"),
+                          ("invalid_box", "/circles/0/box/form/1/accept"),
+                          ("invalid_box", "/circles/0/box/form/1/default"),
+                          ("invalid_box", "/circles/0/box/form/1/max_bytes"),
+                          ("invalid_box", "/circles/0/box/form/2/accept"),
+                          ("invalid_box", "/circles/0/box/form/2/max_bytes")]

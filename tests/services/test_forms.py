@@ -86,3 +86,25 @@ def test_a_select_of_labelled_options_stores_their_values():
     with pytest.raises(FormError) as err:
         validate(form, {"plan": "基础版"})
     assert "must be one of: basic, 2" in str(err.value.errors)
+
+
+def test_a_file_field_holds_what_its_check_accepts():
+    field = Field("receipt", "file", "Receipt", True, accept=(".pdf",))
+    record = {"id": "a" * 32, "name": "r.pdf", "size": 3, "sha256": "0" * 64,
+              "type": "application/pdf"}
+
+    def files(f, value):
+        if value not in (record, record["id"]):
+            raise ValueError("must be a file you uploaded for this flow")
+        return record
+
+    assert validate((field,), {"receipt": record["id"]}, files=files)[0] == {
+        "receipt": record}
+    with pytest.raises(FormError) as bad:
+        validate((field,), {"receipt": {"id": "b" * 32}}, files=files)
+    assert "you uploaded" in bad.value.errors["receipt"]
+    with pytest.raises(FormError) as none:  # a form with no check of files takes none
+        validate((field,), {"receipt": record})
+    assert "POST /api/files" in none.value.errors["receipt"]
+    with pytest.raises(FormError):
+        validate((field,), {}, files=files)

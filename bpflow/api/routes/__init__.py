@@ -7,6 +7,7 @@ from bpflow.api.routes import (
     auth,
     crowds,
     events,
+    files,
     guest,
     health,
     instances,
@@ -21,4 +22,5 @@ from bpflow.api.routes import (
 
 ROUTERS = (health.router, auth.router, users.router, templates.router, migrations.router,
            crowds.router, instances.router, tasks.router, mailbox.router, guest.router,
-           signals.router, events.router, substitutes.router)
+           signals.router, events.router, substitutes.router,
+           files.router)

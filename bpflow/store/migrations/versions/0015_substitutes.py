@@ -4,7 +4,7 @@ from when, until when, for which templates, who set it), read by the substitute'
 addressee, or "ann for bob" when their substitute did).
 
 Revision ID: 0015
-Revises: 0013
+Revises: 0014
 Create Date: 2026-11-27 19:40:00
 """
 
@@ -16,7 +16,7 @@ from alembic import op
 from bpflow.store.connection import UTCDateTime
 
 revision = "0015"
-down_revision = "0013"
+down_revision = "0014"
 branch_labels = None
 depends_on = None
 
