@@ -8,7 +8,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import and_, func, insert, or_, select, update
+from sqlalchemy import and_, exists, func, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
 from bpflow.store.accounts import Caller, acting_for, reads_guest_mail, standing
@@ -49,8 +49,8 @@ def substituted_mail(caller: Caller, now: datetime) -> list[Any]:
                     or_(mail_t.c.decision.is_(None),
                         mail_t.c.decided_by == acting_for(caller.username, one.username)))
         if one.templates is not None:
-            cond = and_(cond, mail_t.c.instance_id.in_(select(instances_t.c.id).where(
-                instances_t.c.template.in_(one.templates))))
+            cond = and_(cond, exists().where(instances_t.c.id == mail_t.c.instance_id,
+                                             instances_t.c.template.in_(one.templates)))
         out.append(cond)
     return out
 

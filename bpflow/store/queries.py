@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from sqlalchemy import and_, case, func, or_, select
+from sqlalchemy import and_, case, exists, func, or_, select
 
 from bpflow.store import audience
 from bpflow.store.accounts import Caller, standing
@@ -207,8 +207,8 @@ class Queries(StoreParts):
         """The condition on `task_audience.who` of a task list, and every token it names:
         the caller's `tokens`, and unless only their own (`me`) are asked for, the work
         addressed by name to whom they stand in for now (SPEC §15), of the templates the
-        substitution names (a search of the instances' ids by template when it names
-        some)."""
+        substitution names (each row's instance looked up by its key when it names some:
+        never the list of every instance of a template)."""
         a, i = audience_t, instances_t
         now = standing(caller, self.clock(), any_template=True) if assigned != "me" else []
         everywhere = [t for s in now if s.templates is None
@@ -217,9 +217,10 @@ class Queries(StoreParts):
                 if s.templates is not None]
         tokens = tokens + everywhere
         whom: Any = a.c.who.in_(tokens)
-        if some:
-            whom = or_(whom, *(and_(a.c.who.in_(names), a.c.instance_id.in_(
-                select(i.c.id).where(i.c.template.in_(templates)))) for names, templates in some))
+        if some:  # per row found by `who`, its instance's template (its primary key)
+            whom = or_(whom, *(and_(a.c.who.in_(names), exists().where(
+                i.c.id == a.c.instance_id, i.c.template.in_(templates)))
+                for names, templates in some))
             tokens = tokens + [t for names, _ in some for t in names]
         return whom, tokens
 
