@@ -11,6 +11,8 @@ of React Router's) is drawn at once."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import reflex as rx
 from reflex.vars.base import ImportVar
 
@@ -29,7 +31,7 @@ function Later({children}) {
 class Later(rx.Component):
     tag = "Later"
 
-    def add_imports(self) -> dict[str, list[ImportVar]]:
+    def add_imports(self) -> dict[str, Any]:
         return {"react": [ImportVar(tag="useState"), ImportVar(tag="useEffect"),
                           ImportVar(tag="startTransition")]}
 
