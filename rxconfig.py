@@ -5,6 +5,7 @@ PostgreSQL URL) to use another.
 """
 
 import os
+import re
 from pathlib import Path
 
 import reflex as rx
@@ -41,10 +42,46 @@ class RadixThemes(rx.plugins.RadixThemesPlugin):
     every page (`window.__reflex`, for components a state builds at run time, which
     bpflow has none of): tens of KiB of compressed script that no page could leave out
     (bench/RESULTS.md, "Phones").
-    The package is still installed (every Radix component names it)."""
+    The package is still installed (every Radix component names it).
+
+    Its stylesheet without the colour scales no page names: Radix Themes' `styles.css`
+    holds all 31 (about a fifth of its 800 kB, parsed and matched on every first load);
+    the app names a few (`color_scheme="red"`, `rx.color("gray", 5)`, `var(--green-a3)`),
+    found in its sources at each build, so that a colour a page adds is never left out.
+    The same files in the same order as `styles.css` (Radix Themes' documented way to
+    leave colours out)."""
+
+    THEMES = "@radix-ui/themes"
+    COLORS = ("amber blue bronze brown crimson cyan gold grass gray green indigo iris jade "
+              "lime mauve mint olive orange pink plum purple red ruby sage sand sky slate "
+              "teal tomato violet yellow").split()
+    # the gray scales: Radix's own, and slate, which it pairs with the theme's accent,
+    # indigo (the theme's `gray_color="auto"`)
+    GRAYS = ("gray", "slate")
 
     def get_frontend_dependencies(self, **context) -> tuple[str, ...]:
         return ()
+
+    def get_stylesheet_paths(self, **context) -> tuple[str, ...]:
+        if not self.enabled:
+            return ()
+        return (f"{self.THEMES}/tokens/base.css",
+                *(f"{self.THEMES}/tokens/colors/{c}.css" for c in self.colors_used()),
+                f"{self.THEMES}/components.css", f"{self.THEMES}/utilities.css")
+
+    @classmethod
+    def colors_used(cls) -> list[str]:
+        """The colours the app's modules and stylesheets name (as a string or a CSS
+        variable), with the grays."""
+        names = "|".join(cls.COLORS)
+        named = re.compile(rf"""["'](?P<a>{names})["']|--(?P<b>{names})-a?\d""")
+        here = Path(__file__).parent
+        found = set(cls.GRAYS)
+        for path in [*here.joinpath("bpflow_app").rglob("*.py"), Path(__file__),
+                     *here.joinpath("assets").rglob("*.css")]:
+            for m in named.finditer(path.read_text(encoding="utf-8")):
+                found.add(m.group("a") or m.group("b"))
+        return sorted(found)
 
 
 class ScriptsAfterStyles(rx.plugins.Plugin):

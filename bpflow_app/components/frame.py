@@ -11,6 +11,7 @@ import reflex as rx
 from bpflow_app import routes
 from bpflow_app.components.fields import fields
 from bpflow_app.components.language import language_menu
+from bpflow_app.components.later import later
 from bpflow_app.components.ui import state_badge
 from bpflow_app.frame_state import REGISTRATION_OPEN, FrameState, SignInState
 from bpflow_app.i18n import LangState, _
@@ -32,10 +33,11 @@ def _nav_link(label: rx.Var, href: str, icon: str, badge: rx.Var | None = None) 
         inner.append(rx.cond(badge > 0, rx.badge(badge, color_scheme="red", radius="full",
                                                  variant="solid", id=f"nav-{icon}-badge")))
     # Each page's code is its own file: the router fetches the other pages' files once
-    # this one is drawn (at low priority), so going to one does not wait for its code.
+    # the link is on the screen (after the page is painted, so that the page's own first
+    # paint does not share the line with them), so going to one does not wait for its code.
     return rx.link(rx.hstack(*inner, spacing="1", align="center"), href=href,
                    underline="none", color_scheme="gray", high_contrast=True,
-                   custom_attrs={"prefetch": "render"})
+                   custom_attrs={"prefetch": "viewport"})
 
 
 def _links() -> list[rx.Component]:
@@ -165,11 +167,13 @@ def outer_circle(content: Callable[[], rx.Component]) -> Callable[[], rx.Compone
                 SessionState.signed_in,
                 rx.cond(  # the page's data was loaded for this session (not a former one)
                     FrameState.loaded_for == SessionState.session_key,
-                    rx.box(navbar(),
-                           rx.el.main(content(), max_width="1280px", margin_x="auto",
-                                      padding=["12px", "16px", "24px"], width="100%",
-                                      box_sizing="border-box"),
-                           min_height="100vh"),
+                    # drawn in slices (components/later.py): one long task less
+                    later(loading_screen(),
+                          rx.box(navbar(),
+                                 rx.el.main(content(), max_width="1280px", margin_x="auto",
+                                            padding=["12px", "16px", "24px"], width="100%",
+                                            box_sizing="border-box"),
+                                 min_height="100vh")),
                     loading_screen(on_mount=FrameState.catch_up),
                 ),
                 sign_in_panel(),
