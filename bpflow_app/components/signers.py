@@ -90,7 +90,7 @@ def signers_dialog() -> rx.Component:
     return rx.dialog.root(
         rx.dialog.content(
             rx.dialog.title(rx.cond(G.mode == "add", _("Add signers"), _("Remove signers"))),
-            rx.dialog.description(rx.text.strong(G.step), " ",
+            rx.dialog.description(rx.text.strong(G.step, custom_attrs=NO), " ",
                                   rx.cond(G.mode == "add",
                                           _("Who else should decide on this request?"),
                                           _("Who should no longer be asked? Only people who"

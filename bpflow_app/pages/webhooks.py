@@ -30,7 +30,9 @@ TYPE_WORDS = {"instance.started": N_("a flow was started"),
               "instance.migrated": N_("a flow was migrated"),
               "circle.entered": N_("a circle became ready"),
               "circle.left": N_("a circle finished"),
-              "circle.reset": N_("a circle was reset")}
+              "circle.reset": N_("a circle was reset"),
+              "approval.signers_added": N_("signers were added to an approval"),
+              "approval.signers_removed": N_("signers were removed from an approval")}
 
 
 def _badge(state: rx.Var[str]) -> rx.Component:
