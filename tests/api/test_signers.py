@@ -63,7 +63,7 @@ def test_add_and_remove_signers(api, vote):
         if len(types) == 2 or time.monotonic() > deadline:
             break
         time.sleep(0.2)
-    assert == ["approval.signers_added", "approval.signers_removed"]
+    assert types == ["approval.signers_added", "approval.signers_removed"]
 
 
 SURROGATE = "\\ud800"
