@@ -64,7 +64,8 @@ def _form() -> rx.Component:
                  auto_complete="off", custom_attrs=NO),  # an address
         _error("url"),
         rx.text(_("Events"), size="2", id="new-events"),
-        rx.grid(*[_type_box(kind) for kind in TYPES], columns="2", spacing="2",
+        rx.grid(*[_type_box(kind) for kind in TYPES], columns={"initial": "1", "sm": "2"},
+                spacing="2",
                 width="100%", role="group", custom_attrs={"aria-labelledby": "new-events"}),
         _error("events"),
         rx.el.label(rx.text(_("Secret"), size="2"), html_for="new-secret"),
