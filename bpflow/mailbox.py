@@ -198,6 +198,8 @@ class Mailbox:
             if _ordered_round(row):
                 self.advance(row.instance_id, row.circle, row.epoch)
             break
+        else:  # its round changed at every try
+            raise Conflict(N_("approval %(id)s was decided concurrently", id=mail_id))
         self._confirm(row, caller, decision, comment)
         return self.describe(self.store.mail(mail_id))
 

@@ -16,7 +16,7 @@ def round_lines(lines: rx.Var[list[str]]) -> rx.Component:
     """Where the round stands, a line each."""
     return rx.cond(lines.length() > 0, rx.vstack(
         rx.foreach(lines, lambda line: rx.text(line, size="2", class_name="round-line")),
-        spacing="1", class_name="approval-round", role="list",
+        spacing="1", class_name="approval-round", role="group",
         custom_attrs={"aria-label": _("Where the approval stands")}))
 
 
@@ -54,7 +54,7 @@ def _people() -> rx.Component:
     return rx.vstack(
         rx.foreach(G.people, lambda name: rx.el.label(
             rx.checkbox(checked=G.chosen.contains(name), on_change=lambda _v: G.pick(name),
-                        custom_attrs={"data-name": name}),
+                        custom_attrs={"data-name": name, "aria-label": name}),
             rx.text(name, size="2", custom_attrs=NO),
             style={"display": "flex", "gap": "8px", "alignItems": "center"},
             class_name="signer-option")),
@@ -90,7 +90,7 @@ def signers_dialog() -> rx.Component:
     return rx.dialog.root(
         rx.dialog.content(
             rx.dialog.title(rx.cond(G.mode == "add", _("Add signers"), _("Remove signers"))),
-            rx.dialog.description(rx.text.strong(G.step), " ",
+            rx.dialog.description(rx.text.strong(G.step, custom_attrs=NO), " ",
                                   rx.cond(G.mode == "add",
                                           _("Who else should decide on this request?"),
                                           _("Who should no longer be asked? Only people who"
@@ -120,4 +120,5 @@ def signers_dialog() -> rx.Component:
         ),
         open=G.is_open,
         on_open_change=lambda _open: G.close,
+        on_mount=G.close,  # a page drawn anew: not left open by another page
     )

@@ -30,7 +30,9 @@ TYPE_WORDS = {"instance.started": N_("a flow was started"),
               "instance.migrated": N_("a flow was migrated"),
               "circle.entered": N_("a circle became ready"),
               "circle.left": N_("a circle finished"),
-              "circle.reset": N_("a circle was reset")}
+              "circle.reset": N_("a circle was reset"),
+              "approval.signers_added": N_("signers were added to an approval"),
+              "approval.signers_removed": N_("signers were removed from an approval")}
 
 
 def _badge(state: rx.Var[str]) -> rx.Component:
@@ -62,7 +64,8 @@ def _form() -> rx.Component:
                  auto_complete="off", custom_attrs=NO),  # an address
         _error("url"),
         rx.text(_("Events"), size="2", id="new-events"),
-        rx.grid(*[_type_box(kind) for kind in TYPES], columns="2", spacing="2",
+        rx.grid(*[_type_box(kind) for kind in TYPES], columns={"initial": "1", "sm": "2"},
+                spacing="2",
                 width="100%", role="group", custom_attrs={"aria-labelledby": "new-events"}),
         _error("events"),
         rx.el.label(rx.text(_("Secret"), size="2"), html_for="new-secret"),

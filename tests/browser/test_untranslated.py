@@ -107,6 +107,13 @@ def test_every_page_in_chinese_shows_only_catalog_texts_and_marked_data(
                 rows.first.locator(".row-button").click()
                 expect(rows.first.locator(".mail-body")).to_be_visible()
             _check(page, f"/inbox ({tab})", found)
+            if tab == "审批":  # and its add-signers dialog (SPEC §15)
+                rows.first.get_by_role("button", name=re.compile("^加签：")).click()
+                signers = page.get_by_role("dialog")
+                expect(signers).to_be_visible()
+                _check(page, "/inbox (审批, 加签)", found)
+                signers.get_by_role("button", name="取消").click()
+                expect(signers).to_have_count(0)
             if tab == "待办":  # and its delegate dialog
                 rows.first.get_by_role("button", name=re.compile("^委派 ")).click()
                 _dialog(page, "/inbox (待办, 委派)", found)
