@@ -323,6 +323,7 @@ class Mailbox:
         asked = {r.payload.get("approver") for r in self.store.attempt_approvals(
             row.instance_id, row.circle, row.epoch)}
         names = self.store.usernames()
+        asked.add(self.store.get(row.instance_id).user.get("username"))  # four eyes
         if how == "transfer":
             approvers = {n for role in access.APPROVING for n in self.store.usernames(role)}
             names = [n for n in names if n in approvers]
@@ -359,6 +360,9 @@ class Mailbox:
             raise FormError({"to": N_("choose someone other than yourself")})
         if approver and not access.may_approve(person["roles"]):
             raise FormError({"to": N_("%(name)s is not an approver", name=person["username"])})
+        if person["id"] == self.store.get(row.instance_id).user.get("id"):  # four eyes
+            raise FormError({"to": N_("%(user)s cannot approve their own request",
+                                      user=person["username"])})
         return person
 
     def _open_round(self, rows: list[Any], row, name: str) -> tuple[Any, list[str]]:

@@ -88,6 +88,9 @@ def test_a_transfer_is_refused_for_bad_targets_others_and_closed_mail(store, uni
         with pytest.raises(FormError) as exc:
             mb.transfer(mail["id"], people["ann"], to)
         assert why in str(exc.value.errors["to"]), to
+    with pytest.raises(FormError, match="their own request"):  # four eyes
+        mb.delegate(mail["id"], people["ann"], "bob")
+    assert "bob" not in mb.hand_over_choices(mail["id"], people["ann"], "delegate")
     with pytest.raises(NotFound):  # only the addressee; the others do not learn it exists
         mb.transfer(mail["id"], people["cid"], "dan")
     with pytest.raises(NotFound):
