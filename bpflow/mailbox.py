@@ -418,7 +418,8 @@ class Mailbox:
             self._refuse(row, caller, kind, str(exc))
             raise
 
-        approvers = self.store.mail(ids[0]).payload.get("approvers")
+        new = self.store.mail(ids[0])
+        approvers = new.payload.get("approvers") if new is not None else None
 
         def op(engine, inst):
             run = inst.circles.get(row.circle)
