@@ -329,6 +329,17 @@ class Mailbox:
             names = [n for n in names if n in approvers]
         return [n for n in names if n != caller.username and n not in asked]
 
+    def pending_mail(self, instance_id: str, circle: str, epoch: int,
+                     user: Caller | dict[str, Any]) -> int:
+        """The id of the caller's own undecided, intact approval mail of an attempt (one
+        they may decide, transfer or delegate), else 0."""
+        caller = Caller.of(user)
+        for r in self.store.attempt_approvals(instance_id, circle, epoch):
+            if r.decision is None and access.may_hand_over(caller, r.recipient_id) and \
+                    not (r.payload or {}).get("delegated_by") and self.check(r) is None:
+                return int(r.id)
+        return 0
+
     def _handover_mail(self, mail_id: int, caller: Caller, what: str):
         """The caller's pending approval mail to hand over (intact and open), else
         refused (NotFound, Forbidden, Tampered, Conflict) and recorded."""

@@ -115,6 +115,7 @@ class BoxView:
     claim: bool = False  # what the viewer may do: take the task,
     unclaim: bool = False  # give it back to its candidates,
     withdraw: bool = False  # take the work back (the flow's starter, an admin)
+    mail: int = 0  # the viewer's pending approval mail of the step (transfer, delegate)
 
 
 def iso_text(at: datetime | str | None) -> str:
@@ -197,6 +198,9 @@ def box_views(interactions: Interactions, inst: Instance, statuses: dict[str, st
                 box = _base(inst, cid, "wait", words)  # someone else's to fill in
             if box is not None:
                 _people(box, inst, cid, caller, now, words)
+                if caller is not None and box.tone == "approval":
+                    box.mail = interactions.mailbox.pending_mail(inst.id, cid, run.epoch,
+                                                                 caller)
         elif status == READY and _timer(inst, cid):
             box = _action_box(interactions, inst, cid, words)  # waits for its time
         elif status == SCHEDULED:

@@ -16,6 +16,7 @@ from bpflow_app.components.ui import empty_state, page_header, row_badge
 from bpflow_app.components.when import when
 from bpflow_app.i18n import _, rich
 from bpflow_app.inboxview import TASKS, MailView, TaskView
+from bpflow_app.pages.handover import hand_dialog, mail_hand_dialog
 from bpflow_app.pages.mail_state import MailState
 from bpflow_app.pages.tasks_state import TasksState
 from bpflow_app.session import SessionState
@@ -101,43 +102,6 @@ def _answer(m: rx.Var[MailView]) -> rx.Component:
         icon="users", color_scheme="blue", width="100%"))
 
 
-def hand_dialog(state, texts: dict[str, rx.Component], prefix: str, key: rx.Var,
-                is_open: rx.Var) -> rx.Component:
-    """Transfer or delegate (`state.hand_how`) an approval or a task: whom to (a picker of
-    `state.people`), a comment, and the button that confirms it; `texts` says what each
-    does; the elements' ids start with `prefix`."""
-    return rx.alert_dialog.root(rx.alert_dialog.content(
-        rx.alert_dialog.title(rx.cond(state.hand_how == "delegate", _("Delegate"),
-                                      _("Transfer"))),
-        rx.alert_dialog.description(rx.cond(state.hand_how == "delegate", texts["delegate"],
-                                            texts["transfer"]), size="2"),
-        rx.el.label(rx.text(_("To"), size="2", weight="medium"), html_for=prefix + "hand-to"),
-        rx.select(state.people, value=state.hand_to, on_change=state.set_hand_to,
-                  placeholder=_("Choose a person…"), width="100%", id=prefix + "hand-to",
-                  custom_attrs={"aria-label": _("Hand to")}),
-        rx.el.label(rx.text(_("Comment"), size="2", weight="medium"),
-                    html_for=prefix + "hand-comment"),
-        rx.text_area(on_blur=state.set_hand_comment, rows="2", width="100%",
-                     id=prefix + "hand-comment", key=key,
-                     placeholder=_("Why, or what to look at (optional)")),
-        rx.flex(
-            rx.alert_dialog.cancel(rx.button(_("Cancel"), variant="soft", color_scheme="gray",
-                                             on_click=state.cancel_hand)),
-            rx.button(rx.cond(state.hand_how == "delegate", _("Delegate"), _("Transfer")),
-                      on_click=state.hand, id="confirm-" + prefix + "hand",
-                      disabled=state.hand_to == ""),
-            spacing="3", justify="end", margin_top="12px"),
-    ), open=is_open)
-
-
-def _mail_hand_dialog() -> rx.Component:
-    return hand_dialog(S, {
-        "delegate": _("Ask someone to answer this approval for you. Their answer comes back"
-                      " to you; only your confirmation counts."),
-        "transfer": _("Hand this approval to another approver. They decide instead of you,"
-                      " and it leaves your inbox.")}, "mail-", S.hand_mail, S.hand_mail != 0)
-
-
 def _opened(m: rx.Var[MailView]) -> rx.Component:
     return rx.vstack(
         rx.separator(),
@@ -196,7 +160,7 @@ def _list() -> rx.Component:
         S.loading,
         rx.center(rx.spinner(size="3"), padding="32px", aria_busy="true"),
         rx.cond(S.mails.length() > 0,
-                rx.vstack(rx.foreach(S.mails, _mail), pager, _mail_hand_dialog(), spacing="2",
+                rx.vstack(rx.foreach(S.mails, _mail), pager, mail_hand_dialog(), spacing="2",
                           width="100%", id="mail-list"),
                 rx.box(empty_state("inbox", _("Nothing here"),
                                    _("New mail will appear in this tab.")),
