@@ -710,10 +710,22 @@ class Mailbox:
         asked = {r.payload.get("approver") for r in self.store.attempt_approvals(
             row.instance_id, row.circle, row.epoch)}
         names = self.store.usernames()
+        asked.add(self.store.get(row.instance_id).user.get("username"))  # four eyes
         if how == "transfer":
             approvers = {n for role in access.APPROVING for n in self.store.usernames(role)}
             names = [n for n in names if n in approvers]
         return [n for n in names if n != caller.username and n not in asked]
+
+    def pending_mail(self, instance_id: str, circle: str, epoch: int,
+                     user: Caller | dict[str, Any]) -> int:
+        """The id of the caller's own undecided, intact approval mail of an attempt (one
+        they may decide, transfer or delegate), else 0."""
+        caller = Caller.of(user)
+        for r in self.store.attempt_approvals(instance_id, circle, epoch):
+            if r.decision is None and access.may_hand_over(caller, r.recipient_id) and \
+                    not (r.payload or {}).get("delegated_by") and self.check(r) is None:
+                return int(r.id)
+        return 0
 
     def _handover_mail(self, mail_id: int, caller: Caller, what: str):
         """The caller's pending approval mail to hand over (intact and open), else
@@ -746,6 +758,9 @@ class Mailbox:
             raise FormError({"to": N_("choose someone other than yourself")})
         if approver and not access.may_approve(person["roles"]):
             raise FormError({"to": N_("%(name)s is not an approver", name=person["username"])})
+        if person["id"] == self.store.get(row.instance_id).user.get("id"):  # four eyes
+            raise FormError({"to": N_("%(user)s cannot approve their own request",
+                                      user=person["username"])})
         return person
 
     def _open_round(self, rows: list[Any], row, name: str

@@ -132,6 +132,7 @@ class BoxView:
     sign_mail: int = 0  # the viewer's mail of the round, while they may add signers
     round_mail: int = 0  # a mail of the round, for removing signers
     removable: list[str] = field(default_factory=list)  # whom the viewer may remove
+    mail: int = 0  # the viewer's pending approval mail of the step (transfer, delegate)
 
 
 def iso_text(at: datetime | str | None) -> str:
@@ -236,6 +237,9 @@ def box_views(interactions: Interactions, inst: Instance, statuses: dict[str, st
                 _people(box, inst, cid, caller, now, words)
                 if box.tone == "approval":
                     approval_round(box, interactions.store, inst, cid, caller, words)
+                if caller is not None and box.tone == "approval":
+                    box.mail = interactions.mailbox.pending_mail(inst.id, cid, run.epoch,
+                                                                 caller)
         elif status == READY and _timer(inst, cid):
             box = _action_box(interactions, inst, cid, words)  # waits for its time
         elif status == SCHEDULED:

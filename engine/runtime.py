@@ -106,7 +106,8 @@ class Engine:
                         "assignee": task["assignee"] if task else None,
                         "candidates": {"users": task["users"], "roles": task["roles"]}
                         if task else None,
-                        "due_at": task["due_at"] if task else None}
+                        "due_at": task["due_at"] if task else None,
+                        "delegate": task.get("delegate") if task else None}
         return out
 
     def variables(self, inst: Instance) -> dict[str, Any]:

@@ -256,6 +256,9 @@ class CircleOut(BaseModel):
     assignee: str | None = None
     candidates: Candidates | None = None
     due_at: str | None = None
+    delegate: dict[str, Json] | None = Field(
+        default=None, description="a task delegated (委派): `from` (its assignee), `to` (who"
+                                  " answers), `comment`, `answer` (null until they answer)")
 
 
 class InstanceSummary(BaseModel):

@@ -10,7 +10,7 @@
 - `steps`: how a move runs: the caller must see the instance, then the move's op (which
   asks `bpflow.access` inside) is one durable step, on a thread or on an event loop.
 
-Moves on approval mail (decide, send back) are the mailbox's (`bpflow.mailbox`).
+Moves on approval mail (decide, send back, transfer, delegate) are the mailbox's (`bpflow.mailbox`).
 """
 
 from bpflow.moves.comments import MAX_TEXT as COMMENT_MAX

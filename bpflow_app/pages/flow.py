@@ -22,6 +22,8 @@ from bpflow_app.components.when import when
 from bpflow_app.flowview import STATE_WORDS, CircleInfo, HistoryRow
 from bpflow_app.i18n import LangState, _, ngettext, rich
 from bpflow_app.pages.flow_state import FlowState
+from bpflow_app.pages.handover import mail_hand_dialog
+from bpflow_app.pages.mail_state import MailState
 
 S = FlowState
 TECH = S.intervention  # the technical view is on (only admins can turn it on)
@@ -91,7 +93,7 @@ def _hint(text: rx.Var) -> rx.Component:
 
 def _moves(b: rx.Var[BoxView]) -> rx.Component:
     """What the viewer may do with a box besides filling it in, each explained."""
-    return rx.cond(b.claim | b.unclaim | b.withdraw, rx.vstack(
+    return rx.cond(b.claim | b.unclaim | b.withdraw | (b.mail != 0), rx.vstack(
         rx.cond(b.claim, rx.hstack(
             rx.button(rx.icon("hand", size=14), _("Claim"), size="2",
                       on_click=S.claim(b.cid),
@@ -111,7 +113,22 @@ def _moves(b: rx.Var[BoxView]) -> rx.Component:
                       aria_label=_("Take it back: %(step)s", step=b.title)),
             _hint(_("Stop waiting for this and get the step before it back to change it.")),
             spacing="2", align="center")),
+        rx.cond(b.mail != 0, _hand_over(b)),
         spacing="2", width="100%", class_name="box-moves"))
+
+
+def _hand_over(b: rx.Var[BoxView]) -> rx.Component:
+    """The viewer's own pending approval of the step: Transfer… and Delegate… (SPEC §15;
+    deciding it is the inbox's)."""
+    return rx.hstack(
+        rx.button(rx.icon("forward", size=14), _("Transfer…"), size="2", variant="outline",
+                  on_click=MailState.ask_hand(b.mail, "transfer"),
+                  aria_label=_("Transfer: %(step)s", step=b.title)),
+        rx.button(rx.icon("user-round-search", size=14), _("Delegate…"), size="2",
+                  variant="outline", on_click=MailState.ask_hand(b.mail, "delegate"),
+                  aria_label=_("Delegate: %(step)s", step=b.title)),
+        rx.link(_("Decide in the inbox"), href=routes.INBOX + "?tab=approval", size="2"),
+        spacing="2", align="center", wrap="wrap")
 
 
 def _control(what: str, icon: str, label: rx.Var, hint: rx.Var, **props) -> rx.Component:
@@ -290,7 +307,7 @@ def _flow_tab() -> rx.Component:
         rx.heading(_("Open steps"), size="3", as_="h2"),
         rx.cond(S.boxes.length() > 0,
                 rx.vstack(rx.foreach(S.boxes, lambda b: box_card(b, S, _moves, TECH)),
-                          width="100%", spacing="3", id="boxes"),
+                          mail_hand_dialog(), width="100%", spacing="3", id="boxes"),
                 empty_state("coffee", _("Nothing to do here right now"),
                             _("A step appears here when it waits for you or for others."))),
         _details(),

@@ -17,6 +17,7 @@ from bpflow_app.components.ui import empty_state, page_header, row_badge
 from bpflow_app.components.when import when
 from bpflow_app.i18n import _, rich
 from bpflow_app.inboxview import TASKS, MailView, TaskView
+from bpflow_app.pages.handover import hand_dialog, mail_hand_dialog
 from bpflow_app.pages.mail_state import MailState
 from bpflow_app.pages.tasks_state import TasksState
 from bpflow_app.session import SessionState
@@ -104,33 +105,6 @@ def _answer(m: rx.Var[MailView]) -> rx.Component:
         icon="users", color_scheme="blue", width="100%"))
 
 
-def _hand_dialog() -> rx.Component:
-    """Transfer or delegate an approval: whom to, a comment, the confirming button."""
-    return rx.alert_dialog.root(rx.alert_dialog.content(
-        rx.alert_dialog.title(rx.cond(S.hand_how == "delegate", _("Delegate"),
-                                      _("Transfer"))),
-        rx.alert_dialog.description(rx.cond(
-            S.hand_how == "delegate",
-            _("Ask someone to answer this approval for you. Their answer comes back to you;"
-              " only your confirmation counts."),
-            _("Hand this approval to another approver. They decide instead of you, and it"
-              " leaves your inbox.")), size="2"),
-        rx.el.label(rx.text(_("To"), size="2", weight="medium"), html_for="mail-hand-to"),
-        rx.select(S.people, value=S.hand_to, on_change=S.set_hand_to,
-                  placeholder=_("Choose a person…"), width="100%", id="mail-hand-to",
-                  custom_attrs={"aria-label": _("Hand to")}),
-        rx.el.label(rx.text(_("Comment"), size="2", weight="medium"),
-                    html_for="mail-hand-comment"),
-        rx.text_area(on_blur=S.set_hand_comment, rows="2", width="100%",
-                     id="mail-hand-comment", key=S.hand_mail,
-                     placeholder=_("Why, or what to look at (optional)")),
-        rx.flex(
-            rx.alert_dialog.cancel(rx.button(_("Cancel"), variant="soft", color_scheme="gray",
-                                             on_click=S.cancel_hand)),
-            rx.button(rx.cond(S.hand_how == "delegate", _("Delegate"), _("Transfer")),
-                      on_click=S.hand, id="confirm-mail-hand", disabled=S.hand_to == ""),
-            spacing="3", justify="end", margin_top="12px"),
-    ), open=S.hand_mail != 0)
 def _substitute_lines(m: rx.Var[MailView]) -> rx.Component:
     """On an approval card: whom it is addressed to when the reader stands in for them,
     and who decided it when a substitute did ("By ann for bob")."""
@@ -205,7 +179,7 @@ def _list() -> rx.Component:
         S.loading,
         rx.center(rx.spinner(size="3"), padding="32px", aria_busy="true"),
         rx.cond(S.mails.length() > 0,
-                rx.vstack(rx.foreach(S.mails, _mail), pager, _hand_dialog(), spacing="2",
+                rx.vstack(rx.foreach(S.mails, _mail), pager, mail_hand_dialog(), spacing="2",
                           width="100%", id="mail-list"),
                 rx.box(empty_state("inbox", _("Nothing here"),
                                    _("New mail will appear in this tab.")),
@@ -221,12 +195,11 @@ BUTTONS = {
     "unclaim": (N_("Unclaim"), N_("Giving back…"), N_("Unclaim %(task)s of %(flow)s")),
     "transfer": (N_("Transfer"), N_("Handing on…"), N_("Transfer %(task)s of %(flow)s")),
     "delegate": (N_("Delegate"), N_("Handing on…"), N_("Delegate %(task)s of %(flow)s"))}
-# the hand-over dialog, by how: its title, what it says, its button
+# what the hand-over dialog of a task says, by how it is handed on
 HAND_WORDS = {
-    "transfer": (N_("Transfer"), N_("Hand %(task)s to someone else; it becomes theirs at"
-                                    " once.")),
-    "delegate": (N_("Delegate"), N_("Ask someone to answer %(task)s for you; their answer"
-                                    " comes back to you to confirm or change."))}
+    "transfer": N_("Hand %(task)s to someone else; it becomes theirs at once."),
+    "delegate": N_("Ask someone to answer %(task)s for you; their answer comes back to you"
+                   " to confirm or change.")}
 
 
 def _task_button(which: str, t: rx.Var[TaskView], event: rx.EventHandler,
@@ -317,29 +290,10 @@ def _task_list(which: str, heading: rx.Var, icon: str, empty_title: rx.Var,
     )
 
 
-def _hand_dialog() -> rx.Component:
-    """Transfer or delegate a task: whom to (a picker of the people it may go to), a
-    comment, and the button that confirms it."""
-    words = {how: rich(text, task=lambda: data(T.handing_title))
-             for how, (_title, text) in HAND_WORDS.items()}
-    return rx.alert_dialog.root(rx.alert_dialog.content(
-        rx.alert_dialog.title(rx.cond(T.hand_how == "delegate", _("Delegate"), _("Transfer"))),
-        rx.alert_dialog.description(
-            rx.cond(T.hand_how == "delegate", words["delegate"], words["transfer"]), size="2"),
-        rx.el.label(rx.text(_("To"), size="2", weight="medium"), html_for="hand-to"),
-        rx.select(T.people, value=T.hand_to, on_change=T.set_hand_to,
-                  placeholder=_("Choose a person…"), width="100%", id="hand-to",
-                  custom_attrs={"aria-label": _("Hand to")}),
-        rx.el.label(rx.text(_("Comment"), size="2", weight="medium"), html_for="hand-comment"),
-        rx.text_area(on_blur=T.set_hand_comment, rows="2", width="100%", id="hand-comment",
-                     key=T.handing, placeholder=_("Why, or what to look at (optional)")),
-        rx.flex(
-            rx.alert_dialog.cancel(rx.button(_("Cancel"), variant="soft", color_scheme="gray",
-                                             on_click=T.cancel_hand)),
-            rx.button(rx.cond(T.hand_how == "delegate", _("Delegate"), _("Transfer")),
-                      on_click=T.hand, id="confirm-hand", disabled=T.hand_to == ""),
-            spacing="3", justify="end", margin_top="12px"),
-    ), open=T.handing != "")
+def _task_hand_dialog() -> rx.Component:
+    return hand_dialog(T, {how: rich(text, task=lambda: data(T.handing_title))
+                           for how, text in HAND_WORDS.items()},
+                       "", T.handing, T.handing != "")
 
 
 def _tasks() -> rx.Component:
@@ -355,7 +309,7 @@ def _tasks() -> rx.Component:
                        _("Nothing waiting for your groups"),
                        _("Tasks offered to you or to one of your roles appear here as soon "
                          "as a flow reaches them, for whoever claims them first.")),
-            _hand_dialog(),
+            _task_hand_dialog(),
             spacing="5", width="100%", id="task-lists",
         ),
     )

@@ -141,6 +141,15 @@ def test_every_answer_has_exactly_its_models_keys(store, short_path):
          {"bookmark": mark, "result": {"by": "hand"}})
     mail = call("ann", "GET", "/api/mailbox", kind="approval", status="pending")
     call("ann", "POST", f"/api/mailbox/{mail[0]['id']}/decision", {"decision": "approved"})
+    third = store.start("ask", {}, store.user("alice"))
+    Worker(store).run_once()
+    [mine] = [m for m in call("ann", "GET", "/api/mailbox", kind="approval", status="pending")
+              if m["instance"] == third.id]
+    moved = call("ann", "POST", f"/api/mailbox/{mine['id']}/transfer",
+                 {"to": "admin", "comment": "yours"})
+    if store.user("dora") is None:
+        store.add_user("dora", "pw-dora", ["user"])
+    call("admin", "POST", f"/api/mailbox/{moved['id']}/delegate", {"to": "dora"})
     call(None, "POST", "/api/guest/messages", {"name": "Eve", "subject": "s", "body": "b"},
          expect=201)
     call(None, "POST", "/api/guest/default/messages", {"name": "Eve", "subject": "s",
@@ -153,6 +162,7 @@ def test_every_answer_has_exactly_its_models_keys(store, short_path):
     call("alice", "POST", f"{base}/circles/a/unclaim")
     call("alice", "POST", f"{base}/circles/a/claim")
     call("admin", "POST", f"{base}/circles/a/assign", {"to": "alice"})
+    call("alice", "POST", f"{base}/circles/a/delegate", {"to": "ann", "comment": "have a look"})
     two = call("alice", "POST", f"{base}/circles/a/complete",
                {"bookmark": task["bookmark"], "result": {"n": 2}})
     assert two["circles"]["b"]["candidates"] == {"users": ["alice"], "roles": []}

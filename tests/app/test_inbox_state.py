@@ -175,6 +175,27 @@ def test_transfer_from_the_mail_card_the_new_approver_decides(make_state, web_st
     assert web_store.get(claim).circles["approve"].state == "success"
 
 
+def test_the_flow_pages_approval_box_offers_its_approver_transfer_and_delegate(
+        make_state, web_store, claim):
+    """The approval box carries the viewer's own pending mail (what its Transfer… and
+    Delegate… open, the inbox's dialog); nobody else's, and none once handed on."""
+    def box(name):
+        inst = web_store.get(claim)
+        return next(b for b in box_views(Interactions(web_store), inst,
+                                         web_store.engine.statuses(inst),
+                                         caller=Caller.of(web_store.user(name)),
+                                         words=Words("en")) if b.cid == "approve")
+    mail = Mailbox(web_store).inbox(web_store.user("bob"), kind="approval")[0]["id"]
+    assert box("bob").mail == mail
+    assert box("alice").mail == 0 and box("root").mail == 0
+    bob = make_state(MailState, user="bob")
+    bob.ask_hand(box("bob").mail, "transfer")
+    bob.set_hand_to("root")
+    run(bob.hand())
+    assert box("bob").mail == 0 and box("root").mail not in (0, mail)
+    assert "root" in box("alice").waits  # the page names who is asked now
+
+
 def test_delegate_from_the_mail_card_the_owner_confirms(make_state, web_store, claim):
     bob = make_state(MailState, user="bob")
     run(bob.load())

@@ -2,7 +2,7 @@
 
 (2) two finance users have the review of a claim in "My groups"; the first claims it from
     the Tasks tab and the second, in another browser, sees it gone without a reload; the
-    first hands it to the second (the delegate dialog), who sees it arrive in "Mine".
+    first hands it to the second (the transfer dialog), who sees it arrive in "Mine".
 (4) the approver sends a claim back from the inbox with a comment (none: he is told one
     is needed), alice opens her flow, amends the claim and sends it again, and the
     approver gets a new approval waiting for him.
@@ -138,12 +138,12 @@ def test_2_a_claimed_task_leaves_the_other_finance_users_list_at_once(
     screenshot(fiona, "tasks_journey2_claimed_mine")
     screenshot(frank, "tasks_journey2_gone_from_my_groups")
 
-    mine.get_by_role("button", name="Delegate Finance checks the claim of " + iid[:8]).click()
+    mine.get_by_role("button", name="Transfer Finance checks the claim of " + iid[:8]).click()
     dialog = fiona.get_by_role("alertdialog")
     expect(dialog).to_contain_text("Hand Finance checks the claim")
     dialog.get_by_role("combobox").click()
     fiona.get_by_role("option", name="frank").click()
-    fiona.locator("#confirm-delegate").click()
+    fiona.locator("#confirm-hand").click()
     expect(dialog).to_have_count(0)
     expect(fiona.locator("#tasks-me " + review)).to_have_count(0)
     expect(frank.locator("#tasks-me " + review)).to_contain_text("Waits for you")
@@ -155,7 +155,7 @@ def test_2_a_claimed_task_leaves_the_other_finance_users_list_at_once(
     screenshot(frank, "tasks_journey2_phone")
     assert frank.evaluate("window.__noReload") is True
     kinds = [e["kind"] for e in app_store.history(iid)]
-    assert "task_claimed" in kinds and "task_delegated" in kinds
+    assert "task_claimed" in kinds and "task_transferred" in kinds
 
 
 def test_4_the_approver_sends_a_claim_back_and_alice_amends_it(

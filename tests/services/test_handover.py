@@ -88,6 +88,9 @@ def test_a_transfer_is_refused_for_bad_targets_others_and_closed_mail(store, uni
         with pytest.raises(FormError) as exc:
             mb.transfer(mail["id"], people["ann"], to)
         assert why in str(exc.value.errors["to"]), to
+    with pytest.raises(FormError, match="their own request"):  # four eyes
+        mb.delegate(mail["id"], people["ann"], "bob")
+    assert "bob" not in mb.hand_over_choices(mail["id"], people["ann"], "delegate")
     with pytest.raises(NotFound):  # only the addressee; the others do not learn it exists
         mb.transfer(mail["id"], people["cid"], "dan")
     with pytest.raises(NotFound):
@@ -275,3 +278,66 @@ def test_a_task_transfer_is_the_assign_move(store, units):
     assert event["actor"] == "fred" and event["data"] == {
         "from": "fred", "to": "gina", "comment": "on holiday"}
     assert [i["type"] for i in feed_of(store, "task.", 1)] == ["task.transferred"]
+
+
+def hand_or_withdraw(url: str, what: str, pairs: list[tuple[str, int]], go, out) -> None:
+    """One process of the race: transfer ann's mail of each instance to dan, or withdraw
+    each instance's approval as bob; reports what each attempt did."""
+    from bpflow.store import Store
+    from tests.conftest import SECRET
+    store = Store(url, secret=SECRET)
+    done = []
+    try:
+        go.wait(60)
+        for iid, mail in pairs:
+            try:
+                if what == "transfer":
+                    Mailbox(store).transfer(mail, store.user("ann"), "dan")
+                else:
+                    moves.withdraw(store, Caller.of(store.user("bob")), iid, "approve")
+                done.append((iid, "done"))
+            except Conflict:
+                done.append((iid, "refused"))
+            except Exception as exc:  # the 409 of the engine's moves, anything else
+                done.append((iid, f"{type(exc).__name__}: {exc}"))
+    finally:
+        store.close()
+        out.put((what, done))
+
+
+def test_two_processes_race_a_transfer_and_a_withdrawal(db_url, store, units):
+    """Two processes (on PostgreSQL: two servers' worth of connections): one transfers,
+    the other withdraws, instance by instance. Each withdrawal lands; each transfer lands
+    before it or is refused; no mail of a withdrawn attempt stays open."""
+    import multiprocessing as mp
+    iid, people = start_approval(store, units, ["ann", "cid"], "all")
+    iids = [iid]
+    for _ in range(5):
+        more = store.start("expense", {}, people["bob"]).id
+        units.submit(more, "claim", mark(store, more, "claim"), {"amount": 7})
+        iids.append(more)
+    from bpflow.worker import Worker
+    Worker(store).run_once()
+    pairs = [(i, next(m["id"] for m in pending(store, people, "ann") if m["instance"] == i))
+             for i in iids]
+    ctx = mp.get_context("spawn")
+    go, out = ctx.Event(), ctx.Queue()
+    procs = [ctx.Process(target=hand_or_withdraw, args=(db_url, what, pairs, go, out))
+             for what in ("transfer", "withdraw")]
+    for p in procs:
+        p.start()
+    go.set()
+    results = dict(out.get(timeout=240) for _ in procs)
+    for p in procs:
+        p.join(30)
+    assert all(r == "done" for _, r in results["withdraw"]), results
+    assert all(r in ("done", "refused") for _, r in results["transfer"]), results
+    for i in iids:
+        assert store.open_approvals(i) == [], i
+        history = [e["kind"] for e in store.history(i)]
+        assert history.count("circle_withdrawn") == 1
+        assert history.count("approval_transferred") <= 1
+        if "approval_transferred" in history:
+            assert history.index("approval_transferred") < history.index("circle_withdrawn")
+        outcome = dict(results["transfer"])[i]
+        assert ("approval_transferred" in history) == (outcome == "done"), (i, outcome)

@@ -419,3 +419,42 @@ def test_postgresql_checks_each_reference_once_and_the_composite_keys_still_hold
     assert _keys(store) == {k for k in everything if k[0] not in later}
     upgrade(db_url)
     assert _keys(store) == (everything - implied if store.postgres else everything)
+
+
+def test_0018_calls_a_task_handed_on_by_assign_a_transfer(tmp_path):
+    """Migration 0018: the history events `/assign` recorded as `task_delegated` are
+    `task_transferred` (`task_delegated` is a delegation, SPEC §15); a downgrade turns
+    them back."""
+    from alembic import command
+    from sqlalchemy import text
+
+    from bpflow.access import Caller
+    from bpflow.moves import claim, transfer
+    from bpflow.store import Store
+    from bpflow.store.migrate import alembic_config
+    from tests.conftest import SECRET, sqlite_database
+    url = sqlite_database(tmp_path / "handed.db")
+    store = Store(url, secret=SECRET)
+    for name in ("ann", "fred", "gina"):
+        store.add_user(name, f"{name}-password-1", ["user"])
+    store.put_template({"name": "t", "circles": [
+        {"uri": "a", "assign": {"users": ["fred", "gina"]}, "box": {"confirm": "ok?"}}]})
+    iid = store.start("t", {}, store.user("ann")).id
+    fred = Caller.of(store.user("fred"))
+    claim(store, fred, iid, "a")
+    transfer(store, fred, iid, "a", "gina")
+    store.close()
+
+    def kinds() -> list[str]:
+        engine = Store(url, secret=SECRET)
+        try:
+            with engine.db.begin() as conn:
+                return [k for (k,) in conn.execute(text(
+                    "SELECT kind FROM events WHERE kind LIKE 'task_%' ORDER BY id"))]
+        finally:
+            engine.close()
+    assert kinds() == ["task_claimed", "task_transferred"]
+    command.downgrade(alembic_config(url), "0013")
+    assert kinds() == ["task_claimed", "task_delegated"]  # as recorded before 0018
+    command.upgrade(alembic_config(url), "head")
+    assert kinds() == ["task_claimed", "task_transferred"]
