@@ -54,7 +54,9 @@ def _people() -> rx.Component:
     return rx.vstack(
         rx.foreach(G.people, lambda name: rx.el.label(
             rx.checkbox(checked=G.chosen.contains(name), on_change=lambda _v: G.pick(name),
-                        custom_attrs={"data-name": name, "aria-label": name}),
+                        custom_attrs={"data-name": name, "aria-label": rx.cond(
+                            G.mode == "add", _("Ask %(who)s", who=name),
+                            _("Stop asking %(who)s", who=name))}),
             rx.text(name, size="2", custom_attrs=NO),
             style={"display": "flex", "gap": "8px", "alignItems": "center"},
             class_name="signer-option")),
