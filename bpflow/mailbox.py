@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -79,11 +80,31 @@ class Mailbox:
              *, instance: str | None = None, circle: str | None = None,
              epoch: int | None = None, payload_extra: dict[str, Any] | None = None
              ) -> list[int]:
-        """Insert one mail per recipient (idempotent per attempt and recipient). A subject
+        """Insert one mail per recipient (idempotent per attempt and recipient; without an
+        `epoch`, as urges, every call sends its own). A subject
         or body given in several languages (`{"en": ..., "zh-CN": ...}`, a template's
         `Text`) is written in each recipient's language (`users.language`), else
         English, else the first given (`languages.pick`); the mail signed is the one
         they read."""
+        build = self._builder(kind, sender, to, subject, body, instance, circle, epoch,
+                              payload_extra)
+        attempt = ({"instance_id": instance, "circle": circle, "epoch": epoch}
+                   if instance and epoch is not None else None)  # urges: each one sent
+        return self.store.insert_mails(to, build, attempt)
+
+    def copy(self, sender: dict[str, Any], to: list[str], subject: Any, body: Any, *,
+             instance: str, circle: str | None = None,
+             payload_extra: dict[str, Any] | None = None) -> list[str]:
+        """A copy (mail of kind `cc`, SPEC §15) to each of `to` who has none of this
+        instance and circle (None: ad hoc) yet; the names it went to."""
+        build = self._builder("cc", sender, to, subject, body, instance, circle, None,
+                              payload_extra)
+        return self.store.insert_copies(instance, circle, to, build)
+
+    def _builder(self, kind: str, sender: dict[str, Any], to: list[str], subject: Any,
+                 body: Any, instance: str | None, circle: str | None, epoch: int | None,
+                 payload_extra: dict[str, Any] | None) -> Callable[[str, int], dict[str, Any]]:
+        """The column values of one recipient's mail (signed when it is an approval)."""
         languages = self._languages(to, subject, body)
 
         def build(name: str, recipient_id: int) -> dict[str, Any]:
@@ -99,9 +120,7 @@ class Mailbox:
                     "payload": payload,
                     "signature": self.sign(payload) if kind == "approval" else None,
                     "instance_id": instance, "circle": circle, "epoch": epoch}
-        attempt = ({"instance_id": instance, "circle": circle, "epoch": epoch}
-                   if instance else None)
-        return self.store.insert_mails(to, build, attempt)
+        return build
 
     def _languages(self, to: list[str], *texts: Any) -> dict[str, str | None]:
         """The language of each recipient, when one of `texts` is translated (else none

@@ -25,6 +25,8 @@ from bpflow.errors import NotFound, StorageQuotaExceeded
 from bpflow.expiry import expire
 from bpflow.heartbeat import Heartbeat, lease_seconds
 from bpflow.mailbox import Mailbox
+from bpflow.moves import nudging
+from bpflow.moves.nudging import Owed
 from bpflow.store import Store
 from bpflow.webhooks import Deliverer
 from engine.errors import BpflowError, VariableError
@@ -86,9 +88,12 @@ class Worker:
             self.store.release(ids, self.name)
         return len(ids)
 
-    def process(self, instance_id: str, jobs: list[Job], approvals: list[str]) -> None:
+    def process(self, instance_id: str, jobs: list[Job], approvals: list[str],
+                owed: Owed | None = None) -> None:
         for cid in approvals:  # re-entry checks decided approval mail
             self.mailbox.settle(instance_id, cid)
+        if owed:  # copies and reminders (SPEC §15)
+            nudging.send_owed(self.store, instance_id, owed)
         for job in jobs:
             if not self.store.renew(instance_id, self.name, self.lease):
                 log.warning("instance %s: lease lost, leaving it to its new holder",
@@ -133,11 +138,15 @@ class Worker:
             log.exception("handler for %s crashed", ctx.circle)
             return Outcome(False, reason=f"internal error: {type(exc).__name__}: {exc}")
 
-    def _due_jobs(self, engine: Engine, inst: Instance) -> tuple[list[Job], list[str]]:
-        """Inside the store's atomic step: let time pass, then list the actions to run and
-        the approvals waiting for decisions."""
+    def _due_jobs(self, engine: Engine, inst: Instance
+                  ) -> tuple[list[Job], list[str], Owed | None]:
+        """Inside the store's atomic step: let time pass, then list the actions to run,
+        the approvals waiting for decisions, and the copies and reminders owed."""
         engine.tick(inst)
-        nodes = inst.template.plan.nodes
+        plan = inst.template.plan
+        owed = (nudging.owed_work(self.store.of(inst.tenant), engine, inst)
+                if plan.copying or plan.reminding else None)
+        nodes = plan.nodes
         jobs, approvals = [], []
         for cid in engine.ready(inst):
             circle, run = nodes[cid].circle, inst.circles[cid]
@@ -160,7 +169,7 @@ class Worker:
                                 f"{inst.id}:{cid}:{run.epoch}", inst.user,
                                 shown_data(engine, inst, cid))
             jobs.append(Job(ctx, cid, bookmark))
-        return jobs, approvals
+        return jobs, approvals, owed
 
     def run_forever(self, stop: threading.Event | None = None, poll: float = 0.5) -> None:
         """Work until `stop` is set. Writes of this process that make work due (a form

@@ -21,6 +21,7 @@ from pydantic import AfterValidator, BaseModel, Field, model_validator
 from bpflow import limits
 from bpflow.access import Caller, may_drive
 from bpflow.mailbox import GUEST_LIMITS
+from bpflow.store.public import MailKind
 from engine import bookmarks
 from engine.instance import Instance
 from engine.messages import N_
@@ -315,7 +316,7 @@ class AbortIn(BaseModel):
 # ------------------------------------------------------------ mailbox, guest
 class MailOut(BaseModel):
     id: int
-    kind: Literal["approval", "message", "guest"]
+    kind: MailKind
     sender: str
     subject: str
     body: str

@@ -38,7 +38,8 @@ from engine.messages import N_
 # the feed's event types (SPEC §11): the API's schemas name them from here
 FeedType = Literal["instance.started", "instance.completed", "instance.failed",
                    "instance.terminated", "instance.suspended", "instance.resumed",
-                   "instance.migrated", "circle.entered", "circle.left", "circle.reset"]
+                   "instance.migrated", "circle.entered", "circle.left", "circle.reset",
+                   "cc.sent", "urge.sent"]
 TYPES: tuple[str, ...] = get_args(FeedType)
 # history kind -> feed type: an instance's event of the same name, and a circle's
 KINDS: dict[str, str] = {
@@ -48,6 +49,8 @@ KINDS: dict[str, str] = {
     "circle_failed": "circle.left",
     "circle_skipped": "circle.left",
     "circle_reset": "circle.reset",
+    "cc_sent": "cc.sent",  # SPEC §15: copies and urges (a circle's, or an ad hoc copy's none)
+    "urge_sent": "urge.sent",
 }
 MAX_WEBHOOKS = 20  # per tenant
 MAX_SCAN = 10  # a page scans at most this many times its limit of history rows
@@ -96,7 +99,7 @@ def item(row: Any, postgres: bool) -> dict[str, Any]:
                 "reason": after.get("reason"), **data}
     return {"id": row.id, "cursor": Position(row.tx or 0, row.id).text(postgres),
             "type": KINDS[kind], "instance": row.instance_id, "template": row.template,
-            "uri": row.circle if kind.startswith("circle_") else None, "at": iso(row.at),
+            "uri": None if kind.startswith("instance_") else row.circle, "at": iso(row.at),
             "data": data}
 
 

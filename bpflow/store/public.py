@@ -39,6 +39,7 @@ from bpflow.store.errors import (
 )
 from bpflow.store.feed import TYPES, Attempt, FeedType
 from bpflow.store.keys import MIN_SECRET_BYTES, SecretError, derive, home, load_secret
+from bpflow.store.mail import MAIL_KINDS, MailKind
 from bpflow.store.migrate import upgrade
 from bpflow.store.tables import circles_t, instances_t, mail_t, users_t
 from bpflow.store.tenants import FRAME_TEMPLATE, TENANT_NAME, valid_tenant
@@ -58,6 +59,8 @@ __all__ = [
     "named_in", "tokens_of", "EVERYTHING", "Change", "PgHub", "instance_key", "task_keys",
     # the event feed's types and webhook deliveries
     "TYPES", "Attempt", "FeedType",
+    # the kinds of mail
+    "MAIL_KINDS", "MailKind",
     # tenants
     "FRAME_TEMPLATE", "TENANT_NAME", "valid_tenant",
     # the database: its URL, its schema version, tables bench/ loads or checks in bulk
