@@ -41,6 +41,14 @@ MATRIX = {
     "POST /api/instances/{iid}/circles/a/unclaim": (401, 200, 404, 404, 200),
     "POST /api/instances/{iid}/circles/a/assign": (401, 403, 404, 404, 200),
     "POST /api/instances/{iid}/circles/a/withdraw": (401, 409, 404, 404, 409),  # the first
+    # copies and urges (SPEC §15): the starter, an assignee or an admin copies; whoever
+    # sees it reads who was copied; the starter or an admin urges (ann only follows)
+    "POST /api/instances/{iid}/cc": (401, 200, 404, 404, 200),
+    "POST /api/instances/{approval}/cc": (401, 200, 404, 403, 200),
+    "GET /api/instances/{iid}/cc": (401, 200, 404, 404, 200),
+    "GET /api/instances/{approval}/cc": (401, 200, 404, 200, 200),
+    "POST /api/instances/{approval}/urge": (401, 200, 404, 403, 200),
+    "POST /api/instances/{iid}/urge": (401, 409, 404, 404, 200),  # waits for alice only
     "GET /api/mailbox": (401, 200, 200, 200, 200),
     "POST /api/mailbox/{mail}/decision": (401, 404, 404, 200, 404),
     "POST /api/guest/messages": (201, 201, 201, 201, 201),
@@ -53,7 +61,8 @@ BODIES = {
     "complete": {"bookmark": "{bookmark}", "result": {"n": 1}},
     "fail": {"bookmark": "{bookmark}", "reason": "no"}, "reset": {"uri": "a"},
     "abort": {"reason": "stop"}, "decision": {"decision": "approved"},
-    "assign": {"to": "bob"},
+    "assign": {"to": "bob"}, "/cc": {"users": ["bob"], "comment": "FYI"},
+    "/urge": {"comment": "please"},
     "/api/guest/messages": {"name": "Guest", "subject": "hi", "body": "hello"},
     "/api/users/bob/password": {"password": "bob-new-password"},
     "/api/auth/password": {"current_password": "not-mine", "new_password": "a-new-password"},

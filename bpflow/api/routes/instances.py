@@ -19,6 +19,7 @@ from bpflow import moves
 from bpflow.access import Caller, instance_scope, seeing
 from bpflow.api.deps import CallerDep, ClientDep, StoreDep
 from bpflow.api.errors import responses
+from bpflow.moves import nudging
 from bpflow.api.schemas import (
     IDEMPOTENCY_KEY,
     MAX_INT,
@@ -68,7 +69,9 @@ def instances(store: StoreDep, caller: CallerDep, response: Response,
 
 @router.get("/{instance_id}", response_model=InstanceOut, responses=responses(401, 404))
 def instance(instance_id: str, store: StoreDep, caller: CallerDep) -> Response:
+    """One instance; whoever was copied on it has now read it (SPEC §15)."""
     inst = _seeing(store, store.get(instance_id), caller)
+    nudging.read_copies(store, caller, instance_id)
     return json_answer(instance_payload(store.engine, inst, caller))
 
 
