@@ -214,6 +214,13 @@ def _send_urge(store: Store, inst: Instance, cid: str, who: list[str],
                         payload_extra={"comment": comment} if comment else None)
 
 
+def urgeable(store: Store, engine: Engine, inst: Instance, caller: Caller) -> bool:
+    """Whether an open step waits for someone besides the caller (an urge would reach
+    someone)."""
+    return any(n != caller.username for cid in waiting(engine, inst)
+               for n in awaited(store, inst, cid))
+
+
 def urge_wait(engine: Engine, inst: Instance) -> int:
     """Seconds until the starter may urge the flow again (0: now; also when nothing waits:
     the page shows its button by `waiting`)."""

@@ -11,7 +11,9 @@ from typing import Any, Literal, get_args
 from sqlalchemy import and_, func, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
+from bpflow.store import audience
 from bpflow.store.accounts import Caller, reads_guest_mail
+from bpflow.store.changes import Change
 from bpflow.store.errors import Conflict, RateLimited
 from bpflow.store.parts import StoreParts
 from bpflow.store.tables import mail_t, users_t
@@ -64,7 +66,14 @@ class MailRows(StoreParts):
                         .returning(mail_t.c.id)).scalar_one())
                 except IntegrityError as exc:
                     raise Conflict(N_("the same request is being sent concurrently")) from exc
+        self._mailed(to)
         return ids
+
+    def _mailed(self, to: list[str]) -> None:
+        """Tell the pages following these people's mail (the inbox) that some came."""
+        if to:
+            self.changes.publish([Change("", 0, self._owner(),
+                                         frozenset(audience.mailed(n) for n in to))])
 
     def insert_copies(self, instance_id: str, circle: str | None, to: list[str],
                       build: Callable[[str, int], dict[str, Any]]) -> list[str]:
@@ -92,6 +101,7 @@ class MailRows(StoreParts):
             for name in sent:
                 conn.execute(insert(mail_t).values(**build(name, users[name]),
                                                    tenant=self._owner(), created_at=now))
+        self._mailed(sent)
         return sent
 
     def copies(self, instance_id: str) -> list[dict[str, Any]]:

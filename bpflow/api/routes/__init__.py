@@ -20,5 +20,5 @@ from bpflow.api.routes import (
 )
 
 ROUTERS = (health.router, auth.router, users.router, templates.router, migrations.router,
-           crowds.router, instances.router, nudges.router, tasks.router, mailbox.router, guest.router,
-           signals.router, events.router)
+           crowds.router, instances.router, nudges.router, tasks.router, mailbox.router,
+           guest.router, signals.router, events.router)

@@ -19,7 +19,6 @@ from bpflow import moves
 from bpflow.access import Caller, instance_scope, seeing
 from bpflow.api.deps import CallerDep, ClientDep, StoreDep
 from bpflow.api.errors import responses
-from bpflow.moves import nudging
 from bpflow.api.schemas import (
     IDEMPOTENCY_KEY,
     MAX_INT,
@@ -35,6 +34,7 @@ from bpflow.api.schemas import (
     json_answer,
     summary_payload,
 )
+from bpflow.moves import nudging
 from bpflow.store import Store
 from engine.instance import Instance, InstanceStatus
 
