@@ -92,6 +92,15 @@ class Mailbox:
                    if instance and epoch is not None else None)  # urges: each one sent
         return self.store.insert_mails(to, build, attempt)
 
+    def send_batch(self, kind: str, sender: dict[str, Any],
+                   sends: list[dict[str, Any]]) -> None:
+        """Several sends of unsigned mail (urges: `to`, `subject`, `body`, `instance`,
+        `circle` each) in one transaction."""
+        self.store.insert_mail_batch([
+            (s["to"], self._builder(kind, sender, s["to"], s["subject"], s["body"],
+                                    s.get("instance"), s.get("circle"), None, None))
+            for s in sends])
+
     def copy(self, sender: dict[str, Any], to: list[str], subject: Any, body: Any, *,
              instance: str, circle: str | None = None,
              payload_extra: dict[str, Any] | None = None) -> list[str]:

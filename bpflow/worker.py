@@ -74,6 +74,8 @@ class Worker:
         self.heartbeat.hold(ids)
         try:
             due = self.store.apply_many(ids, self._due_jobs)
+            self._send_owed([o[2] for o in due.values()
+                             if not isinstance(o, BpflowError) and o[2]])
             for instance_id, outcome in due.items():
                 if isinstance(outcome, BpflowError):
                     if not isinstance(outcome, NotFound):
@@ -90,10 +92,10 @@ class Worker:
 
     def process(self, instance_id: str, jobs: list[Job], approvals: list[str],
                 owed: Owed | None = None) -> None:
+        """An instance's actions (and approvals to count) after the batch's step; its
+        copies and reminders (`owed`) are `send_owed`'s, for the whole batch at once."""
         for cid in approvals:  # re-entry checks decided approval mail
             self.mailbox.settle(instance_id, cid)
-        if owed:  # copies and reminders (SPEC §15)
-            nudging.send_owed(self.store, instance_id, owed)
         for job in jobs:
             if not self.store.renew(instance_id, self.name, self.lease):
                 log.warning("instance %s: lease lost, leaving it to its new holder",
@@ -119,6 +121,16 @@ class Worker:
             except BpflowError as exc:  # someone else moved the circle meanwhile
                 log.info("instance %s circle %s: result dropped: %s", instance_id, job.circle,
                          exc)
+
+    def _send_owed(self, owed: list[Owed]) -> None:
+        """The batch's copies and reminders (SPEC §15); a failure is logged, not the
+        batch's."""
+        if not owed:
+            return
+        try:
+            nudging.send_owed(self.store, owed)
+        except BpflowError as exc:
+            log.warning("copies and reminders: %s", exc)
 
     def _complete(self, instance_id: str, job: Job, result: Any) -> None:
         """The action's result, or, when storing it would pass the tenant's quota of

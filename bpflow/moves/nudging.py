@@ -8,7 +8,7 @@ REST API (`api/routes/instances.py`), the flow page and the worker alike.
   undecided approvers), at most once an hour per circle (RateLimited, 429 with the
   wait). The step records `urge_sent` and moves the circle's hour on before the mail
   goes, so two urges at once send one.
-- For the worker (`owed_work` inside its step, `send_owed` after it): a circle's `cc`
+- For the worker (`owed_work` inside its step, `send_owed` after the batch's): a circle's `cc`
   once it is ready or done, and its `remind` reminders, the same urge mail sent by
   bpflow. A copy is recorded sent after its mail went (a worker dying between sends it
   again: one copy per person all the same); a reminder before (one dying then loses
@@ -44,11 +44,12 @@ MAX_AWAITED = 200  # people one urge or reminder of a circle goes to
 @dataclass
 class Owed:
     """What the worker's step found owed on an instance: copies to send (circle → the
-    people), reminders recorded (circle → the people)."""
+    people), reminders recorded (the mails to send: `Mailbox.send_batch`'s)."""
 
     tenant: str
+    instance: str
     copies: dict[str, list[str]] = field(default_factory=dict)
-    reminders: dict[str, list[str]] = field(default_factory=dict)
+    reminders: list[dict[str, Any]] = field(default_factory=list)
 
     def __bool__(self) -> bool:
         return bool(self.copies or self.reminders)
@@ -233,7 +234,7 @@ def urge_wait(engine: Engine, inst: Instance) -> int:
 def owed_work(store: Store, engine: Engine, inst: Instance) -> Owed:
     """Inside the worker's step (after time passed): the copies owed (their people
     resolved) and the reminders due, recorded now. `store`: the instance's tenant's."""
-    owed, plan = Owed(inst.tenant), inst.template.plan
+    owed, plan = Owed(inst.tenant, inst.id), inst.template.plan
     for cid in nudges.owed(inst) if plan.copying else ():
         cc = plan.nodes[cid].circle.cc
         assert cc is not None
@@ -254,19 +255,30 @@ def owed_work(store: Store, engine: Engine, inst: Instance) -> Owed:
         who = awaited(store, inst, cid)
         nudges.reminded(inst, engine.clock, cid, who)
         if who:
-            owed.reminders[cid] = who
+            subject, body = _texts("urge", inst, cid, None, None)
+            owed.reminders.append({"to": who, "subject": subject, "body": body,
+                                   "instance": inst.id, "circle": cid})
     return owed
 
 
-def send_owed(store: Store, iid: str, owed: Owed) -> None:
-    """After the worker's step: the copies' and reminders' mail; each copy then recorded
-    sent (for its circle's attempt)."""
-    if not owed:
-        return
-    store = store.of(owed.tenant)
+def send_owed(store: Store, owed: list[Owed]) -> None:
+    """After the worker's step on a batch: the reminders' mail, of every instance at once
+    (one transaction per tenant), then each instance's copies, each recorded sent (for its
+    circle's attempt) once its mail went."""
+    tenants: dict[str, list[dict[str, Any]]] = {}
+    for o in owed:
+        tenants.setdefault(o.tenant, []).extend(o.reminders)
+    for tenant, sends in tenants.items():
+        if sends:
+            Mailbox(store.of(tenant)).send_batch("urge", {}, sends)
+    for o in owed:
+        if o.copies:
+            _send_copies(store.of(o.tenant), o)
+
+
+def _send_copies(store: Store, owed: Owed) -> None:
+    iid = owed.instance
     inst = store.get(iid)
-    for cid, who in owed.reminders.items():
-        _send_urge(store, inst, cid, who, None, None)
     for cid, who in owed.copies.items():
         subject, body = _texts("cc", inst, cid, None, None)
         sent = Mailbox(store).copy({}, who, subject, body, instance=iid,

@@ -69,6 +69,22 @@ class MailRows(StoreParts):
         self._mailed(to)
         return ids
 
+    def insert_mail_batch(self, batch: list[tuple[list[str], Callable[[str, int],
+                                                                      dict[str, Any]]]]
+                          ) -> None:
+        """The mail of several sends (each its recipients and `build`, as `insert_mails`
+        takes them) in one transaction, none of them kept once per attempt (urges)."""
+        names = list(dict.fromkeys(n for to, _ in batch for n in to))
+        if not names:
+            return
+        now, tenant = self.clock(), self._owner()
+        with self.db.begin() as conn:
+            users = self.user_ids(conn, names)
+            conn.execute(insert(mail_t), [{**build(n, users[n]), "tenant": tenant,
+                                           "created_at": now} for to, build in batch
+                                          for n in to])
+        self._mailed(names)
+
     def _mailed(self, to: list[str]) -> None:
         """Tell the pages following these people's mail (the inbox) that some came."""
         if to:
