@@ -15,22 +15,18 @@ is checked to be in the inbox. Peer: `time.sleep` wake-up lateness in the same r
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 from datetime import datetime, timedelta
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.timers import SECRET, percentile, sleep_peer  # noqa: E402
+from bench.timers import SECRET, percentile, report, sleep_peer, start_worker  # noqa: E402
 from bpflow.store import Store  # noqa: E402
 from bpflow.store.public import upgrade  # noqa: E402
-from bpflow.worker import Worker  # noqa: E402
 
 DELAY = 1.0  # seconds from ready to the reminder: due 61 s, before_due 60 s
 TEMPLATE = {"name": "nudge", "circles": [
@@ -47,16 +43,7 @@ def run(instances: int, in_process: bool) -> dict[str, float]:
         store.add_user("ann", "ann-password-0123", ["user"])
         ann = store.user("ann")
         store.put_template(TEMPLATE)
-        worker, stop = Worker(store, name="bench"), threading.Event()
-        thread = threading.Thread(target=worker.run_forever, args=(stop, 0.02), daemon=True)
-        proc = None
-        if in_process:
-            thread.start()
-        else:
-            env = {**os.environ, "DATABASE_URL": url, "BPFLOW_SECRET": SECRET}
-            proc = subprocess.Popen([sys.executable, "-m", "bpflow.cli", "worker", "--poll",
-                                     "0.02"], env=env, stderr=subprocess.DEVNULL,
-                                    cwd=Path(__file__).resolve().parents[1])
+        stop = start_worker(store, url, in_process)
 
         def reminded(iid: str) -> bool:
             return bool((store.get(iid).circles["t"].nudges or {}).get("reminded_at"))
@@ -70,12 +57,7 @@ def run(instances: int, in_process: bool) -> dict[str, float]:
         while time.monotonic() < deadline and not all(reminded(i) for i in ids[-50:]):
             time.sleep(0.2)
         time.sleep(1.0)
-        stop.set()
-        if proc is not None:
-            proc.terminate()
-            proc.wait(timeout=30)
-        else:
-            thread.join(timeout=10)
+        stop()
         late = []
         for iid in ids:
             run_ = store.get(iid).circles["t"]
@@ -104,13 +86,7 @@ def main() -> int:
     print(f"{args.instances:,} instances started at {figures['start_rate']:,.0f}/s, each"
           f" reminded {DELAY:g} s after it became ready; worker in {where};"
           f" {figures['mails']:,} urge mails")
-    print(f"reminder lateness: p50 {figures['p50']:.1f} ms, p99 {figures['p99']:.1f} ms,"
-          f" max {figures['max']:.1f} ms")
-    print(f"peer time.sleep lateness: p50 {statistics.median(peer):.2f} ms,"
-          f" p99 {percentile(peer, 0.99):.2f} ms")
-    ok = figures["p99"] <= 100
-    print("target p99 <= 100 ms " + ("met" if ok else "NOT met"))
-    return 0 if ok else 1
+    return report("reminder", figures, peer)
 
 
 if __name__ == "__main__":
