@@ -68,7 +68,7 @@ def test_a_copy_read_by_its_reader_shows_as_read(new_page, team, screenshot) -> 
     finance = new_page()
     team(finance, "finance", path="/inbox")
     tab = finance.get_by_role("tab", name=re.compile("^Copied to me"))
-    expect(tab.locator(".unread")).to_have_text("1")
+    expect(tab.locator(".unread").first).to_have_text("1")
     tab.click()
     mail = finance.locator('.mail[data-kind="cc"]').first
     expect(mail).to_contain_text("Copy: Expense claim")
