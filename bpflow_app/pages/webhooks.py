@@ -30,7 +30,9 @@ TYPE_WORDS = {"instance.started": N_("a flow was started"),
               "instance.migrated": N_("a flow was migrated"),
               "circle.entered": N_("a circle became ready"),
               "circle.left": N_("a circle finished"),
-              "circle.reset": N_("a circle was reset")}
+              "circle.reset": N_("a circle was reset"),
+              "cc.sent": N_("people were copied on a flow"),
+              "urge.sent": N_("people were urged or reminded")}
 
 
 def _badge(state: rx.Var[str]) -> rx.Component:
