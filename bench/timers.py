@@ -21,6 +21,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
@@ -48,6 +49,40 @@ def sleep_peer(samples: int, delay: float) -> list[float]:
     return late
 
 
+def start_worker(store: Store, url: str, in_process: bool) -> Callable[[], None]:
+    """A worker on the database at `url`: a thread of this process (`in_process`) or its
+    own process (`bpflow worker`, as deployed); the function stopping it."""
+    worker, stop = Worker(store, name="bench"), threading.Event()
+    thread = threading.Thread(target=worker.run_forever, args=(stop, 0.02), daemon=True)
+    if in_process:
+        thread.start()
+
+        def end_thread() -> None:
+            stop.set()
+            thread.join(timeout=10)
+        return end_thread
+    env = {**os.environ, "DATABASE_URL": url, "BPFLOW_SECRET": SECRET}
+    proc = subprocess.Popen([sys.executable, "-m", "bpflow.cli", "worker", "--poll", "0.02"],
+                            env=env, stderr=subprocess.DEVNULL,
+                            cwd=Path(__file__).resolve().parents[1])
+
+    def end_process() -> None:
+        proc.terminate()
+        proc.wait(timeout=30)
+    return end_process
+
+
+def report(what: str, figures: dict[str, float], peer: list[float]) -> int:
+    """Print `what`'s lateness, the peer's and whether the target holds; the exit code."""
+    print(f"{what} lateness: p50 {figures['p50']:.1f} ms, p99 {figures['p99']:.1f} ms,"
+          f" max {figures['max']:.1f} ms")
+    print(f"peer time.sleep lateness: p50 {statistics.median(peer):.2f} ms,"
+          f" p99 {percentile(peer, 0.99):.2f} ms")
+    ok = figures["p99"] <= 100
+    print("target p99 <= 100 ms " + ("met" if ok else "NOT met"))
+    return 0 if ok else 1
+
+
 def run(instances: int, delay: float, in_process: bool) -> dict[str, float]:
     with tempfile.TemporaryDirectory(dir=Path(__file__).parent) as tmp:
         url = f"sqlite:///{Path(tmp) / 'timers.db'}"
@@ -55,16 +90,7 @@ def run(instances: int, delay: float, in_process: bool) -> dict[str, float]:
         store = Store(url, secret=SECRET.encode(), cache_size=instances + 100)
         store.put_template({"name": "nap", "circles": [
             {"uri": "t", "box": {"action": {"type": "timer", "delay": delay}}}]})
-        worker, stop = Worker(store, name="bench"), threading.Event()
-        thread = threading.Thread(target=worker.run_forever, args=(stop, 0.02), daemon=True)
-        proc = None
-        if in_process:
-            thread.start()
-        else:
-            env = {**os.environ, "DATABASE_URL": url, "BPFLOW_SECRET": SECRET}
-            proc = subprocess.Popen([sys.executable, "-m", "bpflow.cli", "worker", "--poll",
-                                     "0.02"], env=env, stderr=subprocess.DEVNULL,
-                                    cwd=Path(__file__).resolve().parents[1])
+        stop = start_worker(store, url, in_process)
         probe = store.start("nap").id  # measure only once the worker is up and warm
         while store.get(probe).status != "completed":
             time.sleep(0.05)
@@ -74,12 +100,7 @@ def run(instances: int, delay: float, in_process: bool) -> dict[str, float]:
         deadline = time.monotonic() + delay + 120
         while store.next_due() is not None and time.monotonic() < deadline:
             time.sleep(0.2)
-        stop.set()
-        if proc is not None:
-            proc.terminate()
-            proc.wait(timeout=30)
-        else:
-            thread.join(timeout=10)
+        stop()
         late = []
         for iid in ids:  # in start order, so also in due order
             result = store.get(iid).circles["t"].result
@@ -109,13 +130,7 @@ def main() -> int:
     where = "a thread of the starting process" if args.in_process else "its own process"
     print(f"{args.instances:,} instances started at {figures['start_rate']:,.0f}/s,"
           f" each on a {args.delay:g} s timer; worker in {where}")
-    print(f"timer lateness: p50 {figures['p50']:.1f} ms, p99 {figures['p99']:.1f} ms,"
-          f" max {figures['max']:.1f} ms")
-    print(f"peer time.sleep lateness: p50 {statistics.median(peer):.2f} ms,"
-          f" p99 {percentile(peer, 0.99):.2f} ms")
-    ok = figures["p99"] <= 100
-    print("target p99 <= 100 ms " + ("met" if ok else "NOT met"))
-    return 0 if ok else 1
+    return report("timer", figures, peer)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,10 @@ too.
 
 - An instance's user (its starter) and admins may *act* on it: fill its boxes,
   intervene, read it over the API.
-- Whoever was sent mail about an instance (an approver) may *follow* it read-only.
+- Whoever was sent mail about an instance (an approver, someone copied or urged) may
+  *follow* it read-only.
+- Its starter, an admin or one of its assignees copies people on it; its starter or an
+  admin urges the people it waits for.
 - A circle whose action bpflow runs (HTTP, mail, approval, timer, flow, compute) is
   completed or failed by hand only by an admin (an intervention); its form, while not yet
   sent, is the starter's to fill.
@@ -266,6 +269,20 @@ def may_fetch_upload(caller: Caller, tenant: str, owner_id: int) -> bool:
     """Download an upload no form holds yet: its uploader only (once a form holds it,
     whoever sees that instance)."""
     return caller.tenant == tenant and caller.id == owner_id
+
+
+def may_copy(caller: Caller, inst: Instance) -> bool:
+    """Copy people on an instance (SPEC §15, 抄送): its starter, an admin, or someone who
+    holds (or held) one of its tasks. Whoever is copied follows it read-only (they were
+    sent mail about it: `sight`'s `asked`)."""
+    return may_act(caller, inst) or same_tenant(caller, inst) and any(
+        run.task is not None and run.task.get("assignee") == caller.username
+        for run in inst.circles.values())
+
+
+def may_urge(caller: Caller, inst: Instance) -> bool:
+    """Urge the people an instance waits for (SPEC §15, 催办): its starter or an admin."""
+    return may_act(caller, inst)
 
 
 def instance_scope(caller: Caller) -> int | None:

@@ -92,7 +92,8 @@ class Mailbox:
              *, instance: str | None = None, circle: str | None = None,
              epoch: int | None = None, payload_extra: dict[str, Any] | None = None
              ) -> list[int]:
-        """Insert one mail per recipient (idempotent per attempt and recipient). A subject
+        """Insert one mail per recipient (idempotent per attempt and recipient; without an
+        `epoch`, as urges, every call sends its own). A subject
         or body given in several languages (`{"en": ..., "zh-CN": ...}`, a template's
         `Text`) is written in each recipient's language (`users.language`), else
         English, else the first given (`languages.pick`); the mail signed is the one
@@ -100,8 +101,28 @@ class Mailbox:
         build = self._builder(kind, sender, self._languages(to, subject, body), subject,
                               body, instance, circle, epoch, payload_extra)
         attempt = ({"instance_id": instance, "circle": circle, "epoch": epoch}
-                   if instance else None)
+                   if instance and epoch is not None else None)  # urges: each one sent
         return self.store.insert_mails(to, build, attempt)
+
+    def send_batch(self, kind: str, sender: dict[str, Any],
+                   sends: list[dict[str, Any]]) -> None:
+        """Several sends of unsigned mail (urges: `to`, `subject`, `body`, `instance`,
+        `circle` each) in one transaction."""
+        self.store.insert_mail_batch([
+            (s["to"], self._builder(kind, sender,
+                                    self._languages(s["to"], s["subject"], s["body"]),
+                                    s["subject"], s["body"], s.get("instance"),
+                                    s.get("circle"), None, None))
+            for s in sends])
+
+    def copy(self, sender: dict[str, Any], to: list[str], subject: Any, body: Any, *,
+             instance: str, circle: str | None = None,
+             payload_extra: dict[str, Any] | None = None) -> list[str]:
+        """A copy (mail of kind `cc`, SPEC §15) to each of `to` who has none of this
+        instance and circle (None: ad hoc) yet; the names it went to."""
+        build = self._builder("cc", sender, self._languages(to, subject, body), subject,
+                              body, instance, circle, None, payload_extra)
+        return self.store.insert_copies(instance, circle, to, build)
 
     def _builder(self, kind: str, sender: dict[str, Any], languages: dict[str, str | None],
                  subject: Any, body: Any, instance: str | None, circle: str | None,

@@ -26,6 +26,8 @@ from bpflow.expiry import expire
 from bpflow.files import Sweeper
 from bpflow.heartbeat import Heartbeat, lease_seconds
 from bpflow.mailbox import Mailbox
+from bpflow.moves import nudging
+from bpflow.moves.nudging import Owed
 from bpflow.store import Store
 from bpflow.webhooks import Deliverer
 from engine.errors import BpflowError, VariableError
@@ -74,6 +76,8 @@ class Worker:
         self.heartbeat.hold(ids)
         try:
             due = self.store.apply_many(ids, self._due_jobs)
+            self._send_owed([o[2] for o in due.values()
+                             if not isinstance(o, BpflowError) and o[2]])
             for instance_id, outcome in due.items():
                 if isinstance(outcome, BpflowError):
                     if not isinstance(outcome, NotFound):
@@ -88,7 +92,10 @@ class Worker:
             self.store.release(ids, self.name)
         return len(ids)
 
-    def process(self, instance_id: str, jobs: list[Job], approvals: list[str]) -> None:
+    def process(self, instance_id: str, jobs: list[Job], approvals: list[str],
+                owed: Owed | None = None) -> None:
+        """An instance's actions (and approvals to count) after the batch's step; its
+        copies and reminders (`owed`) are `send_owed`'s, for the whole batch at once."""
         for cid in approvals:  # re-entry checks decided approval mail
             self.mailbox.settle(instance_id, cid)
             self.mailbox.advance(instance_id, cid)  # and asks whoever is due (a sequence)
@@ -118,6 +125,16 @@ class Worker:
                 log.info("instance %s circle %s: result dropped: %s", instance_id, job.circle,
                          exc)
 
+    def _send_owed(self, owed: list[Owed]) -> None:
+        """The batch's copies and reminders (SPEC §15); a failure is logged, not the
+        batch's."""
+        if not owed:
+            return
+        try:
+            nudging.send_owed(self.store, owed)
+        except BpflowError as exc:
+            log.warning("copies and reminders: %s", exc)
+
     def _complete(self, instance_id: str, job: Job, result: Any) -> None:
         """The action's result, or, when storing it would pass the tenant's quota of
         variables, the circle failed with that reason (run again, the action would only
@@ -136,11 +153,15 @@ class Worker:
             log.exception("handler for %s crashed", ctx.circle)
             return Outcome(False, reason=f"internal error: {type(exc).__name__}: {exc}")
 
-    def _due_jobs(self, engine: Engine, inst: Instance) -> tuple[list[Job], list[str]]:
-        """Inside the store's atomic step: let time pass, then list the actions to run and
-        the approvals waiting for decisions."""
+    def _due_jobs(self, engine: Engine, inst: Instance
+                  ) -> tuple[list[Job], list[str], Owed | None]:
+        """Inside the store's atomic step: let time pass, then list the actions to run,
+        the approvals waiting for decisions, and the copies and reminders owed."""
         engine.tick(inst)
-        nodes = inst.template.plan.nodes
+        plan = inst.template.plan
+        owed = (nudging.owed_work(self.store.of(inst.tenant), engine, inst)
+                if plan.copying or plan.reminding else None)
+        nodes = plan.nodes
         jobs, approvals = [], []
         for cid in engine.ready(inst):
             circle, run = nodes[cid].circle, inst.circles[cid]
@@ -163,7 +184,7 @@ class Worker:
                                 f"{inst.id}:{cid}:{run.epoch}", inst.user,
                                 shown_data(engine, inst, cid))
             jobs.append(Job(ctx, cid, bookmark))
-        return jobs, approvals
+        return jobs, approvals, owed
 
     def run_forever(self, stop: threading.Event | None = None, poll: float = 0.5) -> None:
         """Work until `stop` is set. Writes of this process that make work due (a form

@@ -12,9 +12,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
+from bpflow import access
+from bpflow.access import Caller
 from bpflow.languages import pick
+from bpflow.moves import nudging
+from bpflow.store import Store
 from bpflow_app.boxview import ENGLISH, Words, iso_text, size_words, step_name, who_words
 from bpflow_app.catalogs import N_
 from bpflow_app.drawing import Drawing, draw
@@ -303,6 +308,8 @@ def sentence(event: dict[str, Any], inst: Instance, words: Words = ENGLISH
         return gettext("%(who)s commented: “%(text)s”", who=actor, text=text), True
     if kind == "approval_refused":
         return gettext("A decision on “%(step)s” was not accepted", step=step), False
+    if kind in ("cc_sent", "urge_sent"):
+        return nudge_sentence(kind, data, actor if person else "", step, words), True
     return kind.replace("_", " "), False
 
 
@@ -376,6 +383,64 @@ def _handover(kind: str, data: dict[str, Any], actor: str, step: str, comment: s
                              who=actor, delegate=delegate, step=step)
     return words.gettext("%(who)s answered “%(step)s” differently from %(delegate)s",
                          who=actor, delegate=delegate, step=step)
+
+
+def nudge_sentence(kind: str, data: dict[str, Any], who: str, step: str,
+                   words: Words = ENGLISH) -> str:
+    """A copy or an urge in the history (SPEC §15): who copied or urged whom, about which
+    step, with the comment; `who` "" when bpflow sent it (a circle's `cc`, `remind`)."""
+    gettext = words.gettext
+    users = data.get("users")
+    whom = words.both([str(u) for u in users]) if isinstance(users, list) and users else \
+        gettext("nobody")
+    comment = str(data.get("comment") or "")
+    if kind == "cc_sent":
+        said = (gettext("%(who)s copied %(whom)s", who=who, whom=whom) if who else
+                gettext("“%(step)s” was copied to %(whom)s", step=step, whom=whom))
+    elif who:
+        said = gettext("%(who)s urged %(whom)s to act on “%(step)s”", who=who, whom=whom,
+                       step=step)
+    else:
+        said = gettext("%(whom)s got a reminder of “%(step)s”", whom=whom, step=step)
+    return gettext("%(said)s — “%(comment)s”", said=said, comment=comment) if comment \
+        else said
+
+
+@dataclass
+class CopyView:
+    """Someone copied on the flow (SPEC §15) and whether they read it."""
+
+    user: str = ""
+    step: str = ""  # the step whose `cc` copied them; "" for an ad hoc copy
+    sent: str = ""  # ISO
+    read: str = ""  # ISO; "" until they open the flow or the mail
+
+
+def copy_views(rows: list[dict[str, Any]], inst: Instance, words: Words = ENGLISH
+               ) -> list[CopyView]:
+    """`Store.copies` for the flow page, each person once per step."""
+    return [CopyView(user=r["user"],
+                     step=step_name(inst, r["circle"], words)
+                     if r["circle"] in inst.circles else "",
+                     sent=iso_text(r["sent_at"]), read=iso_text(r["read_at"]))
+            for r in rows]
+
+
+def nudge_fields(store: Store, caller: Caller, inst: Instance, words: Words = ENGLISH
+                 ) -> dict[str, Any]:
+    """The flow page's copies and urge (SPEC §15), as `FlowState` keeps them: who was
+    copied and who read it (the caller's own copies read now: they opened the flow),
+    whether the caller may urge and copy, and when they may urge again ("" now)."""
+    rows = nudging.copies(store, inst.id)
+    if nudging.read_copies(store, caller, inst.id, rows):
+        rows = nudging.copies(store, inst.id)
+    engine = store.engine
+    may_urge = inst.status in ACTIVE and access.may_urge(caller, inst) and \
+        nudging.urgeable(store, engine, inst, caller)
+    wait = nudging.urge_wait(engine, inst) if may_urge else 0
+    return {"copies": copy_views(rows, inst, words), "can_urge": may_urge,
+            "urge_at": iso_text(engine.clock() + timedelta(seconds=wait)) if wait else "",
+            "can_copy": access.may_copy(caller, inst)}
 
 
 def _decision(d: dict[str, Any], step: str, words: Words) -> str:

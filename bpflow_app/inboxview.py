@@ -28,7 +28,7 @@ from bpflow_app.flowsview import WAITS_MOST
 from engine.instance import parse_time
 
 PAGE_SIZE = 25  # a page of mail, or of one task list
-KINDS = ("approval", "message", "guest")  # the mail tabs
+KINDS = ("approval", "message", "cc", "urge", "guest")  # the mail tabs (store's MAIL_KINDS)
 TASKS = "tasks"  # the Tasks tab (not a kind of mail)
 DECIDED = {  # decision -> (what the mail's row says, the colour of its badge)
     "approved": (N_("approved"), "approved"), "rejected": (N_("rejected"), "rejected"),

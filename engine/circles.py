@@ -17,7 +17,9 @@ from engine import boxes, texts
 from engine.definition import (
     Invalid,
     normalize_assign,
+    normalize_cc,
     normalize_due,
+    normalize_remind,
     normalize_retry,
     normalize_timeout,
 )
@@ -54,7 +56,9 @@ def check_circle(c: dict[str, Any], ptr: str, add: Add, inputs: dict[str, Any] |
     for key, normalize, code in (("retry", normalize_retry, "invalid_retry"),
                                  ("timeout", normalize_timeout, "invalid_timeout"),
                                  ("due", normalize_due, "invalid_timeout"),
-                                 ("assign", normalize_assign, "invalid_box")):
+                                 ("assign", normalize_assign, "invalid_box"),
+                                 ("cc", normalize_cc, "invalid_box"),
+                                 ("remind", normalize_remind, "invalid_timeout")):
         if key in c:
             try:
                 normalize(c[key])
@@ -136,8 +140,9 @@ def check_texts(spots: list[Spot], ptr: str, add: Add, warn: Add | None, uri: st
 
 
 def _people_refs(c: dict[str, Any], ptr: str, add: Add) -> list[tuple[str, tuple[str, ...]]]:
-    """The placeholders of `assign` users and of an escalation's `to` users; `assign` or
-    `due` on a circle no person acts on is an `invalid_box`."""
+    """The placeholders of `assign` users, of an escalation's `to` users and of `cc`
+    users; `assign` or `due` on a circle no person acts on is an `invalid_box`, `remind`
+    on a circle that waits for nobody an `invalid_timeout`."""
     uri, refs = c["uri"], []
     box = _object(c.get("box"))
     action = _object(box.get("action"))
@@ -147,12 +152,19 @@ def _people_refs(c: dict[str, Any], ptr: str, add: Add) -> list[tuple[str, tuple
             add("invalid_box", f"{ptr}/{key}", _in(uri, N_(
                 "%(key)s applies to a circle a person acts on (a form or a confirmation); an"
                 " approval names its approvers in 'to'", key=key)))
+    if "remind" in c and not person and action.get("type") != "approval":
+        add("invalid_timeout", f"{ptr}/remind", _in(uri, N_(
+            "remind applies to a circle that waits for people (a form, a confirmation or an"
+            " approval)")))
+    if "before_due" in _object(c.get("remind")) and "due" not in c:
+        add("invalid_timeout", f"{ptr}/remind/before_due", _in(uri, N_(
+            "remind before_due needs the circle's 'due'")))
     timeout = _object(c.get("timeout"))
     if timeout.get("policy") == "escalate" and not person:
         add("invalid_timeout", f"{ptr}/timeout/policy", _in(uri, N_(
             "only a circle a person acts on can escalate")))
-    for base, spec in ((f"{ptr}/assign", c.get("assign")), (f"{ptr}/timeout/to",
-                                                            timeout.get("to"))):
+    for base, spec in ((f"{ptr}/assign", c.get("assign")),
+                       (f"{ptr}/timeout/to", timeout.get("to")), (f"{ptr}/cc", c.get("cc"))):
         users = spec.get("users") if isinstance(spec, dict) else None
         for i, text in enumerate(users if isinstance(users, list) else []):
             if isinstance(text, str) and "${" in text:

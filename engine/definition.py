@@ -141,6 +141,62 @@ def normalize_assign(spec: Any, what: str = "assign") -> Assign:
 
 
 @dataclass(frozen=True)
+class Cc:
+    """Whom a circle copies (SPEC §15, 抄送): usernames (or `${...}` placeholders
+    resolving to usernames) and role names, sent one mail of kind `cc` when the circle
+    becomes ready (`on` "ready") or is done ("done")."""
+
+    users: tuple[str, ...] = ()
+    roles: tuple[str, ...] = ()
+    on: str = "done"
+
+
+CC_MOMENTS = ("ready", "done")
+
+
+def normalize_cc(spec: Any) -> Cc:
+    """`{"users": [...], "roles": [...], "on": "ready"|"done"}` (default "done")."""
+    if not isinstance(spec, dict):
+        raise Invalid(N_("%(what)s must be an object {users, roles, on}", what="cc"))
+    on = spec.get("on", "done")
+    if on not in CC_MOMENTS:
+        raise Invalid(N_("cc on must be 'ready' or 'done', got %(value)s", value=show(on)))
+    people = normalize_assign({k: v for k, v in spec.items() if k != "on"}, "cc")
+    return Cc(people.users, people.roles, on)
+
+
+@dataclass(frozen=True)
+class Remind:
+    """When the people a circle waits for are reminded (SPEC §15): `before_due` seconds
+    before its due time (once), and/or `every` seconds while it waits."""
+
+    before_due: float | None = None
+    every: float | None = None
+
+
+MIN_REMIND_EVERY = 60.0  # seconds: nobody is reminded more often than once a minute
+
+
+def normalize_remind(spec: Any) -> Remind:
+    """`{"before_due": seconds}` and/or `{"every": seconds}`."""
+    if not isinstance(spec, dict):
+        raise Invalid(N_("remind must be an object {before_due, every}"))
+    unknown = set(spec) - {"before_due", "every"}
+    if unknown:
+        raise Invalid(N_("unknown remind keys: %(keys)s (expected before_due, every)",
+                         keys=", ".join(sorted(map(str, unknown)))))
+    if not spec:
+        raise Invalid(N_("remind needs before_due, every or both"))
+    before = _wait(spec["before_due"], "remind before_due") if "before_due" in spec else None
+    every = _wait(spec["every"], "remind every") if "every" in spec else None
+    if before is not None and before <= 0:
+        raise Invalid(N_("remind before_due must be greater than 0 seconds"))
+    if every is not None and every < MIN_REMIND_EVERY:
+        raise Invalid(N_("remind every must be at least %(n)s seconds", n=int(MIN_REMIND_EVERY)))
+    return Remind(before, every)
+
+
+@dataclass(frozen=True)
 class Timeout:
     seconds: float
     policy: str  # retry | fail | terminate | escalate
@@ -233,6 +289,8 @@ class Circle:
     flow: Flow | None = None  # set when the action is a nested flow
     assign: Assign | None = None  # who may act on its box (absent: the starter)
     due: float | None = None  # seconds after it became ready: the task's due time
+    cc: Cc | None = None  # whom it copies (SPEC §15)
+    remind: Remind | None = None  # when the people it waits for are reminded (SPEC §15)
     # any JSON values, carried verbatim into the events of the circle becoming ready and
     # leaving waiting (SPEC §11, Busybee's enter/leave actions); None when absent
     enter: Any = field(default=None, compare=False, hash=False)

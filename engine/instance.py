@@ -45,6 +45,9 @@ class CircleRun:
     # a person's task (SPEC §10), set when the circle becomes ready: {"users", "roles",
     # "assignee", "due_at", "escalated"}; replaced, never changed in place
     task: dict[str, Any] | None = None
+    # what was sent about it (SPEC §15, `engine.nudges`): {"cc": epoch, "urged_at",
+    # "reminded_at"}; replaced, never changed in place
+    nudges: dict[str, Any] | None = None
 
     @property
     def pristine(self) -> bool:
@@ -66,7 +69,7 @@ class CircleRun:
         return {"state": self.state, "result": self.result, "reason": self.reason,
                 "attempts": self.attempts, "next_attempt_at": iso(self.next_attempt_at),
                 "ready_at": iso(self.ready_at), "due_at": iso(self.due_at), "epoch": self.epoch,
-                "pending": self.pending, "task": self.task}
+                "pending": self.pending, "task": self.task, "nudges": self.nudges}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CircleRun:

@@ -32,7 +32,9 @@ from engine.definition import (
     Timeout,
     is_wait,
     normalize_assign,
+    normalize_cc,
     normalize_due,
+    normalize_remind,
     normalize_retry,
     normalize_timeout,
     show,
@@ -86,6 +88,8 @@ def build_flow(circles: list[dict[str, Any]], kind: str, terminal: str,
             flow=nested.get(raw["uri"]),
             assign=normalize_assign(raw["assign"]) if "assign" in raw else None,
             due=normalize_due(raw.get("due")),
+            cc=normalize_cc(raw["cc"]) if "cc" in raw else None,
+            remind=normalize_remind(raw["remind"]) if "remind" in raw else None,
             enter=raw.get("enter"), leave=raw.get("leave"),
         ))
     return Flow(circles=tuple(built), terminal=terminal, name=name)

@@ -78,6 +78,12 @@ class Plan:
         self._uris: dict[str, list[str]] = {}  # prefix -> uris in template order
         self._seen: dict[tuple[str, str], str | None] = {}
         self._add(flow, None)
+        # the circles that copy people (SPEC §15 `cc`), whose copies may be owed
+        self.copying: tuple[str, ...] = tuple(n for n in self.order
+                                              if self.nodes[n].circle.cc is not None)
+        # ... and those that remind the people they wait for (`remind`)
+        self.reminding: tuple[str, ...] = tuple(n for n in self.order
+                                                if self.nodes[n].circle.remind is not None)
 
     def _add(self, flow: Flow, parent: str | None) -> list[str]:
         prefix = f"{parent}." if parent else ""

@@ -17,7 +17,7 @@ from typing import Any
 
 from croniter import croniter
 
-from engine import bookmarks, phase, readiness, tasks
+from engine import bookmarks, nudges, phase, readiness, tasks
 from engine.errors import BookmarkError, ExpressionError, TransitionError, VariableError
 from engine.expressions import compile_expression
 from engine.inputs import INPUT_TYPES, InputError, check_inputs
@@ -150,10 +150,10 @@ class Engine:
 
     def wake_at(self, inst: Instance) -> datetime | None:
         """The next moment something happens by itself (retry, timer, timeout)."""
-        if inst.status not in ACTIVE:
-            return None
         plan = inst.template.plan
-        times: list[datetime] = []
+        times: list[datetime] = nudges.owed_times(inst) if plan.copying else []
+        if inst.status not in ACTIVE:
+            return min(times, default=None)
         for cid, st in self.statuses(inst).items():
             run, circle = inst.circles[cid], plan.nodes[cid].circle
             if st == SCHEDULED and run.next_attempt_at is not None:
@@ -163,6 +163,10 @@ class Engine:
                     times.append(run.due_at)
                 if circle.timeout is not None and not (run.task or {}).get("escalated"):
                     times.append(run.ready_at + timedelta(seconds=circle.timeout.seconds))
+                if circle.remind is not None:
+                    at = nudges.next_reminder(circle, run)
+                    if at is not None:
+                        times.append(at)
         return min(times, default=None)
 
     # -------------------------------------------------------------- operations

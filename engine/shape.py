@@ -34,7 +34,7 @@ ROLE = re.compile(r"[a-z][a-z0-9_-]{0,39}\Z")  # a role name, as `starters` list
 MAX_STARTERS = 100
 TOP_KEYS = {"name", "title", "description", "kind", "inputs", "starters", "stop_at", "circles"}
 CIRCLE_KEYS = {"uri", "description", "deps", "weak", "when", "box", "retry", "timeout", "assign",
-               "due", "enter", "leave"}
+               "due", "enter", "leave", "cc", "remind"}
 BOX_KEYS = {"form", "confirm", "action"}
 
 
@@ -194,6 +194,8 @@ def _circles(circles: Any) -> bool:
             if "retry" in c and type(c["retry"]) not in (list, dict):
                 return False
             if "timeout" in c and type(c["timeout"]) is not dict:
+                return False
+            if any(k in c and type(c[k]) is not dict for k in ("cc", "remind")):
                 return False
             if "assign" in c and type(c["assign"]) is not dict:
                 return False

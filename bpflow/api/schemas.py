@@ -21,6 +21,7 @@ from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field
 from bpflow import limits
 from bpflow.access import SUBSTITUTE_TEMPLATES_MAX, Caller, may_fill
 from bpflow.mailbox import GUEST_LIMITS
+from bpflow.store.public import MailKind
 from engine import bookmarks
 from engine.instance import Instance
 from engine.messages import N_
@@ -345,7 +346,7 @@ class AbortIn(BaseModel):
 # ------------------------------------------------------------ mailbox, guest
 class MailOut(BaseModel):
     id: int
-    kind: Literal["approval", "message", "guest"]
+    kind: MailKind
     sender: str
     subject: str
     body: str
@@ -459,3 +460,36 @@ def task_payload(engine: Engine, row: Any, description: str) -> dict[str, Any]:
             "ready_at": row.ready_at.isoformat() if row.ready_at else None,
             "due_at": task.get("due_at"),
             "bookmark": bookmarks.make(engine.key, row.instance_id, row.circle, row.epoch)}
+
+
+# ------------------------------------------------------- copies and urges (SPEC §15)
+class CcIn(BaseModel):
+    users: list[Annotated[str, Field(min_length=1, max_length=100)]] = Field(
+        min_length=1, max_length=50)
+    comment: str | None = Field(default=None, max_length=2000)
+
+
+class CopyOut(BaseModel):
+    user: str
+    circle: str | None = Field(description="the circle whose `cc` sent it; null: ad hoc")
+    sent_at: str
+    read_at: str | None = Field(description="when they opened the instance or the mail")
+
+
+class CcOut(BaseModel):
+    copied: list[str] = Field(description="the people newly copied (the others had a copy)")
+    copies: list[CopyOut]
+
+
+class UrgeIn(BaseModel):
+    comment: str | None = Field(default=None, max_length=2000)
+
+
+class UrgeOut(BaseModel):
+    circles: dict[str, list[str]] = Field(description="each circle urged: whom it was sent to")
+
+
+def copies_payload(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`CopyOut`s of `Store.copies`."""
+    return [{"user": r["user"], "circle": r["circle"], "sent_at": r["sent_at"].isoformat(),
+             "read_at": r["read_at"].isoformat() if r["read_at"] else None} for r in rows]

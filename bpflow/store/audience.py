@@ -19,6 +19,12 @@ from engine.instance import WAITING, CircleRun
 
 HOLDER, CANDIDATE, ROLE = "a:", "u:", "r:"
 EVERY = "*"
+MAIL = "m:"  # a person's mail (not a task list): new copies and urges (SPEC §15)
+
+
+def mailed(username: str) -> str:
+    """The token of a person's mail: a change to it is new mail for them."""
+    return MAIL + username
 
 
 def held_by(username: str) -> list[str]:

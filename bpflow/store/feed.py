@@ -41,7 +41,8 @@ FeedType = Literal["instance.started", "instance.completed", "instance.failed",
                    "instance.migrated", "circle.entered", "circle.left", "circle.reset",
                    "approval.signers_added", "approval.signers_removed",
                    "approval.transferred", "approval.delegated", "task.transferred",
-                   "task.delegated", "comment.added"]
+                   "task.delegated", "comment.added",
+                   "cc.sent", "urge.sent"]
 TYPES: tuple[str, ...] = get_args(FeedType)
 # history kind -> feed type: an instance's event of the same name, and a circle's
 KINDS: dict[str, str] = {
@@ -53,6 +54,8 @@ KINDS: dict[str, str] = {
     "circle_reset": "circle.reset",
     **{t.replace(".", "_"): t for t in TYPES if t.startswith(("approval.", "task."))},
     "comment": "comment.added",  # a comment on an instance (SPEC §15): data {"text"}
+    "cc_sent": "cc.sent",  # SPEC §15: copies and urges (a circle's, or an ad hoc copy's none)
+    "urge_sent": "urge.sent",
 }
 MAX_WEBHOOKS = 20  # per tenant
 MAX_SCAN = 10  # a page scans at most this many times its limit of history rows
@@ -104,9 +107,8 @@ def item(row: Any, postgres: bool) -> dict[str, Any]:
         data = {"author": row.actor, **data}
     return {"id": row.id, "cursor": Position(row.tx or 0, row.id).text(postgres),
             "type": KINDS[kind], "instance": row.instance_id, "template": row.template,
-            "uri": row.circle if kind.startswith(("circle_", "approval_", "task_"))
-            or kind == "comment" else None,
-            "at": iso(row.at), "data": data}
+            "uri": None if kind.startswith("instance_") else row.circle, "at": iso(row.at),
+            "data": data}
 
 
 class Feed(StoreParts):

@@ -6,15 +6,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Literal, get_args
 
 from sqlalchemy import and_, exists, func, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
+from bpflow.store import audience
 from bpflow.store.accounts import Caller, acting_for, reads_guest_mail, standing
+from bpflow.store.changes import Change
 from bpflow.store.errors import Conflict, RateLimited
 from bpflow.store.parts import StoreParts
-from bpflow.store.tables import instances_t, mail_t
+from bpflow.store.tables import instances_t, mail_t, users_t
 from engine.messages import N_
 
 MailRow = Any  # a row of the mailbox table
@@ -22,6 +24,11 @@ MailRow = Any  # a row of the mailbox table
 # mail to and how to build it
 RoundPlan = tuple[list[tuple[int, dict[str, Any]]], list[str],
                   Callable[[str, int], dict[str, Any]] | None]
+# the kinds of mail, the one list of them (the API's schemas and the inbox name them from
+# here): approval requests, in-site messages, guest notes, copies (SPEC §15 抄送) and urges
+# (催办, from a person or a circle's `remind`)
+MailKind = Literal["approval", "message", "guest", "cc", "urge"]
+MAIL_KINDS: tuple[str, ...] = get_args(MailKind)
 
 
 def visible_mail(caller: Caller, kind: str | None = None, now: datetime | None = None):
@@ -82,7 +89,80 @@ class MailRows(StoreParts):
                         .returning(mail_t.c.id)).scalar_one())
                 except IntegrityError as exc:
                     raise Conflict(N_("the same request is being sent concurrently")) from exc
+        self._mailed(to)
         return ids
+
+    def insert_mail_batch(self, batch: list[tuple[list[str], Callable[[str, int],
+                                                                      dict[str, Any]]]]
+                          ) -> None:
+        """The mail of several sends (each its recipients and `build`, as `insert_mails`
+        takes them) in one transaction, none of them kept once per attempt (urges)."""
+        names = list(dict.fromkeys(n for to, _ in batch for n in to))
+        if not names:
+            return
+        now, tenant = self.clock(), self._owner()
+        with self.db.begin() as conn:
+            users = self.user_ids(conn, names)
+            conn.execute(insert(mail_t), [{**build(n, users[n]), "tenant": tenant,
+                                           "created_at": now} for to, build in batch
+                                          for n in to])
+        self._mailed(names)
+
+    def _mailed(self, to: list[str]) -> None:
+        """Tell the pages following these people's mail (the inbox) that some came."""
+        if to:
+            self.changes.publish([Change("", 0, self._owner(),
+                                         frozenset(audience.mailed(n) for n in to))])
+
+    def insert_copies(self, instance_id: str, circle: str | None, to: list[str],
+                      build: Callable[[str, int], dict[str, Any]]) -> list[str]:
+        """One copy (mail of kind `cc`) per recipient who has none of this instance and
+        circle (None: an ad hoc copy) yet, in one transaction; the names it went to. A
+        copy sent concurrently is found on a second try (`uq_mailbox_cc`)."""
+        for attempt in range(2):
+            try:
+                return self._insert_copies(instance_id, circle, to, build)
+            except IntegrityError as exc:
+                if attempt:
+                    raise Conflict(N_("the same copy is being sent concurrently")) from exc
+        return []
+
+    def _insert_copies(self, instance_id: str, circle: str | None, to: list[str],
+                       build: Callable[[str, int], dict[str, Any]]) -> list[str]:
+        now = self.clock()
+        with self.db.begin() as conn:
+            users = self.user_ids(conn, to)
+            have = set(conn.execute(select(mail_t.c.recipient_id).where(
+                self._here(mail_t), mail_t.c.kind == "cc", mail_t.c.instance_id == instance_id,
+                func.coalesce(mail_t.c.circle, "") == (circle or ""),
+                mail_t.c.recipient_id.in_(list(users.values())))).scalars())
+            sent = [name for name in to if users[name] not in have]
+            for name in sent:
+                conn.execute(insert(mail_t).values(**build(name, users[name]),
+                                                   tenant=self._owner(), created_at=now))
+        self._mailed(sent)
+        return sent
+
+    def copies(self, instance_id: str) -> list[dict[str, Any]]:
+        """Who was copied on an instance, oldest first: {"user", "circle", "sent_at",
+        "read_at"}."""
+        q = (select(users_t.c.username, mail_t.c.circle, mail_t.c.created_at,
+                    mail_t.c.read_at)
+             .join(users_t, users_t.c.id == mail_t.c.recipient_id)
+             .where(self._here(mail_t), mail_t.c.instance_id == instance_id,
+                    mail_t.c.kind == "cc")
+             .order_by(mail_t.c.created_at, mail_t.c.id))
+        with self.reader() as conn:
+            return [{"user": r.username, "circle": r.circle, "sent_at": r.created_at,
+                     "read_at": r.read_at} for r in conn.execute(q)]
+
+    def read_copies(self, instance_id: str, user_id: int) -> None:
+        """The user opened the instance: their unread copies of it are read."""
+        with self.db.begin() as conn:
+            conn.execute(update(mail_t).where(
+                self._here(mail_t), mail_t.c.instance_id == instance_id,
+                mail_t.c.recipient_id == user_id, mail_t.c.kind == "cc",
+                mail_t.c.read_at.is_(None)).values(read_at=self.clock()))
 
     def insert_guest_mail(self, values: dict[str, Any], client: str, limit: int,
                           window: timedelta) -> int:

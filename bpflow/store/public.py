@@ -28,7 +28,7 @@ from bpflow.store.accounts import (
     valid_username,
 )
 from bpflow.store.audience import named_in, tokens_of
-from bpflow.store.changes import EVERYTHING, Change, PgHub, instance_key, task_keys
+from bpflow.store.changes import EVERYTHING, Change, PgHub, instance_key, mail_key, task_keys
 from bpflow.store.connection import database_url, normalize_url
 from bpflow.store.errors import (
     AlreadyStarted,
@@ -43,6 +43,7 @@ from bpflow.store.errors import (
 from bpflow.store.feed import TYPES, Attempt, FeedType
 from bpflow.store.files import record as file_record
 from bpflow.store.keys import MIN_SECRET_BYTES, SecretError, derive, home, load_secret
+from bpflow.store.mail import MAIL_KINDS, MailKind
 from bpflow.store.migrate import upgrade
 from bpflow.store.tables import circles_t, instances_t, mail_t, substitutes_t, users_t
 from bpflow.store.tenants import FRAME_TEMPLATE, TENANT_NAME, valid_tenant
@@ -59,11 +60,14 @@ __all__ = [
     # the server secret and its derived keys
     "MIN_SECRET_BYTES", "SecretError", "derive", "home", "load_secret",
     # whom a task names (audience tokens), and the changes pages follow
-    "named_in", "tokens_of", "EVERYTHING", "Change", "PgHub", "instance_key", "task_keys",
+    "named_in", "tokens_of", "EVERYTHING", "Change", "PgHub", "instance_key", "mail_key",
+    "task_keys",
     # the event feed's types and webhook deliveries
     "TYPES", "Attempt", "FeedType",
     # an upload's record as a form holds it
     "file_record",
+    # the kinds of mail
+    "MAIL_KINDS", "MailKind",
     # tenants
     "FRAME_TEMPLATE", "TENANT_NAME", "valid_tenant",
     # the database: its URL, its schema version, tables bench/ loads or checks in bulk

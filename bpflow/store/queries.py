@@ -12,7 +12,7 @@ from sqlalchemy import and_, case, exists, func, or_, select
 
 from bpflow.store import audience
 from bpflow.store.accounts import Caller, standing
-from bpflow.store.mail import visible_mail
+from bpflow.store.mail import MAIL_KINDS, visible_mail
 from bpflow.store.parts import StoreParts
 from bpflow.store.tables import audience_t, circles_t, events_t, instances_t, mail_t
 from engine.instance import Event
@@ -257,7 +257,7 @@ class Queries(StoreParts):
                     func.sum(case((and_(mail_t.c.kind == "approval",
                                         mail_t.c.decision.is_(None)), 1), else_=0)))
              .where(visible_mail(caller, now=self.clock())).group_by(mail_t.c.kind))
-        out = {k: {"total": 0, "unread": 0, "pending": 0} for k in ("approval", "message", "guest")}
+        out = {k: {"total": 0, "unread": 0, "pending": 0} for k in MAIL_KINDS}
         with self.reader() as conn:
             for kind, total, unread, pending in conn.execute(q):
                 out[kind] = {"total": int(total), "unread": int(unread or 0),

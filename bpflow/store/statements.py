@@ -34,7 +34,7 @@ from engine.signals import waiting_for
 
 # ------------------------------------------------------------------ row layouts
 RUN_COLUMNS = ("state", "result", "reason", "attempts", "next_attempt_at", "ready_at", "due_at",
-               "epoch", "pending", "task")  # a CircleRun's fields
+               "epoch", "pending", "task", "nudges")  # a CircleRun's fields
 # ... and what a query needs of its task (`engine.tasks`), derived from them
 CIRCLE_COLUMNS = RUN_COLUMNS + ("audience", "people", "signal")
 EVENT_COLUMNS = ("instance_id", "tenant", "seq", "at", "kind", "actor", "circle", "before", "after",

@@ -195,6 +195,7 @@ class CircleStateRow(SQLModel, table=True):
     epoch: int = Field(sa_column=Column(Integer, nullable=False))
     pending: Any = _json()
     task: Any = _json()  # a person's task (engine.tasks), with the two columns it searches by
+    nudges: Any = _json()  # copies and reminders sent (engine.nudges, SPEC §15)
     audience: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
     people: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
     # the signal a ready `signal` circle waits for ("name\x1fkey", SPEC §11), else null
@@ -260,6 +261,10 @@ class MailRow(SQLModel, table=True):
         Index("ix_mailbox_counts", "recipient_id", "kind", "read_at", "decision"),
         Index("uq_mailbox_request", "instance_id", "circle", "epoch", "recipient_id",
               unique=True),  # one request mail per attempt and recipient
+        # one copy (SPEC §15) per instance, circle (none: an ad hoc copy) and recipient
+        Index("uq_mailbox_cc", "instance_id", text("coalesce(circle, '')"), "recipient_id",
+              unique=True, sqlite_where=text("kind = 'cc'"),
+              postgresql_where=text("kind = 'cc'")),
         Index("ix_mailbox_guests", "tenant", "kind", "recipient_id", "created_at"),
         _in_tenant(("sender_id",), "users", ("id",), name="fk_mailbox_sender"),
         _in_tenant(("recipient_id",), "users", ("id",), name="fk_mailbox_recipient"),
@@ -268,7 +273,7 @@ class MailRow(SQLModel, table=True):
 
     id: int | None = Field(default=None, primary_key=True)
     tenant: str = _tenant()
-    kind: str = Field(sa_column=Column(String(20), nullable=False))  # approval|message|guest
+    kind: str = Field(sa_column=Column(String(20), nullable=False))  # MAIL_KINDS (mail.py)
     sender_id: int | None = Field(default=None, sa_column=Column(
         Integer, ForeignKey("users.id", ondelete="RESTRICT"), nullable=True))
     sender_name: str = Field(sa_column=Column(String(100), nullable=False))

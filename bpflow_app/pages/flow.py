@@ -16,6 +16,7 @@ from bpflow_app.catalogs import N_
 from bpflow_app.components.boxes import box_card
 from bpflow_app.components.drawing import flow_drawing, info_rows, legend
 from bpflow_app.components.files import comment_thread, files_list, uploads
+from bpflow_app.components.nudges import copies_card, copy_dialog, nudge_bar
 from bpflow_app.components.signers import signers_dialog
 from bpflow_app.components.ui import empty_state, state_badge
 from bpflow_app.components.when import when
@@ -311,6 +312,7 @@ def _flow_tab() -> rx.Component:
                 empty_state("coffee", _("Nothing to do here right now"),
                             _("A step appears here when it waits for you or for others."))),
         _details(),
+        copies_card(S),
         spacing="3", width="100%",
     )
     return rx.grid(drawing, side, spacing="4", width="100%", align_items="start",
@@ -379,6 +381,7 @@ def _content() -> rx.Component:
             justify="between", align="center", width="100%", wrap="wrap", spacing="2",
         ),
         _controls(),
+        nudge_bar(S),
         _banner(),
         rx.cond(~S.can_act, rx.callout(
             _("You were asked about this flow, so you can follow it here and act on the "
@@ -405,6 +408,7 @@ def _content() -> rx.Component:
         _reset_dialog(),
         _control_dialog(),
         signers_dialog(),
+        copy_dialog(S),
         spacing="4", width="100%",
     )
 

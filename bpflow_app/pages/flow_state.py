@@ -22,6 +22,7 @@ in the technical view (`intervention`).
 from __future__ import annotations
 
 import asyncio
+import re
 from typing import Any
 
 import reflex as rx
@@ -32,10 +33,11 @@ from bpflow.backend import store_for
 from bpflow.errors import Unauthorized
 from bpflow.forms import FormError, validate
 from bpflow.interactions import Interactions
+from bpflow.moves import nudging
 from bpflow.store.public import instance_key
 from bpflow_app import flowview as fv
 from bpflow_app.boxview import FIXED, BoxView, Words, box_views, step_name
-from bpflow_app.catalogs import N_
+from bpflow_app.catalogs import N_, say
 from bpflow_app.drawing import Canvas, Edge, Frame, Junction, Node
 from bpflow_app.session import SessionState, expired
 from engine.errors import BookmarkError, BpflowError
@@ -146,6 +148,14 @@ class FlowState(SessionState):
     _following: str = ""  # the flow a follow waits on (a follow of another one then stops)
     _circles: list[fv.CircleInfo] = []
     _sent: dict[str, Any] = {}  # the form data last sent (to word its errors)
+    # copies and urges (SPEC §15: `fv.nudge_fields`)
+    copies: list[fv.CopyView] = []
+    can_urge: bool = False  # the starter or an admin, while a step waits for people
+    urge_at: str = ""  # ISO: when they may urge again ("" now)
+    can_copy: bool = False  # the starter, an assignee or an admin
+    copy_open: bool = False  # the CC dialog
+    copy_error: str = ""
+    urging: bool = False  # an urge is under way
 
     @rx.var
     def preview_open(self) -> bool:
@@ -185,6 +195,7 @@ class FlowState(SessionState):
                      boxes=box_views(Interactions(store), inst, store.engine.statuses(inst),
                                      self._errors, caller, words),
                      chosen=self._find(self.selected), words_of=words.lang)
+        self._update(**fv.nudge_fields(store, caller, inst, words))
         self._seq = inst.seq
         if self.tab == "circles" and technical:
             self._update(circle_rows=self._circles)
@@ -461,6 +472,63 @@ class FlowState(SessionState):
         finally:
             self.ask, self.ask_circle, self.ask_error, self.asking = "", "", "", False
         yield toast
+
+    # ------------------------------------------------------- copies and urges
+    @rx.event
+    def urge(self):
+        """Urge whoever the flow's open steps wait for (at most once an hour a step)."""
+        self.urging = True
+        yield
+        try:
+            caller = self._caller()
+            sent = nudging.urge(store_for(caller), caller, self.iid)["circles"]
+            names = list(dict.fromkeys(n for who in sent.values() for n in who))
+            toast = rx.toast.success(self.gettext("Urged %(whom)s", whom=self._words().both(
+                names)))
+            self._reload()
+        except Unauthorized as exc:
+            toast = expired(self, exc)
+        except BpflowError as exc:
+            toast = rx.toast.error(self.explain(exc))
+            self._reload()
+        finally:
+            self.urging = False
+        yield toast
+
+    @rx.event
+    def ask_copy(self):
+        if self.can_copy:
+            self.copy_open, self.copy_error = True, ""
+
+    @rx.event
+    def cancel_copy(self):
+        self.copy_open, self.copy_error = False, ""
+
+    @rx.event
+    def send_copy(self, form_data: dict[str, Any]):
+        """Copy the people named (usernames, separated by commas or spaces)."""
+        users = [u for u in re.split(r"[,，\s]+", str(form_data.get("users") or "")) if u]
+        comment = str(form_data.get("comment") or "").strip()
+        if not users:
+            self.copy_error = self.gettext("Name at least one person to copy")
+            return None
+        try:
+            caller = self._caller()
+            sent = nudging.copy(store_for(caller), caller, self.iid, users, comment or None)
+        except Unauthorized as exc:
+            return expired(self, exc)
+        except FormError as exc:
+            self.copy_error = "; ".join(say(self._language(), m) for m in exc.errors.values())
+            return None
+        except BpflowError as exc:
+            self.copy_error = self.explain(exc)
+            return None
+        self.copy_open, self.copy_error = False, ""
+        self._reload()
+        if not sent:
+            return rx.toast.info(self.gettext("They had a copy already"))
+        return rx.toast.success(self.gettext("Copied to %(whom)s",
+                                             whom=self._words().both(sent)))
 
     # ------------------------------------------------------- drawing and panels
     @rx.event

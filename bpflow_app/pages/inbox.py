@@ -26,6 +26,8 @@ S = MailState
 T = TasksState
 TABS = (("approval", N_("Approvals"), "stamp"), ("message", N_("Messages"), "message-square"),
         ("guest", N_("Guest messages"), "user-round"))
+# copies and urges (SPEC §15): "Copied to me" and "Reminders"
+NUDGE_TABS = (("cc", N_("Copied to me"), "copy"), ("urge", N_("Reminders"), "bell-ring"))
 
 
 def _tab(kind: str, label: str, icon: str, count: rx.Var[int] | None = None,
@@ -318,11 +320,11 @@ def _tasks() -> rx.Component:
 def inbox_page() -> rx.Component:
     tabs = [_tab(*TABS[0]),
             _tab(TASKS, N_("Tasks"), "list-todo", T.task_count, "indigo", "task-count"),
-            _tab(*TABS[1])]
+            _tab(*TABS[1]), *[_tab(*t) for t in NUDGE_TABS]]
     tabs.append(rx.cond(SessionState.is_admin, _tab(*TABS[2])))
     return rx.vstack(
-        page_header(_("Inbox"), _("Approvals and tasks waiting for you, messages, and notes "
-                                  "from guests.")),
+        page_header(_("Inbox"), _("Approvals and tasks waiting for you, messages, copies, "
+                                  "reminders, and notes from guests.")),
         rx.tabs.root(rx.tabs.list(*tabs, aria_label=_("Inbox")),
                      rx.tabs.content(rx.cond(S.kind == TASKS, _tasks(), _list()),
                                      value=S.kind, width="100%", padding_top="12px"),

@@ -32,7 +32,9 @@ TYPE_WORDS = {"instance.started": N_("a flow was started"),
               "circle.left": N_("a circle finished"),
               "circle.reset": N_("a circle was reset"),
               "approval.signers_added": N_("signers were added to an approval"),
-              "approval.signers_removed": N_("signers were removed from an approval")}
+              "approval.signers_removed": N_("signers were removed from an approval"),
+              "cc.sent": N_("people were copied on a flow"),
+              "urge.sent": N_("people were urged or reminded")}
 
 
 def _badge(state: rx.Var[str]) -> rx.Component:

@@ -48,6 +48,14 @@ MATRIX = {
     "POST /api/instances/{iid}/circles/a/withdraw": (401, 409, 404, 404, 409),  # the first
     # delegate (委派): the assignee only (an admin transfers instead)
     "POST /api/instances/{iid}/circles/a/delegate": (401, 200, 404, 404, 403),
+    # copies and urges (SPEC §15): the starter, an assignee or an admin copies; whoever
+    # sees it reads who was copied; the starter or an admin urges (ann only follows)
+    "POST /api/instances/{iid}/cc": (401, 200, 404, 404, 200),
+    "POST /api/instances/{approval}/cc": (401, 200, 404, 403, 200),
+    "GET /api/instances/{iid}/cc": (401, 200, 404, 404, 200),
+    "GET /api/instances/{approval}/cc": (401, 200, 404, 200, 200),
+    "POST /api/instances/{approval}/urge": (401, 200, 404, 403, 200),
+    "POST /api/instances/{iid}/urge": (401, 409, 404, 404, 200),  # waits for alice only
     "GET /api/mailbox": (401, 200, 200, 200, 200),
     "POST /api/mailbox/{mail}/decision": (401, 404, 404, 200, 404),
     # add signers: the addressee; remove signers: the starter or an admin (422: the name
@@ -86,6 +94,7 @@ BODIES = {
     "assign": {"to": "bob"}, "signers": {"users": ["admin"], "where": "with"},
     "transfer": {"to": "admin"}, "delegate": {"to": "bob"},
     "comments": {"text": "a comment"},
+    "/cc": {"users": ["bob"], "comment": "FYI"}, "/urge": {"comment": "please"},
     "/api/guest/messages": {"name": "Guest", "subject": "hi", "body": "hello"},
     "/api/users/bob/password": {"password": "bob-new-password"},
     "/api/auth/password": {"current_password": "not-mine", "new_password": "a-new-password"},

@@ -1,9 +1,9 @@
 """Every page drawn in Chinese shows no interface text that did not come from the catalogs
 (SPEC §17): a browser asking for zh-CN walks the sign-in form, the public pages and, signed
 in as an admin with something in every list, every page of the app but the flow page
-(its own journeys check it), opening the inbox's tabs, a template's preview and its
-migration. Data (names, values, addresses, JSON) is marked `translate="no"`
-(tests/browser/untranslated.py)."""
+(its own journeys check it; here only its copies, Urge and the CC dialog), opening the
+inbox's tabs, a template's preview and its migration. Data (names, values, addresses,
+JSON) is marked `translate="no"` (tests/browser/untranslated.py)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,10 @@ import re
 import pytest
 from playwright.sync_api import expect
 
+from bpflow.access import Caller
 from bpflow.interactions import Interactions
 from bpflow.mailbox import Mailbox
+from bpflow.moves import nudging
 from bpflow.worker import Worker
 from tests.browser.test_tasks_inbox import wait_for
 from tests.browser.untranslated import untranslated
@@ -33,9 +35,10 @@ ADMIN = ("zhou", "zhou-pass-1")  # an administrator who also approves claims
 
 
 
-def _arrange(store) -> None:
+def _arrange(store) -> str:
     """Something in every list the admin sees: flows of his and of alice's waiting for him
-    (an approval mail), a task of his groups, a message, a guest's note, a webhook."""
+    (an approval mail), a task of his groups, a message, a copy and an urge of alice's, a
+    guest's note, a webhook; the id of alice's claim."""
     if store.user(ADMIN[0]) is None:
         store.add_user(ADMIN[0], ADMIN[1], ["user", "approver", "admin"])
     admin, alice = store.user(ADMIN[0]), store.user("alice")
@@ -53,6 +56,9 @@ def _arrange(store) -> None:
     mailbox.guest_message("Eve Visitor", "Opening hours", "When are you open?", "zh-check")
     store.add_webhook("https://hooks.example.com/bpflow", ["instance.completed"],
                       "a-secret-of-enough-length", ADMIN[0])
+    nudging.copy(store, Caller.of(alice), claim.id, [ADMIN[0]], "FYI")
+    nudging.urge(store, Caller.of(alice), claim.id, "Before Friday, please")
+    return claim.id
 
 
 def _check(page, where: str, found: dict[str, list[str]]) -> None:
@@ -72,7 +78,7 @@ def _dialog(page, where: str, found: dict[str, list[str]]) -> None:
 
 def test_every_page_in_chinese_shows_only_catalog_texts_and_marked_data(
         browser, app_server, app_store) -> None:
-    _arrange(app_store)
+    claim = _arrange(app_store)
     context = browser.new_context(base_url=app_server, locale="zh-CN", reduced_motion="reduce",
                                   viewport={"width": 1280, "height": 800})
     context.set_default_timeout(30_000)
@@ -98,7 +104,7 @@ def test_every_page_in_chinese_shows_only_catalog_texts_and_marked_data(
         _check(page, "/flows", found)
 
         page.goto("/inbox")
-        for tab in ("审批", "待办", "消息", "访客留言"):
+        for tab in ("审批", "待办", "消息", "抄送我的", "催办提醒", "访客留言"):
             page.get_by_role("tab", name=tab).click()
             expect(page.get_by_role("tab", name=tab)).to_have_attribute("data-state", "active")
             rows = page.locator(".task-row" if tab == "待办" else ".mail")
@@ -117,6 +123,12 @@ def test_every_page_in_chinese_shows_only_catalog_texts_and_marked_data(
             if tab == "待办":  # and its transfer dialog
                 rows.first.get_by_role("button", name=re.compile("^转办 ")).click()
                 _dialog(page, "/inbox (待办, 转办)", found)
+
+        page.goto(f"/flow/{claim}")  # who was copied, Urge, and the CC dialog
+        expect(page.locator("#flow-copies")).to_be_visible()
+        _check(page, "/flow (抄送, 催办)", found)
+        page.locator("#copy-flow").click()
+        _dialog(page, "/flow (抄送)", found)
 
         page.goto("/templates")
         line = page.locator('.template-line[data-template="visit"]')

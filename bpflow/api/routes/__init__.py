@@ -13,6 +13,7 @@ from bpflow.api.routes import (
     instances,
     mailbox,
     migrations,
+    nudges,
     signals,
     substitutes,
     tasks,
@@ -21,6 +22,5 @@ from bpflow.api.routes import (
 )
 
 ROUTERS = (health.router, auth.router, users.router, templates.router, migrations.router,
-           crowds.router, instances.router, tasks.router, mailbox.router, guest.router,
-           signals.router, events.router, substitutes.router,
-           files.router)
+           crowds.router, instances.router, nudges.router, tasks.router, mailbox.router,
+           guest.router, signals.router, events.router, substitutes.router, files.router)

@@ -34,6 +34,7 @@ from bpflow.api.schemas import (
     json_answer,
     summary_payload,
 )
+from bpflow.moves import nudging
 from bpflow.store import Store
 from engine.instance import Instance, InstanceStatus
 
@@ -68,7 +69,9 @@ def instances(store: StoreDep, caller: CallerDep, response: Response,
 
 @router.get("/{instance_id}", response_model=InstanceOut, responses=responses(401, 404))
 def instance(instance_id: str, store: StoreDep, caller: CallerDep) -> Response:
+    """One instance; whoever was copied on it has now read it (SPEC §15)."""
     inst = _seeing(store, store.get(instance_id), caller)
+    nudging.read_copies(store, caller, instance_id)
     return json_answer(instance_payload(store.engine, inst, caller))
 
 

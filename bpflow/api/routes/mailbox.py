@@ -21,13 +21,14 @@ from bpflow.api.schemas import (
     SignersRemovedOut,
 )
 from bpflow.mailbox import Mailbox
+from bpflow.store.public import MailKind
 
 router = APIRouter(prefix="/api/mailbox", tags=["mailbox"])
 
 
 @router.get("", response_model=list[MailOut], responses=responses(401, 422))
 def mailbox(store: StoreDep, caller: CallerDep,
-            kind: Literal["approval", "message", "guest"] | None = None,
+            kind: MailKind | None = None,
             status: Literal["pending", "decided", "unread"] | None = None,
             limit: Annotated[int, Query(ge=1, le=500)] = 100,
             offset: Annotated[int, Query(ge=0, le=MAX_INT)] = 0) -> list[dict[str, Any]]:

@@ -53,6 +53,12 @@ def task_keys(tenant: str | None, username: str, roles: Iterable[str]) -> list[K
     return [tasks_key(tenant, t) for t in tokens]
 
 
+def mail_key(tenant: str | None, username: str) -> Key:
+    """The key of the changes to a person's mail (new copies and urges: the inbox's mail
+    tabs follow it)."""
+    return tasks_key(tenant, audience.mailed(username))
+
+
 class Subscription:
     """A subscriber's changes, gathered on its event loop until it asks for them."""
 

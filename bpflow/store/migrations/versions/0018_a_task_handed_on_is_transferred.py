@@ -3,7 +3,7 @@ history events, recorded as `task_delegated` until now, are `task_transferred`, 
 `task_delegated` means only a delegation (委派: someone answers for the assignee).
 
 Revision ID: 0018
-Revises: 0015
+Revises: 0016
 Create Date: 2026-11-27 19:30:00
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 from alembic import op
 
 revision = "0018"
-down_revision = "0015"
+down_revision = "0016"
 branch_labels = None
 depends_on = None
 
