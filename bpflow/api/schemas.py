@@ -216,6 +216,19 @@ class Candidates(BaseModel):
     roles: list[str]
 
 
+class Returned(BaseModel):
+    """Why a task is back with its people: who sent it back and why, and what it held."""
+
+    kind: Literal["returned", "withdrawn"]
+    by: str | None = None
+    comment: str = ""
+    source: str = Field(alias="from", description="the circle that sent it back")
+    at: str
+    answered_by: str | None = Field(default=None, description="who answered it last time")
+    answer: dict[str, Json] | None = Field(
+        default=None, description="the form's answers when it was sent back")
+
+
 class CircleOut(BaseModel):
     state: Literal["waiting", "success", "failure", "skipped"]
     ready: bool
@@ -229,6 +242,9 @@ class CircleOut(BaseModel):
     assignee: str | None = None
     candidates: Candidates | None = None
     due_at: str | None = None
+    returned: Returned | None = Field(
+        default=None, description="a ready task sent back to its people (SPEC §15): why,"
+                                  " and the answers its form held")
 
 
 class InstanceSummary(BaseModel):
@@ -331,9 +347,28 @@ class MailOut(BaseModel):
     problem: str | None = None
 
 
+RETURN_TO = Field(default=None, min_length=1, max_length=400,
+                  description="with \"returned\": the step to return to, a succeeded circle"
+                              " upstream (its uri) or \"@start\" (the flow's first circles);"
+                              " default: the circle that asked (SPEC §15)")
+
+
 class DecisionIn(BaseModel):
     decision: Literal["approved", "rejected", "returned"]
     comment: str = Field(default="", max_length=2000)
+    to: str | None = RETURN_TO
+
+
+class ReturnIn(BaseModel):
+    """Return the work waiting at a circle to an earlier step, saying why."""
+
+    to: str | None = RETURN_TO
+    comment: str = Field(default="", max_length=2000)
+
+
+class ReturnTarget(BaseModel):
+    to: str = Field(description="a circle's uri, or \"@start\"")
+    description: str = Field(description="the step as its people know it")
 
 
 def _guest_text(field: str) -> Any:

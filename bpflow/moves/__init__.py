@@ -5,6 +5,7 @@
   confirmation through the box layer), reset and its preview, suspend, resume and abort
   (`control`), and the worker's expiry.
 - `tasks`: people's work on a circle: claim, unclaim, delegate, withdraw.
+- `returns`: work returned to an earlier step (SPEC §15), and where it may go back to.
 - `steps`: how a move runs: the caller must see the instance, then the move's op (which
   asks `bpflow.access` inside) is one durable step, on a thread or on an event loop.
 

@@ -38,7 +38,8 @@ from engine.messages import N_
 # the feed's event types (SPEC §11): the API's schemas name them from here
 FeedType = Literal["instance.started", "instance.completed", "instance.failed",
                    "instance.terminated", "instance.suspended", "instance.resumed",
-                   "instance.migrated", "circle.entered", "circle.left", "circle.reset"]
+                   "instance.migrated", "circle.entered", "circle.left", "circle.reset",
+                   "task.returned"]
 TYPES: tuple[str, ...] = get_args(FeedType)
 # history kind -> feed type: an instance's event of the same name, and a circle's
 KINDS: dict[str, str] = {
@@ -48,6 +49,7 @@ KINDS: dict[str, str] = {
     "circle_failed": "circle.left",
     "circle_skipped": "circle.left",
     "circle_reset": "circle.reset",
+    "circle_returned": "task.returned",  # SPEC §15: work sent back to an earlier step
 }
 MAX_WEBHOOKS = 20  # per tenant
 MAX_SCAN = 10  # a page scans at most this many times its limit of history rows

@@ -12,6 +12,7 @@ from bpflow.api.routes import (
     instances,
     mailbox,
     migrations,
+    returns,
     signals,
     tasks,
     templates,
@@ -19,5 +20,6 @@ from bpflow.api.routes import (
 )
 
 ROUTERS = (health.router, auth.router, users.router, templates.router, migrations.router,
-           crowds.router, instances.router, tasks.router, mailbox.router, guest.router,
+           crowds.router, instances.router, tasks.router, returns.router,
+           mailbox.router, guest.router,
            signals.router, events.router)

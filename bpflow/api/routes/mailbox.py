@@ -30,4 +30,4 @@ def mailbox(store: StoreDep, caller: CallerDep,
              responses=responses(401, 404, 409, 422))
 def decide(mail_id: Annotated[int, Path(ge=1, le=MAX_INT)], body: DecisionIn,
            store: StoreDep, caller: CallerDep) -> dict[str, Any]:
-    return Mailbox(store).decide(mail_id, caller, body.decision, body.comment)
+    return Mailbox(store).decide(mail_id, caller, body.decision, body.comment, body.to)
