@@ -114,6 +114,8 @@ class BoxView:
     claim: bool = False  # what the viewer may do: take the task,
     unclaim: bool = False  # give it back to its candidates,
     withdraw: bool = False  # take the work back (the flow's starter, an admin)
+    returned_note: str = ""  # why this step came back to its people (SPEC §15)
+    return_mail: int = 0  # the viewer's open approval mail of it: "Return to…" offered
 
 
 def iso_text(at: datetime | str | None) -> str:
@@ -196,6 +198,7 @@ def box_views(interactions: Interactions, inst: Instance, statuses: dict[str, st
                 box = _base(inst, cid, "wait", words)  # someone else's to fill in
             if box is not None:
                 _people(box, inst, cid, caller, now, words)
+                _returning(box, interactions, inst, cid, caller, words)
         elif status == READY and _timer(inst, cid):
             box = _action_box(interactions, inst, cid, words)  # waits for its time
         elif status == SCHEDULED:
@@ -250,6 +253,35 @@ def _people(view: BoxView, inst: Instance, cid: str, caller: Caller | None,
                 words.either(names)
             view.waits = words.gettext("Waits for %(who)s", who=who)
         view.withdraw = starter
+
+
+def returned_words(inst: Instance, cid: str, words: Words = ENGLISH) -> str:
+    """Why a ready step came back to its people (its task's `returned`), in a sentence:
+    "ann sent this back from “The manager approves”: “please attach the receipt”"."""
+    note = (inst.circles[cid].task or {}).get("returned")
+    if not isinstance(note, dict):
+        return ""
+    who, comment = str(note.get("by") or ""), str(note.get("comment") or "")
+    source = step_name(inst, str(note.get("from") or cid), words)
+    if note.get("kind") == "withdrawn":
+        return words.gettext("%(who)s took this back from “%(step)s”", who=who, step=source)
+    if comment:
+        return words.gettext("%(who)s sent this back from “%(step)s”: “%(comment)s”",
+                             who=who, step=source, comment=comment)
+    return words.gettext("%(who)s sent this back from “%(step)s”", who=who, step=source)
+
+
+def _returning(view: BoxView, interactions: Interactions, inst: Instance, cid: str,
+               caller: Caller | None, words: Words) -> None:
+    """Why the step came back (for everyone who sees it), and for a pending approver of
+    its approval, their mail: the box offers "Return to…"."""
+    view.returned_note = returned_words(inst, cid, words)
+    run = inst.circles[cid]
+    if caller is None or approval(run) is None:
+        return
+    mine = [m.id for m in interactions.store.attempt_approvals(inst.id, cid, run.epoch)
+            if m.recipient_id == caller.id and m.decision is None]
+    view.return_mail = mine[0] if mine else 0
 
 
 def _timer(inst: Instance, cid: str) -> bool:

@@ -240,6 +240,8 @@ def sentence(event: dict[str, Any], inst: Instance, words: Words = ENGLISH
             return gettext("%(who)s took back “%(step)s” — “%(comment)s”", who=actor,
                            step=step, comment=comment), True
         return gettext("%(who)s took back “%(step)s”", who=actor, step=step), True
+    if kind == "circle_returned" and data.get("to"):
+        return _returned_to(data, actor, step, comment, inst, words), True
     if kind == "circle_returned":
         if comment:
             return gettext("%(who)s sent “%(step)s” back — “%(comment)s”", who=actor,
@@ -259,6 +261,20 @@ def sentence(event: dict[str, Any], inst: Instance, words: Words = ENGLISH
     if kind == "approval_refused":
         return gettext("A decision on “%(step)s” was not accepted", step=step), False
     return kind.replace("_", " "), False
+
+
+def _returned_to(data: dict[str, Any], actor: str, step: str, comment: str, inst: Instance,
+                 words: Words) -> str:
+    """A return to a chosen step (SPEC §15) in a sentence: "ann returned “The manager
+    approves” to “Fill in the claim” — “please attach the receipt”"."""
+    to = str(data.get("to"))
+    target = words.gettext("the beginning") if to == "@start" else \
+        words.gettext("“%(step)s”", step=step_name(inst, to, words))
+    if comment:
+        return words.gettext("%(who)s returned “%(step)s” to %(target)s — “%(comment)s”",
+                             who=actor, step=step, target=target, comment=comment)
+    return words.gettext("%(who)s returned “%(step)s” to %(target)s", who=actor, step=step,
+                         target=target)
 
 
 def _decision(d: dict[str, Any], step: str, words: Words) -> str:

@@ -12,6 +12,7 @@ from sqlalchemy import and_, func, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
 from bpflow.store.accounts import Caller, reads_guest_mail
+from bpflow.store.changes import mail_change
 from bpflow.store.errors import Conflict, RateLimited
 from bpflow.store.parts import StoreParts
 from bpflow.store.tables import mail_t
@@ -59,7 +60,13 @@ class MailRows(StoreParts):
                         .returning(mail_t.c.id)).scalar_one())
                 except IntegrityError as exc:
                     raise Conflict(N_("the same request is being sent concurrently")) from exc
+        self._told(users.values())
         return ids
+
+    def _told(self, user_ids) -> None:
+        """Tell the open inboxes of these people (None: guest messages' readers) that
+        their mail changed (after the commit; `bpflow.store.changes`)."""
+        self.changes.publish([mail_change(self._owner(), user_ids)])
 
     def insert_guest_mail(self, values: dict[str, Any], client: str, limit: int,
                           window: timedelta) -> int:
@@ -75,9 +82,11 @@ class MailRows(StoreParts):
                 wait = int((recent[1] + window - now).total_seconds()) + 1
                 raise RateLimited(N_("too many messages; try again in %(n)s seconds", n=wait),
                                   wait)
-            return conn.execute(insert(mail_t).values(
+            found = conn.execute(insert(mail_t).values(
                 kind="guest", tenant=tenant, client=client, created_at=now, **values)
                 .returning(mail_t.c.id)).scalar_one()
+        self._told([None])
+        return found
 
     def record_decision(self, mail_id: int, decision: str, comment: str,
                         sign: Callable[[MailRow], str]) -> None:
@@ -93,15 +102,17 @@ class MailRows(StoreParts):
             fresh = conn.execute(select(mail_t).where(mail_t.c.id == mail_id)).one()
             conn.execute(update(mail_t).where(mail_t.c.id == mail_id).values(
                 decision_signature=sign(fresh)))
+        self._told([fresh.recipient_id])
 
     def undo_decision(self, mail_id: int, decision: str) -> None:
         """Take back a decision `record_decision` just stored, whose step the store then
         refused (a tenant's variables quota): the approval is undecided again."""
         with self.db.begin() as conn:
-            conn.execute(update(mail_t).where(
+            done = conn.execute(update(mail_t).where(
                 self._here(mail_t), mail_t.c.id == mail_id, mail_t.c.decision == decision
             ).values(decision=None, comment=None, decision_signature=None,
-                     updated_at=self.clock()))
+                     updated_at=self.clock()).returning(mail_t.c.recipient_id)).all()
+        self._told([r[0] for r in done])
 
     def mail(self, mail_id: int) -> MailRow | None:
         with self.reader() as conn:
@@ -141,6 +152,8 @@ class MailRows(StoreParts):
 
     def mark_mail_read(self, mail_id: int) -> None:
         with self.db.begin() as conn:
-            conn.execute(update(mail_t).where(self._here(mail_t), mail_t.c.id == mail_id,
-                                              mail_t.c.read_at.is_(None))
-                         .values(read_at=self.clock()))
+            done = conn.execute(update(mail_t).where(
+                self._here(mail_t), mail_t.c.id == mail_id, mail_t.c.read_at.is_(None))
+                .values(read_at=self.clock()).returning(mail_t.c.recipient_id)).all()
+        if done:
+            self._told([r[0] for r in done])

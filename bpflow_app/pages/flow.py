@@ -15,6 +15,7 @@ from bpflow_app.boxview import BoxView
 from bpflow_app.catalogs import N_
 from bpflow_app.components.boxes import box_card
 from bpflow_app.components.drawing import flow_drawing, info_rows, legend
+from bpflow_app.components.returning import return_button, return_dialog
 from bpflow_app.components.ui import empty_state, state_badge
 from bpflow_app.components.when import when
 from bpflow_app.flowview import STATE_WORDS, CircleInfo, HistoryRow
@@ -110,6 +111,14 @@ def _moves(b: rx.Var[BoxView]) -> rx.Component:
             _hint(_("Stop waiting for this and get the step before it back to change it.")),
             spacing="2", align="center")),
         spacing="2", width="100%", class_name="box-moves"))
+
+
+def _return(b: rx.Var[BoxView]) -> rx.Component:
+    """"Return to…" for a pending approver of the box's approval (SPEC §15)."""
+    return rx.cond(b.return_mail > 0, rx.hstack(
+        return_button(S.iid, b.cid, b.return_mail, b.title),
+        _hint(_("Send it back to an earlier step to be amended, saying what to amend.")),
+        spacing="2", align="center", class_name="box-moves"))
 
 
 def _control(what: str, icon: str, label: rx.Var, hint: rx.Var, **props) -> rx.Component:
@@ -287,7 +296,8 @@ def _flow_tab() -> rx.Component:
     side = rx.vstack(
         rx.heading(_("Open steps"), size="3", as_="h2"),
         rx.cond(S.boxes.length() > 0,
-                rx.vstack(rx.foreach(S.boxes, lambda b: box_card(b, S, _moves, TECH)),
+                rx.vstack(rx.foreach(S.boxes, lambda b: box_card(
+                    b, S, lambda b: rx.fragment(_moves(b), _return(b)), TECH)),
                           width="100%", spacing="3", id="boxes"),
                 empty_state("coffee", _("Nothing to do here right now"),
                             _("A step appears here when it waits for you or for others."))),
@@ -382,6 +392,7 @@ def _content() -> rx.Component:
         ),
         _reset_dialog(),
         _control_dialog(),
+        return_dialog(),
         spacing="4", width="100%",
     )
 

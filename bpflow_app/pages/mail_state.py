@@ -6,16 +6,27 @@ with work waiting (`inboxview.opening_tab`).
 
 A mail whose signature does not match is shown as such and cannot be decided: the
 mailbox refuses it and records the refusal in the flow's history.
+
+The inbox follows new mail without a reload, as the Tasks tab follows tasks: while it is
+shown, a background event (`follow`) waits for the store's changes to the user's mail (a
+mail sent to them, decided, closed or read, in any process: `bpflow.store.changes`,
+`mail_keys`) and to their task lists, then reads the counts again, the page of mail
+shown, the header's unread badge (`FrameState.unread`) and the Tasks tab's badge.
+Nothing reads the database on a timer.
 """
 
 from __future__ import annotations
 
+import asyncio
+
 import reflex as rx
 
-from bpflow.access import Caller
+from bpflow.access import Caller, reads_guest_mail
 from bpflow.backend import store_for
-from bpflow.errors import Tampered
+from bpflow.errors import Tampered, Unauthorized
 from bpflow.mailbox import Mailbox
+from bpflow.store.public import EVERYTHING, mail_keys, task_keys
+from bpflow_app import routes
 from bpflow_app.catalogs import N_
 from bpflow_app.frame_state import FrameState
 from bpflow_app.inboxview import KINDS, PAGE_SIZE, TASKS, MailView, mail_view, opening_tab
@@ -27,6 +38,8 @@ DONE = {  # what a decision's toast says
     "approved": N_("Approved; the flow continues"),
     "rejected": N_("Rejected; the flow continues"),
     "returned": N_("Sent back to the requester to amend")}
+ALIVE_S = 5.0  # how often a follow checks that the inbox is still shown (no query)
+FOLLOW_S = 3600.0  # how long a showing of the inbox is followed
 
 
 class MailState(SessionState):
@@ -40,24 +53,32 @@ class MailState(SessionState):
     comment_error: str = ""  # a send back without a comment
     deciding: int = 0
     loading: bool = True
+    _following: bool = False
 
     @rx.var
     def pages(self) -> int:
         return max(1, -(-self.total // PAGE_SIZE))
 
-    def _fetch(self, caller: Caller, counts: dict[str, dict[str, int]] | None = None) -> None:
+    def _fetch(self, caller: Caller, counts: dict[str, dict[str, int]] | None = None
+               ) -> dict[str, dict[str, int]]:
         """The unread counts of the tabs (`counts` when just read) and, on a mail tab, its
-        page of mail."""
+        page of mail (only what changed is set, and sent). Returns the counts."""
         store = store_for(caller)
         counts = counts or store.mail_counts(caller)
-        self.unread = {k: counts[k]["unread"] for k in KINDS}
+        unread = {k: counts[k]["unread"] for k in KINDS}
+        if unread != self.unread:
+            self.unread = unread
         if self.kind in KINDS:
-            self.total = counts[self.kind]["total"]
+            if self.total != counts[self.kind]["total"]:
+                self.total = counts[self.kind]["total"]
             self.page = min(self.page, self.pages - 1)
             rows = Mailbox(store).inbox(caller, kind=self.kind, limit=PAGE_SIZE,
                                         offset=self.page * PAGE_SIZE)
-            self.mails = [mail_view(m, m["id"] == self.opened, self.gettext) for m in rows]
+            mails = [mail_view(m, m["id"] == self.opened, self.gettext) for m in rows]
+            if mails != self.mails:
+                self.mails = mails
         self.loading = False
+        return counts
 
     @rx.event
     async def load(self):
@@ -76,6 +97,59 @@ class MailState(SessionState):
             tasks = await self.get_state(TasksState)
             tasks.shown = True
         self._fetch(caller, counts)
+        return MailState.follow
+
+    def _inbox_shown(self) -> bool:
+        return self.router.url.path.rstrip("/").endswith(routes.INBOX)
+
+    async def _news(self, caller: Caller) -> None:
+        """What a change to the user's mail or tasks may have moved: the tabs' counts and
+        the page of mail shown, the header's unread badge, the Tasks tab's badge."""
+        counts = self._fetch(caller)
+        frame = await self.get_state(FrameState)
+        unread = sum(c["unread"] for c in counts.values())
+        if frame.unread != unread:
+            frame.unread = unread
+        tasks = await self.get_state(TasksState)
+        if not tasks.shown:  # (shown, it follows its lists itself)
+            tasks._count(caller)
+
+    @rx.event(background=True)
+    async def follow(self):
+        """Follow the inbox while it is shown (one follow per browser tab): read it again
+        when a change touches the user's mail or task lists; stop when another page is
+        shown (checked every ALIVE_S seconds without a query) or after FOLLOW_S."""
+        async with self:
+            if self._following:
+                return
+            self._following = True
+            caller = self._visitor()
+        loop = asyncio.get_running_loop()
+        try:
+            if caller is None:
+                return
+            hub = store_for(caller).changes
+            keys = [*mail_keys(caller.tenant, caller.id, reads_guest_mail(caller)),
+                    *task_keys(caller.tenant, caller.username, caller.roles)]
+            with hub.subscribe(keys) as changes:
+                await hub.heard()
+                end, news = loop.time() + FOLLOW_S, [EVERYTHING]  # first: what came before
+                while loop.time() < end:
+                    news = news or await changes.next(ALIVE_S)
+                    async with self:
+                        if not self._inbox_shown():
+                            break
+                        if news:
+                            caller = self._visitor()
+                            if caller is None:
+                                break
+                            await self._news(caller)
+                    news = []
+        except Unauthorized:
+            pass
+        finally:
+            async with self:
+                self._following = False
 
     @rx.event
     def show(self, kind: str):

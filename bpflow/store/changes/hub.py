@@ -53,6 +53,18 @@ def task_keys(tenant: str | None, username: str, roles: Iterable[str]) -> list[K
     return [tasks_key(tenant, t) for t in tokens]
 
 
+def mail_keys(tenant: str | None, user_id: int, guests: bool = False) -> list[Key]:
+    """The keys a person's inbox follows: their mail, and guest messages for those who
+    read them."""
+    tokens = [audience.mail_of(user_id)] + ([audience.GUESTS] if guests else [])
+    return [tasks_key(tenant, t) for t in tokens]
+
+
+def mail_change(tenant: str | None, user_ids: Iterable[int | None]) -> Change:
+    """The change of a write to these people's mail (None: a guest message)."""
+    return Change("", 0, tenant, frozenset(audience.mail_of(u) for u in user_ids))
+
+
 class Subscription:
     """A subscriber's changes, gathered on its event loop until it asks for them."""
 
