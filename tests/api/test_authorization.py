@@ -41,6 +41,12 @@ MATRIX = {
     "POST /api/instances/{iid}/circles/a/unclaim": (401, 200, 404, 404, 200),
     "POST /api/instances/{iid}/circles/a/assign": (401, 403, 404, 404, 200),
     "POST /api/instances/{iid}/circles/a/withdraw": (401, 409, 404, 404, 409),  # the first
+    # return to an earlier step (SPEC §15): the approval's pending approver, the task's
+    # people, admins; nothing comes before either circle: 409 once allowed
+    "GET /api/instances/{approval}/circles/ok/return-targets": (401, 403, 404, 200, 200),
+    "POST /api/instances/{approval}/circles/ok/return": (401, 403, 404, 409, 409),
+    "GET /api/instances/{iid}/circles/a/return-targets": (401, 200, 404, 404, 200),
+    "POST /api/instances/{iid}/circles/a/return": (401, 409, 404, 404, 409),
     "GET /api/mailbox": (401, 200, 200, 200, 200),
     "POST /api/mailbox/{mail}/decision": (401, 404, 404, 200, 404),
     "POST /api/guest/messages": (201, 201, 201, 201, 201),
@@ -53,7 +59,7 @@ BODIES = {
     "complete": {"bookmark": "{bookmark}", "result": {"n": 1}},
     "fail": {"bookmark": "{bookmark}", "reason": "no"}, "reset": {"uri": "a"},
     "abort": {"reason": "stop"}, "decision": {"decision": "approved"},
-    "assign": {"to": "bob"},
+    "assign": {"to": "bob"}, "/return": {"comment": "amend it"},
     "/api/guest/messages": {"name": "Guest", "subject": "hi", "body": "hello"},
     "/api/users/bob/password": {"password": "bob-new-password"},
     "/api/auth/password": {"current_password": "not-mine", "new_password": "a-new-password"},

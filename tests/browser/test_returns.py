@@ -32,7 +32,7 @@ def test_1_a_new_approval_appears_in_the_open_inbox_without_a_reload(
     sign_in(bob, "bob", path="/inbox?tab=approval")
     expect(bob.get_by_role("tab", name=re.compile("^Approvals"))).to_have_attribute(
         "data-state", "active")
-    tab = bob.get_by_role("tab", name=re.compile("^Approvals")).locator(".unread")
+    tab = bob.get_by_role("tab", name=re.compile("^Approvals")).locator(".unread").first
     header = bob.locator("#nav-inbox-badge")
     expect(bob.locator("#mail-list, #inbox-empty")).to_be_visible()
 
