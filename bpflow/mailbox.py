@@ -332,7 +332,7 @@ def send_back_step(store: Store, instance_id: str, cid: str, caller: Caller, com
             check(inst)
         changed = engine.send_back(inst, cid, "returned", caller.username, comment or None, to)
         back[:] = [n for n in changed if n != cid
-                   and (inst.circles[n].task or {}).get("returned", {}).get("from") == cid]
+                   and (inst.circles[n].task or {}).get("returned", {}).get("step") == cid]
         return inst
     inst = store.apply(instance_id, op)
     return inst, back

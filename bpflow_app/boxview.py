@@ -262,7 +262,7 @@ def returned_words(inst: Instance, cid: str, words: Words = ENGLISH) -> str:
     if not isinstance(note, dict):
         return ""
     who, comment = str(note.get("by") or ""), str(note.get("comment") or "")
-    source = step_name(inst, str(note.get("from") or cid), words)
+    source = step_name(inst, str(note.get("step") or cid), words)
     if note.get("kind") == "withdrawn":
         return words.gettext("%(who)s took this back from “%(step)s”", who=who, step=source)
     if comment:

@@ -249,9 +249,9 @@ def returned_tasks(engine: Engine, inst: Instance, cid: str, kind: str, actor: s
                    comment: str | None, changed: list[str],
                    answers: dict[str, Any]) -> list[str]:
     """After a send-back has settled: each task it sent back that is ready again keeps
-    why (`task["returned"]`: kind, by, comment, from, at, `answered_by`) and the answers
-    its form held (`answer`), so its people see the reason and find the form filled in.
-    Returns those circles."""
+    why (`task["returned"]`: kind, by, comment, `step` it was sent back from, at,
+    `answered_by`) and the answers its form held (`answer`, else None), so its people see
+    the reason and find the form filled in. Returns those circles."""
     ready = set(engine.ready(inst))
     out = []
     for n in changed:
@@ -259,13 +259,12 @@ def returned_tasks(engine: Engine, inst: Instance, cid: str, kind: str, actor: s
         if n == cid or n not in ready or run.task is None:
             continue
         note: dict[str, Any] = {"kind": kind, "by": actor, "comment": comment or "",
-                                "from": cid, "at": iso(engine.clock())}
+                                "step": cid, "at": iso(engine.clock())}
         before = answers.get(n) or {}
-        if before.get("answered_by"):
-            note["answered_by"] = before["answered_by"]
-        if isinstance(before.get("answer"), dict) and \
-                inst.template.plan.nodes[n].circle.box.form:
-            note["answer"] = before["answer"]
+        answer = before.get("answer")
+        note["answered_by"] = before.get("answered_by")
+        note["answer"] = answer if isinstance(answer, dict) and \
+            inst.template.plan.nodes[n].circle.box.form else None
         run.task = {**run.task, "returned": note}
         out.append(n)
     return out

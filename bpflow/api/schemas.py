@@ -222,7 +222,7 @@ class Returned(BaseModel):
     kind: Literal["returned", "withdrawn"]
     by: str | None = None
     comment: str = ""
-    source: str = Field(alias="from", description="the circle that sent it back")
+    step: str = Field(description="the circle that sent it back")
     at: str
     answered_by: str | None = Field(default=None, description="who answered it last time")
     answer: dict[str, Json] | None = Field(

@@ -74,7 +74,7 @@ def test_the_approver_lists_the_steps_and_returns_to_the_first_with_a_comment(te
     claim = inst["circles"]["claim"]
     assert claim["ready"] and claim["bookmark"]
     assert claim["returned"]["comment"] == "please attach the receipt"
-    assert claim["returned"]["by"] == "ann" and claim["returned"]["from"] == "ok"
+    assert claim["returned"]["by"] == "ann" and claim["returned"]["step"] == "ok"
     assert claim["returned"]["answer"] == {"amount": 42, "reason": "taxi"}
     assert not inst["circles"]["review"]["ready"] and inst["circles"]["ok"]["state"] == "waiting"
     told = call(team, "alice", "GET", "/api/mailbox", params={"kind": "message"}).json()

@@ -216,7 +216,7 @@ def test_return_to_a_chosen_step_resets_from_there_and_keeps_the_answers(engine)
     returned = inst.circles["claim"].task["returned"]
     assert returned["by"] == "bob" and returned["comment"] == "please attach the receipt"
     assert returned["answer"] == {"amount": 12.5, "reason": "taxi"}
-    assert returned["from"] == "approve" and returned["kind"] == "returned"
+    assert returned["step"] == "approve" and returned["kind"] == "returned"
     assert engine.view(inst)["claim"]["returned"] == returned
     event = [e for e in inst.events if e.kind == "circle_returned"][-1]
     assert event.data["to"] == "claim" and event.data["back_to"] == ["claim"]
