@@ -7,7 +7,7 @@ from __future__ import annotations
 import reflex as rx
 
 from bpflow_app.catalogs import N_
-from bpflow_app.components.names import data
+from bpflow_app.components.names import by, data, named
 from bpflow_app.i18n import _, rich
 from bpflow_app.pages.return_state import ReturnState
 
@@ -17,11 +17,14 @@ R = ReturnState
 def return_button(iid: rx.Var, uri: rx.Var, mail: rx.Var, title: rx.Var) -> rx.Component:
     """Open "Return to…" for the work waiting at `uri` (`mail`: the viewer's open
     approval mail of it, 0 for none)."""
-    return rx.button(rx.icon("corner-up-left", size=14), _("Return to…"), size="2",
-                     variant="soft", color_scheme="orange", class_name="return-to",
-                     on_click=R.ask_return(iid, uri, mail, title),
-                     loading=R.return_busy & (R.returning == iid + " " + uri),
-                     aria_label=_("Return to an earlier step: %(step)s", step=title))
+    name = "return-name-" + iid + "-" + uri.replace(".", "-")  # (an id has no spaces)
+    return rx.fragment(
+        named(name, N_("Return to an earlier step: %(step)s"), step=title),
+        rx.button(rx.icon("corner-up-left", size=14), _("Return to…"), size="2",
+                  variant="soft", color_scheme="orange", class_name="return-to",
+                  on_click=R.ask_return(iid, uri, mail, title),
+                  loading=R.return_busy & (R.returning == iid + " " + uri),
+                  custom_attrs=by(name)))
 
 
 def returned_note(note: rx.Var[str]) -> rx.Component:

@@ -89,6 +89,7 @@ def _pages(flows: dict[str, str]) -> list[tuple[str, str, bool]]:
              ("sign-in", routes.FLOWS, False),
              ("flows", routes.FLOWS, True), ("flow", routes.flow(flows["order"]), True),
              ("flow-claim", routes.flow(flows["claim"]), True),
+             ("flow-claim-return", routes.flow(flows["claim"]), True),  # "Return to…" open
              ("inbox", routes.INBOX, True), ("inbox-tasks", routes.INBOX + "?tab=tasks", True),
              ("templates", routes.TEMPLATES, True), ("users", routes.USERS, True),
              ("webhooks", routes.WEBHOOKS, True)]
@@ -192,6 +193,9 @@ def test_every_page_is_accessible_and_fits_a_phone(browser, app_server, ada_flow
                 expect(page.locator("h1").first).to_be_visible()
             if signed_in:
                 expect(page.locator("#user-menu")).to_be_visible()
+            if name == "flow-claim-return":  # its dialog: the steps, a comment, a confirmation
+                page.locator(".return-to").first.click()
+                expect(page.get_by_role("alertdialog")).to_be_visible()
             if name == "flows" and lang == "zh-CN":  # the header's Chinese, in a CJK face
                 used = _fonts(page, "nav a p")
                 print(f"  the header's Chinese drawn with {used}")

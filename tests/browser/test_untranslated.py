@@ -107,6 +107,9 @@ def test_every_page_in_chinese_shows_only_catalog_texts_and_marked_data(
                 rows.first.locator(".row-button").click()
                 expect(rows.first.locator(".mail-body")).to_be_visible()
             _check(page, f"/inbox ({tab})", found)
+            if tab == "审批":  # and its "Return to…" dialog
+                rows.first.locator(".return-to").click()
+                _dialog(page, "/inbox (审批, 退回到…)", found)
             if tab == "待办":  # and its delegate dialog
                 rows.first.get_by_role("button", name=re.compile("^委派 ")).click()
                 _dialog(page, "/inbox (待办, 委派)", found)
