@@ -17,16 +17,14 @@ Nothing reads the database on a timer.
 
 from __future__ import annotations
 
-import asyncio
-
 import reflex as rx
 
 from bpflow.access import Caller, reads_guest_mail
 from bpflow.backend import store_for
-from bpflow.errors import Tampered, Unauthorized
+from bpflow.errors import Tampered
 from bpflow.mailbox import Mailbox
-from bpflow.store.public import EVERYTHING, mail_keys, task_keys
-from bpflow_app import routes
+from bpflow.store.public import mail_keys, task_keys
+from bpflow_app import following, routes
 from bpflow_app.catalogs import N_
 from bpflow_app.frame_state import FrameState
 from bpflow_app.inboxview import KINDS, PAGE_SIZE, TASKS, MailView, mail_view, opening_tab
@@ -119,37 +117,11 @@ class MailState(SessionState):
         """Follow the inbox while it is shown (one follow per browser tab): read it again
         when a change touches the user's mail or task lists; stop when another page is
         shown (checked every ALIVE_S seconds without a query) or after FOLLOW_S."""
-        async with self:
-            if self._following:
-                return
-            self._following = True
-            caller = self._visitor()
-        loop = asyncio.get_running_loop()
-        try:
-            if caller is None:
-                return
-            hub = store_for(caller).changes
-            keys = [*mail_keys(caller.tenant, caller.id, reads_guest_mail(caller)),
-                    *task_keys(caller.tenant, caller.username, caller.roles)]
-            with hub.subscribe(keys) as changes:
-                await hub.heard()
-                end, news = loop.time() + FOLLOW_S, [EVERYTHING]  # first: what came before
-                while loop.time() < end:
-                    news = news or await changes.next(ALIVE_S)
-                    async with self:
-                        if not self._inbox_shown():
-                            break
-                        if news:
-                            caller = self._visitor()
-                            if caller is None:
-                                break
-                            await self._news(caller)
-                    news = []
-        except Unauthorized:
-            pass
-        finally:
-            async with self:
-                self._following = False
+        await following.follow(
+            self, lambda caller: [
+                *mail_keys(caller.tenant, caller.id, reads_guest_mail(caller)),
+                *task_keys(caller.tenant, caller.username, caller.roles)],
+            self._inbox_shown, self._news, ALIVE_S, FOLLOW_S)
 
     @rx.event
     def show(self, kind: str):
