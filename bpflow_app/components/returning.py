@@ -64,8 +64,9 @@ def return_dialog() -> rx.Component:
                         _("Cancel"), type="button", variant="soft", color_scheme="gray",
                         on_click=R.cancel_return)),
                     rx.button(_("Return it"), type="submit", loading=R.return_busy,
-                              color_scheme="orange", id="confirm-return"),
+                              id="confirm-return"),
                     spacing="3", justify="end", width="100%"),
                 spacing="2", width="100%", margin_top="12px"),
             on_submit=R.confirm_return, reset_on_submit=False),
-    ), open=R.returning != "", on_open_change=lambda _open: R.cancel_return)
+    ), open=R.returning != "", on_open_change=lambda _open: R.cancel_return,
+        on_mount=R.cancel_return)  # a page drawn anew shows no dialog left open

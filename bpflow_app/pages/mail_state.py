@@ -57,10 +57,14 @@ class MailState(SessionState):
     def pages(self) -> int:
         return max(1, -(-self.total // PAGE_SIZE))
 
-    def _fetch(self, caller: Caller, counts: dict[str, dict[str, int]] | None = None
-               ) -> dict[str, dict[str, int]]:
+    def _fetch(self, caller: Caller, counts: dict[str, dict[str, int]] | None = None) -> None:
         """The unread counts of the tabs (`counts` when just read) and, on a mail tab, its
-        page of mail (only what changed is set, and sent). Returns the counts."""
+        page of mail."""
+        self._read(caller, counts)
+
+    def _read(self, caller: Caller, counts: dict[str, dict[str, int]] | None = None
+              ) -> dict[str, dict[str, int]]:
+        """`_fetch`, setting only what changed (only that is sent); the counts."""
         store = store_for(caller)
         counts = counts or store.mail_counts(caller)
         unread = {k: counts[k]["unread"] for k in KINDS}
@@ -103,7 +107,7 @@ class MailState(SessionState):
     async def _news(self, caller: Caller) -> None:
         """What a change to the user's mail or tasks may have moved: the tabs' counts and
         the page of mail shown, the header's unread badge, the Tasks tab's badge."""
-        counts = self._fetch(caller)
+        counts = self._read(caller)
         frame = await self.get_state(FrameState)
         unread = sum(c["unread"] for c in counts.values())
         if frame.unread != unread:

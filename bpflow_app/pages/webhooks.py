@@ -30,7 +30,8 @@ TYPE_WORDS = {"instance.started": N_("a flow was started"),
               "instance.migrated": N_("a flow was migrated"),
               "circle.entered": N_("a circle became ready"),
               "circle.left": N_("a circle finished"),
-              "circle.reset": N_("a circle was reset")}
+              "circle.reset": N_("a circle was reset"),
+              "task.returned": N_("work was returned to an earlier step")}
 
 
 def _badge(state: rx.Var[str]) -> rx.Component:
