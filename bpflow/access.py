@@ -30,6 +30,8 @@ too.
   passed on to ann's own substitute.
 - Whoever sees an instance comments on it and downloads the files its forms hold; an
   upload no form holds yet is its uploader's alone.
+- Work waiting at a circle is returned to an earlier step by a pending approver of its
+  approval, whoever may act on its task, or an admin.
 - Templates, users, webhooks, the event feed, migrations and crowds are administered by
   admins; an admin resets the others' passwords, everyone changes their own (with the
   current one).
@@ -62,7 +64,7 @@ from bpflow.store.public import valid_roles as valid_roles
 from engine.instance import Instance
 from engine.kinds import automatic
 from engine.messages import N_
-from engine.phase import action_started
+from engine.phase import action_started, approval
 from engine.runtime import utcnow
 from engine.signals import waiting_for
 
@@ -258,6 +260,20 @@ def may_answer(caller: Caller, task: Mapping[str, Any]) -> bool:
     assignee."""
     delegate = task.get("delegate") or {}
     return delegate.get("to") == caller.username and delegate.get("answer") is None
+
+
+def may_return(caller: Caller, inst: Instance, cid: str, approver: Callable[[], bool]) -> bool:
+    """Send the work waiting at circle `cid` back to an earlier step (SPEC §15, 驳回): for
+    an approval, a pending approver of it (`approver`, asked only then: their mail of the
+    attempt is undecided); for a task, whoever may act on it (its assignee, else its
+    candidates: `may_drive`); admins (in their tenant) always."""
+    if not same_tenant(caller, inst):
+        return False
+    if caller.is_admin:
+        return True
+    if approval(inst.circles[cid]) is not None:
+        return approver()
+    return inst.circles[cid].task is not None and may_drive(caller, inst, cid)
 
 
 def may_withdraw(caller: Caller, inst: Instance) -> bool:

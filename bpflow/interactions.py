@@ -67,10 +67,15 @@ class Interactions:
         return None if user is None else (user["username"], tuple(user["roles"]))
 
     def defaults(self, inst: Instance, cid: str) -> dict[str, Any]:
-        """The form's defaults with `${...}` substituted (a missing value is left out)."""
+        """The form's defaults with `${...}` substituted (a missing value is left out);
+        for a form sent back to its people (SPEC §15), the answers it held."""
         out = {}
+        task = inst.circles[cid].task or {}
+        answer = (task.get("returned") or {}).get("answer") or {}
         for field in inst.template.plan.nodes[cid].circle.box.form:
-            if field.default is not None:
+            if field.name in answer and field.type not in ("password", "file"):
+                out[field.name] = answer[field.name]
+            elif field.default is not None:
                 try:
                     out[field.name] = self.store.engine.render(inst, cid, field.default)
                 except VariableError:

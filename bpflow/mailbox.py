@@ -16,11 +16,13 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
 from bpflow import access, rounds
 from bpflow.access import Caller
+from bpflow.catalogs import translate
 from bpflow.errors import (
     BpflowError,
     Conflict,
@@ -30,14 +32,16 @@ from bpflow.errors import (
     Tampered,
 )
 from bpflow.forms import FormError
-from bpflow.languages import pick
+from bpflow.languages import LANGUAGES, pick
 from bpflow.security import derive
 from bpflow.store import Store
-from engine.instance import WAITING
+from engine.errors import ReturnTargetError
+from engine.instance import WAITING, Instance
 from engine.messages import N_, word
 from engine.moves import ACTIVE
 from engine.phase import Phase, action_extra, approval, box_phase
-from engine.texts import translations
+from engine.tasks import returned_people
+from engine.texts import Text, translations
 
 DECISIONS = ("approved", "rejected", "returned")  # an approver's; "withdrawn" is the starter's
 # a mail closed without its addressee's decision
@@ -172,13 +176,17 @@ class Mailbox:
 
     # ------------------------------------------------------------- deciding
     def decide(self, mail_id: int, user: Caller | dict[str, Any], decision: str,
-               comment: str = "") -> dict[str, Any]:
+               comment: str = "", to: str | None = None) -> dict[str, Any]:
         """The addressee decides an approval (anyone else: NotFound, as for mail that
         does not exist). Refused, storing nothing and recording why in the instance's
         history: altered mail (Tampered), a decided mail, a request no longer open, an
-        instance that cannot move now (suspended, terminated, completed) (Conflict)."""
+        instance that cannot move now (suspended, terminated, completed) (Conflict).
+        A return goes back to `to` (SPEC §15: a succeeded circle upstream, or "@start";
+        default the circle that asked; ReturnTargetError for another)."""
         if decision not in DECISIONS:
             raise ValueError(N_("decision must be 'approved', 'rejected' or 'returned'"))
+        if to is not None and decision != "returned":
+            raise ReturnTargetError(N_("'to' goes with the decision 'returned' only"))
         row = self.store.mail(mail_id)
         deciding = self._decider(Caller.of(user), row)
         if row is None or row.kind != "approval" or deciding is None:
@@ -199,7 +207,7 @@ class Mailbox:
                 self._answer(row, caller, decision, comment)
                 return self.describe(self.store.mail(mail_id))
             if decision == "returned":
-                self._send_back(row, caller, comment)
+                self._send_back(row, caller, comment, to)
                 break
             try:
                 self.store.record_decision(mail_id, decision, comment, self._decision_signature,
@@ -232,14 +240,42 @@ class Mailbox:
         return access.deciding_as(caller, row.recipient_id,
                                   lambda: self.store.peek(row.instance_id).template.name)
 
-    def _send_back(self, row, caller: Caller, comment: str) -> None:
-        """The approver returns the request (paper 001's 回退): the circle that asked is
-        reset for its people to amend and send again; the attempt's other mails close."""
-        self.store.apply(row.instance_id, lambda e, i: e.send_back(
-            i, row.circle, "returned", caller.username, comment or None))
+    def _send_back(self, row, caller: Caller, comment: str, to: str | None = None) -> None:
+        """The approver returns the request (paper 001's 回退; SPEC §15's 驳回 to `to`):
+        the circle that asked (or `to`) is reset for its people to amend and send again,
+        who are told why in a mail; the attempt's other mails close."""
+        inst, back = send_back_step(self.store, row.instance_id, row.circle, caller,
+                                    comment, to)
         self.store.record_decision(row.id, "returned", comment, self._decision_signature,
                                    by=caller.username)
         self.close_attempt(row.instance_id, row.circle, row.epoch, "withdrawn")
+        self.tell_returned(inst, row.circle, back, caller, comment)
+
+    def tell_returned(self, inst: Instance, cid: str, back: list[str], caller: Caller,
+                      comment: str) -> None:
+        """A mail (kind `message`) to the people of each task sent back: who sent it back,
+        from which step, and why, in each reader's language."""
+        sender = {"id": caller.id, "username": caller.username}
+        nodes = inst.template.plan.nodes
+        for target in back:
+            def step(lang: str, uri: str) -> str:
+                return pick(nodes[uri].circle.description, lang) or uri.rsplit(".", 1)[-1]
+            subject = Text({lang: translate(lang, N_("Sent back: %(step)s"),
+                                            step=step(lang, target)) for lang in LANGUAGES})
+            body = Text({lang: translate(
+                lang, N_("%(who)s sent “%(step)s” back to you from “%(source)s”: "
+                         "“%(comment)s”. Open the flow: your answers are filled in; amend "
+                         "them and send it again.") if comment else
+                N_("%(who)s sent “%(step)s” back to you from “%(source)s”. Open the flow: "
+                   "your answers are filled in; amend them and send it again."),
+                who=caller.username, step=step(lang, target), source=step(lang, cid),
+                comment=comment) for lang in LANGUAGES})
+            for person in returned_people(inst, [target]):
+                try:
+                    self.send("message", sender, [person], subject, body, instance=inst.id,
+                              circle=target, epoch=inst.circles[target].epoch)
+                except NotFound:
+                    pass  # a name that is no (enabled) user: the flow page still says why
 
     def close_attempt(self, instance_id: str, circle: str, epoch: int, why: str) -> None:
         """Close the undecided approval mails of one attempt (signed like a decision): the
@@ -973,6 +1009,25 @@ def _ordered(rows: list[Any], seats: rounds.Seats) -> list[tuple[str, str]]:
     return [(r.payload["approver"], r.decision)
             for r in sorted(rows, key=lambda r: (r.updated_at or r.created_at, r.id))
             if r.decision in ("approved", "rejected") and r.payload.get("approver") in listed]
+
+
+def send_back_step(store: Store, instance_id: str, cid: str, caller: Caller, comment: str,
+                   to: str | None, check: Callable[[Instance], None] | None = None
+                   ) -> tuple[Instance, list[str]]:
+    """Return the work waiting at `cid` (one durable step; `check` asks who may, on the
+    instance as the step sees it): the instance as it left it and the tasks it sent
+    back, ready again with why."""
+    back: list[str] = []
+
+    def op(engine, inst: Instance) -> Instance:
+        if check is not None:
+            check(inst)
+        changed = engine.send_back(inst, cid, "returned", caller.username, comment or None, to)
+        back[:] = [n for n in changed if n != cid
+                   and (inst.circles[n].task or {}).get("returned", {}).get("step") == cid]
+        return inst
+    inst = store.apply(instance_id, op)
+    return inst, back
 
 
 def signed_terms(rows: list[Any]) -> tuple[Any, rounds.Seats] | None:

@@ -133,6 +133,8 @@ class BoxView:
     round_mail: int = 0  # a mail of the round, for removing signers
     removable: list[str] = field(default_factory=list)  # whom the viewer may remove
     mail: int = 0  # the viewer's pending approval mail of the step (transfer, delegate)
+    returned_note: str = ""  # why this step came back to its people (SPEC §15)
+    return_mail: int = 0  # the viewer's open approval mail of it: "Return to…" offered
 
 
 def iso_text(at: datetime | str | None) -> str:
@@ -240,6 +242,7 @@ def box_views(interactions: Interactions, inst: Instance, statuses: dict[str, st
                 if caller is not None and box.tone == "approval":
                     box.mail = interactions.mailbox.pending_mail(inst.id, cid, run.epoch,
                                                                  caller)
+                _returning(box, interactions, inst, cid, caller, words)
         elif status == READY and _timer(inst, cid):
             box = _action_box(interactions, inst, cid, words)  # waits for its time
         elif status == SCHEDULED:
@@ -366,6 +369,35 @@ def approval_round(view: BoxView, store: Any, inst: Instance, cid: str,
         view.round_mail = next(iter(info["mails"].values()))
         view.removable = [n for n in info["approvers"] if n not in decided] \
             if len(info["approvers"]) > 1 else []
+
+
+def returned_words(inst: Instance, cid: str, words: Words = ENGLISH) -> str:
+    """Why a ready step came back to its people (its task's `returned`), in a sentence:
+    "ann sent this back from “The manager approves”: “please attach the receipt”"."""
+    note = (inst.circles[cid].task or {}).get("returned")
+    if not isinstance(note, dict):
+        return ""
+    who, comment = str(note.get("by") or ""), str(note.get("comment") or "")
+    source = step_name(inst, str(note.get("step") or cid), words)
+    if note.get("kind") == "withdrawn":
+        return words.gettext("%(who)s took this back from “%(step)s”", who=who, step=source)
+    if comment:
+        return words.gettext("%(who)s sent this back from “%(step)s”: “%(comment)s”",
+                             who=who, step=source, comment=comment)
+    return words.gettext("%(who)s sent this back from “%(step)s”", who=who, step=source)
+
+
+def _returning(view: BoxView, interactions: Interactions, inst: Instance, cid: str,
+               caller: Caller | None, words: Words) -> None:
+    """Why the step came back (for everyone who sees it), and for a pending approver of
+    its approval, their mail: the box offers "Return to…"."""
+    view.returned_note = returned_words(inst, cid, words)
+    run = inst.circles[cid]
+    if caller is None or approval(run) is None:
+        return
+    mine = [m.id for m in interactions.store.attempt_approvals(inst.id, cid, run.epoch)
+            if m.recipient_id == caller.id and m.decision is None]
+    view.return_mail = mine[0] if mine else 0
 
 
 def _timer(inst: Instance, cid: str) -> bool:

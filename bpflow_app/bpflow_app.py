@@ -21,7 +21,6 @@ from bpflow_app.pages.guest import guest_page
 from bpflow_app.pages.guest_state import GuestState
 from bpflow_app.pages.home import TAGLINE, index
 from bpflow_app.pages.inbox import inbox_page
-from bpflow_app.pages.mail_follow_state import MailFollowState
 from bpflow_app.pages.mail_state import MailState
 from bpflow_app.pages.not_found import not_found_page
 from bpflow_app.pages.register import register_page
@@ -53,8 +52,7 @@ app.add_page(index, route=routes.HOME, title="bpflow", description=TAGLINE)
 app.add_page(outer_circle(flows_page), route=routes.FLOWS, title=_("My flows · bpflow"),
              on_load=page_loads(routes.FLOWS, FlowsState.load))
 app.add_page(outer_circle(inbox_page), route=routes.INBOX, title=_("Inbox · bpflow"),
-             on_load=page_loads(routes.INBOX, MailState.load, TasksState.load,
-                                MailFollowState.follow))
+             on_load=page_loads(routes.INBOX, MailState.load, TasksState.load))
 app.add_page(outer_circle(templates_page), route=routes.TEMPLATES, title=_("Templates · bpflow"),
              on_load=page_loads(routes.TEMPLATES, TemplatesState.load))
 app.add_page(outer_circle(users_page), route=routes.USERS, title=_("Users · bpflow"),

@@ -284,6 +284,8 @@ def sentence(event: dict[str, Any], inst: Instance, words: Words = ENGLISH
             return gettext("%(who)s took back “%(step)s” — “%(comment)s”", who=actor,
                            step=step, comment=comment), True
         return gettext("%(who)s took back “%(step)s”", who=actor, step=step), True
+    if kind == "circle_returned" and data.get("to"):
+        return _returned_to(data, actor, step, comment, inst, words), True
     if kind == "circle_returned":
         if comment:
             return gettext("%(who)s sent “%(step)s” back — “%(comment)s”", who=actor,
@@ -340,6 +342,8 @@ def signers_sentence(kind: str, data: dict[str, Any], actor: str, step: str,
     comment = str(data.get("comment") or "")
     return words.gettext(with_comment, who=actor, users=users, step=step, comment=comment) \
         if comment else words.gettext(plain, who=actor, users=users, step=step)
+
+
 HANDOVERS = ("task_transferred", "task_delegated", "task_answered", "task_confirmed",
              "approval_transferred", "approval_delegated", "approval_answered",
              "approval_confirmed")  # transfer and delegate (SPEC §15)
@@ -441,6 +445,20 @@ def nudge_fields(store: Store, caller: Caller, inst: Instance, words: Words = EN
     return {"copies": copy_views(rows, inst, words), "can_urge": may_urge,
             "urge_at": iso_text(engine.clock() + timedelta(seconds=wait)) if wait else "",
             "can_copy": access.may_copy(caller, inst)}
+
+
+def _returned_to(data: dict[str, Any], actor: str, step: str, comment: str, inst: Instance,
+                 words: Words) -> str:
+    """A return to a chosen step (SPEC §15) in a sentence: "ann returned “The manager
+    approves” to “Fill in the claim” — “please attach the receipt”"."""
+    to = str(data.get("to"))
+    target = words.gettext("the beginning") if to == "@start" else \
+        words.gettext("“%(step)s”", step=step_name(inst, to, words))
+    if comment:
+        return words.gettext("%(who)s returned “%(step)s” to %(target)s — “%(comment)s”",
+                             who=actor, step=step, target=target, comment=comment)
+    return words.gettext("%(who)s returned “%(step)s” to %(target)s", who=actor, step=step,
+                         target=target)
 
 
 def _decision(d: dict[str, Any], step: str, words: Words) -> str:

@@ -52,3 +52,7 @@ class TransitionError(BpflowError):
 
 class BookmarkError(TransitionError):
     """A bookmark that is forged, stale or already used (the API answers 409)."""
+
+
+class ReturnTargetError(BpflowError, ValueError):
+    """A return (SPEC §15) to a step it may not go back to (the API answers 422)."""

@@ -107,7 +107,8 @@ class Engine:
                         "candidates": {"users": task["users"], "roles": task["roles"]}
                         if task else None,
                         "due_at": task["due_at"] if task else None,
-                        "delegate": task.get("delegate") if task else None}
+                        "delegate": task.get("delegate") if task else None,
+                        "returned": task.get("returned") if task else None}
         return out
 
     def variables(self, inst: Instance) -> dict[str, Any]:
@@ -279,12 +280,18 @@ class Engine:
         tasks.answer(self, inst, cid, values, actor)
 
     def send_back(self, inst: Instance, cid: str, kind: str, actor: str | None = None,
-                  comment: str | None = None) -> list[str]:
+                  comment: str | None = None, to: str | None = None) -> list[str]:
         """Withdraw (`kind` "withdrawn") or return ("returned") the work waiting at `cid`
-        to the circles before it."""
-        changed = tasks.send_back(self, inst, cid, kind, actor, comment)
+        to the circles before it, or to `to` (a succeeded circle upstream, or "@start");
+        the tasks sent back come back with why and their previous answers."""
+        changed, answers = tasks.send_back(self, inst, cid, kind, actor, comment, to)
         self._settle(inst, actor)
+        tasks.returned_tasks(self, inst, cid, kind, actor, comment, changed, answers)
         return changed
+
+    def return_targets(self, inst: Instance, cid: str) -> list[str]:
+        """Where the work waiting at `cid` may be returned to (circle uris, "@start")."""
+        return tasks.return_targets(self, inst, cid)
 
     def suspend(self, inst: Instance, actor: str | None = None) -> None:
         move_instance(inst, self.clock, "suspend", actor)

@@ -17,8 +17,8 @@ from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from engine.definition import Assign
-from engine.errors import TransitionError, VariableError
-from engine.instance import SUCCESS, Instance, iso
+from engine.errors import ReturnTargetError, TransitionError, VariableError
+from engine.instance import SUCCESS, WAITING, Instance, iso
 from engine.messages import N_
 from engine.moves import Clock, emit, move_circle, reset_reach
 from engine.phase import Phase, box_phase
@@ -171,39 +171,147 @@ def escalate(engine: Engine, inst: Instance, node: Node, actor: str | None) -> b
     return True
 
 
-def send_back(engine: Engine, inst: Instance, cid: str, kind: str, actor: str | None,
-              comment: str | None = None) -> list[str]:
-    """Withdraw (the starter) or return (an approver) the work waiting at `cid`: the circles
-    right before it are reset, so it goes back to their people, and `cid` with them (a new
-    attempt: its mail and bookmarks no longer count). Returns the circles reset."""
+START = "@start"  # a return to the flow's first circles (SPEC §15)
+
+
+def sendable(engine: Engine, inst: Instance, cid: str) -> Node:
+    """The node of `cid` if its work may be sent back now: withdrawn (the starter) while an
+    approval or a task waits, returned (an approver, or whoever may act on a task) too."""
     node = inst.template.plan.nodes.get(cid)
     if node is None:
         raise TransitionError(N_("instance has no circle '%(uri)s'", uri=cid),
                               instance=inst.id, circle=cid)
     run = inst.circles[cid]
     phase = box_phase(node.circle.box, run)
-    wanted = (Phase.APPROVAL,) if kind == "returned" else (Phase.APPROVAL, Phase.INPUT)
-    if cid not in engine.ready(inst) or phase not in wanted or (
+    if cid not in engine.ready(inst) or phase not in (Phase.APPROVAL, Phase.INPUT) or (
             phase is Phase.INPUT and run.task is None):
-        what = N_("a pending approval") if kind == "returned" else \
-            N_("a pending approval or task")
-        raise TransitionError(N_("circle '%(uri)s' is not %(what)s", uri=cid, what=what),
+        raise TransitionError(N_("circle '%(uri)s' is not %(what)s", uri=cid,
+                                 what=N_("a pending approval or task")),
                               instance=inst.id, circle=cid, state=run.state)
-    before = [m for group in node.deps for m in group if inst.circles[m].state == SUCCESS]
-    if not before:
-        raise TransitionError(N_("nothing comes before circle '%(uri)s' to send it back to",
-                                 uri=cid),
-                              instance=inst.id, circle=cid, state=run.state)
+    return node
+
+
+def upstream(inst: Instance, cid: str) -> list[str]:
+    """Every circle `cid` depends on, directly or not (in its own flow and, for a nested
+    circle, those its enclosing flow circles depend on), in flow order."""
+    plan = inst.template.plan
+    seen: set[str] = set()
+    cur: str | None = cid
+    while cur is not None:
+        todo = [d for g in plan.nodes[cur].deps for d in g]
+        while todo:
+            up = todo.pop()
+            if up not in seen:
+                seen.add(up)
+                todo.extend(d for g in plan.nodes[up].deps for d in g)
+        cur = plan.nodes[cur].parent
+    return [n for n in plan.order if n in seen]
+
+
+def first_circles(inst: Instance) -> list[str]:
+    """The flow's first circles: its top-level circles without dependencies."""
+    plan = inst.template.plan
+    return [n for n in plan.order if plan.nodes[n].parent is None and not plan.nodes[n].deps]
+
+
+def return_targets(engine: Engine, inst: Instance, cid: str) -> list[str]:
+    """Where the work waiting at `cid` may be returned to (SPEC §15): every succeeded
+    circle upstream of it, in flow order, then `@start` (the flow's first circles) when
+    one of them is upstream and finished (TransitionError when nothing waits at `cid`)."""
+    sendable(engine, inst, cid)
+    ups = upstream(inst, cid)
+    out = [n for n in ups if inst.circles[n].state == SUCCESS]
+    if any(n in ups and not inst.circles[n].pristine and inst.circles[n].state != WAITING
+           for n in first_circles(inst)):
+        out.append(START)
+    return out
+
+
+def back_to(engine: Engine, inst: Instance, cid: str, to: str | None) -> list[str]:
+    """The circles a send-back from `cid` resets: `to` (a succeeded circle upstream),
+    the first circles for `@start`, or by default the succeeded circles right before
+    `cid` (ReturnTargetError for a target that is not allowed)."""
+    node = inst.template.plan.nodes[cid]
+    if to is None:
+        before = [m for group in node.deps for m in group if inst.circles[m].state == SUCCESS]
+        if not before:
+            raise TransitionError(N_("nothing comes before circle '%(uri)s' to send it back"
+                                     " to", uri=cid),
+                                  instance=inst.id, circle=cid, state=inst.circles[cid].state)
+        return before
+    allowed = return_targets(engine, inst, cid)
+    if to not in allowed:
+        raise ReturnTargetError(
+            N_("'%(to)s' is not a step circle '%(uri)s' can be returned to (allowed:"
+               " %(allowed)s)", to=str(to)[:100], uri=cid,
+               allowed=", ".join(allowed) or N_("none")))
+    if to == START:
+        return [n for n in first_circles(inst) if not inst.circles[n].pristine]
+    return [to]
+
+
+def send_back(engine: Engine, inst: Instance, cid: str, kind: str, actor: str | None,
+              comment: str | None = None, to: str | None = None
+              ) -> tuple[list[str], dict[str, Any]]:
+    """Withdraw (the starter) or return (an approver, or who may act on a task) the work
+    waiting at `cid`: the circles before it (or those `to` names: a succeeded circle
+    upstream, or `@start`) are reset, so it goes back to their people, and everything
+    after them with them, `cid` included (a new attempt: its mail and bookmarks no longer
+    count). Returns the circles reset and, by circle, the answer each held and who gave
+    it, for `returned_tasks` to offer again."""
+    sendable(engine, inst, cid)
+    run = inst.circles[cid]
+    targets = back_to(engine, inst, cid, to)
     reach: set[str] = set()
-    for m in before:
+    for m in targets:
         reach.update(reset_reach(inst, m, "self"))
     changed = [n for n in inst.template.plan.order if n in reach]
+    answers = {n: {"answer": inst.circles[n].result,
+                   "answered_by": (inst.circles[n].task or {}).get("assignee")}
+               for n in changed if inst.circles[n].state == SUCCESS}
     emit(inst, engine.clock, f"circle_{kind}", actor, cid,
-         data={"epoch": run.epoch, "back_to": before, "reset": changed,
-               **({"comment": comment} if comment else {})})
+         data={"epoch": run.epoch, "back_to": targets, "reset": changed,
+               **({"to": to} if to else {}), **({"comment": comment} if comment else {})})
     for nid in changed:
         move_circle(inst, engine.clock, nid, "reset", actor, data={"origin": cid, "scope": kind})
-    return changed
+    return changed, answers
+
+
+def returned_tasks(engine: Engine, inst: Instance, cid: str, kind: str, actor: str | None,
+                   comment: str | None, changed: list[str],
+                   answers: dict[str, Any]) -> list[str]:
+    """After a send-back has settled: each task it sent back that is ready again keeps
+    why (`task["returned"]`: kind, by, comment, `step` it was sent back from, at,
+    `answered_by`) and the answers its form held (`answer`, else None), so its people see
+    the reason and find the form filled in. Returns those circles."""
+    ready = set(engine.ready(inst))
+    out = []
+    for n in changed:
+        run = inst.circles[n]
+        if n == cid or n not in ready or run.task is None:
+            continue
+        note: dict[str, Any] = {"kind": kind, "by": actor, "comment": comment or "",
+                                "step": cid, "at": iso(engine.clock())}
+        before = answers.get(n) or {}
+        answer = before.get("answer")
+        note["answered_by"] = before.get("answered_by")
+        note["answer"] = answer if isinstance(answer, dict) and \
+            inst.template.plan.nodes[n].circle.box.form else None
+        run.task = {**run.task, "returned": note}
+        out.append(n)
+    return out
+
+
+def returned_people(inst: Instance, circles: list[str]) -> list[str]:
+    """Whom the tasks sent back are for, by name: their holders, else who answered them
+    last time, else their candidates named (a role is not written to)."""
+    out: list[str] = []
+    for n in circles:
+        task = inst.circles[n].task or {}
+        last = (task.get("returned") or {}).get("answered_by")
+        out.extend([task["assignee"]] if task.get("assignee") else [last] if last else
+                   task.get("users", []))
+    return list(dict.fromkeys(out))
 
 
 def _change(clock: Clock, inst: Instance, cid: str, task: dict[str, Any], kind: str,

@@ -48,7 +48,7 @@ from bpflow.forms import FormError
 from bpflow.languages import DEFAULT
 from bpflow.limits import LimitError
 from bpflow.moves import BadComment
-from engine.errors import DefinitionError, TransitionError
+from engine.errors import DefinitionError, ReturnTargetError, TransitionError
 from engine.messages import N_
 from engine.runtime import InputError
 
@@ -109,6 +109,7 @@ ERRORS: dict[type[Exception], Answer] = {
     FormError: Answer(422, detail=_form_errors),
     DefinitionError: Answer(422, detail=_analysis_errors),
     InputError: Answer(422),
+    ReturnTargetError: Answer(422),
     LimitError: Answer(422),
     Refused: Answer(422),
     RateLimited: Answer(429, headers=lambda e: {"Retry-After": str(e.retry_after)}),

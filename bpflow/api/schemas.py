@@ -244,6 +244,19 @@ class Candidates(BaseModel):
     roles: list[str]
 
 
+class Returned(BaseModel):
+    """Why a task is back with its people: who sent it back and why, and what it held."""
+
+    kind: Literal["returned", "withdrawn"]
+    by: str | None = None
+    comment: str = ""
+    step: str = Field(description="the circle that sent it back")
+    at: str
+    answered_by: str | None = Field(default=None, description="who answered it last time")
+    answer: dict[str, Json] | None = Field(
+        default=None, description="the form's answers when it was sent back")
+
+
 class CircleOut(BaseModel):
     state: Literal["waiting", "success", "failure", "skipped"]
     ready: bool
@@ -260,6 +273,9 @@ class CircleOut(BaseModel):
     delegate: dict[str, Json] | None = Field(
         default=None, description="a task delegated (委派): `from` (its assignee), `to` (who"
                                   " answers), `comment`, `answer` (null until they answer)")
+    returned: Returned | None = Field(
+        default=None, description="a ready task sent back to its people (SPEC §15): why,"
+                                  " and the answers its form held")
 
 
 class InstanceSummary(BaseModel):
@@ -368,9 +384,28 @@ class MailOut(BaseModel):
                                    " or their substitute as \"ann for bob\"")
 
 
+RETURN_TO = Field(default=None, min_length=1, max_length=400,
+                  description="with \"returned\": the step to return to, a succeeded circle"
+                              " upstream (its uri) or \"@start\" (the flow's first circles);"
+                              " default: the circle that asked (SPEC §15)")
+
+
 class DecisionIn(BaseModel):
     decision: Literal["approved", "rejected", "returned"]
     comment: str = Field(default="", max_length=2000)
+    to: str | None = RETURN_TO
+
+
+class ReturnIn(BaseModel):
+    """Return the work waiting at a circle to an earlier step, saying why."""
+
+    to: str | None = RETURN_TO
+    comment: str = Field(default="", max_length=2000)
+
+
+class ReturnTarget(BaseModel):
+    to: str = Field(description="a circle's uri, or \"@start\"")
+    description: str = Field(description="the step as its people know it")
 
 
 Username = Annotated[str, Field(min_length=1, max_length=100)]

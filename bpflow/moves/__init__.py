@@ -7,6 +7,7 @@
 - `tasks`: people's work on a circle: claim, unclaim, transfer,
   delegate, withdraw.
 - `comments`: comments on an instance (history events of kind `comment`).
+- `returns`: work returned to an earlier step (SPEC §15), and where it may go back to.
 - `steps`: how a move runs: the caller must see the instance, then the move's op (which
   asks `bpflow.access` inside) is one durable step, on a thread or on an event loop.
 

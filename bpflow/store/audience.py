@@ -1,7 +1,8 @@
 """Whom a task names, as tokens a query can search (SPEC §10): the one home of their
 format. `a:NAME` is a task's holder, `u:NAME` a candidate by name, `r:ROLE` a candidate by
 role; `*` (`EVERY`) stands for every task list of a tenant (a change after a crowd of
-starts).
+starts). `m:ID` names a person's mail (by user id), `m:guests` the guest messages: a change
+of either tells the inbox to read its lists again.
 
 The circle rows carry them as text (`audience`: whom an open task waits for, kept in
 `task_audience` one row per token; `people`: everyone a task named, done or not); the
@@ -19,12 +20,13 @@ from engine.instance import WAITING, CircleRun
 
 HOLDER, CANDIDATE, ROLE = "a:", "u:", "r:"
 EVERY = "*"
-MAIL = "m:"  # a person's mail (not a task list): new copies and urges (SPEC §15)
+MAIL = "m:"  # a person's mail (by user id) changed: the inbox's lists and badges follow
+GUESTS = "m:guests"  # a guest message came (those who read them follow)
 
 
-def mailed(username: str) -> str:
-    """The token of a person's mail: a change to it is new mail for them."""
-    return MAIL + username
+def mail_of(user_id: int | None) -> str:
+    """The token of a person's mail (guest messages, which have no addressee: GUESTS)."""
+    return GUESTS if user_id is None else f"{MAIL}{user_id}"
 
 
 def held_by(username: str) -> list[str]:

@@ -42,7 +42,7 @@ FeedType = Literal["instance.started", "instance.completed", "instance.failed",
                    "approval.signers_added", "approval.signers_removed",
                    "approval.transferred", "approval.delegated", "task.transferred",
                    "task.delegated", "comment.added",
-                   "cc.sent", "urge.sent"]
+                   "cc.sent", "urge.sent", "task.returned"]
 TYPES: tuple[str, ...] = get_args(FeedType)
 # history kind -> feed type: an instance's event of the same name, and a circle's
 KINDS: dict[str, str] = {
@@ -56,6 +56,7 @@ KINDS: dict[str, str] = {
     "comment": "comment.added",  # a comment on an instance (SPEC §15): data {"text"}
     "cc_sent": "cc.sent",  # SPEC §15: copies and urges (a circle's, or an ad hoc copy's none)
     "urge_sent": "urge.sent",
+    "circle_returned": "task.returned",  # SPEC §15: work sent back to an earlier step
 }
 MAX_WEBHOOKS = 20  # per tenant
 MAX_SCAN = 10  # a page scans at most this many times its limit of history rows

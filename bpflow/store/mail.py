@@ -11,9 +11,8 @@ from typing import Any, Literal, get_args
 from sqlalchemy import and_, exists, func, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
-from bpflow.store import audience
 from bpflow.store.accounts import Caller, acting_for, reads_guest_mail, standing
-from bpflow.store.changes import Change
+from bpflow.store.changes import mail_change
 from bpflow.store.errors import Conflict, RateLimited
 from bpflow.store.parts import StoreParts
 from bpflow.store.tables import instances_t, mail_t, users_t
@@ -89,7 +88,7 @@ class MailRows(StoreParts):
                         .returning(mail_t.c.id)).scalar_one())
                 except IntegrityError as exc:
                     raise Conflict(N_("the same request is being sent concurrently")) from exc
-        self._mailed(to)
+        self._told(users.values())
         return ids
 
     def insert_mail_batch(self, batch: list[tuple[list[str], Callable[[str, int],
@@ -106,13 +105,12 @@ class MailRows(StoreParts):
             conn.execute(insert(mail_t), [{**build(n, users[n]), "tenant": tenant,
                                            "created_at": now} for to, build in batch
                                           for n in to])
-        self._mailed(names)
+        self._told(users.values())
 
-    def _mailed(self, to: list[str]) -> None:
-        """Tell the pages following these people's mail (the inbox) that some came."""
-        if to:
-            self.changes.publish([Change("", 0, self._owner(),
-                                         frozenset(audience.mailed(n) for n in to))])
+    def _told(self, user_ids) -> None:
+        """Tell the open inboxes of these people (None: guest messages' readers) that
+        their mail changed (after the commit; `bpflow.store.changes`)."""
+        self.changes.publish([mail_change(self._owner(), user_ids)])
 
     def insert_copies(self, instance_id: str, circle: str | None, to: list[str],
                       build: Callable[[str, int], dict[str, Any]]) -> list[str]:
@@ -140,7 +138,7 @@ class MailRows(StoreParts):
             for name in sent:
                 conn.execute(insert(mail_t).values(**build(name, users[name]),
                                                    tenant=self._owner(), created_at=now))
-        self._mailed(sent)
+        self._told([users[n] for n in sent])
         return sent
 
     def copies(self, instance_id: str) -> list[dict[str, Any]]:
@@ -178,9 +176,11 @@ class MailRows(StoreParts):
                 wait = int((recent[1] + window - now).total_seconds()) + 1
                 raise RateLimited(N_("too many messages; try again in %(n)s seconds", n=wait),
                                   wait)
-            return conn.execute(insert(mail_t).values(
+            found = conn.execute(insert(mail_t).values(
                 kind="guest", tenant=tenant, client=client, created_at=now, **values)
                 .returning(mail_t.c.id)).scalar_one()
+        self._told([None])
+        return found
 
     def record_decision(self, mail_id: int, decision: str, comment: str,
                         sign: Callable[[MailRow], str], signed: str | None = None,
@@ -202,6 +202,7 @@ class MailRows(StoreParts):
             fresh = conn.execute(select(mail_t).where(mail_t.c.id == mail_id)).one()
             conn.execute(update(mail_t).where(mail_t.c.id == mail_id).values(
                 decision_signature=sign(fresh)))
+        self._told([fresh.recipient_id])
 
     def change_round(self, instance_id: str, circle: str, epoch: int,
                      plan: Callable[[list[MailRow]], RoundPlan],
@@ -231,16 +232,20 @@ class MailRows(StoreParts):
                     ids.append(conn.execute(insert(mail_t).values(
                         **build(name, users[name]), tenant=self._owner(), created_at=now)
                         .returning(mail_t.c.id)).scalar_one())
+        # the round's people see its change (new mail, a closed one) in an open inbox
+        self._told([r.recipient_id for r in rows] + [users[n] for n in (to or ())
+                                                     if build is not None])
         return ids
 
     def undo_decision(self, mail_id: int, decision: str) -> None:
         """Take back a decision `record_decision` just stored, whose step the store then
         refused (a tenant's variables quota): the approval is undecided again."""
         with self.db.begin() as conn:
-            conn.execute(update(mail_t).where(
+            done = conn.execute(update(mail_t).where(
                 self._here(mail_t), mail_t.c.id == mail_id, mail_t.c.decision == decision
             ).values(decision=None, comment=None, decision_signature=None, decided_by=None,
-                     updated_at=self.clock()))
+                     updated_at=self.clock()).returning(mail_t.c.recipient_id)).all()
+        self._told([r[0] for r in done])
 
     def mail(self, mail_id: int) -> MailRow | None:
         with self.reader() as conn:
@@ -280,6 +285,8 @@ class MailRows(StoreParts):
 
     def mark_mail_read(self, mail_id: int) -> None:
         with self.db.begin() as conn:
-            conn.execute(update(mail_t).where(self._here(mail_t), mail_t.c.id == mail_id,
-                                              mail_t.c.read_at.is_(None))
-                         .values(read_at=self.clock()))
+            done = conn.execute(update(mail_t).where(
+                self._here(mail_t), mail_t.c.id == mail_id, mail_t.c.read_at.is_(None))
+                .values(read_at=self.clock()).returning(mail_t.c.recipient_id)).all()
+        if done:
+            self._told([r[0] for r in done])

@@ -28,7 +28,14 @@ from bpflow.store.accounts import (
     valid_username,
 )
 from bpflow.store.audience import named_in, tokens_of
-from bpflow.store.changes import EVERYTHING, Change, PgHub, instance_key, mail_key, task_keys
+from bpflow.store.changes import (
+    EVERYTHING,
+    Change,
+    PgHub,
+    instance_key,
+    mail_keys,
+    task_keys,
+)
 from bpflow.store.connection import database_url, normalize_url
 from bpflow.store.errors import (
     AlreadyStarted,
@@ -60,7 +67,7 @@ __all__ = [
     # the server secret and its derived keys
     "MIN_SECRET_BYTES", "SecretError", "derive", "home", "load_secret",
     # whom a task names (audience tokens), and the changes pages follow
-    "named_in", "tokens_of", "EVERYTHING", "Change", "PgHub", "instance_key", "mail_key",
+    "named_in", "tokens_of", "EVERYTHING", "Change", "PgHub", "instance_key", "mail_keys",
     "task_keys",
     # the event feed's types and webhook deliveries
     "TYPES", "Attempt", "FeedType",

@@ -11,6 +11,7 @@ import reflex as rx
 
 from bpflow_app.boxview import BoxView
 from bpflow_app.components.fields import fields
+from bpflow_app.components.returning import returned_note
 from bpflow_app.components.signers import card_moves, round_lines
 from bpflow_app.components.ui import state_badge
 from bpflow_app.components.when import when
@@ -119,6 +120,7 @@ def box_card(b: rx.Var[BoxView], state,
             rx.cond(technical, rx.code(b.description, size="1", variant="ghost",
                                        class_name="circle-uri")),
             _waits(b),
+            returned_note(b.returned_note),
             rx.match(b.kind, ("form", _form(b, state)), ("confirm", _confirm(b, state)),
                      ("wait", rx.fragment()), _status(b, technical)),
             footer(b) if footer is not None else rx.fragment(),

@@ -17,6 +17,7 @@ from bpflow_app.components.boxes import box_card
 from bpflow_app.components.drawing import flow_drawing, info_rows, legend
 from bpflow_app.components.files import comment_thread, files_list, uploads
 from bpflow_app.components.nudges import copies_card, copy_dialog, nudge_bar
+from bpflow_app.components.returning import return_button, return_dialog
 from bpflow_app.components.signers import signers_dialog
 from bpflow_app.components.ui import empty_state, state_badge
 from bpflow_app.components.when import when
@@ -130,6 +131,14 @@ def _hand_over(b: rx.Var[BoxView]) -> rx.Component:
                   aria_label=_("Delegate: %(step)s", step=b.title)),
         rx.link(_("Decide in the inbox"), href=routes.INBOX + "?tab=approval", size="2"),
         spacing="2", align="center", wrap="wrap")
+
+
+def _return(b: rx.Var[BoxView]) -> rx.Component:
+    """"Return to…" for a pending approver of the box's approval (SPEC §15)."""
+    return rx.cond(b.return_mail > 0, rx.hstack(
+        return_button(S.iid, b.cid, b.return_mail, b.title),
+        _hint(_("Send it back to an earlier step to be amended, saying what to amend.")),
+        spacing="2", align="center", class_name="box-moves"))
 
 
 def _control(what: str, icon: str, label: rx.Var, hint: rx.Var, **props) -> rx.Component:
@@ -307,7 +316,8 @@ def _flow_tab() -> rx.Component:
     side = rx.vstack(
         rx.heading(_("Open steps"), size="3", as_="h2"),
         rx.cond(S.boxes.length() > 0,
-                rx.vstack(rx.foreach(S.boxes, lambda b: box_card(b, S, _moves, TECH)),
+                rx.vstack(rx.foreach(S.boxes, lambda b: box_card(
+                    b, S, lambda b: rx.fragment(_moves(b), _return(b)), TECH)),
                           mail_hand_dialog(), width="100%", spacing="3", id="boxes"),
                 empty_state("coffee", _("Nothing to do here right now"),
                             _("A step appears here when it waits for you or for others."))),
@@ -409,6 +419,7 @@ def _content() -> rx.Component:
         _control_dialog(),
         signers_dialog(),
         copy_dialog(S),
+        return_dialog(),
         spacing="4", width="100%",
     )
 

@@ -12,6 +12,7 @@ import reflex as rx
 from bpflow_app import routes
 from bpflow_app.catalogs import N_
 from bpflow_app.components.names import NO, by, data, named
+from bpflow_app.components.returning import return_button, return_dialog
 from bpflow_app.components.signers import add_button, round_lines, signers_dialog
 from bpflow_app.components.ui import empty_state, page_header, row_badge
 from bpflow_app.components.when import when
@@ -73,6 +74,7 @@ def _decide(m: rx.Var[MailView]) -> rx.Component:
                 loading=S.deciding == m.id,
                 title=_("Return it to the requester to amend (say what in the comment)"))),
             rx.cond(~m.delegated, _hand_buttons(m)),
+            rx.cond(m.instance != "", return_button(m.instance, m.circle, m.id, m.subject)),
             spacing="2", wrap="wrap",
         ),
         # below the buttons: the message going away as the comment is written (on blur,
@@ -330,6 +332,7 @@ def inbox_page() -> rx.Component:
                                      value=S.kind, width="100%", padding_top="12px"),
                      value=S.kind, on_change=[S.show, T.show], width="100%"),
         signers_dialog(),
+        return_dialog(),
         spacing="3", width="100%",
     )
 

@@ -6,16 +6,25 @@ with work waiting (`inboxview.opening_tab`).
 
 A mail whose signature does not match is shown as such and cannot be decided: the
 mailbox refuses it and records the refusal in the flow's history.
+
+The inbox follows new mail without a reload, as the Tasks tab follows tasks: while it is
+shown, a background event (`follow`) waits for the store's changes to the user's mail (a
+mail sent to them, decided, closed or read, in any process: `bpflow.store.changes`,
+`mail_keys`) and to their task lists, then reads the counts again, the page of mail
+shown, the header's unread badge (`FrameState.unread`) and the Tasks tab's badge.
+Nothing reads the database on a timer.
 """
 
 from __future__ import annotations
 
 import reflex as rx
 
-from bpflow.access import Caller
+from bpflow.access import Caller, reads_guest_mail
 from bpflow.backend import store_for
 from bpflow.errors import Tampered
 from bpflow.mailbox import Mailbox
+from bpflow.store.public import mail_keys, task_keys
+from bpflow_app import following, routes
 from bpflow_app.catalogs import N_
 from bpflow_app.frame_state import FrameState
 from bpflow_app.inboxview import (
@@ -38,6 +47,8 @@ DONE = {  # what a decision's toast says
     "approved": N_("Approved; the flow continues"),
     "rejected": N_("Rejected; the flow continues"),
     "returned": N_("Sent back to the requester to amend")}
+ALIVE_S = 5.0  # how often a follow checks that the inbox is still shown (no query)
+FOLLOW_S = 3600.0  # how long a showing of the inbox is followed
 
 
 class MailState(SessionState):
@@ -57,6 +68,7 @@ class MailState(SessionState):
     people: list[str] = []
     hand_to: str = ""
     hand_comment: str = ""
+    _following: bool = False
 
     @rx.var
     def pages(self) -> int:
@@ -65,18 +77,29 @@ class MailState(SessionState):
     def _fetch(self, caller: Caller, counts: dict[str, dict[str, int]] | None = None) -> None:
         """The unread counts of the tabs (`counts` when just read) and, on a mail tab, its
         page of mail."""
+        self._read(caller, counts)
+
+    def _read(self, caller: Caller, counts: dict[str, dict[str, int]] | None = None
+              ) -> dict[str, dict[str, int]]:
+        """`_fetch`, setting only what changed (only that is sent); the counts."""
         store = store_for(caller)
         counts = counts or store.mail_counts(caller)
-        self.unread = {k: counts[k]["unread"] for k in KINDS}
+        unread = {k: counts[k]["unread"] for k in KINDS}
+        if unread != self.unread:
+            self.unread = unread
         if self.kind in KINDS:
-            self.total = counts[self.kind]["total"]
+            if self.total != counts[self.kind]["total"]:
+                self.total = counts[self.kind]["total"]
             self.page = min(self.page, self.pages - 1)
             rows = Mailbox(store).inbox(caller, kind=self.kind, limit=PAGE_SIZE,
                                         offset=self.page * PAGE_SIZE)
-            self.mails = [with_round(mail_view(m, True, self.gettext), store, caller,
-                                     self.gettext) if m["id"] == self.opened else
-                          mail_view(m, False, self.gettext) for m in rows]
+            mails = [with_round(mail_view(m, True, self.gettext), store, caller,
+                                self.gettext) if m["id"] == self.opened else
+                     mail_view(m, False, self.gettext) for m in rows]
+            if mails != self.mails:
+                self.mails = mails
         self.loading = False
+        return counts
 
     @rx.event
     async def load(self):
@@ -95,6 +118,33 @@ class MailState(SessionState):
             tasks = await self.get_state(TasksState)
             tasks.shown = True
         self._fetch(caller, counts)
+        return MailState.follow
+
+    def _inbox_shown(self) -> bool:
+        return self.router.url.path.rstrip("/").endswith(routes.INBOX)
+
+    async def _news(self, caller: Caller) -> None:
+        """What a change to the user's mail or tasks may have moved: the tabs' counts and
+        the page of mail shown, the header's unread badge, the Tasks tab's badge."""
+        counts = self._read(caller)
+        frame = await self.get_state(FrameState)
+        unread = sum(c["unread"] for c in counts.values())
+        if frame.unread != unread:
+            frame.unread = unread
+        tasks = await self.get_state(TasksState)
+        if not tasks.shown:  # (shown, it follows its lists itself)
+            tasks._count(caller)
+
+    @rx.event(background=True)
+    async def follow(self):
+        """Follow the inbox while it is shown (one follow per browser tab): read it again
+        when a change touches the user's mail or task lists; stop when another page is
+        shown (checked every ALIVE_S seconds without a query) or after FOLLOW_S."""
+        await following.follow(
+            self, lambda caller: [
+                *mail_keys(caller.tenant, caller.id, reads_guest_mail(caller)),
+                *task_keys(caller.tenant, caller.username, caller.roles)],
+            self._inbox_shown, self._news, ALIVE_S, FOLLOW_S)
 
     @rx.event
     def show(self, kind: str):

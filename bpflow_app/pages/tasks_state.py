@@ -13,7 +13,6 @@ Nothing reads the database on a timer.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from typing import Any
 
@@ -22,10 +21,9 @@ import reflex as rx
 from bpflow import moves
 from bpflow.access import Caller
 from bpflow.backend import store_for
-from bpflow.errors import Unauthorized
 from bpflow.store import Store
-from bpflow.store.public import EVERYTHING, task_keys
-from bpflow_app import routes
+from bpflow.store.public import task_keys
+from bpflow_app import following, routes
 from bpflow_app.catalogs import N_
 from bpflow_app.flowsview import summary
 from bpflow_app.inboxview import KINDS, PAGE_SIZE, TASKS, TaskView, task_view
@@ -146,37 +144,9 @@ class TasksState(SessionState):
         """Follow the Tasks tab while it is shown (one follow per browser tab): re-read
         it when a change touches the user's task lists; stop when another tab or page is
         shown (checked every ALIVE_S seconds without a query) or after FOLLOW_S."""
-        async with self:
-            if self._following:
-                return
-            self._following = True
-            caller = self._visitor()
-        loop = asyncio.get_running_loop()
-        try:
-            if caller is None:
-                return
-            hub = store_for(caller).changes
-            keys = task_keys(caller.tenant, caller.username, caller.roles)
-            with hub.subscribe(keys) as changes:
-                await hub.heard()
-                # first, what may have committed before the subscription
-                end, news = loop.time() + FOLLOW_S, [EVERYTHING]
-                while loop.time() < end:
-                    news = news or await changes.next(ALIVE_S)
-                    async with self:
-                        if not self._tasks_shown():
-                            break
-                        if news:
-                            caller = self._visitor()
-                            if caller is None:
-                                break
-                            self._fetch_tasks(caller)
-                    news = []
-        except Unauthorized:
-            pass
-        finally:
-            async with self:
-                self._following = False
+        await following.follow(
+            self, lambda caller: task_keys(caller.tenant, caller.username, caller.roles),
+            self._tasks_shown, self._fetch_tasks, ALIVE_S, FOLLOW_S)
 
     @rx.event
     def turn_tasks(self, which: str, delta: int):

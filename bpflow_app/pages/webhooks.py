@@ -34,7 +34,8 @@ TYPE_WORDS = {"instance.started": N_("a flow was started"),
               "approval.signers_added": N_("signers were added to an approval"),
               "approval.signers_removed": N_("signers were removed from an approval"),
               "cc.sent": N_("people were copied on a flow"),
-              "urge.sent": N_("people were urged or reminded")}
+              "urge.sent": N_("people were urged or reminded"),
+              "task.returned": N_("work was returned to an earlier step")}
 
 
 def _badge(state: rx.Var[str]) -> rx.Component:

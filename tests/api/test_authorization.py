@@ -56,6 +56,12 @@ MATRIX = {
     "GET /api/instances/{approval}/cc": (401, 200, 404, 200, 200),
     "POST /api/instances/{approval}/urge": (401, 200, 404, 403, 200),
     "POST /api/instances/{iid}/urge": (401, 409, 404, 404, 200),  # waits for alice only
+    # return to an earlier step (SPEC §15): the approval's pending approver, the task's
+    # people, admins; nothing comes before either circle: 409 once allowed
+    "GET /api/instances/{approval}/circles/ok/return-targets": (401, 403, 404, 200, 200),
+    "POST /api/instances/{approval}/circles/ok/return": (401, 403, 404, 409, 409),
+    "GET /api/instances/{iid}/circles/a/return-targets": (401, 200, 404, 404, 200),
+    "POST /api/instances/{iid}/circles/a/return": (401, 409, 404, 404, 409),
     "GET /api/mailbox": (401, 200, 200, 200, 200),
     "POST /api/mailbox/{mail}/decision": (401, 404, 404, 200, 404),
     # add signers: the addressee; remove signers: the starter or an admin (422: the name
@@ -95,6 +101,7 @@ BODIES = {
     "transfer": {"to": "admin"}, "delegate": {"to": "bob"},
     "comments": {"text": "a comment"},
     "/cc": {"users": ["bob"], "comment": "FYI"}, "/urge": {"comment": "please"},
+    "/return": {"comment": "amend it"},
     "/api/guest/messages": {"name": "Guest", "subject": "hi", "body": "hello"},
     "/api/users/bob/password": {"password": "bob-new-password"},
     "/api/auth/password": {"current_password": "not-mine", "new_password": "a-new-password"},

@@ -166,7 +166,14 @@ def test_every_answer_has_exactly_its_models_keys(store, short_path):
     two = call("alice", "POST", f"{base}/circles/a/complete",
                {"bookmark": task["bookmark"], "result": {"n": 2}})
     assert two["circles"]["b"]["candidates"] == {"users": ["alice"], "roles": []}
-    call("alice", "POST", f"{base}/circles/b/withdraw")
+    back = call("alice", "POST", f"{base}/circles/b/withdraw")
+    assert back["circles"]["a"]["returned"]["kind"] == "withdrawn"
+    call("alice", "POST", f"{base}/circles/a/complete",
+         {"bookmark": back["circles"]["a"]["bookmark"], "result": {"n": 3}})
+    assert [t["to"] for t in call("alice", "GET", f"{base}/circles/b/return-targets")] == [
+        "a", "@start"]
+    back = call("alice", "POST", f"{base}/circles/b/return", {"to": "a", "comment": "again"})
+    assert back["circles"]["a"]["returned"]["answer"] == {"n": 3}
 
     [at_a] = call("alice", "GET", "/api/templates/simple/circles/a/instances", state="ready")
     assert at_a["id"] == two["id"]
@@ -203,7 +210,7 @@ def test_every_answer_has_exactly_its_models_keys(store, short_path):
 
     assert call.checked == {(m, r.path) for r in ROUTES for m in r.methods}
     if short_path:
-        assert app.hot.served == 9  # the four starts, four completions and the signal
+        assert app.hot.served == 10  # the four starts, five completions and the signal
 
 
 def test_summary_payload_is_the_models_fields_in_iso_time(store):

@@ -434,3 +434,40 @@ def test_a_claim_made_elsewhere_is_pushed_to_the_tasks_tab(make_state, web_store
     finally:
         other.close()
     assert gina.tasks["candidate"] == [] and not gina._following
+
+
+def test_a_new_approval_is_pushed_to_the_open_inbox(make_state, web_store, monkeypatch):
+    """No poll: bob's inbox (Approvals) wakes when an approval is sent to him by another
+    process's view of the database, and reads its page, its counts and the header's
+    unread badge again; it stops following once another page is shown."""
+    from reflex.istate.data import RouterData
+
+    from bpflow_app.frame_state import FrameState
+    from bpflow_app.pages import mail_state
+    monkeypatch.setattr(mail_state, "ALIVE_S", 0.1)
+    bob = make_state(MailState, user="bob", path="/inbox")
+    assert MailState.follow in run(bob.load())
+    assert bob.mails == [] and bob.unread["approval"] == 0
+    other = Store(str(web_store.db.url), secret=SECRET.encode())
+
+    def elsewhere():
+        inst = other.start("reimbursement", {}, other.user("alice"))
+        Interactions(other).submit(inst.id, "claim", other.engine.bookmark(inst, "claim"),
+                                   {"amount": 8, "reason": "Lunch", "manager": "bob"},
+                                   "alice")
+        from bpflow.worker import Worker
+        Worker(other).run_once()
+    away = RouterData.from_router_data({"pathname": "/flows", "asPath": "/flows",
+                                        "headers": {"origin": "http://test"},
+                                        "ip": "10.0.0.1", "token": "client-1"})
+    try:
+        follow_while(bob, elsewhere, lambda: len(bob.mails) == 1,
+                     lambda: setattr(bob, "router", away))
+    finally:
+        other.close()
+    assert bob.mails[0].open and bob.unread["approval"] == 1 and not bob._following
+    root = bob
+    while root.parent_state is not None:
+        root = root.parent_state
+    frame = root.get_substate(FrameState.get_full_name().split(".")[1:])
+    assert frame.unread == 1

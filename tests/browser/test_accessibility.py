@@ -90,6 +90,7 @@ def _pages(flows: dict[str, str]) -> list[tuple[str, str, bool]]:
              ("flows", routes.FLOWS, True), ("flow", routes.flow(flows["order"]), True),
              ("flow-claim", routes.flow(flows["claim"]), True),
              ("flow-claim-signers", routes.flow(flows["claim"]), True),  # its dialog open
+             ("flow-claim-return", routes.flow(flows["claim"]), True),  # "Return to…" open
              ("inbox", routes.INBOX, True), ("inbox-tasks", routes.INBOX + "?tab=tasks", True),
              ("templates", routes.TEMPLATES, True), ("users", routes.USERS, True),
              ("webhooks", routes.WEBHOOKS, True)]
@@ -197,6 +198,9 @@ def test_every_page_is_accessible_and_fits_a_phone(browser, app_server, ada_flow
             if name == "flow-claim-signers":  # the approval card's Add signers (SPEC §15)
                 page.locator(".add-signers").first.click()
                 expect(page.get_by_role("dialog")).to_be_visible()
+            if name == "flow-claim-return":  # its dialog: the steps, a comment, a confirmation
+                page.locator(".return-to").first.click()
+                expect(page.get_by_role("alertdialog")).to_be_visible()
             if name == "flows" and lang == "zh-CN":  # the header's Chinese, in a CJK face
                 used = _fonts(page, "nav a p")
                 print(f"  the header's Chinese drawn with {used}")

@@ -120,6 +120,9 @@ def test_every_page_in_chinese_shows_only_catalog_texts_and_marked_data(
                 _check(page, "/inbox (审批, 加签)", found)
                 signers.get_by_role("button", name="取消").click()
                 expect(signers).to_have_count(0)
+            if tab == "审批":  # and its "Return to…" dialog
+                rows.first.locator(".return-to").click()
+                _dialog(page, "/inbox (审批, 退回到…)", found)
             if tab == "待办":  # and its transfer dialog
                 rows.first.get_by_role("button", name=re.compile("^转办 ")).click()
                 _dialog(page, "/inbox (待办, 转办)", found)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from engine.analysis import analyze
-from engine.errors import TransitionError
+from engine.errors import ReturnTargetError, TransitionError
 from tests.engine.helpers import FORM, circle, finish, template, waits
 
 ALICE = {"id": 1, "username": "alice", "roles": ["user"]}
@@ -186,9 +186,8 @@ def test_withdraw_refuses_what_is_not_pending(engine):
         engine.send_back(inst, "claim", "withdrawn")
     with pytest.raises(TransitionError, match="not a pending"):
         engine.send_back(inst, "review", "withdrawn")  # not ready
-    finish(engine, inst, "claim", {"manager": "bob"})
-    with pytest.raises(TransitionError, match="not a pending approval"):
-        engine.send_back(inst, "review", "returned")  # a task is withdrawn, not returned
+    with pytest.raises(TransitionError, match="not a pending approval or task"):
+        engine.send_back(inst, "review", "returned")
 
 
 def test_return_of_an_approval_with_a_comment(engine):
@@ -204,6 +203,85 @@ def test_return_of_an_approval_with_a_comment(engine):
     assert engine.ready(inst) == ["claim"]
     event = [e for e in inst.events if e.kind == "circle_returned"][0]
     assert event.actor == "bob" and event.data["comment"] == "receipt missing"
+
+
+def three_steps():
+    """A claim, a check by finance, then bob's approval."""
+    return template(circle("start"),
+                    circle("claim", "start", box={"form": [
+                        {"name": "amount", "type": "number"},
+                        {"name": "reason", "type": "string"}]}),
+                    circle("check", "claim", box=FORM, assign={"users": ["fred"]}),
+                    circle("approve", "check", box={"action": {"type": "approval",
+                                                               "to": "bob"}}),
+                    circle("end", "approve"))
+
+
+def at_approval(engine):
+    inst = engine.start(three_steps(), user=ALICE)
+    finish(engine, inst, "claim", {"amount": 12.5, "reason": "taxi"})
+    finish(engine, inst, "check", {"x": "ok"})
+    engine.mark_pending(inst, "approve", engine.bookmark(inst, "approve"),
+                        {"approval": {"approvers": ["bob"]}})
+    return inst
+
+
+def test_return_targets_are_the_succeeded_steps_upstream_and_the_start(engine):
+    inst = at_approval(engine)
+    assert engine.return_targets(inst, "approve") == ["start", "claim", "check", "@start"]
+    with pytest.raises(TransitionError):
+        engine.return_targets(inst, "check")  # done: nothing waits there
+
+
+def test_return_to_a_chosen_step_resets_from_there_and_keeps_the_answers(engine):
+    inst = at_approval(engine)
+    changed = engine.send_back(inst, "approve", "returned", actor="bob",
+                               comment="please attach the receipt", to="claim")
+    assert changed == ["claim", "check", "approve"]
+    assert engine.ready(inst) == ["claim"] and inst.circles["start"].state == "success"
+    returned = inst.circles["claim"].task["returned"]
+    assert returned["by"] == "bob" and returned["comment"] == "please attach the receipt"
+    assert returned["answer"] == {"amount": 12.5, "reason": "taxi"}
+    assert returned["step"] == "approve" and returned["kind"] == "returned"
+    assert engine.view(inst)["claim"]["returned"] == returned
+    event = [e for e in inst.events if e.kind == "circle_returned"][-1]
+    assert event.data["to"] == "claim" and event.data["back_to"] == ["claim"]
+    finish(engine, inst, "claim", {"amount": 12.5, "reason": "taxi, receipt attached"})
+    assert "returned" not in (inst.circles["check"].task or {})  # a new attempt: fresh
+
+
+def test_return_to_the_start_sends_it_back_to_the_first_form(engine):
+    inst = at_approval(engine)
+    changed = engine.send_back(inst, "approve", "returned", actor="bob", comment="why?",
+                               to="@start")
+    assert changed == ["start", "claim", "check", "approve"]
+    assert engine.ready(inst) == ["claim"]  # the empty first circle ran again at once
+    assert inst.circles["claim"].task["returned"]["answer"]["reason"] == "taxi"
+
+
+def test_return_without_to_goes_back_one_step_as_before(engine):
+    inst = at_approval(engine)
+    assert engine.send_back(inst, "approve", "returned", actor="bob") == ["check", "approve"]
+    assert engine.ready(inst) == ["check"]
+    assert inst.circles["check"].task["returned"]["answer"] == {"x": "ok"}
+
+
+@pytest.mark.parametrize("to", ["approve", "end", "nowhere", "", "@START", "check.x"])
+def test_return_to_a_step_not_allowed_is_refused_and_changes_nothing(engine, to):
+    inst = at_approval(engine)
+    seq = inst.seq
+    with pytest.raises(ReturnTargetError, match="can be returned to"):
+        engine.send_back(inst, "approve", "returned", actor="bob", to=to)
+    assert inst.seq == seq and inst.circles["approve"].state == "waiting"
+
+
+def test_a_task_may_be_returned_to_an_earlier_step(engine):
+    inst = engine.start(three_steps(), user=ALICE)
+    finish(engine, inst, "claim", {"amount": 3, "reason": "bus"})
+    assert engine.return_targets(inst, "check") == ["start", "claim", "@start"]
+    engine.send_back(inst, "check", "returned", actor="fred", comment="amount?", to="claim")
+    assert engine.ready(inst) == ["claim"]
+    assert inst.circles["claim"].task["returned"]["by"] == "fred"
 
 
 def test_a_ready_timer_shows_when_it_fires(engine, clock):

@@ -139,3 +139,25 @@ def test_installations_in_schemas_of_their_own_hear_only_their_own_changes(store
                 hub.close()
     assert heard == [change] and overheard == []
     assert same._channel != other._channel
+
+
+def test_mail_sent_read_and_decided_tells_its_addressees_inbox(store, db_url):
+    """The inbox follows its mail: a mail sent to ann (through another view of the
+    database: on PostgreSQL another process's NOTIFY), read, and a guest's note, each
+    reach the subscribers of her mail (and the guest messages' readers)."""
+    from bpflow.mailbox import Mailbox
+    from bpflow.store.changes import mail_keys
+    store.add_user("ann", "pw-ann-12345", ["approver"])
+    ann = store.user("ann")
+    keys = mail_keys(store.tenant, ann["id"])
+    other = Store(db_url, secret=SECRET)
+    try:
+        sent: list[int] = []
+        got = follow(store, keys, lambda: sent.extend(Mailbox(other).send(
+            "message", {"id": None, "username": "bpflow"}, ["ann"], "Hello", "Hi")))
+        assert got and any(c.instance == "" for c in got)
+        assert follow(store, keys, lambda: other.mark_mail_read(sent[0]))
+        assert follow(store, mail_keys(store.tenant, 0, guests=True),
+                      lambda: Mailbox(other).guest_message("Eve", "Hours", "Open?", "1.2.3.4"))
+    finally:
+        other.close()

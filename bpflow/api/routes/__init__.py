@@ -14,6 +14,7 @@ from bpflow.api.routes import (
     mailbox,
     migrations,
     nudges,
+    returns,
     signals,
     substitutes,
     tasks,
@@ -22,5 +23,6 @@ from bpflow.api.routes import (
 )
 
 ROUTERS = (health.router, auth.router, users.router, templates.router, migrations.router,
-           crowds.router, instances.router, nudges.router, tasks.router, mailbox.router,
-           guest.router, signals.router, events.router, substitutes.router, files.router)
+           crowds.router, instances.router, nudges.router, tasks.router, returns.router,
+           mailbox.router, guest.router, signals.router, events.router, substitutes.router,
+           files.router)

@@ -39,7 +39,7 @@ def mailbox(store: StoreDep, caller: CallerDep,
              responses=responses(401, 404, 409, 422))
 def decide(mail_id: Annotated[int, Path(ge=1, le=MAX_INT)], body: DecisionIn,
            store: StoreDep, caller: CallerDep) -> dict[str, Any]:
-    return Mailbox(store).decide(mail_id, caller, body.decision, body.comment)
+    return Mailbox(store).decide(mail_id, caller, body.decision, body.comment, body.to)
 
 
 @router.post("/{mail_id}/signers", response_model=MailOut,
@@ -57,6 +57,8 @@ def remove_signers(mail_id: Annotated[int, Path(ge=1, le=MAX_INT)], body: Signer
     """Remove signers (减签) who have not decided: the flow's starter or an admin, naming
     any mail of the round (its addressee: 403; anyone else: 404)."""
     return Mailbox(store).remove_signers(mail_id, caller, body.users, body.comment)
+
+
 @router.post("/{mail_id}/transfer", response_model=MailOut,
              responses=responses(401, 403, 404, 409, 422))
 def transfer(mail_id: Annotated[int, Path(ge=1, le=MAX_INT)], body: AssignIn,

@@ -35,7 +35,8 @@ from bpflow.store.changes.hub import (
     Key,
     Subscription,
     instance_key,
-    mail_key,
+    mail_change,
+    mail_keys,
     task_keys,
     tasks_key,
 )
@@ -44,7 +45,7 @@ from bpflow.store.changes.sqlite import WATCH_S, SqliteHub
 
 __all__ = ["CHANNEL", "EVERYTHING", "GATHER_S", "HEARD_S", "PAYLOAD_MAX", "PENDING_MAX",
            "WATCH_S", "Change", "Hub", "Key", "PgHub", "SqliteHub", "Subscription", "hub_for",
-           "instance_key", "mail_key", "task_keys", "tasks_key"]
+           "instance_key", "mail_change", "mail_keys", "task_keys", "tasks_key"]
 
 _HUBS: dict[str, Hub] = {}
 _HUBS_LOCK = threading.Lock()

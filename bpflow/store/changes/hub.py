@@ -53,10 +53,16 @@ def task_keys(tenant: str | None, username: str, roles: Iterable[str]) -> list[K
     return [tasks_key(tenant, t) for t in tokens]
 
 
-def mail_key(tenant: str | None, username: str) -> Key:
-    """The key of the changes to a person's mail (new copies and urges: the inbox's mail
-    tabs follow it)."""
-    return tasks_key(tenant, audience.mailed(username))
+def mail_keys(tenant: str | None, user_id: int, guests: bool = False) -> list[Key]:
+    """The keys a person's inbox follows: their mail, and guest messages for those who
+    read them."""
+    tokens = [audience.mail_of(user_id)] + ([audience.GUESTS] if guests else [])
+    return [tasks_key(tenant, t) for t in tokens]
+
+
+def mail_change(tenant: str | None, user_ids: Iterable[int | None]) -> Change:
+    """The change of a write to these people's mail (None: a guest message)."""
+    return Change("", 0, tenant, frozenset(audience.mail_of(u) for u in user_ids))
 
 
 class Subscription:
