@@ -107,10 +107,12 @@ class MailRows(StoreParts):
                                           for n in to])
         self._told(users.values())
 
-    def _told(self, user_ids) -> None:
-        """Tell the open inboxes of these people (None: guest messages' readers) that
-        their mail changed (after the commit; `bpflow.store.changes`)."""
-        self.changes.publish([mail_change(self._owner(), user_ids)])
+    def _told(self, user_ids, tenant: str | None = None) -> None:
+        """Tell the open inboxes of these people (None: guest messages' readers) of
+        `tenant` (default: this store's own) that their mail changed (after the commit;
+        `bpflow.store.changes`). The view of every tenant names the rows' tenant."""
+        self.changes.publish([mail_change(tenant if tenant is not None else self._owner(),
+                                          user_ids)])
 
     def insert_copies(self, instance_id: str, circle: str | None, to: list[str],
                       build: Callable[[str, int], dict[str, Any]]) -> list[str]:
@@ -202,7 +204,7 @@ class MailRows(StoreParts):
             fresh = conn.execute(select(mail_t).where(mail_t.c.id == mail_id)).one()
             conn.execute(update(mail_t).where(mail_t.c.id == mail_id).values(
                 decision_signature=sign(fresh)))
-        self._told([fresh.recipient_id])
+        self._told([fresh.recipient_id], fresh.tenant)
 
     def change_round(self, instance_id: str, circle: str, epoch: int,
                      plan: Callable[[list[MailRow]], RoundPlan],
@@ -233,8 +235,9 @@ class MailRows(StoreParts):
                         **build(name, users[name]), tenant=self._owner(), created_at=now)
                         .returning(mail_t.c.id)).scalar_one())
         # the round's people see its change (new mail, a closed one) in an open inbox
-        self._told([r.recipient_id for r in rows] + [users[n] for n in (to or ())
-                                                     if build is not None])
+        if rows:
+            self._told([r.recipient_id for r in rows] + [users[n] for n in (to or ())
+                                                         if build is not None], rows[0].tenant)
         return ids
 
     def undo_decision(self, mail_id: int, decision: str) -> None:
@@ -244,8 +247,10 @@ class MailRows(StoreParts):
             done = conn.execute(update(mail_t).where(
                 self._here(mail_t), mail_t.c.id == mail_id, mail_t.c.decision == decision
             ).values(decision=None, comment=None, decision_signature=None, decided_by=None,
-                     updated_at=self.clock()).returning(mail_t.c.recipient_id)).all()
-        self._told([r[0] for r in done])
+                     updated_at=self.clock()).returning(mail_t.c.recipient_id,
+                                                        mail_t.c.tenant)).all()
+        if done:
+            self._told([r[0] for r in done], done[0][1])
 
     def mail(self, mail_id: int) -> MailRow | None:
         with self.reader() as conn:
@@ -287,6 +292,7 @@ class MailRows(StoreParts):
         with self.db.begin() as conn:
             done = conn.execute(update(mail_t).where(
                 self._here(mail_t), mail_t.c.id == mail_id, mail_t.c.read_at.is_(None))
-                .values(read_at=self.clock()).returning(mail_t.c.recipient_id)).all()
+                .values(read_at=self.clock()).returning(mail_t.c.recipient_id,
+                                                        mail_t.c.tenant)).all()
         if done:
-            self._told([r[0] for r in done])
+            self._told([r[0] for r in done], done[0][1])

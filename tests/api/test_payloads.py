@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import types
 import typing
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
@@ -56,9 +57,10 @@ def exact_keys(tp: Any, value: Any, where: str) -> None:
         if value is not None:
             exact_keys(next(a for a in args if a is not type(None)), value, where)
     elif isinstance(tp, type) and issubclass(tp, BaseModel):
-        assert set(value) == set(tp.model_fields), f"{where}: {sorted(value)}"
+        keys = {name: field.alias or name for name, field in tp.model_fields.items()}
+        assert set(value) == set(keys.values()), f"{where}: {sorted(value)}"
         for name, field in tp.model_fields.items():
-            exact_keys(field.annotation, value[name], f"{where}.{name}")
+            exact_keys(field.annotation, value[keys[name]], f"{where}.{name}")
 
 
 class Client:
@@ -68,7 +70,7 @@ class Client:
         self.store, self.app, self.checked = store, app, set()
 
     def __call__(self, who: str | None, method: str, path: str, json: Any = None,
-                 expect: int = 200, **params) -> Any:
+                 expect: int = 200, files: Any = None, **params) -> Any:
         headers = {"Authorization": "Bearer " + issue_token(self.store.user(who), SECRET)} \
             if who else {}
 
@@ -76,13 +78,19 @@ class Client:
             transport = httpx.ASGITransport(app=self.app)
             async with httpx.AsyncClient(transport=transport, base_url="http://t") as c:
                 return await c.request(method, path, json=json, headers=headers,
-                                       params=params or None)
+                                       params=params or None, files=files)
         r = run_async(send())
         assert r.status_code == expect, r.text
         route = route_of(method, path)
+        self.checked.add((method, route.path))
+        if r.status_code == 204:  # no content
+            assert r.content == b""
+            return None
+        if route.response_model is None:  # bytes (a file): given as an attachment
+            assert r.headers["content-disposition"].startswith("attachment")
+            return r.content
         TypeAdapter(route.response_model).validate_json(r.content)
         exact_keys(route.response_model, r.json(), f"{method} {route.path}")
-        self.checked.add((method, route.path))
         return r.json()
 
 
@@ -207,6 +215,37 @@ def test_every_answer_has_exactly_its_models_keys(store, short_path):
     assert reset == {"username": "ann", "sessions_ended": True}
     call("alice", "POST", "/api/auth/password", {"current_password": "pw-alice",
                                                  "new_password": "alice-new-password"})
+
+    # approvals as teams run them (SPEC §15): signers, copies, urges, comments, files,
+    # substitutes
+    round_of = store.start("ask", {}, store.user("alice"))
+    Worker(store).run_once()
+    [asked_ann] = [m for m in call("ann", "GET", "/api/mailbox", kind="approval",
+                                   status="pending") if m["instance"] == round_of.id]
+    call("ann", "POST", f"/api/mailbox/{asked_ann['id']}/signers",
+         {"users": ["admin"], "where": "with", "comment": "you too"})
+    call("alice", "DELETE", f"/api/mailbox/{asked_ann['id']}/signers", {"users": ["admin"]})
+    here = f"/api/instances/{round_of.id}"
+    call("alice", "POST", f"{here}/cc", {"users": ["dora"], "comment": "for your files"})
+    call("alice", "GET", f"{here}/cc")
+    call("alice", "POST", f"{here}/urge", {"comment": "please"})
+    call("alice", "POST", f"{here}/comments", {"text": "the receipt is attached"}, expect=201)
+    call("alice", "GET", f"{here}/comments")
+    call("alice", "GET", f"{here}/files")
+    pdf = b"%PDF-1.4\n1 0 obj<<>>endobj\ntrailer<<>>\n%%EOF\n"
+    kept = call("alice", "POST", "/api/files", files={"file": ("receipt.pdf", pdf,
+                                                                 "application/pdf")},
+                expect=201)
+    assert call("alice", "GET", f"/api/files/{kept['id']}") == pdf
+    now = datetime.now(UTC)
+    away = {"to": "admin", "from": now.isoformat(),
+            "until": (now + timedelta(days=1)).isoformat()}
+    call("ann", "PUT", "/api/me/substitute", away)
+    call("ann", "GET", "/api/me/substitute")
+    call("ann", "DELETE", "/api/me/substitute", expect=204)
+    call("admin", "PUT", "/api/users/ann/substitute", {**away, "to": "dora"})
+    call("admin", "GET", "/api/users/ann/substitute")
+    call("admin", "DELETE", "/api/users/ann/substitute", expect=204)
 
     assert call.checked == {(m, r.path) for r in ROUTES for m in r.methods}
     if short_path:

@@ -19,6 +19,8 @@ import httpx
 import pytest
 from sqlalchemy import select
 
+from bpflow import files
+from bpflow.access import Caller
 from bpflow.api import create_app
 from bpflow.auth import issue_token, verify_token
 from bpflow.mailbox import Mailbox
@@ -26,13 +28,16 @@ from bpflow.store import Store
 from bpflow.store.tables import (
     audience_t,
     batches_t,
+    blobs_t,
     circles_t,
     deliveries_t,
     events_t,
+    files_t,
     instances_t,
     mail_t,
     pinned_t,
     retired_t,
+    substitutes_t,
     templates_t,
     tenants_t,
     users_t,
@@ -76,7 +81,8 @@ def only(tenant: str) -> dict[str, Any]:
 
 
 TABLES = (users_t, templates_t, instances_t, pinned_t, circles_t, events_t, mail_t,
-          audience_t, retired_t, webhooks_t, deliveries_t, batches_t)
+          audience_t, retired_t, webhooks_t, deliveries_t, batches_t, substitutes_t, files_t,
+          blobs_t)
 
 
 def dump(store: Store, tenant: str) -> dict[str, list[tuple]]:
@@ -128,6 +134,8 @@ def build_world(store: Store) -> dict[str, dict[str, Any]]:
         w["bookmark"] = s.engine.bookmark(s.get(w["simple"]), "a")
         w["fin_bookmark"] = s.engine.bookmark(s.get(w["fin"]), "pay")
         w["sig_bookmark"] = s.engine.bookmark(s.get(w["sig"]), "s")
+        w["file"] = files.upload(s, Caller.of(s.user(people["user"])), "receipt.pdf",
+                                 b"%PDF-1.4\n%%EOF\n")["id"]
         w["ids"] = {w[k] for k in ("simple", "other", "ask", "fin", "sig")}
     return world
 
@@ -418,6 +426,33 @@ ROWS += [  # the event feed and webhooks (SPEC §11)
     ("DELETE", "/api/webhooks/{v_hook}", None, ADMIN_ONLY_404),
     ("POST", "/api/webhooks", {"url": "http://127.0.0.1:9/h", "events": ["circle.left"],
                                "secret": "s" * 16}, webhook_here),
+]
+WHILE = {"from": "2026-01-01T00:00:00+00:00", "until": "2099-01-01T00:00:00+00:00"}
+ROWS += [  # approvals as teams run them (SPEC §15): nothing of the other tenant is
+    # reached, no one of it named
+    ("POST", "/api/mailbox/{v_mail}/signers", {"users": ["{o_approver}"], "where": "with"},
+     404),
+    ("DELETE", "/api/mailbox/{v_mail}/signers", {"users": ["{v_approver}"]}, 404),
+    ("POST", "/api/mailbox/{v_mail}/transfer", {"to": "{o_approver}"}, 404),
+    ("POST", "/api/mailbox/{v_mail}/delegate", {"to": "{o_user}"}, 404),
+    ("POST", "/api/instances/{v_simple}/circles/a/delegate", {"to": "{o_user}"}, 404),
+    ("GET", "/api/instances/{v_ask}/circles/ok/return-targets", None, 404),
+    ("POST", "/api/instances/{v_simple}/circles/a/return", {"comment": "amend"}, 404),
+    ("POST", "/api/instances/{v_simple}/cc", {"users": ["{o_user}"]}, 404),
+    ("GET", "/api/instances/{v_simple}/cc", None, 404),
+    ("POST", "/api/instances/{v_ask}/urge", {"comment": "please"}, 404),
+    ("POST", "/api/instances/{v_simple}/comments", {"text": "hello"}, 404),
+    ("GET", "/api/instances/{v_simple}/comments", None, 404),
+    ("GET", "/api/instances/{v_simple}/files", None, 404),
+    ("GET", "/api/files/{v_file}", None, 404),
+    ("POST", "/api/files", None, 422),  # no file: nothing kept anywhere
+    ("PUT", "/api/me/substitute", {"to": "{v_user}", **WHILE}, 422),  # not one of theirs
+    ("GET", "/api/me/substitute", None, 404),
+    ("DELETE", "/api/me/substitute", None, 404),
+    ("PUT", "/api/users/{v_user}/substitute", {"to": "{v_approver}", **WHILE},
+     ADMIN_ONLY_404),
+    ("GET", "/api/users/{v_user}/substitute", None, ADMIN_ONLY_404),
+    ("DELETE", "/api/users/{v_user}/substitute", None, ADMIN_ONLY_404),
 ]
 ROWS += [  # last: an upload of the other tenant's template (same name, its body) is the
     # caller's own, a new version in the caller's tenant

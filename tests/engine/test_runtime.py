@@ -333,7 +333,7 @@ def test_view_shows_bookmarks_of_ready_circles_only(engine):
     assert view["b"]["bookmark"] is None and not view["b"]["ready"]
     assert set(view["a"]) == {"state", "ready", "blocked", "result", "reason", "attempts",
                               "next_attempt_at", "bookmark", "assignee", "candidates",
-                              "due_at", "delegate"}
+                              "due_at", "delegate", "returned"}
 
 
 def test_engine_needs_a_key():
