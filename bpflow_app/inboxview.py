@@ -178,8 +178,13 @@ def with_round(view: MailView, store: Store, caller: Caller, say: Say = english)
     info = Mailbox(store).round_of(row.instance_id, row.circle, row.epoch)
     if info is not None:
         view.round_lines, view.asked = round_lines(info, say), info["approvers"]
-        asked_now = caller.username in info["waiting"]
-        view.sign = view.open and info["verdict"] is None and asked_now
+        # whose seat the mail is: its addressee's (the reader, or whom they stand in for);
+        # a delegate answers for the one who delegated
+        payload = row.payload or {}
+        seat = payload.get("delegated_by") or payload.get("approver") or caller.username
+        asked_now = seat in info["waiting"]
+        view.sign = view.open and info["verdict"] is None and asked_now and \
+            not payload.get("delegated_by")
         if view.open and info["verdict"] is None and not asked_now:  # signers before them
             view.open = False
             view.outcome = say(N_("Others decide first: %(who)s"),

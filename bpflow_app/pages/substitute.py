@@ -68,11 +68,12 @@ def _status() -> rx.Component:
 def _form() -> rx.Component:
     return rx.form(
         rx.vstack(
-            _labelled(_("Substitute"), "substitute-to", rx.select.root(
+            # the people (data) are in the picker and in the form's own hidden <select>
+            _labelled(_("Substitute"), "substitute-to", rx.box(rx.select.root(
                 rx.select.trigger(placeholder=_("Choose…"), id="substitute-to", width="100%"),
                 rx.select.content(rx.foreach(S.people, lambda n: rx.select.item(
                     n, value=n, custom_attrs=NO))),
-                name="to"), "to"),
+                name="to"), width="100%", custom_attrs=NO), "to"),
             _labelled(_("From"), "substitute-from",
                       rx.input(type="datetime-local", name="from", id="substitute-from",
                                width="100%"), "from"),

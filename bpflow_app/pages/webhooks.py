@@ -35,7 +35,12 @@ TYPE_WORDS = {"instance.started": N_("a flow was started"),
               "approval.signers_removed": N_("signers were removed from an approval"),
               "cc.sent": N_("people were copied on a flow"),
               "urge.sent": N_("people were urged or reminded"),
-              "task.returned": N_("work was returned to an earlier step")}
+              "task.returned": N_("work was returned to an earlier step"),
+              "approval.transferred": N_("an approval was transferred to someone else"),
+              "approval.delegated": N_("someone was asked to answer an approval"),
+              "task.transferred": N_("a task was handed to someone else"),
+              "task.delegated": N_("someone was asked to answer a task"),
+              "comment.added": N_("someone commented on a flow")}
 
 
 def _badge(state: rx.Var[str]) -> rx.Component:

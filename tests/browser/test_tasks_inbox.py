@@ -265,11 +265,11 @@ def test_5_the_inbox_journeys_in_chinese(browser, app_server, app_store, account
         screenshot(fang, "tasks_journey5_zh_my_flows")
         assert axe_violations(fang) == []
 
-        again = claim_waiting_for_bob(app_store, 42, "团队午餐")  # bob sends it back
+        again = claim_waiting_for_bob(app_store, 42.5, "团队午餐")  # bob sends it back
         fang.context.close()
         bob = chinese("bob", accounts["bob"][0])
         expect(bob.get_by_role("tab", name="审批")).to_have_attribute("data-state", "active")
-        subject = "Expense claim of 42 by alice"
+        subject = "Expense claim of 42.5 by alice"
         letter = bob.locator(".mail", has_text=subject)
         expect(letter.locator(".row-badge")).to_have_text("等待你审批")
         letter.get_by_role("button", name="打开 " + subject).click()
