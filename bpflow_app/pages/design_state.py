@@ -1,0 +1,497 @@
+"""State of the designer (`/design`, `/design/{name}`; admins and designers, SPEC §16).
+
+The template body lives here, on the server: the canvas (`components/canvas.py`) only
+reports edits (`edit`), the panel and the JSON view change fields, and every change is
+analysed at once (`engine.analysis`, nested templates resolved in the caller's tenant),
+each problem put on the circle its JSON pointer names. Undo and redo keep the bodies
+before and after each change. Publishing stores the body through the store's path of
+uploads (`put_template`), which admits it only without errors.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import reflex as rx
+
+from bpflow.access import Caller, require_designer
+from bpflow.backend import store_for
+from bpflow.errors import Forbidden, Unauthorized
+from bpflow_app import designview as dv
+from bpflow_app.catalogs import N_
+from bpflow_app.designview import Problem
+from bpflow_app.session import SessionState, expired
+from engine.analysis import analyze
+from engine.boxes import ACTION_KEYS
+from engine.errors import BpflowError, DefinitionError
+
+HISTORY = 100  # changes undo can take back
+# the palette's kinds in the reader's words (the canvas's accessible names too)
+KIND_WORDS = {"form": N_("Form"), "confirm": N_("Confirmation"), "http": N_("HTTP call"),
+              "approval": N_("Approval"), "mail": N_("Mail"), "timer": N_("Timer"),
+              "signal": N_("Signal"), "flow": N_("Nested flow"), "compute": N_("Compute"),
+              "marker": N_("Marker"), "auth": N_("Sign-in")}
+CIRCLE_TEXTS = ("description", "when")  # a circle's keys edited as text
+CIRCLE_JSON = ("retry", "timeout", "assign", "due", "cc", "remind")  # ... as JSON
+
+
+@dataclass
+class FieldRow:
+    """A form field as the form builder shows it."""
+    index: int = 0
+    name: str = ""
+    type: str = "string"
+    label: str = ""
+    required: bool = False
+    options: str = ""
+    default: str = ""
+    accept: str = ""
+
+
+@dataclass
+class KeyRow:
+    """One key of a circle's action (or of the circle) and its text."""
+    key: str = ""
+    text: str = ""
+
+
+@dataclass
+class Panel:
+    """What the properties panel shows of the selected circle."""
+    uri: str = ""
+    kind: str = "marker"
+    description: str = ""
+    when: str = ""
+    confirm: str = ""
+    has_form: bool = False
+    fields: list[FieldRow] = field(default_factory=list)
+    action: list[KeyRow] = field(default_factory=list)
+    more: list[KeyRow] = field(default_factory=list)  # retry, timeout, assign, ...
+    depends: str = ""  # its deps in words: "a, b | c"
+    errors: list[str] = field(default_factory=list)
+
+
+def design_name(path: str) -> str:
+    """The template of a `/design/<name>` path (behind any frontend path); "" for new."""
+    parts = [p for p in path.split("/") if p]
+    return parts[-1] if len(parts) >= 2 and parts[-2] == "design" else ""
+
+
+class DesignState(SessionState):
+    body: dict[str, Any] = {}
+    source: str = ""  # the template opened (empty: a new one)
+    selected: str = ""  # a circle's uri, an arrow's or a junction's id ("" the template)
+    problems: list[Problem] = []
+    json_text: str = ""
+    json_error: str = ""
+    show_weak: bool = False
+    loading: bool = True
+    allowed: bool = False
+    can_undo: bool = False
+    can_redo: bool = False
+    _undo: list[str] = []
+    _redo: list[str] = []
+
+    # ------------------------------------------------------------ loading
+    def _designer(self) -> Caller:
+        caller = self._caller()
+        require_designer(caller)
+        return caller
+
+    def _as_designer(self, step: Callable[[Caller], Any]) -> Any:
+        try:
+            caller = self._designer()
+        except Unauthorized as exc:
+            return expired(self, exc)
+        except Forbidden:
+            self.allowed = False
+            return rx.toast.error(self.gettext("Only administrators and designers may "
+                                               "design templates"))
+        self.allowed = True
+        return step(caller)
+
+    @rx.event
+    def load(self):
+        self.loading = True
+        if self._visitor() is None:
+            return None
+        name = design_name(self.router.url.path)
+        return self._as_designer(lambda caller: self._open(caller, name))
+
+    def _open(self, caller: Caller, name: str):
+        self.source, self.selected, self.json_error = name, "", ""
+        self._undo, self._redo = [], []
+        body: dict[str, Any] = dv.empty()
+        if name:
+            try:
+                body = copy.deepcopy(dict(store_for(caller).template(name)[1].body))
+            except BpflowError as exc:
+                self.loading = False
+                return rx.toast.error(self.explain(exc))
+        self._show(caller, body)
+        self.loading = False
+        return None
+
+    def _show(self, caller: Caller, body: dict[str, Any]) -> None:
+        """`body` as the current one: analysed, in the JSON view, the history's buttons."""
+        self.body = body
+        self.problems = self._analyse(caller, body)
+        self.json_text = dv.dumps(body)
+        self.can_undo, self.can_redo = bool(self._undo), bool(self._redo)
+        if self.selected and not self._exists(self.selected):
+            self.selected = ""
+
+    def _analyse(self, caller: Caller, body: dict[str, Any]) -> list[Problem]:
+        report = analyze(dv.without_ui(body), store_for(caller).latest_body)
+        return [Problem(e["path"], e["code"], self.say(e["message"]), warning,
+                        dv.element_of(body, e["path"]))
+                for warning, found in ((False, report.errors), (True, report.warnings))
+                for e in found]
+
+    def _exists(self, element: str) -> bool:
+        if dv.find(self.body, element) is not None:
+            return True
+        parsed = dv.parse_arrow(element)
+        return parsed is not None and dv.find(self.body, parsed[0]) is not None
+
+    # ------------------------------------------------------------ changes
+    def _change(self, edit: Callable[[dict[str, Any]], str | None]) -> Any:
+        """Apply `edit` to a copy of the body; keep it (undoable) unless it says why not."""
+        def step(caller: Caller) -> Any:
+            body = copy.deepcopy(self.body)
+            refused = edit(body)
+            if refused:
+                return rx.toast.error(self.gettext(REFUSALS.get(refused, refused)))
+            if body == self.body:
+                return None
+            self._undo = [*self._undo[-(HISTORY - 1):], dv.dumps(self.body)]
+            self._redo = []
+            self.json_error = ""
+            self._show(caller, body)
+            return None
+        return self._as_designer(step)
+
+    def _travel(self, back: bool) -> Any:
+        def step(caller: Caller) -> Any:
+            source, target = (self._undo, self._redo) if back else (self._redo, self._undo)
+            if not source:
+                return None
+            body = json.loads(source[-1])
+            if back:
+                self._undo, self._redo = source[:-1], [*target, dv.dumps(self.body)]
+            else:
+                self._redo, self._undo = source[:-1], [*target, dv.dumps(self.body)]
+            self.json_error = ""
+            self._show(caller, body)
+            return None
+        return self._as_designer(step)
+
+    @rx.event
+    def undo(self):
+        return self._travel(back=True)
+
+    @rx.event
+    def redo(self):
+        return self._travel(back=False)
+
+    @rx.event
+    def edit(self, change: dict[str, Any]):
+        """An edit the canvas reports: `{"kind": "select" | "move" | "connect" | "delete"
+        | "add" | "undo" | "redo" | "layout" | "weak", ...}`."""
+        kind = change.get("kind")
+        if kind == "select":
+            self.selected = str(change.get("id") or "")
+            return None
+        if kind == "move":
+            moves = [m for m in change.get("nodes") or [] if isinstance(m, dict)]
+            return self._change(lambda body: self._moved(body, moves))
+        if kind == "connect":
+            source, target = str(change.get("source")), str(change.get("target"))
+            return self._change(lambda body: dv.connect(body, source, target))
+        if kind == "delete":
+            ids = [str(i) for i in change.get("ids") or []]
+            return self._change(lambda body: dv.delete(body, ids))
+        if kind in ("undo", "redo"):
+            return self._travel(back=kind == "undo")
+        if kind == "add":
+            return self._add(str(change.get("box")))
+        if kind == "layout":
+            return self._change(dv.unplace)
+        if kind == "weak":
+            self.show_weak = not self.show_weak
+        return None
+
+    @staticmethod
+    def _moved(body: dict[str, Any], moves: list[dict[str, Any]]) -> None:
+        for m in moves:
+            try:
+                dv.move(body, str(m.get("id")), float(m.get("x")), float(m.get("y")))
+            except (TypeError, ValueError):
+                continue
+
+    @rx.event
+    def add(self, kind: str):
+        return self._add(kind)
+
+    def _add(self, kind: str) -> Any:
+        added: list[str] = []
+
+        def adding(body: dict[str, Any]) -> str | None:
+            if kind not in dv.PALETTE:
+                return "invalid"
+            added.append(dv.add_circle(body, kind))
+            return None
+        out = self._change(adding)
+        if added:
+            self.selected = added[0]
+        return out
+
+    @rx.event
+    def select(self, element: str):
+        self.selected = element
+
+    @rx.event
+    def select_problem(self, pointer: str):
+        """The problems list: select the circle the pointer names (else the template)."""
+        self.selected = dv.element_of(self.body, pointer)
+
+    @rx.event
+    def auto_layout(self):
+        return self._change(dv.unplace)
+
+    @rx.event
+    def toggle_weak(self):
+        self.show_weak = not self.show_weak
+
+    @rx.event
+    def delete_selected(self):
+        chosen = self.selected
+        return self._change(lambda body: dv.delete(body, [chosen]) if chosen else None)
+
+    @rx.event
+    def join(self, other: str):
+        """Make the selected arrow an OR-arrow with `other` as one more member."""
+        arrow = self.selected
+        return self._change(lambda body: dv.join(body, arrow, other))
+
+    @rx.event
+    def depend_on(self, source: str):
+        """The panel's (keyboard's) way to draw an arrow into the selected circle."""
+        target = self.selected
+        return self._change(lambda body: dv.connect(body, source, target))
+
+    # ------------------------------------------------------------ the template's fields
+    @rx.event
+    def set_template(self, key: str, text: str):
+        if key not in ("name", "title", "description", "kind", "inputs", "starters",
+                       "stop_at"):
+            return None
+
+        def setting(body: dict[str, Any]) -> None:
+            value: Any = text
+            if key == "starters":
+                value = [s.strip() for s in text.split(",") if s.strip()]
+            elif key == "inputs":
+                value = dv.text_value(text, as_text=False)
+            elif key == "kind" and text == "dag":
+                value = None
+            if key == "name":
+                body["name"] = text.strip()
+            else:
+                dv.set_key(body, key, value)
+        return self._change(setting)
+
+    # ------------------------------------------------------------ the circle's fields
+    def _on_circle(self, edit: Callable[[dict[str, Any]], str | None]) -> Any:
+        uri = self.selected
+
+        def editing(body: dict[str, Any]) -> str | None:
+            circle = dv.find(body, uri)
+            return edit(circle) if circle is not None else "invalid"
+        return self._change(editing)
+
+    @rx.event
+    def set_uri(self, text: str):
+        old, new = self.selected, text.strip()
+        out = self._change(lambda body: dv.rename(body, old, new))
+        if dv.find(self.body, new) is not None:
+            self.selected = new
+        return out
+
+    @rx.event
+    def set_circle(self, key: str, text: str):
+        if key not in CIRCLE_TEXTS + CIRCLE_JSON + ("confirm",):
+            return None
+
+        def setting(circle: dict[str, Any]) -> None:
+            if key == "confirm":
+                if not isinstance(circle.get("box"), dict):
+                    circle["box"] = {}
+                circle["box"]["confirm"] = text
+                return
+            dv.set_key(circle, key, dv.text_value(text, as_text=key in CIRCLE_TEXTS))
+        return self._on_circle(setting)
+
+    @rx.event
+    def set_kind(self, kind: str):
+        if kind not in dv.PALETTE:
+            return None
+        return self._on_circle(lambda circle: dv.set_kind(circle, kind))
+
+    @rx.event
+    def set_action(self, key: str, text: str):
+        def setting(circle: dict[str, Any]) -> str | None:
+            action = (circle.get("box") or {}).get("action")
+            if not isinstance(action, dict) or key == "type":
+                return "invalid"
+            dv.set_key(action, key, dv.text_value(text, as_text=key in dv.TEXT_KEYS))
+            return None
+        return self._on_circle(setting)
+
+    # ------------------------------------------------------------ the form builder
+    @rx.event
+    def new_field(self):
+        return self._on_circle(dv.add_field)
+
+    @rx.event
+    def move_field(self, index: int, by: int):
+        return self._on_circle(lambda circle: dv.move_field(circle, index, by))
+
+    @rx.event
+    def remove_field(self, index: int):
+        return self._on_circle(lambda circle: dv.remove_field(circle, index))
+
+    @rx.event
+    def set_field(self, index: int, key: str, value: Any):
+        if key not in ("name", "type", "label", "required", "options", "default", "accept"):
+            return None
+        return self._on_circle(lambda circle: dv.set_field(circle, index, key, value))
+
+    # ------------------------------------------------------------ the JSON view
+    @rx.event
+    def set_json(self, text: str):
+        """The JSON view edited: a body that parses replaces the canvas's; one that does
+        not is kept in the view with the reason, the canvas as it was."""
+        self.json_text = text
+        if len(text) > dv.MAX_BODY:
+            self.json_error = self.gettext("The JSON is too large for a template")
+            return None
+        try:
+            parsed = json.loads(text)
+        except ValueError as exc:
+            self.json_error = self.gettext("Not valid JSON: %(reason)s", reason=str(exc))
+            return None
+        if not isinstance(parsed, dict):
+            self.json_error = self.gettext("A template is a JSON object")
+            return None
+        def replacing(body: dict[str, Any]) -> None:
+            body.clear()
+            body.update(parsed)
+        out = self._change(replacing)
+        self.json_text = text  # as typed (the canvas's change would reformat it)
+        return out
+
+    # ------------------------------------------------------------ publishing
+    @rx.event
+    def publish(self):
+        def step(caller: Caller) -> Any:
+            store = store_for(caller)
+            try:
+                version, created = store.put_template(dv.without_ui(self.body))
+            except DefinitionError:
+                self.problems = self._analyse(caller, self.body)
+                return rx.toast.error(self.gettext("Fix the problems before publishing"))
+            except BpflowError as exc:
+                return rx.toast.error(self.explain(exc))
+            name = self.body.get("name")
+            self.source = str(name)
+            return rx.toast.success(
+                self.gettext("Published %(name)s version %(version)s", name=name,
+                             version=version) if created else
+                self.gettext("Identical to %(name)s version %(version)s; nothing was stored",
+                             name=name, version=version))
+        return self._as_designer(step)
+
+    # ------------------------------------------------------------ what the page shows
+    @rx.var
+    def errors(self) -> int:
+        return sum(1 for p in self.problems if not p.warning)
+
+    @rx.var
+    def graph(self) -> dict[str, list[dict[str, Any]]]:
+        """The canvas's nodes and edges."""
+        names = {f"kind:{k}": self.gettext(v) for k, v in KIND_WORDS.items()}
+        names.update(errors=self.gettext("problems:"), weak=self.gettext("weak"),
+                     **{"or": self.gettext("or")})
+        nodes, edges = dv.picture(self.body, self.problems, self.selected, self.show_weak,
+                                  names)
+        return {"nodes": nodes, "edges": edges}
+
+    @rx.var
+    def template_fields(self) -> dict[str, str]:
+        body = self.body
+        return {"name": dv.value_text(body.get("name")),
+                "title": dv.value_text(body.get("title")),
+                "description": dv.value_text(body.get("description")),
+                "kind": str(body.get("kind") or "dag"),
+                "inputs": dv.value_text(body.get("inputs")),
+                "starters": ", ".join(s for s in body.get("starters") or []
+                                      if isinstance(s, str))
+                if isinstance(body.get("starters"), list) else "",
+                "stop_at": dv.value_text(body.get("stop_at"))}
+
+    @rx.var
+    def uris(self) -> list[str]:
+        return [c["uri"] for c in dv.circles(self.body) if isinstance(c.get("uri"), str)]
+
+    @rx.var
+    def arrow_selected(self) -> bool:
+        return dv.parse_arrow(self.selected) is not None
+
+    @rx.var
+    def panel(self) -> Panel:
+        circle = dv.find(self.body, self.selected)
+        if circle is None:
+            return Panel()
+        box = circle.get("box") if isinstance(circle.get("box"), dict) else {}
+        action = box.get("action") if isinstance(box.get("action"), dict) else None
+        form = box.get("form") if isinstance(box.get("form"), list) else []
+        kind = dv.kind_of(circle)
+        keys = sorted(ACTION_KEYS.get(kind, ()))
+        groups = circle.get("deps") if isinstance(circle.get("deps"), list) else []
+        return Panel(
+            uri=self.selected, kind=kind,
+            description=dv.value_text(circle.get("description")),
+            when=dv.value_text(circle.get("when")),
+            confirm=dv.value_text(box.get("confirm")),
+            has_form=bool(form),
+            fields=[_row(i, f) for i, f in enumerate(form) if isinstance(f, dict)],
+            action=[KeyRow(k, dv.value_text(action.get(k))) for k in keys] if action else [],
+            more=[KeyRow(k, dv.value_text(circle.get(k))) for k in CIRCLE_JSON],
+            depends=", ".join(" | ".join(map(str, g)) for g in groups if isinstance(g, list)),
+            errors=[p.message for p in self.problems
+                    if p.element == self.selected and not p.warning])
+
+
+def _row(index: int, f: dict[str, Any]) -> FieldRow:
+    options = f.get("options") if isinstance(f.get("options"), list) else []
+    return FieldRow(
+        index=index, name=dv.value_text(f.get("name")), type=str(f.get("type") or "string"),
+        label=dv.value_text(f.get("label")), required=bool(f.get("required")),
+        options=", ".join(dv.value_text(o) for o in options),
+        default=dv.value_text(f.get("default")),
+        accept=", ".join(map(str, f.get("accept") or [])))
+
+
+# why an edit was refused, in words
+REFUSALS = {"linear": N_("In a linear template each circle follows the one before it: "
+                         "change the kind to dag to draw arrows"),
+            "exists": N_("That arrow is already there"),
+            "invalid": N_("That cannot be done here"),
+            "uri": N_("A circle's name starts with a small letter and holds only small "
+                      "letters, digits, _ and -"),
+            }

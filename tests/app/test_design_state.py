@@ -1,0 +1,189 @@
+"""The designer's state: edits the canvas reports change the body the server keeps, every
+change is analysed (errors on the circle their pointer names), undo and redo, the JSON
+view, the form builder, publishing, and who may design."""
+
+from __future__ import annotations
+
+import json
+
+from bpflow_app import designview as dv
+from bpflow_app.pages.design_state import DesignState
+from tests.app.helpers import run
+
+
+def _designer(make_state, user: str = "root", path: str = "/design") -> DesignState:
+    state = make_state(DesignState, user=user, path=path)
+    run(state.load())
+    return state
+
+
+def _codes(state: DesignState) -> set[str]:
+    return {p.code for p in state.problems if not p.warning}
+
+
+def test_a_new_design_starts_empty_and_names_its_problems(make_state):
+    state = _designer(make_state)
+    assert state.allowed and state.body == {"name": "", "circles": []}
+    assert state.errors > 0 and "schema" in _codes(state)
+    assert json.loads(state.json_text) == state.body
+
+
+def test_palette_circles_connected_form_a_valid_flow(make_state):
+    state = _designer(make_state)
+    state.set_template("name", "trip")
+    run(state.add("form"))
+    run(state.add("approval"))
+    assert [c["uri"] for c in state.body["circles"]] == ["form", "approval"]
+    assert state.selected == "approval"
+    assert "multiple_terminals" in _codes(state)  # two circles, no arrow yet
+    run(state.edit({"kind": "connect", "source": "form", "target": "approval"}))
+    assert state.body["circles"][1]["deps"] == [["form"]]
+    assert state.errors == 0
+    nodes = {n["id"]: n for n in state.graph["nodes"]}
+    assert nodes["approval"]["position"]["x"] > nodes["form"]["position"]["x"]  # terminal right
+    assert [e["id"] for e in state.graph["edges"]] == ["a:approval:0:form"]
+
+
+def test_an_error_sits_on_the_circle_its_pointer_names(make_state):
+    state = _designer(make_state)
+    state.set_template("name", "trip")
+    run(state.add("form"))
+    run(state.add("timer"))
+    run(state.edit({"kind": "connect", "source": "form", "target": "timer"}))
+    state.selected = "timer"
+    state.set_action("delay", "-5")
+    problem = next(p for p in state.problems if p.code == "invalid_box")
+    assert problem.pointer.startswith("/circles/1/") and problem.element == "timer"
+    node = next(n for n in state.graph["nodes"] if n["id"] == "timer")
+    assert node["data"]["errors"] and state.panel.errors
+    state.select_problem(problem.pointer)
+    assert state.selected == "timer"
+    state.set_action("delay", "30")
+    assert state.errors == 0 and state.body["circles"][1]["box"]["action"]["delay"] == 30
+
+
+def test_undo_and_redo_walk_the_changes(make_state):
+    state = _designer(make_state)
+    run(state.add("marker"))
+    run(state.add("marker"))
+    assert [c["uri"] for c in state.body["circles"]] == ["marker", "marker_2"]
+    run(state.edit({"kind": "undo"}))
+    assert [c["uri"] for c in state.body["circles"]] == ["marker"]
+    assert state.can_redo
+    run(state.redo())
+    assert [c["uri"] for c in state.body["circles"]] == ["marker", "marker_2"]
+    assert not state.can_redo and json.loads(state.json_text) == state.body
+
+
+def test_an_or_arrow_is_a_junction_and_deleting_a_circle_drops_its_arrows(make_state):
+    state = _designer(make_state)
+    for kind in ("marker", "marker", "marker"):
+        run(state.add(kind))
+    run(state.edit({"kind": "connect", "source": "marker", "target": "marker_3"}))
+    state.select("a:marker_3:0:marker")
+    run(state.join("marker_2"))
+    assert state.body["circles"][2]["deps"] == [["marker", "marker_2"]]
+    ids = {n["id"] for n in state.graph["nodes"]}
+    assert "j:marker_3:0" in ids
+    # a third source dragged onto the junction joins the same OR-arrow
+    run(state.add("marker"))
+    run(state.edit({"kind": "connect", "source": "marker_4", "target": "j:marker_3:0"}))
+    assert state.body["circles"][2]["deps"] == [["marker", "marker_2", "marker_4"]]
+    run(state.edit({"kind": "delete", "ids": ["marker_2"]}))
+    assert state.body["circles"][1]["deps"] == [["marker", "marker_4"]]
+    run(state.edit({"kind": "delete", "ids": ["j:marker_3:0"]}))
+    assert "deps" not in state.body["circles"][1]
+
+
+def test_moving_keeps_ui_positions_and_auto_layout_forgets_them(make_state):
+    state = _designer(make_state)
+    run(state.add("marker"))
+    run(state.edit({"kind": "move", "nodes": [{"id": "marker", "x": 12.4, "y": -3}]}))
+    assert state.body["circles"][0]["ui"] == {"x": 12, "y": -3}
+    node = state.graph["nodes"][0]
+    assert node["position"] == {"x": 12.0, "y": -3.0}
+    assert "schema" not in {p.code for p in state.problems if p.pointer.endswith("/ui")}
+    run(state.auto_layout())
+    assert "ui" not in state.body["circles"][0]
+
+
+def test_a_json_syntax_error_stays_in_the_view_and_the_canvas_is_kept(make_state):
+    state = _designer(make_state)
+    run(state.add("marker"))
+    before = state.body
+    state.set_json('{"name": "x", "circles": [')
+    assert state.json_error and state.body == before
+    state.set_json('{"name": "x", "circles": [{"uri": "only"}]}')
+    assert not state.json_error and state.body["circles"] == [{"uri": "only"}]
+    assert state.errors == 0
+    run(state.undo())
+    assert state.body == before
+
+
+def test_the_form_builder_adds_orders_and_removes_fields(make_state):
+    state = _designer(make_state)
+    run(state.add("form"))
+    run(state.new_field())
+    state.set_field(1, "type", "select")
+    state.set_field(1, "options", "a, b")
+    state.set_field(1, "required", True)
+    form = state.body["circles"][0]["box"]["form"]
+    assert form[1] == {"name": "field_2", "type": "select", "label": "Field 2",
+                       "options": ["a", "b"], "required": True}
+    state.move_field(1, -1)
+    assert [f["name"] for f in state.body["circles"][0]["box"]["form"]] == ["field_2", "field"]
+    assert [f.name for f in state.panel.fields] == ["field_2", "field"]
+    state.remove_field(0)
+    state.remove_field(0)
+    assert "box" not in state.body["circles"][0]
+
+
+def test_renaming_a_circle_keeps_its_arrows(make_state):
+    state = _designer(make_state)
+    run(state.add("form"))
+    run(state.add("marker"))
+    run(state.edit({"kind": "connect", "source": "form", "target": "marker"}))
+    state.selected = "form"
+    state.set_uri("claim")
+    assert state.selected == "claim" and state.body["circles"][1]["deps"] == [["claim"]]
+    events = run(state.set_uri("Bad Name"))
+    assert events and state.body["circles"][0]["uri"] == "claim"
+
+
+def test_a_shipped_template_opens_and_publishes_back_unchanged(make_state, web_store):
+    state = _designer(make_state, path="/design/reimbursement")
+    version, body = web_store.template("reimbursement")[0], \
+        web_store.template("reimbursement")[1].body
+    assert state.source == "reimbursement" and state.body == body and state.errors == 0
+    events = run(state.publish())
+    assert "nothing was stored" in str(events)
+    assert web_store.template("reimbursement")[0] == version
+
+
+def test_publishing_stores_the_next_version(make_state, web_store):
+    state = _designer(make_state)
+    state.set_json(json.dumps({"name": "designed", "circles": [
+        {"uri": "ask", "box": {"confirm": "Go?"}, "ui": {"x": 5, "y": 6}}]}))
+    run(state.publish())
+    version, template = web_store.template("designed")
+    assert version == 1 and "ui" not in template.body["circles"][0]
+
+
+def test_only_admins_and_designers_may_design(make_state, web_store):
+    state = _designer(make_state, user="alice")
+    assert not state.allowed and not state.can_design
+    events = run(state.add("form"))
+    assert state.body == {} and "designers" in str(events)
+    web_store.set_roles("alice", ["user", "designer"])
+    state = _designer(make_state, user="alice")
+    assert state.allowed and state.can_design
+    run(state.add("form"))
+    assert state.body["circles"][0]["uri"] == "form"
+
+
+def test_auto_positions_put_every_circle_and_survive_cycles():
+    body = {"name": "x", "circles": [{"uri": "a", "deps": [["b"]]},
+                                     {"uri": "b", "deps": [["a"]]}, {"uri": "c"}]}
+    assert set(dv.auto_positions(body)) == {"a", "b", "c"}
+    nodes, _ = dv.picture(body, [], "", False, {})
+    assert len(nodes) == 3
