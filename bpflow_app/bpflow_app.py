@@ -13,6 +13,8 @@ from bpflow_app.frame_state import page_loads
 from bpflow_app.i18n import _
 from bpflow_app.pages.account import account_page
 from bpflow_app.pages.account_state import AccountState
+from bpflow_app.pages.design import design_page
+from bpflow_app.pages.design_state import DesignState
 from bpflow_app.pages.flow import flow_page
 from bpflow_app.pages.flow_state import FlowState
 from bpflow_app.pages.flows import flows_page
@@ -55,6 +57,11 @@ app.add_page(outer_circle(inbox_page), route=routes.INBOX, title=_("Inbox · bpf
              on_load=page_loads(routes.INBOX, MailState.load, TasksState.load))
 app.add_page(outer_circle(templates_page), route=routes.TEMPLATES, title=_("Templates · bpflow"),
              on_load=page_loads(routes.TEMPLATES, TemplatesState.load))
+app.add_page(outer_circle(design_page), route=routes.DESIGN, title=_("Design · bpflow"),
+             on_load=page_loads(routes.DESIGN, DesignState.load))
+app.add_page(outer_circle(design_page), route=routes.DESIGN_TEMPLATE,
+             title=_("Design · bpflow"),
+             on_load=page_loads(routes.DESIGN_TEMPLATE, DesignState.load))
 app.add_page(outer_circle(users_page), route=routes.USERS, title=_("Users · bpflow"),
              on_load=page_loads(routes.USERS, UsersState.load))
 app.add_page(outer_circle(account_page), route=routes.ACCOUNT, title=_("My account · bpflow"),

@@ -12,6 +12,8 @@ GUEST = "/guest"
 GUEST_TENANT = "/guest/[tenant]"  # a tenant's guest page (SPEC §12)
 TEMPLATES = "/templates"
 USERS = "/users"
+DESIGN = "/design"  # a new template in the designer (SPEC §16)
+DESIGN_TEMPLATE = "/design/[name]"  # a template's latest version in the designer
 ACCOUNT = "/account"  # one's own account
 SUBSTITUTE = "/substitute"  # one's substitute (an admin's for someone: ?user=NAME)
 WEBHOOKS = "/webhooks"
@@ -27,6 +29,11 @@ def guest(tenant: str) -> str:
 def flow(instance_id: Any) -> Any:
     """The flow page of an instance (a str, or a Var in a component)."""
     return f"/flow/{instance_id}"
+
+
+def design(name: Any) -> Any:
+    """The designer on a template (a str, or a Var in a component)."""
+    return f"/design/{name}"
 
 
 def substitute_of(username: Any) -> Any:

@@ -19,7 +19,7 @@ from typing import Any
 import reflex as rx
 
 from bpflow import languages
-from bpflow.access import DEFAULT_TENANT, Caller, require_admin
+from bpflow.access import DEFAULT_TENANT, Caller, may_design, require_admin
 from bpflow.auth import PasswordChanged, current, verify_token
 from bpflow.backend import get_store, store_for
 from bpflow.errors import Forbidden, Unauthorized
@@ -78,6 +78,12 @@ class SessionState(LangState):
     def is_admin(self) -> bool:
         caller = token_caller(self.token)
         return bool(caller and caller.is_admin)
+
+    @rx.var
+    def can_design(self) -> bool:
+        """Whether the designer is offered (admins and designers, SPEC §16)."""
+        caller = token_caller(self.token)
+        return bool(caller and may_design(caller))
 
     def _caller(self) -> Caller:
         """The signed-in caller of a handler, checked now (the token may have expired, or

@@ -45,6 +45,7 @@ def _links() -> list[rx.Component]:
         _nav_link(_("My flows"), routes.FLOWS, "workflow"),
         _nav_link(_("Inbox"), routes.INBOX, "inbox", FrameState.unread),
         rx.cond(SessionState.is_admin, _nav_link(_("Templates"), routes.TEMPLATES, "files")),
+        rx.cond(SessionState.can_design, _nav_link(_("Design"), routes.DESIGN, "pen-tool")),
         rx.cond(SessionState.is_admin, _nav_link(_("Users"), routes.USERS, "users")),
         rx.cond(SessionState.is_admin, _nav_link(_("Webhooks"), routes.WEBHOOKS, "webhook")),
     ]

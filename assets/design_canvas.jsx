@@ -1,0 +1,132 @@
+// The designer's canvas (SPEC §16): React Flow draws the nodes and edges the server gives
+// and reports each edit to it (`onEdit`); the server owns the template and sends the
+// picture back. Node positions are kept here only while a node is dragged, so a drag is
+// smooth; the move is reported when it ends. `keys` maps a key ("Alt+1", "Control+z") to
+// the edit it reports.
+import { useCallback, useEffect, useRef, useState } from "react";
+import {
+  Background, Controls, Handle, MarkerType, Position, ReactFlow, applyNodeChanges,
+} from "@xyflow/react";
+import "@xyflow/react/dist/style.css";
+import "./design_canvas.css";
+
+function Circle({ data, selected }) {
+  const bad = data.errors && data.errors.length > 0;
+  return (
+    <div className={"dc-circle" + (bad ? " dc-bad" : "") + (selected ? " dc-selected" : "")}
+         data-uri={data.uri} data-kind={data.kind}>
+      <Handle type="target" position={Position.Left} />
+      <div className="dc-uri" translate="no">{data.uri}</div>
+      <div className="dc-kind">{data.label}</div>
+      {bad ? <div className="dc-errors" role="note">{data.errors.join("; ")}</div> : null}
+      <Handle type="source" position={Position.Right} />
+    </div>
+  );
+}
+
+function Junction({ data, selected }) {
+  return (
+    <div className={"dc-junction" + (selected ? " dc-selected" : "")} title={data.label}>
+      <Handle type="target" position={Position.Left} />
+      <span aria-hidden="true">∨</span>
+      <Handle type="source" position={Position.Right} />
+    </div>
+  );
+}
+
+const NODE_TYPES = { circle: Circle, junction: Junction };
+
+function keyName(e) {
+  const mods = [e.ctrlKey || e.metaKey ? "Control" : "", e.altKey ? "Alt" : "",
+                e.shiftKey ? "Shift" : ""].filter(Boolean);
+  let key = e.code && e.code.startsWith("Digit") ? e.code.slice(5) : e.key;
+  if (key.length === 1) key = key.toLowerCase();
+  return [...mods, key].join("+");
+}
+
+function typing(target) {
+  const tag = target && target.tagName;
+  return tag === "INPUT" || tag === "TEXTAREA" || tag === "SELECT" ||
+    (target && target.isContentEditable);
+}
+
+export function DesignCanvas({ nodes, edges, keys, onEdit, label, ...rest }) {
+  const [local, setLocal] = useState(nodes || []);
+  const current = useRef(local);
+  current.current = local;
+  useEffect(() => setLocal(nodes || []), [nodes]);
+
+  const report = useCallback((edit) => onEdit && onEdit(edit), [onEdit]);
+
+  useEffect(() => {
+    const down = (e) => {
+      if (!keys || typing(e.target)) return;
+      const edit = keys[keyName(e)];
+      if (edit) {
+        e.preventDefault();
+        report(edit);
+      }
+    };
+    window.addEventListener("keydown", down);
+    return () => window.removeEventListener("keydown", down);
+  }, [keys, report]);
+
+  const onNodesChange = useCallback((changes) => {
+    const kept = changes.filter((c) => c.type === "position" || c.type === "dimensions");
+    setLocal((ns) => applyNodeChanges(kept, ns));
+    // a move by the arrow keys, or the end of a drag (also reported by onNodeDragStop;
+    // the server takes a move to where a node already is as no change)
+    const moved = changes.filter((c) => c.type === "position" && !c.dragging
+                                      && c.position);
+    if (moved.length) {
+      report({ kind: "move", nodes: moved.map((c) => ({ id: c.id, x: c.position.x,
+                                                        y: c.position.y })) });
+    }
+    const chosen = changes.find((c) => c.type === "select" && c.selected);
+    if (chosen) report({ kind: "select", id: chosen.id });
+  }, [report]);
+
+  const onNodeDragStop = useCallback((_e, _node, dragged) => {
+    report({ kind: "move", nodes: dragged.map((n) => ({ id: n.id, x: n.position.x,
+                                                        y: n.position.y })) });
+  }, [report]);
+
+  const onEdgesChange = useCallback((changes) => {
+    const chosen = changes.find((c) => c.type === "select" && c.selected);
+    if (chosen) report({ kind: "select", id: chosen.id });
+  }, [report]);
+
+  const onConnect = useCallback((c) => {
+    report({ kind: "connect", source: c.source, target: c.target });
+  }, [report]);
+
+  const onDelete = useCallback(({ nodes: ns, edges: es }) => {
+    report({ kind: "delete", ids: [...ns.map((n) => n.id), ...es.map((e) => e.id)] });
+  }, [report]);
+
+  const onPaneClick = useCallback(() => report({ kind: "select", id: "" }), [report]);
+
+  return (
+    <div className="dc-canvas" role="application" aria-label={label} {...rest}>
+      <ReactFlow
+        nodes={local}
+        edges={edges || []}
+        nodeTypes={NODE_TYPES}
+        onNodesChange={onNodesChange}
+        onEdgesChange={onEdgesChange}
+        onNodeDragStop={onNodeDragStop}
+        onConnect={onConnect}
+        onDelete={onDelete}
+        onPaneClick={onPaneClick}
+        deleteKeyCode={["Delete", "Backspace"]}
+        defaultEdgeOptions={{ markerEnd: { type: MarkerType.ArrowClosed } }}
+        fitView
+        minZoom={0.2}
+        proOptions={{ hideAttribution: false }}
+      >
+        <Background />
+        <Controls />
+      </ReactFlow>
+    </div>
+  );
+}

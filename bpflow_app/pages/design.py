@@ -1,0 +1,286 @@
+"""The designer (`/design`, `/design/{name}`; admins and designers, SPEC §16): a palette
+of box kinds, the canvas, the JSON view beside it, the properties of the template and of
+the selected circle (its form built field by field), and the problems the analysis finds,
+each selecting the circle it concerns. Every canvas action has a button with a name and
+a key."""
+
+from __future__ import annotations
+
+import reflex as rx
+
+from bpflow_app.catalogs import N_
+from bpflow_app.components.canvas import design_canvas
+from bpflow_app.components.names import NO
+from bpflow_app.components.ui import empty_state, page_header
+from bpflow_app.designview import FIELD_KINDS, PALETTE, Problem
+from bpflow_app.i18n import _, ngettext
+from bpflow_app.pages.design_state import KIND_WORDS, DesignState, FieldRow, KeyRow
+
+S = DesignState
+KINDS = list(PALETTE)  # the palette's order: Alt+1 … Alt+9, Alt+0
+ICONS = {"form": "file-pen-line", "confirm": "circle-check", "http": "globe",
+         "approval": "stamp", "mail": "mail", "timer": "timer", "signal": "radio",
+         "flow": "workflow", "compute": "calculator", "marker": "circle-dot"}
+DEBOUNCE_MS = 400  # typing in a field is analysed this long after the last key
+TEMPLATE_WORDS = {"name": N_("Name"), "title": N_("Title"), "description": N_("Description"),
+                  "inputs": N_("Inputs (JSON: name → type)"),
+                  "starters": N_("Starters (roles, comma separated)"),
+                  "stop_at": N_("Stop at (ISO 8601 time)")}
+CIRCLE_WORDS = {"retry": N_("Retry (JSON)"), "timeout": N_("Timeout (JSON)"),
+                "assign": N_("Assign (JSON)"), "due": N_("Due (seconds)"),
+                "cc": N_("Copy to (JSON)"), "remind": N_("Remind (JSON)")}
+
+
+def _key(i: int) -> str:
+    return f"Alt+{(i + 1) % 10}"
+
+
+def canvas_keys() -> dict[str, dict]:
+    """The canvas's keys: each palette kind, undo and redo, layout, weak edges."""
+    keys = {_key(i): {"kind": "add", "box": k}
+            for i, k in enumerate(KINDS)}
+    keys.update({"Control+z": {"kind": "undo"}, "Control+Shift+z": {"kind": "redo"},
+                 "Control+y": {"kind": "redo"}, "Alt+l": {"kind": "layout"},
+                 "Alt+w": {"kind": "weak"}})
+    return keys
+
+
+def _tool(icon: str, label: rx.Var, keys: str, **props) -> rx.Component:
+    return rx.tooltip(rx.button(rx.icon(icon, size=14), size="2", variant="soft",
+                                aria_label=label, custom_attrs={"aria-keyshortcuts": keys},
+                                **props), content=label)
+
+
+def _toolbar() -> rx.Component:
+    return rx.hstack(
+        _tool("undo-2", _("Undo (Ctrl+Z)"), "Control+Z", on_click=S.undo,
+              disabled=~S.can_undo, id="design-undo"),
+        _tool("redo-2", _("Redo (Ctrl+Shift+Z)"), "Control+Shift+Z", on_click=S.redo,
+              disabled=~S.can_redo, id="design-redo"),
+        _tool("layout-grid", _("Auto layout (Alt+L)"), "Alt+L", on_click=S.auto_layout,
+              id="design-layout"),
+        _tool("spline", rx.cond(S.show_weak, _("Hide weak edges (Alt+W)"),
+                                _("Show weak edges (Alt+W)")), "Alt+W",
+              on_click=S.toggle_weak, id="design-weak"),
+        _tool("trash-2", _("Delete the selected element (Delete)"), "Delete",
+              on_click=S.delete_selected, disabled=S.selected == "", color_scheme="red",
+              id="design-delete"),
+        rx.spacer(),
+        rx.cond(S.errors > 0,
+                rx.badge(ngettext("%(n)s problem", "%(n)s problems", S.errors),
+                         color_scheme="red", id="design-error-count"),
+                rx.badge(_("No problems"), color_scheme="green", id="design-error-count")),
+        rx.button(rx.icon("upload", size=14), _("Publish"), on_click=S.publish,
+                  disabled=(S.errors > 0) | S.loading, id="design-publish"),
+        spacing="2", align="center", width="100%", wrap="wrap")
+
+
+def _palette() -> rx.Component:
+    return rx.vstack(
+        rx.heading(_("Add a circle"), size="2", as_="h2"),
+        *[rx.button(rx.icon(ICONS[k], size=14), _(KIND_WORDS[k]), size="1", variant="surface",
+                    on_click=S.add(k), width="100%", justify="start",
+                    custom_attrs={"aria-keyshortcuts": _key(i), "data-kind": k},
+                    title=_("%(kind)s (%(key)s)", kind=_(KIND_WORDS[k]), key=_key(i)),
+                    class_name="palette-item")
+          for i, k in enumerate(KINDS)],
+        spacing="1", width="100%", role="toolbar", aria_label=_("Palette"),
+        id="design-palette")
+
+
+def _json_view() -> rx.Component:
+    return rx.vstack(
+        rx.heading(_("JSON"), size="2", as_="h2"),
+        rx.text_area(value=S.json_text, on_change=S.set_json.debounce(DEBOUNCE_MS),
+                     font_family="monospace", font_size="12px", rows="26", width="100%",
+                     id="design-json", spell_check=False,
+                     custom_attrs={"aria-label": _("The template as JSON"), **NO}),
+        rx.cond(S.json_error != "", rx.callout(S.json_error, icon="circle-x", color_scheme="red",
+                                               role="alert", width="100%",
+                                               id="design-json-error")),
+        spacing="2", width="100%")
+
+
+def _text(label: rx.Var, value: rx.Var, on_change, id_: str | rx.Var, **props) -> rx.Component:
+    return rx.vstack(
+        rx.text(label, size="1", weight="medium", as_="label", html_for=id_),
+        rx.input(value=value, on_change=on_change, debounce_timeout=DEBOUNCE_MS, id=id_,
+                 size="1", width="100%", **props),
+        spacing="1", width="100%")
+
+
+def _template_panel() -> rx.Component:
+    fields = S.template_fields
+    return rx.vstack(
+        rx.heading(_("Template"), size="3", as_="h2"),
+        *[_text(_(TEMPLATE_WORDS[k]), fields[k], S.set_template(k), f"template-{k}")
+          for k in ("name", "title", "description")],
+        rx.text(_("Kind"), size="1", weight="medium"),
+        rx.select.root(rx.select.trigger(aria_label=_("Kind"), id="template-kind"),
+                       rx.select.content(rx.select.item(_("dag (arrows drawn)"), value="dag"),
+                                         rx.select.item(_("linear (one after the other)"),
+                                                        value="linear")),
+                       value=fields["kind"], on_change=S.set_template("kind"), size="1"),
+        *[_text(_(TEMPLATE_WORDS[k]), fields[k], S.set_template(k), f"template-{k}")
+          for k in ("inputs", "starters", "stop_at")],
+        spacing="2", width="100%", id="template-panel")
+
+
+def _field(f: rx.Var[FieldRow]) -> rx.Component:
+    at = f.index.to_string()
+
+    def cell(key: str, label: str, value: rx.Var) -> rx.Component:
+        return rx.input(value=value, on_change=lambda v: S.set_field(f.index, key, v),
+                        debounce_timeout=DEBOUNCE_MS, size="1", placeholder=_(label),
+                        aria_label=_(label), id="field-" + key + "-" + at)
+    return rx.card(rx.vstack(
+        rx.hstack(
+            cell("name", N_("Field name"), f.name),
+            rx.select.root(rx.select.trigger(aria_label=_("Field type")),
+                           rx.select.content(*[rx.select.item(t, value=t)
+                                               for t in FIELD_KINDS]),
+                           value=f.type, on_change=lambda v: S.set_field(f.index, "type", v),
+                           size="1"),
+            rx.checkbox(_("Required"), checked=f.required, size="1",
+                        on_change=lambda v: S.set_field(f.index, "required", v)),
+            rx.spacer(),
+            rx.icon_button(rx.icon("arrow-up", size=12), size="1", variant="soft",
+                           on_click=S.move_field(f.index, -1), aria_label=_("Move up")),
+            rx.icon_button(rx.icon("arrow-down", size=12), size="1", variant="soft",
+                           on_click=S.move_field(f.index, 1), aria_label=_("Move down")),
+            rx.icon_button(rx.icon("x", size=12), size="1", variant="soft", color_scheme="red",
+                           on_click=S.remove_field(f.index), aria_label=_("Remove the field")),
+            spacing="1", align="center", width="100%", wrap="wrap"),
+        rx.hstack(cell("label", N_("Label"), f.label), cell("default", N_("Default"), f.default),
+                  spacing="1", width="100%"),
+        rx.hstack(cell("options", N_("Options (comma separated)"), f.options),
+                  cell("accept", N_("Accept (file types)"), f.accept),
+                  spacing="1", width="100%"),
+        spacing="1", width="100%"), size="1", width="100%", class_name="form-field-row")
+
+
+def _form_builder() -> rx.Component:
+    p = S.panel
+    return rx.vstack(
+        rx.hstack(rx.heading(_("Form"), size="2", as_="h3"), rx.spacer(),
+                  rx.button(rx.icon("plus", size=12), _("Add a field"), size="1",
+                            on_click=S.new_field, id="add-field"),
+                  width="100%", align="center"),
+        rx.foreach(p.fields, _field),
+        spacing="2", width="100%", id="form-builder")
+
+
+def _action_row(row: rx.Var[KeyRow]) -> rx.Component:
+    return rx.vstack(
+        rx.text(row.key, size="1", weight="medium", custom_attrs=NO),
+        rx.input(value=row.text, on_change=lambda v: S.set_action(row.key, v),
+                 debounce_timeout=DEBOUNCE_MS, size="1", width="100%",
+                 id="action-" + row.key, aria_label=row.key),
+        spacing="1", width="100%")
+
+
+def _more_row(row: rx.Var[KeyRow]) -> rx.Component:
+    label = rx.match(row.key, *[(k, _(v)) for k, v in CIRCLE_WORDS.items()], row.key)
+    return rx.vstack(
+        rx.text(label, size="1", weight="medium"),
+        rx.input(value=row.text, on_change=lambda v: S.set_circle(row.key, v),
+                 debounce_timeout=DEBOUNCE_MS, size="1", width="100%",
+                 id="circle-" + row.key, aria_label=label),
+        spacing="1", width="100%")
+
+
+def _circle_panel() -> rx.Component:
+    p = S.panel
+    return rx.vstack(
+        rx.heading(_("Circle"), size="3", as_="h2"),
+        rx.foreach(p.errors, lambda e: rx.callout(e, icon="circle-x", color_scheme="red",
+                                                   size="1", width="100%")),
+        rx.vstack(rx.text(_("Name (uri)"), size="1", weight="medium", as_="label",
+                          html_for="circle-uri"),
+                  rx.input(default_value=p.uri, key=p.uri, on_blur=S.set_uri, size="1",
+                           width="100%", id="circle-uri"),
+                  spacing="1", width="100%"),
+        rx.text(_("Kind"), size="1", weight="medium"),
+        rx.select.root(rx.select.trigger(aria_label=_("Kind of box"), id="circle-kind"),
+                       rx.select.content(*[rx.select.item(_(KIND_WORDS[k]), value=k)
+                                           for k in KINDS]),
+                       value=p.kind, on_change=S.set_kind, size="1"),
+        _text(_("Description"), p.description, S.set_circle("description"),
+              "circle-description"),
+        _text(_("When (expression)"), p.when, S.set_circle("when"), "circle-when"),
+        rx.cond(p.kind == "confirm", _text(_("Confirmation text"), p.confirm,
+                                           S.set_circle("confirm"), "circle-confirm")),
+        rx.cond(p.action.length() > 0, rx.vstack(
+            rx.heading(_("Action"), size="2", as_="h3"), rx.foreach(p.action, _action_row),
+            spacing="1", width="100%")),
+        rx.cond(p.has_form | (p.kind == "form"), _form_builder()),
+        rx.text(_("Depends on: %(deps)s", deps=p.depends), size="1", color_scheme="gray"),
+        rx.select(S.uris, placeholder=_("Add an arrow from…"), on_change=S.depend_on,
+                  size="1", value="", id="circle-depend",
+                  custom_attrs={"aria-label": _("Add an arrow from…")}),
+        rx.foreach(p.more, _more_row),
+        spacing="2", width="100%", id="circle-panel")
+
+
+def _arrow_panel() -> rx.Component:
+    return rx.vstack(
+        rx.heading(_("Arrow"), size="3", as_="h2"),
+        rx.text(_("An OR-arrow is satisfied when any one of its sources succeeds."), size="1",
+                color_scheme="gray"),
+        rx.select(S.uris, placeholder=_("Join into an OR-arrow with…"), on_change=S.join,
+                  size="1", value="", id="arrow-join",
+                  custom_attrs={"aria-label": _("Join into an OR-arrow with…")}),
+        spacing="2", width="100%", id="arrow-panel")
+
+
+def _problem(p: rx.Var[Problem]) -> rx.Component:
+    return rx.table.row(
+        rx.table.cell(rx.button(rx.code(rx.cond(p.pointer != "", p.pointer, "/")), size="1",
+                                variant="ghost", on_click=S.select_problem(p.pointer))),
+        rx.table.cell(rx.badge(p.code, color_scheme=rx.cond(p.warning, "amber", "red"),
+                               custom_attrs=NO)),
+        rx.table.cell(p.message), class_name="design-problem",
+        custom_attrs={"data-element": p.element})
+
+
+def _problems() -> rx.Component:
+    return rx.vstack(
+        rx.heading(_("Problems"), size="3", as_="h2"),
+        rx.cond(S.problems.length() > 0,
+                rx.box(rx.table.root(
+                    rx.table.header(rx.table.row(rx.table.column_header_cell(_("Path")),
+                                                 rx.table.column_header_cell(_("Code")),
+                                                 rx.table.column_header_cell(_("Problem")))),
+                    rx.table.body(rx.foreach(S.problems, _problem)), size="1",
+                    variant="surface", width="100%"), overflow_x="auto", width="100%"),
+                rx.text(_("The analysis finds no problem."), size="2", color_scheme="gray")),
+        spacing="2", width="100%", id="design-problems")
+
+
+def _designer() -> rx.Component:
+    canvas = design_canvas(nodes=S.graph["nodes"], edges=S.graph["edges"], keys=canvas_keys(),
+                           label=_("Canvas of the flow"), on_edit=S.edit, id="design-canvas")
+    side = rx.cond(S.panel.uri != "", _circle_panel(),
+                   rx.cond(S.arrow_selected, _arrow_panel(), _template_panel()))
+    return rx.vstack(
+        _toolbar(),
+        rx.grid(rx.card(_palette()), canvas, rx.card(_json_view()),
+                grid_template_columns=["1fr", "1fr", "150px minmax(0,3fr) minmax(0,2fr)"],
+                spacing="3", width="100%", align_items="start"),
+        rx.grid(rx.card(side, id="design-properties"), rx.card(_problems()),
+                grid_template_columns=["1fr", "1fr", "minmax(0,2fr) minmax(0,3fr)"],
+                spacing="3", width="100%", align_items="start"),
+        spacing="3", width="100%")
+
+
+def design_page() -> rx.Component:
+    return rx.vstack(
+        page_header(_("Design a flow"),
+                    _("Draw circles and arrows; the analysis checks every change.")),
+        rx.cond(S.allowed,
+                rx.cond(S.loading, rx.center(rx.spinner(size="3"), padding="32px"),
+                        _designer()),
+                rx.cond(S.loading, rx.center(rx.spinner(size="3"), padding="32px"),
+                        empty_state("lock", _("Administrators and designers only"),
+                                    _("Ask an administrator for the designer role.")))),
+        spacing="3", width="100%", max_width="1600px")
