@@ -35,6 +35,7 @@ function Junction({ data, selected }) {
 }
 
 const NODE_TYPES = { circle: Circle, junction: Junction };
+const FIT = { padding: 0.2, maxZoom: 1 };
 
 function keyName(e) {
   const mods = [e.ctrlKey || e.metaKey ? "Control" : "", e.altKey ? "Alt" : "",
@@ -57,6 +58,13 @@ export function DesignCanvas({ nodes, edges, keys, onEdit, label, ...rest }) {
   useEffect(() => setLocal(nodes || []), [nodes]);
 
   const report = useCallback((edit) => onEdit && onEdit(edit), [onEdit]);
+
+  // the whole flow in view when circles come or go (not when one is moved)
+  const [flow, setFlow] = useState(null);
+  const count = (nodes || []).length;
+  useEffect(() => {
+    if (flow) requestAnimationFrame(() => flow.fitView(FIT));
+  }, [flow, count]);
 
   useEffect(() => {
     const down = (e) => {
@@ -120,7 +128,9 @@ export function DesignCanvas({ nodes, edges, keys, onEdit, label, ...rest }) {
         onPaneClick={onPaneClick}
         deleteKeyCode={["Delete", "Backspace"]}
         defaultEdgeOptions={{ markerEnd: { type: MarkerType.ArrowClosed } }}
+        onInit={setFlow}
         fitView
+        fitViewOptions={FIT}
         minZoom={0.2}
         proOptions={{ hideAttribution: false }}
       >

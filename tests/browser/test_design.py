@@ -1,0 +1,101 @@
+"""The designer (SPEC §16): an admin builds a flow from the palette, connects its circles
+by dragging, sees an analysis error on the circle it concerns and in the problems list,
+fixes it, keeps the JSON view and the canvas in step (a syntax error stays in the view),
+undoes a change and publishes the template."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from playwright.sync_api import expect
+
+pytestmark = pytest.mark.browser
+
+
+def _node(page, uri: str):
+    return page.locator(f'.react-flow__node[data-id="{uri}"]')
+
+
+def _drag(page, source, target) -> None:
+    """Drag from one handle to another, as a person connects two circles."""
+    a, b = source.bounding_box(), target.bounding_box()
+    page.mouse.move(a["x"] + a["width"] / 2, a["y"] + a["height"] / 2)
+    page.mouse.down()
+    page.mouse.move(b["x"] + b["width"] / 2, b["y"] + b["height"] / 2, steps=12)
+    page.mouse.up()
+
+
+def _json(page) -> dict:
+    return json.loads(page.locator("#design-json").input_value())
+
+
+def test_an_admin_designs_checks_and_publishes_a_flow(page, sign_in, app_store,
+                                                      screenshot) -> None:
+    sign_in(page, "root", path="/design")
+    expect(page.get_by_role("application", name="Canvas of the flow")).to_be_visible()
+    page.locator("#template-name").fill("trip")
+    expect(page.locator("#design-json")).to_have_value('{\n  "name": "trip",\n'
+                                                       '  "circles": []\n}')
+
+    # two circles from the palette: one by a click, one by its key
+    page.locator("#design-palette").get_by_role("button", name="Form").click()
+    expect(_node(page, "form")).to_be_visible()
+    page.keyboard.press("Alt+6")  # the palette's sixth kind: a timer
+    expect(_node(page, "timer")).to_be_visible()
+    expect(page.locator(".design-problem").filter(has_text="multiple_terminals")).to_be_visible()
+
+    # connected by dragging the form's handle onto the timer's
+    _drag(page, _node(page, "form").locator(".react-flow__handle.source"),
+          _node(page, "timer").locator(".react-flow__handle.target"))
+    expect(page.locator("#design-error-count")).to_have_text("No problems")
+    assert _json(page)["circles"][1]["deps"] == [["form"]]
+    expect(page.locator(".react-flow__edge")).to_have_count(1)
+
+    # a wrong delay: the error on the timer and in the list, which selects it
+    _node(page, "timer").click()
+    expect(page.locator("#circle-uri")).to_have_value("timer")
+    page.locator("#action-delay").fill("-5")
+    bad = _node(page, "timer").locator(".dc-circle.dc-bad")
+    expect(bad).to_be_visible()
+    expect(bad.locator(".dc-errors")).to_contain_text("delay")
+    problem = page.locator(".design-problem").filter(has_text="invalid_box")
+    expect(problem).to_be_visible()
+    expect(page.locator("#design-publish")).to_be_disabled()
+    screenshot(page, "design_error_on_the_circle")
+    page.locator(".react-flow__pane").click(position={"x": 20, "y": 20})
+    expect(page.locator("#template-panel")).to_be_visible()
+    problem.get_by_role("button").click()
+    expect(page.locator("#circle-uri")).to_have_value("timer")
+    page.locator("#action-delay").fill("30")
+    expect(page.locator("#design-error-count")).to_have_text("No problems")
+    expect(bad).to_have_count(0)
+
+    # the JSON view: a syntax error stays there, a good body reaches the canvas
+    body = _json(page)
+    assert body["circles"][1]["box"]["action"]["delay"] == 30
+    page.locator("#design-json").fill('{"name": "trip", "circles": [')
+    expect(page.locator("#design-json-error")).to_contain_text("Not valid JSON")
+    expect(_node(page, "timer")).to_be_visible()
+    body["title"] = "A trip"
+    body["circles"].append({"uri": "done", "deps": [["timer"]]})
+    page.locator("#design-json").fill(json.dumps(body, indent=2))
+    expect(_node(page, "done")).to_be_visible()
+    expect(page.locator("#design-json-error")).to_have_count(0)
+    expect(page.locator(".react-flow__edge")).to_have_count(2)
+    screenshot(page, "design_json_in_step")
+
+    # undo takes the JSON view's change back (Ctrl+Z outside a text field), redo again
+    page.locator(".react-flow__pane").click(position={"x": 20, "y": 20})
+    page.keyboard.press("Control+z")
+    expect(_node(page, "done")).to_have_count(0)
+    assert "title" not in _json(page)
+    page.locator("#design-redo").click()
+    expect(_node(page, "done")).to_be_visible()
+
+    page.locator("#design-publish").click()
+    expect(page.get_by_text("Published trip version 1")).to_be_visible()
+    version, template = app_store.template("trip")
+    assert version == 1 and [c["uri"] for c in template.body["circles"]] == [
+        "form", "timer", "done"]
+    screenshot(page, "design_published")
