@@ -51,16 +51,35 @@ function typing(target) {
     (target && target.isContentEditable);
 }
 
-export function DesignCanvas({ nodes, edges, keys, onEdit, label, ...rest }) {
+// React Flow's own words (its controls, the nodes' descriptions) in the reader's language:
+// `words` holds them by React Flow's keys, and "moved" with {x} and {y}
+function ariaConfig(words) {
+  if (!words) return undefined;
+  const { moved, ...rest } = words;
+  return { ...rest, "node.a11yDescription.ariaLiveMessage": ({ x, y }) =>
+    (moved || "{x}, {y}").replace("{x}", Math.round(x)).replace("{y}", Math.round(y)) };
+}
+
+export function DesignCanvas({ nodes, edges, keys, onEdit, label, words, ...rest }) {
   const [local, setLocal] = useState(nodes || []);
-  const current = useRef(local);
-  current.current = local;
   useEffect(() => setLocal(nodes || []), [nodes]);
 
   const report = useCallback((edit) => onEdit && onEdit(edit), [onEdit]);
+  const [flow, setFlow] = useState(null);
+  const box = useRef(null);
+  useEffect(() => {  // the whole flow in view again when the canvas changes size
+    if (!flow || !box.current || typeof ResizeObserver === "undefined") return undefined;
+    // after React Flow has taken the new size itself (its own observer)
+    const seen = new ResizeObserver(() => setTimeout(() => flow.fitView(FIT), 50));
+    seen.observe(box.current);
+    return () => seen.disconnect();
+  }, [flow]);
+  useEffect(() => {  // the credit is a name, not words of the page
+    const credit = box.current && box.current.querySelector(".react-flow__attribution");
+    if (credit) credit.setAttribute("translate", "no");
+  });
 
   // the whole flow in view when circles come or go (not when one is moved)
-  const [flow, setFlow] = useState(null);
   const count = (nodes || []).length;
   useEffect(() => {
     if (flow) requestAnimationFrame(() => flow.fitView(FIT));
@@ -115,7 +134,7 @@ export function DesignCanvas({ nodes, edges, keys, onEdit, label, ...rest }) {
   const onPaneClick = useCallback(() => report({ kind: "select", id: "" }), [report]);
 
   return (
-    <div className="dc-canvas" role="application" aria-label={label} {...rest}>
+    <div className="dc-canvas" role="application" aria-label={label} ref={box} {...rest}>
       <ReactFlow
         nodes={local}
         edges={edges || []}
@@ -129,10 +148,10 @@ export function DesignCanvas({ nodes, edges, keys, onEdit, label, ...rest }) {
         deleteKeyCode={["Delete", "Backspace"]}
         defaultEdgeOptions={{ markerEnd: { type: MarkerType.ArrowClosed } }}
         onInit={setFlow}
+        ariaLabelConfig={ariaConfig(words)}
         fitView
         fitViewOptions={FIT}
         minZoom={0.2}
-        proOptions={{ hideAttribution: false }}
       >
         <Background />
         <Controls />

@@ -18,6 +18,7 @@ import copy
 import json
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +26,7 @@ from engine.definition import FIELD_TYPES
 from engine.graph import FlowGraph
 from engine.layout import layout
 
+Say = Callable[..., str]  # (key, **values) -> an accessible name's words
 URI = re.compile(r"[a-z][a-z0-9_-]*\Z")
 COLUMN, ROW = 230.0, 120.0  # the auto layout's spacing on the canvas
 JUNCTION_DX = 110.0  # a junction sits this far left of its circle
@@ -283,11 +285,12 @@ def auto_positions(body: dict[str, Any]) -> dict[str, tuple[float, float]]:
 
 
 def picture(body: dict[str, Any], problems: list[Problem], selected: str,
-            show_weak: bool, names: dict[str, str]) -> tuple[list[dict], list[dict]]:
+            show_weak: bool, say: Say = lambda key, **values: key
+            ) -> tuple[list[dict], list[dict]]:
     """The canvas's nodes and edges (React Flow's shapes) of `body`: each circle at its
-    kept position or the auto layout's, its errors on it. `names` are the accessible
-    names' words (`kind:<kind>`, `errors`, `arrow`, `or`, `weak`), in the reader's
-    language."""
+    kept position or the auto layout's, its errors on it. `say(key, **values)` words the
+    accessible names in the reader's language (keys: `kind:<kind>`, `node`, `node_bad`,
+    `arrow`, `into_or`, `or_out`, `junction`, `weak`, `or`)."""
     auto = auto_positions(body)
     errors: dict[str, list[str]] = {}
     for p in problems:
@@ -300,59 +303,61 @@ def picture(body: dict[str, Any], problems: list[Problem], selected: str,
         uri = circle.get("uri")
         if not isinstance(uri, str) or uri in where:
             continue
-        ui = circle.get("ui")
-        if isinstance(ui, dict) and all(isinstance(ui.get(k), (int, float))
-                                        and not isinstance(ui.get(k), bool) for k in "xy"):
-            x, y = float(ui["x"]), float(ui["y"])
-        else:
-            x, y = auto.get(uri, (0.0, 0.0))
-        where[uri] = (x, y)
+        where[uri] = _position(circle.get("ui"), auto.get(uri, (0.0, 0.0)))
         kind = kind_of(circle)
         mine = errors.get(uri, [])
-        label = names.get(f"kind:{kind}", kind)
+        label = say(f"kind:{kind}")
         nodes.append({
-            "id": uri, "type": "circle", "position": {"x": x, "y": y},
+            "id": uri, "type": "circle", "position": _xy(where[uri]),
             "selected": selected == uri,
-            "ariaLabel": f"{uri}, {label}" + (f", {names.get('errors', '')} {len(mine)}"
-                                              if mine else ""),
+            "ariaLabel": say("node_bad" if mine else "node", uri=uri, kind=label),
             "data": {"uri": uri, "kind": kind, "label": label, "errors": mine}})
-    uris = set(where)
-    for uri, (x, y) in where.items():
-        circle = find(body, uri) or {}
-        if _linear(body):
-            continue
-        for g, group in enumerate(_groups(circle)):
-            members = [s for s in group if s in uris]
-            if len(group) > 1:
-                junction = f"j:{uri}:{g}"
-                nodes.append({"id": junction, "type": "junction",
-                              "position": {"x": x - JUNCTION_DX + 20 * g, "y": y + 30 + 16 * g},
-                              "selected": selected == junction,
-                              "ariaLabel": f"{names.get('or', 'or')} {uri}",
-                              "data": {"label": names.get("or", "or")}})
-                edges.append(_edge(f"o:{uri}:{g}", junction, uri, selected,
-                                   f"{names.get('or', 'or')} → {uri}"))
-                for s in members:
-                    edges.append(_edge(f"a:{uri}:{g}:{s}", s, junction, selected,
-                                       f"{s} → {names.get('or', 'or')} {uri}"))
-            else:
-                for s in members:
-                    edges.append(_edge(f"a:{uri}:{g}:{s}", s, uri, selected, f"{s} → {uri}"))
-        if show_weak and isinstance(circle.get("weak"), list):
-            for s in circle["weak"]:
-                if s in uris:
-                    edge = _edge(f"w:{uri}:{s}", s, uri, selected,
-                                 f"{names.get('weak', 'weak')} {s} → {uri}")
-                    edge["className"] = "weak-edge"
-                    edge["style"] = {"strokeDasharray": "6 4"}
-                    edges.append(edge)
     if _linear(body):
-        order = [u for u, _ in _arrows(body) if u in uris]
+        order = [u for u, _ in _arrows(body) if u in where]
         for a, b in zip(order, order[1:], strict=False):
-            edge = _edge(f"l:{b}:{a}", a, b, selected, f"{a} → {b}")
+            edge = _edge(f"l:{b}:{a}", a, b, selected, say("arrow", source=a, target=b))
             edge["deletable"] = False
             edges.append(edge)
+        return nodes, edges
+    for uri, (x, y) in where.items():
+        circle = find(body, uri) or {}
+        for g, group in enumerate(_groups(circle)):
+            members = [s for s in group if s in where]
+            if len(group) == 1:
+                edges += [_edge(f"a:{uri}:{g}:{s}", s, uri, selected,
+                                say("arrow", source=s, target=uri)) for s in members]
+                continue
+            junction = f"j:{uri}:{g}"
+            nodes.append({"id": junction, "type": "junction",
+                          "position": {"x": x - JUNCTION_DX + 20 * g, "y": y + 30 + 16 * g},
+                          "selected": selected == junction,
+                          "ariaLabel": say("junction", target=uri),
+                          "data": {"label": say("or")}})
+            edges.append(_edge(f"o:{uri}:{g}", junction, uri, selected,
+                               say("or_out", target=uri)))
+            edges += [_edge(f"a:{uri}:{g}:{s}", s, junction, selected,
+                            say("into_or", source=s, target=uri)) for s in members]
+        weak = circle.get("weak") if show_weak else None
+        for s in weak if isinstance(weak, list) else []:
+            if s in where:
+                edge = _edge(f"w:{uri}:{s}", s, uri, selected,
+                             say("weak", source=s, target=uri))
+                edge["className"] = "weak-edge"
+                edge["style"] = {"strokeDasharray": "6 4"}
+                edges.append(edge)
     return nodes, edges
+
+
+def _position(ui: Any, auto: tuple[float, float]) -> tuple[float, float]:
+    """Where a circle is drawn: its kept `ui` position if it has a good one."""
+    if isinstance(ui, dict) and all(isinstance(ui.get(k), (int, float))
+                                    and not isinstance(ui.get(k), bool) for k in "xy"):
+        return float(ui["x"]), float(ui["y"])
+    return auto
+
+
+def _xy(at: tuple[float, float]) -> dict[str, float]:
+    return {"x": at[0], "y": at[1]}
 
 
 def _edge(eid: str, source: str, target: str, selected: str, label: str) -> dict:

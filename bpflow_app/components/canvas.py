@@ -23,6 +23,8 @@ class DesignCanvas(rx.Component):
     # key ("Alt+1", "Control+z") -> the edit it reports
     keys: rx.Var[dict[str, dict[str, Any]]]
     label: rx.Var[str]  # the canvas's accessible name
+    # React Flow's own words by its keys (`ariaLabelConfig`), and "moved" ({x}, {y})
+    words: rx.Var[dict[str, str]]
 
     on_edit: rx.EventHandler[passthrough_event_spec(dict[str, Any])]
 

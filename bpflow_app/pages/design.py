@@ -10,7 +10,7 @@ import reflex as rx
 
 from bpflow_app.catalogs import N_
 from bpflow_app.components.canvas import design_canvas
-from bpflow_app.components.names import NO
+from bpflow_app.components.names import NO, by
 from bpflow_app.components.ui import empty_state, page_header
 from bpflow_app.designview import FIELD_KINDS, PALETTE, Problem
 from bpflow_app.i18n import _, ngettext
@@ -21,6 +21,7 @@ KINDS = list(PALETTE)  # the palette's order: Alt+1 … Alt+9, Alt+0
 ICONS = {"form": "file-pen-line", "confirm": "circle-check", "http": "globe",
          "approval": "stamp", "mail": "mail", "timer": "timer", "signal": "radio",
          "flow": "workflow", "compute": "calculator", "marker": "circle-dot"}
+ONE = "minmax(0,1fr)"  # a grid of one column (on a phone, a tablet)
 DEBOUNCE_MS = 400  # typing in a field is analysed this long after the last key
 TEMPLATE_WORDS = {"name": N_("Name"), "title": N_("Title"), "description": N_("Description"),
                   "inputs": N_("Inputs (JSON: name → type)"),
@@ -43,6 +44,22 @@ def canvas_keys() -> dict[str, dict]:
                  "Control+y": {"kind": "redo"}, "Alt+l": {"kind": "layout"},
                  "Alt+w": {"kind": "weak"}})
     return keys
+
+
+def canvas_words() -> dict[str, rx.Var]:
+    """React Flow's own words (its controls, how to use a node by keys) in the reader's
+    language."""
+    node = _("Press Enter or Space to select a circle, then the arrow keys to move it, "
+             "Delete to remove it, Escape to cancel.")
+    return {"node.a11yDescription.default": node, "node.a11yDescription.keyboardDisabled": node,
+            "edge.a11yDescription.default": _("Press Enter or Space to select an arrow, "
+                                              "then Delete to remove it."),
+            "controls.ariaLabel": _("Canvas controls"), "controls.zoomIn.ariaLabel": _("Zoom in"),
+            "controls.zoomOut.ariaLabel": _("Zoom out"),
+            "controls.fitView.ariaLabel": _("Fit the flow in view"),
+            "controls.interactive.ariaLabel": _("Lock or unlock editing"),
+            "minimap.ariaLabel": _("Overview"), "handle.ariaLabel": _("Arrow handle"),
+            "moved": _("Moved to x {x}, y {y}")}
 
 
 def _tool(icon: str, label: rx.Var, keys: str, **props) -> rx.Component:
@@ -103,7 +120,7 @@ def _json_view() -> rx.Component:
 
 def _text(label: rx.Var, value: rx.Var, on_change, id_: str | rx.Var, **props) -> rx.Component:
     return rx.vstack(
-        rx.text(label, size="1", weight="medium", as_="label", html_for=id_),
+        rx.el.label(rx.text(label, size="1", weight="medium"), html_for=id_),
         rx.input(value=value, on_change=on_change, debounce_timeout=DEBOUNCE_MS, id=id_,
                  size="1", width="100%", **props),
         spacing="1", width="100%")
@@ -136,7 +153,8 @@ def _field(f: rx.Var[FieldRow]) -> rx.Component:
     return rx.card(rx.vstack(
         rx.hstack(
             cell("name", N_("Field name"), f.name),
-            rx.select.root(rx.select.trigger(aria_label=_("Field type")),
+            rx.select.root(rx.select.trigger(
+                               custom_attrs={"aria-label": _("Field type"), **NO}),
                            rx.select.content(*[rx.select.item(t, value=t)
                                                for t in FIELD_KINDS]),
                            value=f.type, on_change=lambda v: S.set_field(f.index, "type", v),
@@ -172,10 +190,11 @@ def _form_builder() -> rx.Component:
 
 def _action_row(row: rx.Var[KeyRow]) -> rx.Component:
     return rx.vstack(
-        rx.text(row.key, size="1", weight="medium", custom_attrs=NO),
+        rx.text(row.key, size="1", weight="medium", id="action-name-" + row.key,
+                custom_attrs=NO),  # the DSL's key, as written
         rx.input(value=row.text, on_change=lambda v: S.set_action(row.key, v),
                  debounce_timeout=DEBOUNCE_MS, size="1", width="100%",
-                 id="action-" + row.key, aria_label=row.key),
+                 id="action-" + row.key, custom_attrs=by("action-name-" + row.key)),
         spacing="1", width="100%")
 
 
@@ -195,8 +214,8 @@ def _circle_panel() -> rx.Component:
         rx.heading(_("Circle"), size="3", as_="h2"),
         rx.foreach(p.errors, lambda e: rx.callout(e, icon="circle-x", color_scheme="red",
                                                    size="1", width="100%")),
-        rx.vstack(rx.text(_("Name (uri)"), size="1", weight="medium", as_="label",
-                          html_for="circle-uri"),
+        rx.vstack(rx.el.label(rx.text(_("Name (uri)"), size="1", weight="medium"),
+                              html_for="circle-uri"),
                   rx.input(default_value=p.uri, key=p.uri, on_blur=S.set_uri, size="1",
                            width="100%", id="circle-uri"),
                   spacing="1", width="100%"),
@@ -259,16 +278,17 @@ def _problems() -> rx.Component:
 
 def _designer() -> rx.Component:
     canvas = design_canvas(nodes=S.graph["nodes"], edges=S.graph["edges"], keys=canvas_keys(),
-                           label=_("Canvas of the flow"), on_edit=S.edit, id="design-canvas")
+                           words=canvas_words(), label=_("Canvas of the flow"),
+                           on_edit=S.edit, id="design-canvas")
     side = rx.cond(S.panel.uri != "", _circle_panel(),
                    rx.cond(S.arrow_selected, _arrow_panel(), _template_panel()))
     return rx.vstack(
         _toolbar(),
         rx.grid(rx.card(_palette()), canvas, rx.card(_json_view()),
-                grid_template_columns=["1fr", "1fr", "150px minmax(0,3fr) minmax(0,2fr)"],
+                grid_template_columns=[ONE, ONE, "150px minmax(0,3fr) minmax(0,2fr)"],
                 spacing="3", width="100%", align_items="start"),
         rx.grid(rx.card(side, id="design-properties"), rx.card(_problems()),
-                grid_template_columns=["1fr", "1fr", "minmax(0,2fr) minmax(0,3fr)"],
+                grid_template_columns=[ONE, ONE, "minmax(0,2fr) minmax(0,3fr)"],
                 spacing="3", width="100%", align_items="start"),
         spacing="3", width="100%")
 

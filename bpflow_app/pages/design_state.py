@@ -35,6 +35,14 @@ KIND_WORDS = {"form": N_("Form"), "confirm": N_("Confirmation"), "http": N_("HTT
               "approval": N_("Approval"), "mail": N_("Mail"), "timer": N_("Timer"),
               "signal": N_("Signal"), "flow": N_("Nested flow"), "compute": N_("Compute"),
               "marker": N_("Marker"), "auth": N_("Sign-in")}
+# the canvas's accessible names (designview.picture's keys)
+CANVAS_WORDS = {"node": N_("%(uri)s: %(kind)s"),
+                "node_bad": N_("%(uri)s: %(kind)s, with problems"),
+                "arrow": N_("Arrow from %(source)s to %(target)s"),
+                "into_or": N_("Arrow from %(source)s into the OR-arrow of %(target)s"),
+                "or_out": N_("OR-arrow into %(target)s"),
+                "junction": N_("OR-junction of %(target)s"),
+                "weak": N_("Weak edge from %(source)s to %(target)s"), "or": N_("or")}
 CIRCLE_TEXTS = ("description", "when")  # a circle's keys edited as text
 CIRCLE_JSON = ("retry", "timeout", "assign", "due", "cc", "remind")  # ... as JSON
 
@@ -424,11 +432,12 @@ class DesignState(SessionState):
     @rx.var
     def graph(self) -> dict[str, list[dict[str, Any]]]:
         """The canvas's nodes and edges."""
-        names = {f"kind:{k}": self.gettext(v) for k, v in KIND_WORDS.items()}
-        names.update(errors=self.gettext("problems:"), weak=self.gettext("weak"),
-                     **{"or": self.gettext("or")})
+        words = {**CANVAS_WORDS, **{f"kind:{k}": v for k, v in KIND_WORDS.items()}}
+
+        def say(key: str, **values: Any) -> str:
+            return self.gettext(words[key], **values)
         nodes, edges = dv.picture(self.body, self.problems, self.selected, self.show_weak,
-                                  names)
+                                  say)
         return {"nodes": nodes, "edges": edges}
 
     @rx.var

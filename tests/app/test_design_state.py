@@ -185,5 +185,5 @@ def test_auto_positions_put_every_circle_and_survive_cycles():
     body = {"name": "x", "circles": [{"uri": "a", "deps": [["b"]]},
                                      {"uri": "b", "deps": [["a"]]}, {"uri": "c"}]}
     assert set(dv.auto_positions(body)) == {"a", "b", "c"}
-    nodes, _ = dv.picture(body, [], "", False, {})
+    nodes, _ = dv.picture(body, [], "", False)
     assert len(nodes) == 3

@@ -92,7 +92,8 @@ def _pages(flows: dict[str, str]) -> list[tuple[str, str, bool]]:
              ("flow-claim-signers", routes.flow(flows["claim"]), True),  # its dialog open
              ("flow-claim-return", routes.flow(flows["claim"]), True),  # "Return to…" open
              ("inbox", routes.INBOX, True), ("inbox-tasks", routes.INBOX + "?tab=tasks", True),
-             ("templates", routes.TEMPLATES, True), ("users", routes.USERS, True),
+             ("templates", routes.TEMPLATES, True),
+             ("design", routes.design("reimbursement"), True), ("users", routes.USERS, True),
              ("webhooks", routes.WEBHOOKS, True)]
     account = getattr(routes, "ACCOUNT", None)
     if account:
