@@ -160,8 +160,10 @@ def _check(body: Any) -> None:
 
 
 def _name(body: dict[str, Any]) -> str:
+    """The name a draft is listed by: its body's, printable characters only."""
     name = body.get("name")
-    return name[:NAME_MAX] if isinstance(name, str) else ""
+    return "".join(ch for ch in name[:NAME_MAX] if ch.isprintable()) \
+        if isinstance(name, str) else ""
 
 
 def _draft(row: dict[str, Any]) -> Draft:

@@ -79,6 +79,10 @@ def test_bad_bodies_and_too_many_drafts_are_refused(store, monkeypatch):
         drafts.create_draft(store, who["dee"], {"name": "x", "n": float("nan")})
     with pytest.raises(LimitError, match="bytes as JSON"):
         drafts.create_draft(store, who["dee"], {"name": "x", "d": ["y" * 60000] * 20})
+    odd = drafts.create_draft(store, who["dee"], {"name": "a\x00b\n" + "c" * 200,
+                                                  "t": "\x00"})
+    assert (odd.name, odd.body["t"]) == ("ab" + "c" * 96, "\x00")  # listed by 100 at most
+    drafts.delete_draft(store, who["dee"], odd.id)
     monkeypatch.setattr(drafts, "MAX_DRAFTS", 2)
     drafts.create_draft(store, who["dee"], {})
     drafts.create_draft(store, who["dee"], {})
