@@ -31,9 +31,11 @@ from bpflow.store.tables import (
     blobs_t,
     circles_t,
     deliveries_t,
+    drafts_t,
     events_t,
     files_t,
     instances_t,
+    layouts_t,
     mail_t,
     pinned_t,
     retired_t,
@@ -82,7 +84,7 @@ def only(tenant: str) -> dict[str, Any]:
 
 TABLES = (users_t, templates_t, instances_t, pinned_t, circles_t, events_t, mail_t,
           audience_t, retired_t, webhooks_t, deliveries_t, batches_t, substitutes_t, files_t,
-          blobs_t)
+          blobs_t, drafts_t, layouts_t)
 
 
 def dump(store: Store, tenant: str) -> dict[str, list[tuple]]:
@@ -136,6 +138,7 @@ def build_world(store: Store) -> dict[str, dict[str, Any]]:
         w["sig_bookmark"] = s.engine.bookmark(s.get(w["sig"]), "s")
         w["file"] = files.upload(s, Caller.of(s.user(people["user"])), "receipt.pdf",
                                  b"%PDF-1.4\n%%EOF\n")["id"]
+        w["draft"] = s.add_draft(s.user(people["admin"])["id"], "simple", simple("a draft"))
         w["ids"] = {w[k] for k in ("simple", "other", "ask", "fin", "sig")}
     return world
 
@@ -326,6 +329,15 @@ def signalled_own_only(r, ctx) -> str | None:
     return None
 
 
+def own_drafts_only(r, ctx) -> str | None:
+    if ctx["role"] != "admin":
+        return None if r.status_code == 403 else f"status {r.status_code}"
+    seen = {d["id"] for d in r.json()}
+    if ctx["victim"]["draft"] in seen or ctx["own"]["draft"] not in seen:
+        return f"lists the drafts {seen}"
+    return None
+
+
 ADMIN_ONLY_404 = {"admin": 404, "user": 403, "approver": 403, "finance": 403}
 ADMIN_ONLY_200 = {"admin": 200, "user": 403, "approver": 403, "finance": 403}
 OPEN = {"GET /api/health", "POST /api/auth/token"}
@@ -453,6 +465,14 @@ ROWS += [  # approvals as teams run them (SPEC §15): nothing of the other tenan
      ADMIN_ONLY_404),
     ("GET", "/api/users/{v_user}/substitute", None, ADMIN_ONLY_404),
     ("DELETE", "/api/users/{v_user}/substitute", None, ADMIN_ONLY_404),
+]
+ROWS += [  # drafts (SPEC §16): the other tenant's are not found, nor its templates
+    ("GET", "/api/drafts", None, own_drafts_only),
+    ("POST", "/api/drafts", {"template": "only-{victim}"}, ADMIN_ONLY_404),
+    ("GET", "/api/drafts/{v_draft}", None, ADMIN_ONLY_404),
+    ("PUT", "/api/drafts/{v_draft}", {"body": {"name": "mine"}}, ADMIN_ONLY_404),
+    ("DELETE", "/api/drafts/{v_draft}", None, ADMIN_ONLY_404),
+    ("POST", "/api/drafts/{v_draft}/publish", None, ADMIN_ONLY_404),
 ]
 ROWS += [  # last: an upload of the other tenant's template (same name, its body) is the
     # caller's own, a new version in the caller's tenant
