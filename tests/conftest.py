@@ -213,7 +213,8 @@ CATALOG_PRINT = """
         LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
        WHERE c.relnamespace = current_schema()::regnamespace AND a.attnum > 0
          AND NOT a.attisdropped
-      UNION ALL SELECT 'i:' || replace(pg_get_indexdef(i.indexrelid), current_schema(), 'S') FROM pg_index i
+      UNION ALL SELECT 'i:' || replace(pg_get_indexdef(i.indexrelid), current_schema(), 'S')
+        FROM pg_index i
         JOIN pg_class c ON c.oid = i.indrelid
        WHERE c.relnamespace = current_schema()::regnamespace
       UNION ALL SELECT 't:' || tgname || tgenabled::text

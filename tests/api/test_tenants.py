@@ -506,8 +506,12 @@ def store(db_url):
 @pytest.mark.parametrize("short_path", [True, False], ids=["short-path", "routes"])
 @pytest.mark.parametrize("tenant, victim", [("default", "acme"), ("acme", "default")])
 def test_nothing_crosses_tenants(store, tenant, victim, short_path):
+    """Every route (the framework's routes), and the routes the short path answers first
+    (`app.hot`: the other rows take the same code in both variants)."""
     world = build_world(store)
     app = create_app(lambda: store)
+    assert app.hot is not None
+    hot = {("POST", route.path) for route, _ in app.hot.routes}
     if not short_path:
         app.hot = None
     call = Client(store, app)
@@ -517,6 +521,9 @@ def test_nothing_crosses_tenants(store, tenant, victim, short_path):
     failures = []
 
     def run(rows):
+        if short_path:
+            rows = [row for row in rows
+                    if (row[0], route_of(row[0], row[1].split("?")[0]).path) in hot]
         for (method, path, body, expect), who in itertools.product(rows, WHO):
             role = None if who == "anonymous" else who
             values = {"me": PEOPLE[tenant].get(role, "nobody"), "tenant": tenant,
@@ -563,7 +570,8 @@ def test_nothing_crosses_tenants(store, tenant, victim, short_path):
     run(GUEST_ROWS)
     assert not failures, "\n".join(failures)
     assert not changed, f"the other tenant's rows changed: {changed}"
-    assert call.checked == {(m, r.path) for r in ROUTES for m in r.methods}
+    assert call.checked == (hot if short_path else {(m, r.path) for r in ROUTES
+                                                    for m in r.methods})
     # and the caller's own ids work (the 404s above are not for want of trying)
     r = call("GET", f"/api/instances/{world[tenant]['simple']}", None, tokens["user"])
     assert r.status_code == 200
