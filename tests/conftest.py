@@ -354,6 +354,18 @@ def store(db_url) -> Iterator[Store]:
     s.close()
 
 
+def processes():
+    """A multiprocessing context for the tests that race two processes of their own: the
+    forkserver's, with bpflow imported once in its server (a spawned process imports it in
+    ~3 s of CPU each; a fork of the server starts at once, without the test process's
+    threads)."""
+    import multiprocessing as mp
+    ctx = mp.get_context("forkserver")
+    ctx.set_forkserver_preload(["bpflow.store", "bpflow.mailbox", "bpflow.interactions",
+                                "bpflow.worker", "tests.conftest"])
+    return ctx
+
+
 def run_async(coro):
     """`asyncio.run` on a thread of its own: the browser tests' Playwright keeps an event
     loop marked running in the main thread for the whole session."""
