@@ -469,3 +469,38 @@ def substitute_refusal(user: str, to: str, to_enabled: bool, chain: Iterable[str
         return N_("%(to)s's substitutes lead back to %(user)s: substitutes may not form a"
                   " cycle", to=to, user=user)
     return None
+
+
+# ------------------------------------------------------------------ designing (SPEC §16)
+DESIGNER = "designer"  # the role of those who design templates in the browser (and admins)
+
+
+def may_design(caller: Caller) -> bool:
+    """Design templates (drafts, publishing them): admins and users of the role
+    `designer`."""
+    return caller.is_admin or DESIGNER in caller.roles
+
+
+def require_designer(caller: Caller) -> None:
+    if not may_design(caller):
+        raise Forbidden(N_("only admins and designers may design templates"))
+
+
+def may_see_draft(caller: Caller, tenant: str, author_id: int) -> bool:
+    """A draft is its author's; the admins of its tenant see (and delete) them all.
+    Someone else's draft is not found (no existence leak)."""
+    return may_design(caller) and caller.tenant == tenant and (
+        caller.id == author_id or caller.is_admin)
+
+
+def draft_changeable(caller: Caller, author_id: int) -> None:
+    """Only its author saves or publishes a draft (an admin who sees it: Forbidden)."""
+    if caller.id != author_id:
+        raise Forbidden(N_("only its author may change or publish a draft"))
+
+
+def drafts_scope(caller: Caller) -> int | None:
+    """Whose drafts a caller lists: their own (their id), or every author's (None) for
+    an admin."""
+    require_designer(caller)
+    return None if caller.is_admin else caller.id

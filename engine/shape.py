@@ -13,6 +13,7 @@ validator gets a `pattern` keyword that anchors with `\\Z`.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Iterator
 from functools import cache, lru_cache
@@ -34,7 +35,7 @@ ROLE = re.compile(r"[a-z][a-z0-9_-]{0,39}\Z")  # a role name, as `starters` list
 MAX_STARTERS = 100
 TOP_KEYS = {"name", "title", "description", "kind", "inputs", "starters", "stop_at", "circles"}
 CIRCLE_KEYS = {"uri", "description", "deps", "weak", "when", "box", "retry", "timeout", "assign",
-               "due", "enter", "leave", "cc", "remind"}
+               "due", "enter", "leave", "cc", "remind", "ui"}
 BOX_KEYS = {"form", "confirm", "action"}
 
 
@@ -201,9 +202,17 @@ def _circles(circles: Any) -> bool:
                 return False
             if "due" in c and type(c["due"]) not in (int, float):
                 return False
+            if "ui" in c and not _position(c["ui"]):
+                return False
             if "box" in c and not _box(c["box"], todo):
                 return False
     return True
+
+
+def _position(ui: Any) -> bool:
+    """A circle's place on the designer's canvas: `{"x": number, "y": number}`."""
+    return type(ui) is dict and set(ui) == {"x", "y"} and all(
+        type(v) in (int, float) and math.isfinite(v) for v in ui.values())
 
 
 def _quorum(quorum: Any) -> bool:

@@ -11,7 +11,7 @@ other answers are made with their models' constructors.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Annotated, Any, Literal
 
 import orjson
@@ -20,9 +20,11 @@ from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field
 
 from bpflow import limits
 from bpflow.access import SUBSTITUTE_TEMPLATES_MAX, Caller, may_fill
+from bpflow.drafts import Draft, Problem
 from bpflow.mailbox import GUEST_LIMITS
 from bpflow.store.public import MailKind
 from engine import bookmarks
+from engine.changes import Changes
 from engine.instance import Instance
 from engine.messages import N_
 from engine.model import Template
@@ -144,6 +146,78 @@ def template_payload(name: str, version: int, template: Template,
                      locked: bool) -> TemplateOut:
     return TemplateOut(name=name, version=version, body=template.body,
                        analysis=template.analysis, locked=locked)
+
+
+# ------------------------------------------------------------------- drafts
+class DraftIn(BaseModel):
+    """A draft's content (SPEC §16): `body`, a template finished or not; or, to start a
+    draft, `template`: the name of one whose latest version (as last laid out) it holds."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    body: dict[str, Json] | None = Field(None, description="the template being designed")
+    template: str | None = Field(None, min_length=1, max_length=100,
+                                 description="start from this template's latest version")
+
+    @model_validator(mode="after")
+    def _one(self) -> DraftIn:
+        if (self.body is None) == (self.template is None):
+            raise ValueError(N_("give either 'body' or 'template'"))
+        return self
+
+
+class ProblemOut(BaseModel):
+    code: str = Field(description="the analysis' code (SPEC §3)")
+    path: str = Field(description="a JSON pointer into the body")
+    message: str
+    warning: bool = Field(description="a warning only: publishing is not stopped by it")
+
+
+class ChangesOut(BaseModel):
+    """What publishing the draft changes against the latest version."""
+
+    new: bool = Field(description="no version yet: publishing makes the first")
+    added: list[str] = Field(description="uris of circles the draft adds")
+    removed: list[str] = Field(description="uris of circles the draft removes")
+    changed: dict[str, list[str]] = Field(description="uri -> the circle's keys that differ")
+    template: list[str] = Field(description="the template's keys that differ")
+    moved: list[str] = Field(description="circles whose `ui` position differs")
+    positions_only: bool = Field(description="only positions differ: no new version, the"
+                                             " layout is kept")
+
+
+class DraftSummary(BaseModel):
+    id: int
+    name: str = Field(description="the body's name (empty while it has none)")
+    author: str
+    created: float = Field(description="seconds since the epoch")
+    updated: float = Field(description="seconds since the epoch")
+
+
+class DraftOut(DraftSummary):
+    body: dict[str, Json]
+    problems: list[ProblemOut] = Field(description="the analysis' errors, then warnings")
+    changes: ChangesOut
+
+
+def draft_summary(draft: Draft) -> DraftSummary:
+    return DraftSummary(id=draft.id, name=draft.name, author=draft.author,
+                        created=draft.created, updated=draft.updated)
+
+
+def draft_payload(draft: Draft, problems: list[Problem], changes: Changes,
+                  say: Callable[[str], str]) -> DraftOut:
+    """A draft with its problems (each message said by `say`, in the reader's language)
+    and what publishing it changes."""
+    return DraftOut(**draft_summary(draft).model_dump(), body=draft.body,
+                    problems=[ProblemOut(code=p.code, path=p.pointer, message=say(p.message),
+                                         warning=p.warning) for p in problems],
+                    changes=ChangesOut(**changes.as_dict()))
+
+
+class DraftPublished(TemplateUploaded):
+    created: bool = Field(description="false: identical to the latest version (positions"
+                                      " aside), no version made")
 
 
 class MigrateIn(BaseModel):

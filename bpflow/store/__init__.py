@@ -7,6 +7,7 @@ leases in one database (an SQLite file by default, PostgreSQL or any SQLAlchemy 
     steps.py       starting instances and applying engine steps atomically
     queries.py     read-only lists and counts the API and the pages show
     substitutes.py who stands in for whom (SPEC §15's substitutes)
+    drafts.py      templates being designed in the browser (SPEC §16), their authors'
     mail.py        the mailbox table's rows
     leases.py      which instances have due work, and the workers' leases on them
     signals.py     signals delivered to the circles waiting for them
@@ -55,6 +56,7 @@ from bpflow.store.alchemy import SqlAlchemyDriver
 from bpflow.store.changes import Hub, hub_for
 from bpflow.store.connection import make_engine
 from bpflow.store.crowds import Crowds
+from bpflow.store.drafts import Drafts
 from bpflow.store.errors import Conflict, NotFound
 from bpflow.store.feed import Feed
 from bpflow.store.files import Files
@@ -85,7 +87,7 @@ __all__ = ["Conflict", "NotFound", "Store"]
 
 
 class Store(Templates, Users, Instances, Steps, Queries, MailRows, Leases, Tenants, Signals,
-            Feed, Migrating, Crowds, Substitutes, Files):
+            Feed, Migrating, Crowds, Substitutes, Files, Drafts):
     """Templates, instances, users, history, mail and leases in one SQL database.
 
     A store is seen from one tenant (SPEC §12): `tenant`, `default` for the one a store

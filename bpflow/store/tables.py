@@ -480,6 +480,49 @@ deliveries_t = _table_of(DeliveryRow)
 batches_t = _table_of(BatchRow)
 
 
+class DraftRow(SQLModel, table=True):
+    """A template being designed in the browser (SPEC §16), its author's: a body kept as it
+    is, finished or not (`name` is the body's, "" while it has none), until it is
+    published (as a version: `templates`) or deleted. Found by its author
+    (`ix_drafts_author`)."""
+
+    __tablename__ = "drafts"
+    __table_args__ = (
+        Index("ix_drafts_author", "tenant", "author_id"),
+        _in_tenant(("author_id",), "users", ("id",), "CASCADE", name="fk_drafts_author"),
+        {"sqlite_autoincrement": True},
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    tenant: str = _tenant()
+    author_id: int = Field(sa_column=Column(
+        Integer, ForeignKey("users.id", ondelete="CASCADE"), nullable=False))
+    name: str = Field(sa_column=Column(String(100), nullable=False))
+    body: Any = _json(nullable=False)
+    created_at: datetime = _time()
+    updated_at: datetime = _time()
+
+
+class LayoutRow(SQLModel, table=True):
+    """Where the designer draws a template's circles (SPEC §16): `{path: {"x", "y"}}`, the
+    positions last published, whatever version they came with. Beside the versions, not in
+    them: moving circles makes no new version and never changes a locked one."""
+
+    __tablename__ = "template_layouts"
+
+    tenant: str = Field(default=DEFAULT_TENANT, sa_column=Column(
+        String(63), ForeignKey("tenants.name", ondelete="RESTRICT"), primary_key=True,
+        server_default=DEFAULT_TENANT))
+    name: str = Field(sa_column=Column(String(100), primary_key=True))
+    positions: dict[str, Any] = _json(nullable=False)
+    updated_at: datetime = _time()
+    updated_by: str | None = Field(default=None, sa_column=Column(String(100), nullable=True))
+
+
+drafts_t = _table_of(DraftRow)
+layouts_t = _table_of(LayoutRow)
+
+
 def _implied(key: ForeignKeyConstraint) -> bool:
     """Whether a one-column foreign key is implied by a composite one of its table: `x →
     t.id` by `(tenant, x) → t(tenant, id)`; `tenant → tenants` by a composite key whose
@@ -503,3 +546,4 @@ for _table in SQLModel.metadata.sorted_tables:
     for _key in _table.foreign_key_constraints:
         if _implied(_key):
             _key.ddl_if(dialect="sqlite")
+

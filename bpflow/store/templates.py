@@ -1,6 +1,12 @@
 """Template versions: upload (analysed first; identical to the latest is no new version),
-lookup, the versions instances lock, the Template objects built from them, and retirement
-(a retired template is started no more; its running instances go on).
+lookup, the versions instances lock, the Template objects built from them, retirement
+(a retired template is started no more; its running instances go on), and each
+template's layout (where the designer draws its circles, SPEC §16).
+
+A version's identity (`digest`) leaves the circles' `ui` positions out: an upload that
+only moves circles is the latest version, no new one. The positions an upload carries
+are kept as the template's layout (`template_layouts`, one row per name) instead, so the
+designer opens the template as last arranged and a locked version is never changed.
 
 A version never changes once stored, so its row is read once per process and each
 (version, pinned nested versions) is analysed once.
@@ -16,7 +22,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import delete, insert, select
+from sqlalchemy import delete, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from bpflow.store import statements as sql
@@ -24,8 +30,9 @@ from bpflow.store.errors import Conflict, NotFound
 from bpflow.store.parts import StoreParts
 from bpflow.store.reads import straight
 from bpflow.store.reuse import Reused
-from bpflow.store.tables import instances_t, pinned_t, retired_t, templates_t
+from bpflow.store.tables import instances_t, layouts_t, pinned_t, retired_t, templates_t
 from engine.analysis import analyze
+from engine.changes import Position, positions, without_positions
 from engine.errors import DefinitionError
 from engine.limits import DEFAULT_LIMITS
 from engine.messages import N_
@@ -37,7 +44,9 @@ LATEST_TTL = 2.0  # seconds a start reuses this process's lookup of a template's
 
 
 def digest(body: dict[str, Any]) -> str:
-    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    """A version's identity: its body without the designer's positions."""
+    canonical = json.dumps(without_positions(body), sort_keys=True, separators=(",", ":"),
+                           ensure_ascii=False)
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
@@ -49,10 +58,12 @@ class Templates(StoreParts):
     _retired: tuple[frozenset[str], float] | None = None
     _latest: Reused  # by (tenant of the view, name)
 
-    def put_template(self, body: Any, stop: Callable[[], bool] | None = None
-                     ) -> tuple[int, bool]:
-        """Store `body` as a new version unless identical to the latest: (version,
-        created). `stop` ends the analysis early when it answers True (a client gone)."""
+    def put_template(self, body: Any, stop: Callable[[], bool] | None = None,
+                     by: str | None = None) -> tuple[int, bool]:
+        """Store `body` as a new version unless identical to the latest (its circles'
+        positions aside): (version, created). Positions it carries become the template's
+        layout (`by`: who). `stop` ends the analysis early when it answers True (a client
+        gone)."""
         limits = DEFAULT_LIMITS if stop is None else replace(DEFAULT_LIMITS, stop=stop)
         report = analyze(body, self.latest_body, limits=limits)
         if not report.valid:
@@ -67,6 +78,7 @@ class Templates(StoreParts):
                     .where(templates_t.c.tenant == tenant, templates_t.c.name == name)
                     .order_by(templates_t.c.version.desc()).limit(1)).first()
                 if latest is not None and latest.digest == fingerprint:
+                    self._keep_layout(conn, name, body, by)
                     return latest.version, False
                 version = latest.version + 1 if latest else 1
                 try:
@@ -76,10 +88,30 @@ class Templates(StoreParts):
                 except IntegrityError:  # a concurrent upload took this number
                     conn.rollback()
                     continue
+                self._keep_layout(conn, name, body, by)
             self._latest.forget()  # this process starts the new version at once
             return version, True
         raise Conflict(N_("template '%(name)s' is being uploaded concurrently; try again",
                           name=name))
+
+    def _keep_layout(self, conn, name: str, body: dict[str, Any], by: str | None) -> None:
+        """Keep the positions `body` carries as the layout of `name` (none: as it was)."""
+        places = positions(body)
+        if not places:
+            return
+        values = {"positions": places, "updated_at": self.clock(), "updated_by": by}
+        if not conn.execute(update(layouts_t).where(
+                layouts_t.c.tenant == self._owner(), layouts_t.c.name == name
+        ).values(**values)).rowcount:
+            conn.execute(insert(layouts_t).values(tenant=self._owner(), name=name, **values))
+
+    def layout(self, name: str) -> dict[str, Position]:
+        """Where the designer last placed the circles of `name` (by path of uris; {} for
+        none)."""
+        with self.reader() as conn:
+            found = conn.execute(select(layouts_t.c.positions).where(
+                self._here(layouts_t), layouts_t.c.name == name)).scalar()
+        return dict(found or {})
 
     def _latest_row(self, name: str):
         """The latest version row of `name` for a start (None: no such template); this

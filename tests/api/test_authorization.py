@@ -90,10 +90,14 @@ MATRIX = {
     "POST /api/files": (401, 201, 201, 201, 201),
     "GET /api/files/{upload}": (401, 200, 404, 404, 404),
     "GET /api/files/{held}": (401, 200, 404, 200, 200),
+    # drafts (SPEC §16): admins and designers (none of these four is a designer)
+    "GET /api/drafts": (401, 403, 403, 403, 200),
+    "POST /api/drafts": (401, 403, 403, 403, 201),
 }
 NOW = datetime.now(UTC)
 BODIES = {
     "/api/templates": FORM, "/api/instances": {"template": "simple"},
+    "/api/drafts": {"body": FORM},
     "complete": {"bookmark": "{bookmark}", "result": {"n": 1}},
     "fail": {"bookmark": "{bookmark}", "reason": "no"}, "reset": {"uri": "a"},
     "abort": {"reason": "stop"}, "decision": {"decision": "approved"},

@@ -196,6 +196,9 @@ HOSTILE = {
     "substitute surrogate": ("PUT", "/api/me/substitute",
                              f'{{"to": "{SURROGATE}", "from": "{SOON[0]}", "until": '
                              f'"{SOON[1]}"}}', "alice", 422, "lone surrogate"),
+    # drafts (SPEC §16)
+    "draft body not an object": ("POST", "/api/drafts", '{"body": [1]}', "admin", 422,
+                                 "valid dictionary"),
 }
 
 

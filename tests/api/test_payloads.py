@@ -246,6 +246,13 @@ def test_every_answer_has_exactly_its_models_keys(store, short_path):
     call("admin", "PUT", "/api/users/ann/substitute", {**away, "to": "dora"})
     call("admin", "GET", "/api/users/ann/substitute")
     call("admin", "DELETE", "/api/users/ann/substitute", expect=204)
+    draft = call("admin", "POST", "/api/drafts", {"template": "simple"}, expect=201)
+    call("admin", "GET", "/api/drafts")
+    call("admin", "PUT", f"/api/drafts/{draft['id']}", {"body": {**FORM, "title": "t"}})
+    call("admin", "GET", f"/api/drafts/{draft['id']}")
+    call("admin", "POST", f"/api/drafts/{draft['id']}/publish", expect=201)
+    draft = call("admin", "POST", "/api/drafts", {"body": {"name": "half"}}, expect=201)
+    call("admin", "DELETE", f"/api/drafts/{draft['id']}", expect=204)
 
     assert call.checked == {(m, r.path) for r in ROUTES for m in r.methods}
     if short_path:

@@ -309,7 +309,7 @@ def test_two_processes_race_a_transfer_and_a_withdrawal(db_url, store, units):
     """Two processes (on PostgreSQL: two servers' worth of connections): one transfers,
     the other withdraws, instance by instance. Each withdrawal lands; each transfer lands
     before it or is refused; no mail of a withdrawn attempt stays open."""
-    import multiprocessing as mp
+    from tests.conftest import processes
     iid, people = start_approval(store, units, ["ann", "cid"], "all")
     iids = [iid]
     for _ in range(5):
@@ -320,7 +320,7 @@ def test_two_processes_race_a_transfer_and_a_withdrawal(db_url, store, units):
     Worker(store).run_once()
     pairs = [(i, next(m["id"] for m in pending(store, people, "ann") if m["instance"] == i))
              for i in iids]
-    ctx = mp.get_context("spawn")
+    ctx = processes()
     go, out = ctx.Event(), ctx.Queue()
     procs = [ctx.Process(target=hand_or_withdraw, args=(db_url, what, pairs, go, out))
              for what in ("transfer", "withdraw")]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import random
 from concurrent.futures import ThreadPoolExecutor
 
@@ -10,7 +9,7 @@ from bpflow.security import derive
 from bpflow.store import Store
 from engine import bookmarks
 from engine.errors import TransitionError
-from tests.conftest import SECRET
+from tests.conftest import SECRET, processes
 
 CIRCLES = 100
 INSTANCES = 2
@@ -50,7 +49,7 @@ def race(url: str, iids: list[str], seed: int, out) -> None:
 def test_two_processes_times_200_completions(db_url, store):
     store.put_template(WIDE)
     iids = [store.start("wide").id for _ in range(INSTANCES)]
-    ctx = mp.get_context("spawn")
+    ctx = processes()
     out = ctx.Queue()
     procs = [ctx.Process(target=race, args=(db_url, iids, seed, out)) for seed in (1, 2)]
     for p in procs:

@@ -3,8 +3,6 @@ mail while the other takes ann's decision; each race is applied once (SPEC §15)
 
 from __future__ import annotations
 
-import multiprocessing as mp
-
 import pytest
 
 from bpflow.errors import Conflict
@@ -12,7 +10,7 @@ from bpflow.interactions import Interactions
 from bpflow.mailbox import Mailbox
 from bpflow.store import Store
 from bpflow.worker import Worker
-from tests.conftest import SECRET
+from tests.conftest import SECRET, processes
 from tests.services.helpers import approval_flow, mark, users
 from tests.services.test_rounds import PEOPLE, check_race
 
@@ -55,7 +53,7 @@ def test_two_processes_add_and_decide_once(db_url, store, where):
     by_instance = {m["instance"]: m["id"] for m in Mailbox(store).inbox(people["ann"],
                                                                         kind="approval")}
     mails = [by_instance[iid] for iid in iids]
-    ctx = mp.get_context("spawn")
+    ctx = processes()
     out, go = ctx.Queue(), ctx.Barrier(2)
     procs = [ctx.Process(target=one_side, args=(db_url, side, where, mails, go, out))
              for side in ("add", "decide")]

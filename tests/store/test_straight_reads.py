@@ -13,10 +13,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bpflow.store import Store
-from bpflow.store.migrate import upgrade
 from bpflow.store.pg.driver import PgDriver
 from bpflow.store.sqlite.driver import SqliteDriver
-from tests.conftest import SECRET, pg_schema
+from tests.conftest import SECRET, pg_schema, sqlite_database
 
 TEMPLATE = {"name": "any", "inputs": {"v": "any"}, "circles": [
     {"uri": "a", "box": {"action": {"type": "signal", "name": "s", "key": "k"}}},
@@ -61,8 +60,7 @@ def pg_store(pg_available):
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(inputs=JSON, first=JSON, complete=st.booleans())
 def test_sqlite3_reads_what_sqlalchemy_reads(tmp_path_factory, inputs, first, complete):
-    url = f"sqlite:///{tmp_path_factory.mktemp('reads') / 'r.db'}"
-    upgrade(url)
+    url = sqlite_database(tmp_path_factory.mktemp("reads") / "r.db")
     store = Store(url, secret=SECRET)
     try:
         store.put_template(TEMPLATE)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from bpflow.api.routes import (
     auth,
     crowds,
+    drafts,
     events,
     files,
     guest,
@@ -25,4 +26,4 @@ from bpflow.api.routes import (
 ROUTERS = (health.router, auth.router, users.router, templates.router, migrations.router,
            crowds.router, instances.router, nudges.router, tasks.router, returns.router,
            mailbox.router, guest.router, signals.router, events.router, substitutes.router,
-           files.router)
+           files.router, drafts.router)
