@@ -5,7 +5,7 @@
 // the edit it reports.
 import { useCallback, useEffect, useRef, useState } from "react";
 import {
-  Background, Controls, Handle, MarkerType, Position, ReactFlow, applyNodeChanges,
+  Background, Controls, Handle, MarkerType, Panel, Position, ReactFlow, applyNodeChanges,
 } from "@xyflow/react";
 import "@xyflow/react/dist/style.css";
 import "./design_canvas.css";
@@ -74,10 +74,6 @@ export function DesignCanvas({ nodes, edges, keys, onEdit, label, words, ...rest
     seen.observe(box.current);
     return () => seen.disconnect();
   }, [flow]);
-  useEffect(() => {  // the credit is a name, not words of the page
-    const credit = box.current && box.current.querySelector(".react-flow__attribution");
-    if (credit) credit.setAttribute("translate", "no");
-  });
 
   // the whole flow in view when circles come or go (not when one is moved)
   const count = (nodes || []).length;
@@ -152,9 +148,15 @@ export function DesignCanvas({ nodes, edges, keys, onEdit, label, words, ...rest
         fitView
         fitViewOptions={FIT}
         minZoom={0.2}
+        proOptions={{ hideAttribution: true }}
       >
         <Background />
         <Controls />
+        {/* React Flow's credit, as its own: a name, not words of the page */}
+        <Panel position="bottom-right" className="dc-credit">
+          <a href="https://reactflow.dev" target="_blank" rel="noopener noreferrer"
+             translate="no">React Flow</a>
+        </Panel>
       </ReactFlow>
     </div>
   );

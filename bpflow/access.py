@@ -68,8 +68,6 @@ from engine.phase import action_started, approval
 from engine.runtime import utcnow
 from engine.signals import waiting_for
 
-DESIGNER = "designer"  # the role that designs templates (SPEC §16)
-
 
 class Sight(Enum):
     """How much of an instance a caller gets to see."""
@@ -86,16 +84,6 @@ def is_admin(caller: Caller) -> bool:
 def require_admin(caller: Caller) -> None:
     if not caller.is_admin:
         raise Forbidden(N_("only admins may do this"))
-
-
-def may_design(caller: Caller) -> bool:
-    """Design templates in the browser (SPEC §16): admins and `designer` users."""
-    return caller.is_admin or DESIGNER in caller.roles
-
-
-def require_designer(caller: Caller) -> None:
-    if not may_design(caller):
-        raise Forbidden(N_("only admins and designers may design templates"))
 
 
 def may_signal(caller: Caller) -> bool:

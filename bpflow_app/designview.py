@@ -252,15 +252,6 @@ def unplace(body: dict[str, Any]) -> None:
         circle.pop("ui", None)
 
 
-def without_ui(value: Any) -> Any:
-    """The body with no circle's `ui` (nested flows' circles included)."""
-    if isinstance(value, dict):
-        return {k: without_ui(v) for k, v in value.items() if k != "ui"}
-    if isinstance(value, list):
-        return [without_ui(v) for v in value]
-    return value
-
-
 def _arrows(body: dict[str, Any]) -> list[tuple[str, list[str]]]:
     """(uri, the uris it depends on) of each circle, as the analysis reads them."""
     cs = [c for c in circles(body) if isinstance(c.get("uri"), str)]

@@ -87,7 +87,7 @@ def _toolbar() -> rx.Component:
                 rx.badge(ngettext("%(n)s problem", "%(n)s problems", S.errors),
                          color_scheme="red", id="design-error-count"),
                 rx.badge(_("No problems"), color_scheme="green", id="design-error-count")),
-        rx.button(rx.icon("upload", size=14), _("Publish"), on_click=S.publish,
+        rx.button(rx.icon("upload", size=14), _("Publish"), on_click=S.review,
                   disabled=(S.errors > 0) | S.loading, id="design-publish"),
         spacing="2", align="center", width="100%", wrap="wrap")
 
@@ -276,6 +276,37 @@ def _problems() -> rx.Component:
         spacing="2", width="100%", id="design-problems")
 
 
+def _listed(title: rx.Var, items: rx.Var[list[str]], id_: str) -> rx.Component:
+    return rx.cond(items.length() > 0, rx.vstack(
+        rx.text(title, size="2", weight="medium"),
+        rx.el.ul(rx.foreach(items, lambda i: rx.el.li(rx.code(i), custom_attrs=NO)),
+                 padding_left="20px", margin="0"),
+        spacing="1", width="100%", id=id_))
+
+
+def _publish_dialog() -> rx.Component:
+    c = S.changes
+    nothing = (c.added.length() + c.removed.length() + c.changed.length()
+               + c.template.length() + c.moved.length()) == 0
+    return rx.alert_dialog.root(rx.alert_dialog.content(
+        rx.alert_dialog.title(_("Publish %(name)s?", name=S.template_fields["name"])),
+        rx.alert_dialog.description(rx.cond(
+            c.new, _("It becomes the first version of a new template."),
+            rx.cond(nothing, _("Nothing differs from the latest version."),
+                    _("Against the latest version:"))), size="2"),
+        rx.vstack(_listed(_("Circles added"), c.added, "changes-added"),
+                  _listed(_("Circles removed"), c.removed, "changes-removed"),
+                  _listed(_("Circles changed"), c.changed, "changes-changed"),
+                  _listed(_("Template fields changed"), c.template, "changes-template"),
+                  _listed(_("Circles moved"), c.moved, "changes-moved"),
+                  spacing="2", width="100%", padding_y="8px"),
+        rx.flex(rx.alert_dialog.cancel(rx.button(_("Cancel"), variant="soft", color_scheme="gray",
+                                                 on_click=S.cancel)),
+                rx.button(_("Publish"), on_click=S.publish, id="confirm-publish"),
+                spacing="3", justify="end")),
+        open=S.asked)
+
+
 def _designer() -> rx.Component:
     canvas = design_canvas(nodes=S.graph["nodes"], edges=S.graph["edges"], keys=canvas_keys(),
                            words=canvas_words(), label=_("Canvas of the flow"),
@@ -290,7 +321,7 @@ def _designer() -> rx.Component:
         rx.grid(rx.card(side, id="design-properties"), rx.card(_problems()),
                 grid_template_columns=[ONE, ONE, "minmax(0,2fr) minmax(0,3fr)"],
                 spacing="3", width="100%", align_items="start"),
-        spacing="3", width="100%")
+        _publish_dialog(), spacing="3", width="100%")
 
 
 def design_page() -> rx.Component:

@@ -2,10 +2,11 @@
 
 The template body lives here, on the server: the canvas (`components/canvas.py`) only
 reports edits (`edit`), the panel and the JSON view change fields, and every change is
-analysed at once (`engine.analysis`, nested templates resolved in the caller's tenant),
-each problem put on the circle its JSON pointer names. Undo and redo keep the bodies
-before and after each change. Publishing stores the body through the store's path of
-uploads (`put_template`), which admits it only without errors.
+analysed at once (`bpflow.drafts.problems`), each problem put on the circle its JSON
+pointer names, and kept as the caller's draft (made at the first change; its id in the
+page's address, so a reload opens it). Undo and redo keep the bodies before and after
+each change. Publishing shows what it changes against the latest version, then publishes
+the draft (`bpflow.drafts.publish`, the path of `POST /api/templates`).
 """
 
 from __future__ import annotations
@@ -18,15 +19,18 @@ from typing import Any
 
 import reflex as rx
 
+from bpflow import drafts
 from bpflow.access import Caller, require_designer
 from bpflow.backend import store_for
 from bpflow.errors import Forbidden, Unauthorized
+from bpflow.limits import LimitError
 from bpflow_app import designview as dv
+from bpflow_app import routes
 from bpflow_app.catalogs import N_
 from bpflow_app.designview import Problem
 from bpflow_app.session import SessionState, expired
-from engine.analysis import analyze
 from engine.boxes import ACTION_KEYS
+from engine.changes import Changes as Found
 from engine.errors import BpflowError, DefinitionError
 
 HISTORY = 100  # changes undo can take back
@@ -45,6 +49,23 @@ CANVAS_WORDS = {"node": N_("%(uri)s: %(kind)s"),
                 "weak": N_("Weak edge from %(source)s to %(target)s"), "or": N_("or")}
 CIRCLE_TEXTS = ("description", "when")  # a circle's keys edited as text
 CIRCLE_JSON = ("retry", "timeout", "assign", "due", "cc", "remind")  # ... as JSON
+
+
+@dataclass
+class Changes:
+    """What publishing changes against the latest version, as the dialog lists it."""
+    new: bool = False
+    added: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)  # "uri: key, key"
+    template: list[str] = field(default_factory=list)
+    moved: list[str] = field(default_factory=list)
+
+
+def changes_view(found: Found) -> Changes:
+    return Changes(found.new, list(found.added), list(found.removed),
+                   [f"{uri}: {', '.join(keys)}" for uri, keys in found.changed.items()],
+                   list(found.template), list(found.moved))
 
 
 @dataclass
@@ -101,6 +122,9 @@ class DesignState(SessionState):
     allowed: bool = False
     can_undo: bool = False
     can_redo: bool = False
+    draft: int = 0  # the caller's draft holding the body (0: none yet)
+    changes: Changes = Changes()  # what publishing changes (asked before publishing)
+    asked: bool = False  # the publish dialog is open
     _undo: list[str] = []
     _redo: list[str] = []
 
@@ -128,18 +152,26 @@ class DesignState(SessionState):
         if self._visitor() is None:
             return None
         name = design_name(self.router.url.path)
-        return self._as_designer(lambda caller: self._open(caller, name))
+        draft = self.router.url.query_parameters.get("draft", "")
+        return self._as_designer(lambda caller: self._open(
+            caller, name, int(draft) if draft.isdigit() else 0))
 
-    def _open(self, caller: Caller, name: str):
-        self.source, self.selected, self.json_error = name, "", ""
+    def _open(self, caller: Caller, name: str, draft: int):
+        """A draft of the caller's (reloaded), else the latest version of `name` (a draft
+        of it is made at the first change), else a new template."""
+        self.source, self.selected, self.json_error, self.draft = name, "", "", 0
+        self.changes, self.asked = Changes(), False
         self._undo, self._redo = [], []
+        store = store_for(caller)
         body: dict[str, Any] = dv.empty()
-        if name:
-            try:
-                body = copy.deepcopy(dict(store_for(caller).template(name)[1].body))
-            except BpflowError as exc:
-                self.loading = False
-                return rx.toast.error(self.explain(exc))
+        try:
+            if draft:
+                body, self.draft = drafts.open_draft(store, caller, draft).body, draft
+            elif name:
+                body = drafts.draft_from_template(store, caller, name)
+        except BpflowError as exc:
+            self.loading = False
+            return rx.toast.error(self.explain(exc))
         self._show(caller, body)
         self.loading = False
         return None
@@ -154,11 +186,23 @@ class DesignState(SessionState):
             self.selected = ""
 
     def _analyse(self, caller: Caller, body: dict[str, Any]) -> list[Problem]:
-        report = analyze(dv.without_ui(body), store_for(caller).latest_body)
-        return [Problem(e["path"], e["code"], self.say(e["message"]), warning,
-                        dv.element_of(body, e["path"]))
-                for warning, found in ((False, report.errors), (True, report.warnings))
-                for e in found]
+        return [Problem(p.pointer, p.code, self.say(p.message), p.warning,
+                        dv.element_of(body, p.pointer))
+                for p in drafts.problems(store_for(caller), body)]
+
+    def _save(self, caller: Caller, body: dict[str, Any]) -> Any:
+        """Keep the body as the caller's draft (made at the first change, its id then in
+        the page's address, so that a reload opens it)."""
+        store = store_for(caller)
+        try:
+            if self.draft:
+                drafts.save_draft(store, caller, self.draft, body)
+                return None
+            self.draft = drafts.create_draft(store, caller, body).id
+        except (BpflowError, LimitError) as exc:
+            return rx.toast.error(self.explain(exc))
+        return rx.call_script(f"history.replaceState(history.state, '', "
+                              f"location.pathname + '?draft={self.draft}')")
 
     def _exists(self, element: str) -> bool:
         if dv.find(self.body, element) is not None:
@@ -180,7 +224,7 @@ class DesignState(SessionState):
             self._redo = []
             self.json_error = ""
             self._show(caller, body)
-            return None
+            return self._save(caller, body)
         return self._as_designer(step)
 
     def _travel(self, back: bool) -> Any:
@@ -195,7 +239,7 @@ class DesignState(SessionState):
                 self._redo, self._undo = source[:-1], [*target, dv.dumps(self.body)]
             self.json_error = ""
             self._show(caller, body)
-            return None
+            return self._save(caller, body)
         return self._as_designer(step)
 
     @rx.event
@@ -405,23 +449,43 @@ class DesignState(SessionState):
 
     # ------------------------------------------------------------ publishing
     @rx.event
-    def publish(self):
+    def review(self):
+        """Before publishing: what it changes against the latest version."""
         def step(caller: Caller) -> Any:
+            self.changes = changes_view(drafts.changes(store_for(caller), self.body))
+            self.asked = True
+        return self._as_designer(step)
+
+    @rx.event
+    def cancel(self):
+        self.asked = False
+
+    @rx.event
+    def publish(self):
+        self.asked = False
+
+        def step(caller: Caller) -> Any:
+            saved = self._save(caller, copy.deepcopy(self.body)) if not self.draft else None
+            if not self.draft:
+                return saved
             store = store_for(caller)
             try:
-                version, created = store.put_template(dv.without_ui(self.body))
+                name, version, created = drafts.publish(store, caller, self.draft)
             except DefinitionError:
                 self.problems = self._analyse(caller, self.body)
                 return rx.toast.error(self.gettext("Fix the problems before publishing"))
             except BpflowError as exc:
                 return rx.toast.error(self.explain(exc))
-            name = self.body.get("name")
-            self.source = str(name)
-            return rx.toast.success(
-                self.gettext("Published %(name)s version %(version)s", name=name,
-                             version=version) if created else
-                self.gettext("Identical to %(name)s version %(version)s; nothing was stored",
-                             name=name, version=version))
+            self.draft, self.source, self._undo, self._redo = 0, name, [], []
+            self.can_undo = self.can_redo = False
+            return [rx.call_script(f"history.replaceState(history.state, '', "
+                                   f"{json.dumps(routes.design(name))})"),
+                    rx.toast.success(
+                        self.gettext("Published %(name)s version %(version)s", name=name,
+                                     version=version) if created else
+                        self.gettext("Identical to %(name)s version %(version)s: no new version "
+                                     "(its positions are kept)", name=name,
+                                     version=version))]
         return self._as_designer(step)
 
     # ------------------------------------------------------------ what the page shows

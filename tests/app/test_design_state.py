@@ -155,18 +155,37 @@ def test_a_shipped_template_opens_and_publishes_back_unchanged(make_state, web_s
     version, body = web_store.template("reimbursement")[0], \
         web_store.template("reimbursement")[1].body
     assert state.source == "reimbursement" and state.body == body and state.errors == 0
+    state.review()
+    assert state.asked and not state.changes.new and state.changes.changed == []
     events = run(state.publish())
-    assert "nothing was stored" in str(events)
+    assert "no new version" in str(events)
     assert web_store.template("reimbursement")[0] == version
+    assert web_store.drafts(None) == []  # the draft made to publish it is gone
 
 
-def test_publishing_stores_the_next_version(make_state, web_store):
+def test_every_change_is_kept_as_a_draft_a_reload_opens(make_state, web_store):
+    state = _designer(make_state)
+    events = run(state.add("confirm"))
+    assert state.draft and f"?draft={state.draft}" in str(events)
+    run(state.edit({"kind": "move", "nodes": [{"id": "confirm", "x": 40, "y": 50}]}))
+    again = _designer(make_state, path=f"/design?draft={state.draft}")
+    assert again.draft == state.draft and again.body == state.body
+    assert _designer(make_state, user="bob", path=f"/design?draft={state.draft}").body == {}
+
+
+def test_publishing_shows_the_changes_and_keeps_the_positions(make_state, web_store):
     state = _designer(make_state)
     state.set_json(json.dumps({"name": "designed", "circles": [
         {"uri": "ask", "box": {"confirm": "Go?"}, "ui": {"x": 5, "y": 6}}]}))
+    state.review()
+    assert state.changes.new
     run(state.publish())
-    version, template = web_store.template("designed")
-    assert version == 1 and "ui" not in template.body["circles"][0]
+    version, _ = web_store.template("designed")
+    assert version == 1 and state.draft == 0 and state.source == "designed"
+    assert web_store.layout("designed") == {"ask": {"x": 5, "y": 6}}
+    run(state.edit({"kind": "move", "nodes": [{"id": "ask", "x": 90, "y": 6}]}))
+    state.review()
+    assert state.changes.moved == ["ask"] and state.changes.changed == []
 
 
 def test_only_admins_and_designers_may_design(make_state, web_store):

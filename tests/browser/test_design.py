@@ -1,11 +1,13 @@
 """The designer (SPEC §16): an admin builds a flow from the palette, connects its circles
 by dragging, sees an analysis error on the circle it concerns and in the problems list,
 fixes it, keeps the JSON view and the canvas in step (a syntax error stays in the view),
-undoes a change and publishes the template."""
+undoes a change, reloads the page (the draft is kept) and publishes the template after
+seeing what it changes."""
 
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from playwright.sync_api import expect
@@ -93,8 +95,20 @@ def test_an_admin_designs_checks_and_publishes_a_flow(page, sign_in, app_store,
     page.locator("#design-redo").click()
     expect(_node(page, "done")).to_be_visible()
 
+    # every change is kept as a draft: a reload opens it
+    expect(page).to_have_url(re.compile(r"/design\?draft=\d+$"))
+    page.reload()
+    expect(_node(page, "done")).to_be_visible()
+    expect(page.locator("#template-title")).to_have_value("A trip")
+
+    # publishing says what it changes first
     page.locator("#design-publish").click()
+    dialog = page.get_by_role("alertdialog")
+    expect(dialog).to_contain_text("It becomes the first version of a new template.")
+    screenshot(page, "design_publish_changes")
+    dialog.get_by_role("button", name="Publish").click()
     expect(page.get_by_text("Published trip version 1")).to_be_visible()
+    expect(page).to_have_url(re.compile(r"/design/trip$"))
     version, template = app_store.template("trip")
     assert version == 1 and [c["uri"] for c in template.body["circles"]] == [
         "form", "timer", "done"]
