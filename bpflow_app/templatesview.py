@@ -53,6 +53,15 @@ class TemplateLine:
 
 
 @dataclass
+class DraftLine:
+    """A draft of the designer (SPEC §16), as the templates page lists it."""
+    id: int
+    name: str  # the name its body gives ("" while it has none)
+    author: str
+    updated: str  # ISO
+
+
+@dataclass
 class ErrorLine:
     code: str
     path: str

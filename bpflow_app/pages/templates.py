@@ -7,16 +7,18 @@ from __future__ import annotations
 
 import reflex as rx
 
+from bpflow_app import routes
 from bpflow_app.catalogs import N_
 from bpflow_app.components.drawing import flow_drawing
 from bpflow_app.components.names import NO, by, data, named
 from bpflow_app.components.ui import empty_state, page_header, state_badge
-from bpflow_app.components.when import number
+from bpflow_app.components.when import ago, number
 from bpflow_app.i18n import LangState, Rich, _, ngettext, rich
 from bpflow_app.pages.migration_state import MigrationState
 from bpflow_app.pages.templates_state import TemplatesState
 from bpflow_app.session import SessionState
 from bpflow_app.templatesview import (
+    DraftLine,
     ErrorLine,
     InstanceLink,
     StatLine,
@@ -160,6 +162,27 @@ def _at_circle() -> rx.Component:
         spacing="2", width="100%", id="circle-instances"))
 
 
+def _draft(d: rx.Var[DraftLine]) -> rx.Component:
+    return rx.hstack(
+        rx.link(rx.cond(d.name != "", d.name, _("(no name yet)")),
+                href="/design?draft=" + d.id.to_string(), custom_attrs=NO),
+        rx.text(d.author, size="1", color_scheme="gray", custom_attrs=NO),
+        rx.text(ago(d.updated), size="1", color_scheme="gray"),
+        spacing="2", align="center", class_name="draft-line",
+        custom_attrs={"data-draft": d.id})
+
+
+def _drafts() -> rx.Component:
+    return rx.vstack(
+        rx.hstack(rx.heading(_("Drafts"), size="3", as_="h3"), rx.spacer(),
+                  rx.link(rx.icon("pen-tool", size=14), _("Design a new template"),
+                          href=routes.DESIGN, size="2", id="design-new"),
+                  width="100%", align="center"),
+        rx.cond(S.drafts.length() > 0, rx.foreach(S.drafts, _draft),
+                rx.text(_("No drafts."), size="2", color_scheme="gray")),
+        spacing="2", width="100%", id="drafts")
+
+
 def _preview() -> rx.Component:
     stats = rx.box(rx.table.root(
         _headers(_("Circle"), _("Waiting"), _("Success"), _("Failure"), _("Skipped")),
@@ -167,8 +190,10 @@ def _preview() -> rx.Component:
         overflow_x="auto", width="100%")
     return rx.card(rx.vstack(
         rx.hstack(rx.heading(_mine(S.titles), size="4", as_="h2", custom_attrs=NO),
-                  rx.code(S.name, " v", S.version, size="2"), spacing="2", align="center",
-                  wrap="wrap"),
+                  rx.code(S.name, " v", S.version, size="2"), rx.spacer(),
+                  rx.link(rx.icon("pen-tool", size=14), _("Open in the designer"),
+                          href=routes.design(S.name), size="2", id="open-designer"),
+                  spacing="2", align="center", wrap="wrap", width="100%"),
         rx.cond(_mine(S.descriptions) != "", rx.text(_mine(S.descriptions), size="2",
                                                      color_scheme="gray", custom_attrs=NO)),
         flow_drawing(S.preview),
@@ -338,7 +363,7 @@ def templates_page() -> rx.Component:
         rx.hstack(rx.icon("lock", size=12, aria_hidden="true"),
                   rx.text(_("locked: a version with flows"), size="1", color_scheme="gray"),
                   spacing="1", align="center"),
-        rx.foreach(S.items, _template), spacing="2", width="100%"), width="100%")
+        rx.foreach(S.items, _template), _drafts(), spacing="2", width="100%"), width="100%")
     body = rx.cond(S.loading, rx.center(rx.spinner(size="3"), padding="32px"), rx.vstack(
         rx.grid(
             listing,

@@ -10,10 +10,12 @@ handler that may change the choice offers it there (`_offered`), in the same eve
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
 import reflex as rx
 
+from bpflow import drafts
 from bpflow.access import Caller
 from bpflow.backend import store_for
 from bpflow.interactions import SIGNIN_TEMPLATE
@@ -23,6 +25,7 @@ from bpflow_app.flowview import STATE_WORDS
 from bpflow_app.pages.migration_state import MigrationState
 from bpflow_app.session import SessionState
 from bpflow_app.templatesview import (
+    DraftLine,
     ErrorLine,
     InstanceLink,
     StatLine,
@@ -58,6 +61,7 @@ class TemplatesState(SessionState):
     at_state: str = ""
     at_items: list[InstanceLink] = []
     at_total: int = 0
+    drafts: list[DraftLine] = []  # the designer's drafts (an admin sees the tenant's)
     _versions: list[str] = []  # the chosen template's versions, oldest first
 
     async def _offered(self, answer: Any) -> Any:
@@ -101,7 +105,13 @@ class TemplatesState(SessionState):
     async def load(self):
         if self._visitor() is None:
             return None
+        self._guarded(self._drafts, admin=True)
         return await self._offered(self._as_admin(self._refresh))
+
+    def _drafts(self, caller: Caller) -> None:
+        self.drafts = [DraftLine(d.id, d.name, d.author,
+                                 datetime.fromtimestamp(d.updated, UTC).isoformat())
+                       for d in drafts.list_drafts(store_for(caller), caller)]
 
     @rx.event
     async def choose(self, name: str, version: int):

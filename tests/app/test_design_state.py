@@ -8,6 +8,7 @@ import json
 
 from bpflow_app import designview as dv
 from bpflow_app.pages.design_state import DesignState
+from bpflow_app.pages.templates_state import TemplatesState
 from tests.app.helpers import run
 
 
@@ -206,3 +207,12 @@ def test_auto_positions_put_every_circle_and_survive_cycles():
     assert set(dv.auto_positions(body)) == {"a", "b", "c"}
     nodes, _ = dv.picture(body, [], "", False)
     assert len(nodes) == 3
+
+
+def test_the_templates_page_lists_the_drafts(make_state):
+    state = _designer(make_state)
+    state.set_template("name", "trip")
+    templates = make_state(TemplatesState, user="root", path="/templates")
+    run(templates.load())
+    assert [(d.id, d.name, d.author) for d in templates.drafts] == [(state.draft, "trip",
+                                                                     "root")]
