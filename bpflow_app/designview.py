@@ -393,6 +393,19 @@ def text_value(text: str, as_text: bool) -> Any:
         return text
 
 
+def text_of(text: str) -> Any:
+    """A text for people as the panel takes it: a string, or a map of language to text
+    when it is written as a JSON object (`{"en": "Claim", "zh-CN": "报销"}`, SPEC §17)."""
+    if text.lstrip().startswith("{"):
+        try:
+            value = json.loads(text)
+        except ValueError:
+            return text
+        if isinstance(value, dict):
+            return value
+    return text
+
+
 def set_key(target: dict[str, Any], key: str, value: Any) -> None:
     if value is None or value == "" or value == [] or value == {}:
         target.pop(key, None)
@@ -464,6 +477,8 @@ def set_field(circle: dict[str, Any], index: int, key: str, value: Any) -> None:
     field = form[index]
     if key in ("options", "accept") and isinstance(value, str):
         value = [v.strip() for v in value.split(",") if v.strip()]
+    elif key == "label" and isinstance(value, str):
+        value = text_of(value)
     if key == "required":
         value = bool(value) or None
     set_key(field, key, value)

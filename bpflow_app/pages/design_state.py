@@ -351,6 +351,8 @@ class DesignState(SessionState):
                 value = dv.text_value(text, as_text=False)
             elif key == "kind" and text == "dag":
                 value = None
+            elif key in ("title", "description"):
+                value = dv.text_of(text)
             if key == "name":
                 body["name"] = text.strip()
             else:
@@ -383,9 +385,11 @@ class DesignState(SessionState):
             if key == "confirm":
                 if not isinstance(circle.get("box"), dict):
                     circle["box"] = {}
-                circle["box"]["confirm"] = text
+                circle["box"]["confirm"] = dv.text_of(text)
                 return
-            dv.set_key(circle, key, dv.text_value(text, as_text=key in CIRCLE_TEXTS))
+            value = dv.text_value(text, as_text=key in CIRCLE_TEXTS)
+            dv.set_key(circle, key, dv.text_of(value) if key == "description" and value
+                       else value)
         return self._on_circle(setting)
 
     @rx.event

@@ -216,3 +216,33 @@ def test_the_templates_page_lists_the_drafts(make_state):
     run(templates.load())
     assert [(d.id, d.name, d.author) for d in templates.drafts] == [(state.draft, "trip",
                                                                      "root")]
+
+
+def test_every_shipped_template_round_trips_through_the_designer(make_state, web_store):
+    names = sorted(web_store.template_versions())
+    assert len(names) > 3
+    for name in names:
+        version, template = web_store.template(name)
+        state = _designer(make_state, path=f"/design/{name}")
+        assert state.body == template.body and state.errors == 0, name
+        nodes = {n["id"] for n in state.graph["nodes"] if n["type"] == "circle"}
+        assert nodes == {c["uri"] for c in template.body["circles"]}, name
+        run(state.edit({"kind": "undo"}))  # nothing to undo: no draft made
+        assert state.draft == 0
+        run(state.publish())
+        assert web_store.template(name)[0] == version, name
+        assert web_store.template(name)[1].body == template.body, name
+
+
+def test_texts_in_several_languages_stay_maps(make_state):
+    state = _designer(make_state, path="/design/reimbursement")
+    title = state.template_fields["title"]
+    assert json.loads(title) == {"en": "Expense claim", "zh-CN": "报销"}
+    state.set_template("title", title.replace("报销", "报销单"))
+    assert state.body["title"] == {"en": "Expense claim", "zh-CN": "报销单"}
+    state.selected = "claim"
+    label = state.panel.fields[0].label
+    state.set_field(0, "label", label.replace("金额", "总额"))
+    assert state.body["circles"][0]["box"]["form"][0]["label"]["zh-CN"] == "总额"
+    state.set_template("title", "Trip {by car}")
+    assert state.body["title"] == "Trip {by car}"
