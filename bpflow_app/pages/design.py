@@ -14,7 +14,13 @@ from bpflow_app.components.names import NO, by
 from bpflow_app.components.ui import empty_state, page_header
 from bpflow_app.designview import FIELD_KINDS, PALETTE, Problem
 from bpflow_app.i18n import _, ngettext
-from bpflow_app.pages.design_state import KIND_WORDS, DesignState, FieldRow, KeyRow
+from bpflow_app.pages.design_state import (
+    KIND_WORDS,
+    ChainStep,
+    DesignState,
+    FieldRow,
+    KeyRow,
+)
 
 S = DesignState
 KINDS = list(PALETTE)  # the palette's order: Alt+1 … Alt+9, Alt+0
@@ -82,6 +88,8 @@ def _toolbar() -> rx.Component:
         _tool("trash-2", _("Delete the selected element (Delete)"), "Delete",
               on_click=S.delete_selected, disabled=S.selected == "", color_scheme="red",
               id="design-delete"),
+        rx.button(rx.icon("list-ordered", size=14), _("Approval chain…"), size="2",
+                  variant="soft", on_click=S.open_chain, id="design-chain"),
         rx.spacer(),
         rx.cond(S.errors > 0,
                 rx.badge(ngettext("%(n)s problem", "%(n)s problems", S.errors),
@@ -304,7 +312,56 @@ def _publish_dialog() -> rx.Component:
                                                  on_click=S.cancel)),
                 rx.button(_("Publish"), on_click=S.publish, id="confirm-publish"),
                 spacing="3", justify="end")),
-        open=S.asked)
+        open=S.asked, on_open_change=S.show_review)
+
+
+CHAIN_KINDS = {"field": N_("the user chosen in the form's field"), "users": N_("users"),
+               "roles": N_("anyone of the roles")}
+QUORUM_WORDS = {"all": N_("all must approve"), "any": N_("any one is enough"),
+                "sequence": N_("each in turn")}
+
+
+def _chain_step(c: rx.Var[ChainStep]) -> rx.Component:
+    at = c.index.to_string()
+    return rx.hstack(
+        rx.text(c.index + 1, size="2", weight="medium"),
+        rx.select.root(rx.select.trigger(aria_label=_("Who approves")),
+                       rx.select.content(*[rx.select.item(_(v), value=k)
+                                           for k, v in CHAIN_KINDS.items()]),
+                       value=c.kind, on_change=lambda v: S.set_step(c.index, "kind", v),
+                       size="1"),
+        rx.input(value=c.who, on_change=lambda v: S.set_step(c.index, "who", v),
+                 debounce_timeout=DEBOUNCE_MS, size="1", id="chain-who-" + at,
+                 placeholder=_("names, separated by commas"),
+                 aria_label=_("Users, roles or the field")),
+        rx.select.root(rx.select.trigger(aria_label=_("Quorum")),
+                       rx.select.content(*[rx.select.item(_(v), value=k)
+                                           for k, v in QUORUM_WORDS.items()]),
+                       value=c.quorum, on_change=lambda v: S.set_step(c.index, "quorum", v),
+                       size="1", disabled=c.kind == "roles"),
+        rx.icon_button(rx.icon("x", size=12), size="1", variant="soft", color_scheme="red",
+                       on_click=S.remove_step(c.index), aria_label=_("Remove the step")),
+        spacing="2", align="center", wrap="wrap", class_name="chain-step")
+
+
+def _chain_dialog() -> rx.Component:
+    return rx.dialog.root(rx.dialog.content(
+        rx.dialog.title(_("Approval chain")),
+        rx.dialog.description(_("A request form, then the approvers in order. The flow it "
+                                "makes replaces the canvas's (undo takes it back); refine "
+                                "it there."), size="2"),
+        rx.vstack(rx.foreach(S.chain, _chain_step),
+                  rx.button(rx.icon("plus", size=12), _("Add a step"), size="1",
+                            variant="soft", on_click=S.add_step, id="chain-add"),
+                  rx.cond(S.chain_error != "", rx.callout(S.chain_error, icon="circle-x",
+                                                          color_scheme="red", role="alert",
+                                                          size="1", width="100%")),
+                  spacing="2", width="100%", padding_y="8px"),
+        rx.flex(rx.button(_("Cancel"), variant="soft", color_scheme="gray",
+                          on_click=S.close_chain),
+                rx.button(_("Make the flow"), on_click=S.make_chain, id="chain-make"),
+                spacing="3", justify="end")),
+        open=S.chain_open, on_open_change=S.show_chain)
 
 
 def _designer() -> rx.Component:
@@ -321,7 +378,7 @@ def _designer() -> rx.Component:
         rx.grid(rx.card(side, id="design-properties"), rx.card(_problems()),
                 grid_template_columns=[ONE, ONE, "minmax(0,2fr) minmax(0,3fr)"],
                 spacing="3", width="100%", align_items="start"),
-        _publish_dialog(), spacing="3", width="100%")
+        _publish_dialog(), _chain_dialog(), spacing="3", width="100%")
 
 
 def design_page() -> rx.Component:

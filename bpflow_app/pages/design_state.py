@@ -14,7 +14,7 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import reflex as rx
@@ -30,6 +30,7 @@ from bpflow_app.catalogs import N_
 from bpflow_app.designview import Problem
 from bpflow_app.session import SessionState, expired
 from engine.boxes import ACTION_KEYS
+from engine.chain import MAX_STEPS, approval_chain
 from engine.changes import Changes as Found
 from engine.errors import BpflowError, DefinitionError
 
@@ -66,6 +67,21 @@ def changes_view(found: Found) -> Changes:
     return Changes(found.new, list(found.added), list(found.removed),
                    [f"{uri}: {', '.join(keys)}" for uri, keys in found.changed.items()],
                    list(found.template), list(found.moved))
+
+
+@dataclass
+class ChainStep:
+    """One approver step of the approval chain's quick form (`engine.chain`)."""
+    index: int = 0
+    kind: str = "field"  # users | roles | field
+    who: str = "manager"  # usernames or roles (comma separated), or the user field
+    quorum: str = "all"
+
+
+# the request form an approval chain starts with (the form builder refines it)
+CHAIN_FORM = [{"name": "reason", "type": "text", "label": "Reason", "required": True},
+              {"name": "manager", "type": "user", "role": "approver", "label": "Manager",
+               "required": True}]
 
 
 @dataclass
@@ -125,6 +141,9 @@ class DesignState(SessionState):
     draft: int = 0  # the caller's draft holding the body (0: none yet)
     changes: Changes = Changes()  # what publishing changes (asked before publishing)
     asked: bool = False  # the publish dialog is open
+    chain_open: bool = False  # the approval chain's quick form is open
+    chain: list[ChainStep] = []
+    chain_error: str = ""
     _undo: list[str] = []
     _redo: list[str] = []
 
@@ -427,6 +446,56 @@ class DesignState(SessionState):
             return None
         return self._on_circle(lambda circle: dv.set_field(circle, index, key, value))
 
+    # ------------------------------------------------------------ the approval chain
+    @rx.event
+    def open_chain(self):
+        self.chain_open, self.chain_error = True, ""
+        if not self.chain:
+            self.chain = [ChainStep(0)]
+
+    @rx.event
+    def close_chain(self):
+        self.chain_open = False
+
+    @rx.event
+    def show_chain(self, shown: bool):
+        """The quick form's dialog opened or closed (Escape, a click outside)."""
+        self.chain_open = shown and self.chain_open
+
+    @rx.event
+    def add_step(self):
+        if len(self.chain) < MAX_STEPS:
+            self.chain = [*self.chain, ChainStep(len(self.chain), "roles", "", "any")]
+
+    @rx.event
+    def remove_step(self, index: int):
+        self.chain = [replace(c, index=i) for i, c in
+                      enumerate(c for c in self.chain if c.index != index)]
+
+    @rx.event
+    def set_step(self, index: int, key: str, value: str):
+        if key in ("kind", "who", "quorum"):
+            self.chain = [replace(c, **{key: value}) if c.index == index else c
+                          for c in self.chain]
+
+    @rx.event
+    def make_chain(self):
+        """The quick form's flow: a request form, then each approver step in order,
+        replacing the canvas's (undoable)."""
+        steps = [_chain_step(c) for c in self.chain]
+        name, title = self.body.get("name") or "approval", self.body.get("title") or ""
+        try:
+            made = approval_chain(str(name), title, [dict(f) for f in CHAIN_FORM], steps)
+        except ValueError as exc:
+            self.chain_error = self.explain(exc)
+            return None
+        self.chain_open, self.chain_error = False, ""
+
+        def replacing(body: dict[str, Any]) -> None:
+            body.clear()
+            body.update(made)
+        return self._change(replacing)
+
     # ------------------------------------------------------------ the JSON view
     @rx.event
     def set_json(self, text: str):
@@ -463,6 +532,11 @@ class DesignState(SessionState):
     @rx.event
     def cancel(self):
         self.asked = False
+
+    @rx.event
+    def show_review(self, shown: bool):
+        """The publish dialog opened or closed (Escape)."""
+        self.asked = shown and self.asked
 
     @rx.event
     def publish(self):
@@ -552,6 +626,16 @@ class DesignState(SessionState):
             depends=", ".join(" | ".join(map(str, g)) for g in groups if isinstance(g, list)),
             errors=[p.message for p in self.problems
                     if p.element == self.selected and not p.warning])
+
+
+def _chain_step(c: ChainStep) -> dict[str, Any]:
+    """A quick form's step as `engine.chain` takes it."""
+    names = [w.strip() for w in c.who.split(",") if w.strip()]
+    if c.kind == "field":
+        return {"field": c.who.strip(), "quorum": c.quorum}
+    if c.kind == "roles":
+        return {"roles": names}
+    return {"users": names, "quorum": c.quorum}
 
 
 def _row(index: int, f: dict[str, Any]) -> FieldRow:

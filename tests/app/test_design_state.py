@@ -246,3 +246,25 @@ def test_texts_in_several_languages_stay_maps(make_state):
     assert state.body["circles"][0]["box"]["form"][0]["label"]["zh-CN"] == "总额"
     state.set_template("title", "Trip {by car}")
     assert state.body["title"] == "Trip {by car}"
+
+
+def test_the_approval_chain_quick_form_makes_a_flow_the_canvas_refines(make_state):
+    state = _designer(make_state)
+    state.set_template("name", "leave")
+    state.open_chain()
+    assert [(c.kind, c.who) for c in state.chain] == [("field", "manager")]
+    state.add_step()
+    state.set_step(1, "who", "")
+    run(state.make_chain())
+    assert state.chain_open and state.chain_error  # a roles step naming nobody
+    state.set_step(1, "who", "finance")
+    state.add_step()
+    state.set_step(2, "kind", "users")
+    state.set_step(2, "who", "alice, bob")
+    state.set_step(2, "quorum", "sequence")
+    run(state.make_chain())
+    assert not state.chain_open and state.errors == 0 and state.draft
+    assert [c["uri"] for c in state.body["circles"]] == [
+        "request", "approve_1", "approve_2", "approve_3", "done"]
+    run(state.undo())
+    assert state.body["circles"] == []

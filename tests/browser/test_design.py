@@ -2,7 +2,7 @@
 by dragging, sees an analysis error on the circle it concerns and in the problems list,
 fixes it, keeps the JSON view and the canvas in step (a syntax error stays in the view),
 undoes a change, reloads the page (the draft is kept) and publishes the template after
-seeing what it changes."""
+seeing what it changes; then makes an approval chain with the quick form."""
 
 from __future__ import annotations
 
@@ -113,3 +113,13 @@ def test_an_admin_designs_checks_and_publishes_a_flow(page, sign_in, app_store,
     assert version == 1 and [c["uri"] for c in template.body["circles"]] == [
         "form", "timer", "done"]
     screenshot(page, "design_published")
+
+    # the approval chain's quick form: the manager chosen in the request, then finance
+    page.locator("#design-chain").click()
+    page.locator("#chain-add").click()
+    page.locator("#chain-who-1").fill("finance")
+    page.locator("#chain-make").click()
+    for uri in ("request", "approve_1", "approve_2", "done"):
+        expect(_node(page, uri)).to_be_visible()
+    expect(page.locator("#design-error-count")).to_have_text("No problems")
+    screenshot(page, "design_approval_chain")
