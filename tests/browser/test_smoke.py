@@ -23,7 +23,8 @@ def test_backend_answers_on_the_same_port(page) -> None:
 
 def test_pages_answer_at_their_own_address(page) -> None:
     """No redirect to `/flows/` before a page loads (asset_cache.pages_without_redirect)."""
-    for path in ("/flows", "/inbox", "/templates", "/users", "/webhooks", "/guest",
+    for path in ("/flows", "/inbox", "/templates", "/design", "/design/trip", "/users",
+                 "/webhooks", "/guest",
                  "/register", "/flow/some-flow", "/guest/acme", "/"):
         response = page.request.get(path, max_redirects=0)
         assert response.status == 200, (path, response.status, response.headers)
