@@ -161,6 +161,8 @@ def test_who_may_try_and_clear_refusals(world):
     assert call("GET", here, None, "dan").status_code == 404
     move(call, here, "nowhere", "fill", {"values": {}}, 404)
     move(call, here, "book", "answer", {"body": {}}, 409)
+    r = call("POST", f"{here}/circles/end/fire", "{}", "dee", headers={"Accept-Language": "zh-CN"})
+    assert (r.status_code, r.json()["detail"]) == (409, "节点“end”现在没有待触发的定时")
     move(call, here, "end", "fire", None, 409)
     move(call, here, "book", "answer", {"status": 99}, 422)
     move(call, here, "claim", "fill", {"values": {"x": "y" * 70000}}, 422)
