@@ -62,15 +62,22 @@ def run_http(action: dict[str, Any], idempotency_key: str) -> Outcome:
     except httpx.HTTPError as exc:
         return Outcome(False, reason=f"{method} {action['url']} failed: {exc}"
                                      f" ({type(exc).__name__})")
-    if 200 <= response.status_code < 300:
-        try:
-            result: Any = response.json() if response.content else None
-        except ValueError:
-            result = response.text
+    try:
+        result: Any = response.json() if response.content else None
+    except ValueError:
+        result = response.text
+    return answered(method, str(action["url"]), response.status_code, result, response.text)
+
+
+def answered(method: str, url: str, status: int, result: Any, text: str) -> Outcome:
+    """What an HTTP action's answer means: a 2xx is the circle's result (the JSON body,
+    else its text), anything else a failure saying so (an answer received, and one a
+    designer gives a sandbox, SPEC §16)."""
+    if 200 <= status < 300:
         return Outcome(True, result=result)
-    snippet = response.text[:200]
-    return Outcome(False, reason=f"{method} {action['url']} answered HTTP"
-                                 f" {response.status_code}" + (f": {snippet}" if snippet else ""))
+    snippet = text[:200]
+    return Outcome(False, reason=f"{method} {url} answered HTTP {status}"
+                                 + (f": {snippet}" if snippet else ""))
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ leases in one database (an SQLite file by default, PostgreSQL or any SQLAlchemy 
     queries.py     read-only lists and counts the API and the pages show
     substitutes.py who stands in for whom (SPEC §15's substitutes)
     drafts.py      templates being designed in the browser (SPEC §16), their authors'
+    sandboxes.py   drafts tried before they are published (SPEC §16), in no list
     mail.py        the mailbox table's rows
     leases.py      which instances have due work, and the workers' leases on them
     signals.py     signals delivered to the circles waiting for them
@@ -49,7 +50,7 @@ from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import true
+from sqlalchemy import and_, true
 from sqlalchemy.engine import Engine as SqlEngine
 
 from bpflow.store.alchemy import SqlAlchemyDriver
@@ -70,6 +71,7 @@ from bpflow.store.pg.pools import conninfo
 from bpflow.store.queries import Queries
 from bpflow.store.reads import Straight
 from bpflow.store.reuse import Reused
+from bpflow.store.sandboxes import Sandboxes
 from bpflow.store.signals import Signals
 from bpflow.store.sqlite.driver import SqliteDriver
 from bpflow.store.steps import Steps
@@ -87,7 +89,7 @@ __all__ = ["Conflict", "NotFound", "Store"]
 
 
 class Store(Templates, Users, Instances, Steps, Queries, MailRows, Leases, Tenants, Signals,
-            Feed, Migrating, Crowds, Substitutes, Files, Drafts):
+            Feed, Migrating, Crowds, Substitutes, Files, Drafts, Sandboxes):
     """Templates, instances, users, history, mail and leases in one SQL database.
 
     A store is seen from one tenant (SPEC §12): `tenant`, `default` for the one a store
@@ -154,6 +156,12 @@ class Store(Templates, Users, Instances, Steps, Queries, MailRows, Leases, Tenan
         """The condition keeping a query to this store's tenant (always true for the
         worker's view of every tenant)."""
         return true() if self.tenant is None else table.c.tenant == self.tenant
+
+    def _listed(self, table):
+        """`_here`, and no sandbox (SPEC §16: a draft tried in the designer is in no
+        list, count, feed or quota): the condition of every read of many instances or
+        template versions (`table`: `instances` or `templates`)."""
+        return and_(self._here(table), table.c.sandbox.is_(False))
 
     def _owner(self) -> str:
         """The tenant new rows of this store belong to (a view of every tenant writes

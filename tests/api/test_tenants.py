@@ -139,6 +139,7 @@ def build_world(store: Store) -> dict[str, dict[str, Any]]:
         w["file"] = files.upload(s, Caller.of(s.user(people["user"])), "receipt.pdf",
                                  b"%PDF-1.4\n%%EOF\n")["id"]
         w["draft"] = s.add_draft(s.user(people["admin"])["id"], "simple", simple("a draft"))
+        s.start_sandbox(str(w["draft"]), simple("a draft"), {}, s.user(people["admin"]))
         w["ids"] = {w[k] for k in ("simple", "other", "ask", "fin", "sig")}
     return world
 
@@ -473,6 +474,13 @@ ROWS += [  # drafts (SPEC §16): the other tenant's are not found, nor its templ
     ("PUT", "/api/drafts/{v_draft}", {"body": {"name": "mine"}}, ADMIN_ONLY_404),
     ("DELETE", "/api/drafts/{v_draft}", None, ADMIN_ONLY_404),
     ("POST", "/api/drafts/{v_draft}/publish", None, ADMIN_ONLY_404),
+    # trying a draft (the other tenant's is being tried): not found either
+    *(("POST", f"/api/drafts/{{v_draft}}/try{tail}", body, ADMIN_ONLY_404) for tail, body in (
+        ("", {}), ("/circles/a/fill", {"values": {"n": 1}}),
+        ("/circles/a/decide", {"decision": "approved"}), ("/circles/a/answer", {}),
+        ("/circles/a/fire", None))),
+    ("GET", "/api/drafts/{v_draft}/try", None, ADMIN_ONLY_404),
+    ("DELETE", "/api/drafts/{v_draft}/try", None, ADMIN_ONLY_404),
 ]
 ROWS += [  # last: an upload of the other tenant's template (same name, its body) is the
     # caller's own, a new version in the caller's tenant

@@ -16,6 +16,7 @@ from bpflow.api.routes import (
     migrations,
     nudges,
     returns,
+    sandbox,
     signals,
     substitutes,
     tasks,
@@ -26,4 +27,4 @@ from bpflow.api.routes import (
 ROUTERS = (health.router, auth.router, users.router, templates.router, migrations.router,
            crowds.router, instances.router, nudges.router, tasks.router, returns.router,
            mailbox.router, guest.router, signals.router, events.router, substitutes.router,
-           files.router, drafts.router)
+           files.router, drafts.router, sandbox.router)
