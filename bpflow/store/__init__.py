@@ -8,6 +8,7 @@ leases in one database (an SQLite file by default, PostgreSQL or any SQLAlchemy 
     queries.py     read-only lists and counts the API and the pages show
     substitutes.py who stands in for whom (SPEC §15's substitutes)
     drafts.py      templates being designed in the browser (SPEC §16), their authors'
+    audit.py       the audit log: what admins did (SPEC §18), append-only
     mail.py        the mailbox table's rows
     leases.py      which instances have due work, and the workers' leases on them
     signals.py     signals delivered to the circles waiting for them
@@ -53,6 +54,7 @@ from sqlalchemy import true
 from sqlalchemy.engine import Engine as SqlEngine
 
 from bpflow.store.alchemy import SqlAlchemyDriver
+from bpflow.store.audit import AuditLog
 from bpflow.store.changes import Hub, hub_for
 from bpflow.store.connection import make_engine
 from bpflow.store.crowds import Crowds
@@ -87,7 +89,7 @@ __all__ = ["Conflict", "NotFound", "Store"]
 
 
 class Store(Templates, Users, Instances, Steps, Queries, MailRows, Leases, Tenants, Signals,
-            Feed, Migrating, Crowds, Substitutes, Files, Drafts):
+            Feed, Migrating, Crowds, Substitutes, Files, Drafts, AuditLog):
     """Templates, instances, users, history, mail and leases in one SQL database.
 
     A store is seen from one tenant (SPEC §12): `tenant`, `default` for the one a store

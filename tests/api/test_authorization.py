@@ -93,6 +93,8 @@ MATRIX = {
     # drafts (SPEC §16): admins and designers (none of these four is a designer)
     "GET /api/drafts": (401, 403, 403, 403, 200),
     "POST /api/drafts": (401, 403, 403, 403, 201),
+    # the audit log (SPEC §18): admins only
+    "GET /api/audit": (401, 403, 403, 403, 200),
 }
 NOW = datetime.now(UTC)
 BODIES = {
