@@ -38,7 +38,7 @@ from urllib.parse import quote, urlsplit
 import httpx
 import orjson
 
-from bpflow import audit, egress
+from bpflow import audit, egress, metrics, tracing
 from bpflow.access import Caller, require_admin
 from bpflow.store import Store
 from bpflow.store.public import TYPES, Attempt
@@ -138,7 +138,10 @@ class Deliverer:
         due = store.claim_deliveries(s.batch, s.lease)
         if not due:
             return handed
-        store.record_deliveries(self._post_all(due), self.backoff, s.failure_limit)
+        attempts = self._post_all(due)
+        for a in attempts:
+            metrics.delivery("delivered" if a.ok else "failed")
+        store.record_deliveries(attempts, self.backoff, s.failure_limit)
         return handed + len(due)
 
     def close(self) -> None:
@@ -163,7 +166,9 @@ class Deliverer:
 
     def _guarded(self, d: dict[str, Any], target: Target | str) -> Attempt:
         try:
-            return self._post(d, target)
+            with tracing.span("webhook delivery", **{"bpflow.webhook": d["webhook_id"],
+                                                      "bpflow.event": d["event_id"]}):
+                return self._post(d, target)
         except Exception as exc:  # a bug here fails this attempt, not the round
             log.exception("webhook delivery %s", d["id"])
             return _attempt(d, None, f"internal error: {type(exc).__name__}")
@@ -174,6 +179,7 @@ class Deliverer:
         body = body_of(d["body"])
         request = (target.head + f"{EVENT_HEADER}: {d['event_id']}\r\n"
                    f"{SIGNATURE_HEADER}: {signature(d['secret'], body)}\r\n"
+                   + "".join(f"{k}: {v}\r\n" for k, v in tracing.traceparent().items()) +
                    f"Content-Length: {len(body)}\r\n\r\n").encode() + body
         pool = self._local.__dict__.setdefault("connections", {})
         for retry in (True, False):

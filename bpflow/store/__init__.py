@@ -119,6 +119,8 @@ class Store(Templates, Users, Instances, Steps, Queries, MailRows, Leases, Tenan
         self._cache_size = cache_size
         self._lock = threading.Lock()
         self._due_hook: list[Callable[[], None] | None] = [None]  # shared by the views
+        # called after committed steps: their tenants, the commit's seconds (metrics)
+        self._step_hook: list[Callable[[list[str], float | None], None] | None] = [None]
         self._accounts = Reused()
         self._latest = Reused()
         self._users = Reused()
@@ -136,6 +138,11 @@ class Store(Templates, Users, Instances, Steps, Queries, MailRows, Leases, Tenan
         """Call `callback` after a write of this store leaves work due now (the worker of
         this process listens, so it does not wait for its next poll)."""
         self._due_hook[0] = callback
+
+    def on_steps(self, callback: Callable[[list[str], float | None], None] | None) -> None:
+        """Call `callback(tenants, seconds)` after steps of this store are committed: the
+        tenant of each, the seconds their commit took (`bpflow.metrics`)."""
+        self._step_hook[0] = callback
 
     @property
     def _on_due(self) -> Callable[[], None] | None:
