@@ -15,7 +15,7 @@ from typing import Any
 
 import httpx
 
-from bpflow import egress, rounds
+from bpflow import egress, rounds, tracing
 from bpflow.access import may_approve
 from bpflow.mailbox import Mailbox
 from bpflow.store import Store
@@ -47,6 +47,7 @@ def run_http(action: dict[str, Any], idempotency_key: str) -> Outcome:
                                         url=action.get("url"), reason=refused))
     headers = {str(k): str(v) for k, v in (action.get("headers") or {}).items()}
     headers.setdefault("Idempotency-Key", idempotency_key)
+    headers.update(tracing.traceparent())  # the action's span (SPEC §18), when traced
     kwargs: dict[str, Any] = {"headers": headers}
     if "json" in action:
         kwargs["json"] = action["json"]

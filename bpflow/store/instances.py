@@ -277,9 +277,10 @@ class Instances(StoreParts):
             self._moved(write)  # Migrating: the rows of another template version
         return write
 
-    def _written(self, writes: list[Write]) -> None:
+    def _written(self, writes: list[Write], commit: float | None = None) -> None:
         """Bring the loaded copies of committed writes up to what is stored, keep them,
-        wake the worker for work now due, and tell the pages what changed."""
+        wake the worker for work now due, and tell the pages what changed (and the
+        metrics, `on_steps`, how long the commit took: `commit` seconds)."""
         self.changes.publish([changed(w) for w in writes])
         for w in writes:
             w.loaded.lock_version += 1
@@ -287,6 +288,9 @@ class Instances(StoreParts):
             w.loaded.listed = w.row["status"] in ACTIVE
             self._keep(w.loaded)
             self._notify(w.row["due_at"])
+        hook = self._step_hook[0]
+        if hook is not None and writes:
+            hook([w.loaded.inst.tenant for w in writes], commit)
 
     def _notify(self, due_at: datetime | None) -> None:
         if self._on_due is not None and due_at is not None and due_at <= self.clock():

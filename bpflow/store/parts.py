@@ -56,6 +56,7 @@ class StoreParts:
     _evaluating: dict[int, tuple[Template, bool]]
     _quota_cache: Reused
     _accounts: Reused
+    _step_hook: list[Callable[[list[str], float | None], None] | None]
 
     if TYPE_CHECKING:
         # Store (bpflow/store/__init__.py)
@@ -99,7 +100,7 @@ class StoreParts:
                           user: dict[str, Any] | None, instance_id: str | None = None,
                           batch: str | None = None) -> tuple[Loaded, NewInstance]: ...
         def _step_write(self, loaded: Loaded, events: list[Event]) -> Write: ...
-        def _written(self, writes: list[Write]) -> None: ...
+        def _written(self, writes: list[Write], commit: float | None = None) -> None: ...
         def _notify(self, due_at: datetime | None) -> None: ...
 
         # Steps

@@ -263,3 +263,24 @@ class Queries(StoreParts):
                 out[kind] = {"total": int(total), "unread": int(unread or 0),
                              "pending": int(pending or 0)}
         return out
+
+    def observed(self, now: Any) -> dict[str, list[tuple[Any, ...]]]:
+        """What `GET /metrics` reports of the database (SPEC §18), every tenant's (the
+        view's): {"instances": [(tenant, status, n)], "tasks_open": [(tenant, n)],
+        "tasks_overdue": [(tenant, n)]}. Counted on the indexes, one query each."""
+        tasks = (select(audience_t.c.tenant, audience_t.c.instance_id, audience_t.c.circle)
+                 .where(self._here(audience_t)).distinct().subquery())
+        overdue = (select(tasks.c.tenant, func.count())
+                   .join(circles_t, and_(circles_t.c.instance_id == tasks.c.instance_id,
+                                         circles_t.c.circle == tasks.c.circle))
+                   .where(circles_t.c.due_at < now).group_by(tasks.c.tenant))
+        with self.reader() as conn:
+            return {
+                "instances": [tuple(r) for r in conn.execute(
+                    select(instances_t.c.tenant, instances_t.c.status, func.count())
+                    .where(self._here(instances_t))
+                    .group_by(instances_t.c.tenant, instances_t.c.status))],
+                "tasks_open": [tuple(r) for r in conn.execute(
+                    select(tasks.c.tenant, func.count()).group_by(tasks.c.tenant))],
+                "tasks_overdue": [tuple(r) for r in conn.execute(overdue)],
+            }

@@ -531,7 +531,32 @@ class LayoutRow(SQLModel, table=True):
     updated_by: str | None = Field(default=None, sa_column=Column(String(100), nullable=True))
 
 
+class AuditRow(SQLModel, table=True):
+    """What an admin did (SPEC §18's audit log): who (`actor_id`, `actor` as named then;
+    both null for the installation's operator, on the command line), when, what (`kind`,
+    one of `bpflow.audit.KINDS`), to what (`target`), the state `before` and `after`
+    (JSON). Append-only: nothing in the code updates or deletes a row, and triggers
+    refuse both (migration 0021). Read by tenant newest last (`ix_audit_tenant`)."""
+
+    __tablename__ = "audit"
+    __table_args__ = (
+        Index("ix_audit_tenant", "tenant", "id"),
+        {"sqlite_autoincrement": True},
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    tenant: str = _tenant()
+    at: datetime = _time()
+    actor_id: int | None = Field(default=None, sa_column=Column(Integer, nullable=True))
+    actor: str | None = Field(default=None, sa_column=Column(String(100), nullable=True))
+    kind: str = Field(sa_column=Column(String(40), nullable=False))
+    target: str = Field(sa_column=Column(String(200), nullable=False))
+    before: Any = _json()
+    after: Any = _json()
+
+
 drafts_t = _table_of(DraftRow)
+audit_t = _table_of(AuditRow)
 layouts_t = _table_of(LayoutRow)
 
 

@@ -266,6 +266,7 @@ def test_every_answer_has_exactly_its_models_keys(store, short_path):
     call("admin", "POST", f"{here}/circles/w/fire")
     call("admin", "GET", here)
     call("admin", "DELETE", here, expect=204)
+    call("admin", "GET", "/api/audit")  # the audit log (SPEC §18)
 
     assert call.checked == {(m, r.path) for r in ROUTES for m in r.methods}
     if short_path:
