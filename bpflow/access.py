@@ -32,6 +32,8 @@ too.
   upload no form holds yet is its uploader's alone.
 - Work waiting at a circle is returned to an earlier step by a pending approver of its
   approval, whoever may act on its task, or an admin.
+- A draft is its author's (admins see every draft of their tenant); whoever sees it tries
+  it in a sandbox, an instance no other rule here reaches.
 - Templates, users, webhooks, the event feed, migrations and crowds are administered by
   admins; an admin resets the others' passwords, everyone changes their own (with the
   current one).
@@ -97,8 +99,10 @@ def require_signaller(caller: Caller) -> None:
 
 
 def same_tenant(caller: Caller, inst: Instance) -> bool:
-    """Nothing crosses tenants (SPEC §12): every rule below asks this first."""
-    return caller.tenant == inst.tenant
+    """Nothing crosses tenants (SPEC §12), and a sandbox (a draft tried in the designer,
+    SPEC §16) is driven through `bpflow.sandbox` alone (`may_try`), by nobody as an
+    instance: every rule below asks this first."""
+    return caller.tenant == inst.tenant and not inst.sandbox
 
 
 def may_act(caller: Caller, inst: Instance) -> bool:
@@ -492,3 +496,9 @@ def drafts_scope(caller: Caller) -> int | None:
     an admin."""
     require_designer(caller)
     return None if caller.is_admin else caller.id
+
+
+def may_try(caller: Caller, tenant: str, author_id: int) -> bool:
+    """Try a draft in a sandbox (SPEC §16: start it, drive its circles, delete it):
+    whoever sees the draft, its author and the admins of its tenant."""
+    return may_see_draft(caller, tenant, author_id)

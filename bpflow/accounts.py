@@ -18,10 +18,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from bpflow import auth
+from bpflow import audit, auth
 from bpflow.access import Caller, password_resettable
 from bpflow.errors import RateLimited
 from bpflow.forms import FormError
+from bpflow.security import normal_username
 from bpflow.store import Store
 from engine.messages import N_
 
@@ -72,3 +73,4 @@ def reset_password(store: Store, username: str, new: str, by: Caller | None = No
     if problem:
         raise FormError({"password": problem})
     store.set_password(username, new)
+    audit.record(store, by, "password_reset", normal_username(username))

@@ -15,7 +15,7 @@ from typing import Any
 
 import httpx
 
-from bpflow import egress, rounds
+from bpflow import egress, rounds, tracing
 from bpflow.access import may_approve
 from bpflow.mailbox import Mailbox
 from bpflow.store import Store
@@ -47,6 +47,7 @@ def run_http(action: dict[str, Any], idempotency_key: str) -> Outcome:
                                         url=action.get("url"), reason=refused))
     headers = {str(k): str(v) for k, v in (action.get("headers") or {}).items()}
     headers.setdefault("Idempotency-Key", idempotency_key)
+    headers.update(tracing.traceparent())  # the action's span (SPEC §18), when traced
     kwargs: dict[str, Any] = {"headers": headers}
     if "json" in action:
         kwargs["json"] = action["json"]
@@ -62,15 +63,22 @@ def run_http(action: dict[str, Any], idempotency_key: str) -> Outcome:
     except httpx.HTTPError as exc:
         return Outcome(False, reason=f"{method} {action['url']} failed: {exc}"
                                      f" ({type(exc).__name__})")
-    if 200 <= response.status_code < 300:
-        try:
-            result: Any = response.json() if response.content else None
-        except ValueError:
-            result = response.text
+    try:
+        result: Any = response.json() if response.content else None
+    except ValueError:
+        result = response.text
+    return answered(method, str(action["url"]), response.status_code, result, response.text)
+
+
+def answered(method: str, url: str, status: int, result: Any, text: str) -> Outcome:
+    """What an HTTP action's answer means: a 2xx is the circle's result (the JSON body,
+    else its text), anything else a failure saying so (an answer received, and one a
+    designer gives a sandbox, SPEC §16)."""
+    if 200 <= status < 300:
         return Outcome(True, result=result)
-    snippet = response.text[:200]
-    return Outcome(False, reason=f"{method} {action['url']} answered HTTP"
-                                 f" {response.status_code}" + (f": {snippet}" if snippet else ""))
+    snippet = text[:200]
+    return Outcome(False, reason=f"{method} {url} answered HTTP {status}"
+                                 + (f": {snippet}" if snippet else ""))
 
 
 @dataclass(frozen=True)

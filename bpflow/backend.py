@@ -13,7 +13,7 @@ import threading
 import time
 from typing import NoReturn
 
-from bpflow import logs
+from bpflow import logs, metrics
 from bpflow.access import Caller
 from bpflow.heartbeat import lease_seconds
 from bpflow.security import SecretError, load_secret
@@ -33,6 +33,7 @@ def get_store() -> Store:
     with _lock:
         if _store is None:
             _store = Store()
+            metrics.watch(_store)
         return _store
 
 

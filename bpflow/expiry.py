@@ -1,6 +1,7 @@
 """Expiry (SPEC §11, Busybee's stopAt): a template version with `stop_at` takes no starts
 after it (`Steps._startable_row` refuses them), and its instances still running, failed or
-suspended then are terminated by the worker with the reason `expired`.
+suspended then are terminated by the worker with the reason `expired`. A draft's sandbox
+(SPEC §16 "Try it") is deleted a day after it started (`bpflow.sandbox.KEPT`).
 
 `expire` is one of the worker's duties: each round it terminates a bounded batch of
 expired instances of every tenant (the worker's store sees them all), each with the abort
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from bpflow import moves
 from bpflow.errors import NotFound
+from bpflow.sandbox import KEPT
 from engine.errors import TransitionError
 
 if TYPE_CHECKING:
@@ -45,4 +47,7 @@ def expire(worker: Keeper, limit: int = BATCH) -> int:
         done += 1
     if done:
         log.info("terminated %d expired instance(s)", done)
-    return done
+    swept = worker.store.sweep_sandboxes(worker.store.clock() - KEPT)
+    if swept:
+        log.info("deleted %d sandbox(es) of drafts tried a day ago", swept)
+    return done + swept

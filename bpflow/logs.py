@@ -9,12 +9,17 @@ worker` and the web backend.
 - Lines: `<time> <process> <LEVEL> <logger>: <message>` on stderr; bpflow's own loggers
   from INFO, other libraries' from WARNING; `httpx` and `httpcore` (every HTTP action and
   webhook delivery would be a line) from INFO too when `BPFLOW_LOG_HTTP=1`.
+- `BPFLOW_LOG_FORMAT=json`: one JSON object a line instead (SPEC §18): `time`, `process`,
+  `level`, `logger`, `message`, and `instance` and `circle` on every line about one
+  (given as `extra=`, or named in the message as "instance ID" and "circle URI").
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
+import re
 import socket
 import sys
 
@@ -22,6 +27,31 @@ PROCESS_ENV = "BPFLOW_PROCESS"
 HTTP_ENV = "BPFLOW_LOG_HTTP"
 HTTP_LOGGERS = ("httpx", "httpcore")
 FORMAT = "%(asctime)s {process} %(levelname)s %(name)s: %(message)s"
+FORMAT_ENV = "BPFLOW_LOG_FORMAT"
+NAMED = {"instance": re.compile(r"\binstance '?([0-9a-f]{32})\b"),
+         "circle": re.compile(r"\bcircle '?([A-Za-z0-9_.\-]+)")}
+
+
+class JsonLines(logging.Formatter):
+    """One JSON object a line, with the instance and circle a line is about."""
+
+    def __init__(self, process: str):
+        super().__init__()
+        self.process = process
+
+    def format(self, record: logging.LogRecord) -> str:
+        message = record.getMessage()
+        line = {"time": self.formatTime(record), "process": self.process,
+                "level": record.levelname, "logger": record.name, "message": message}
+        for key, pattern in NAMED.items():
+            value = getattr(record, key, None)
+            if value is None and (found := pattern.search(message)):
+                value = found.group(1)
+            if value is not None:
+                line[key] = str(value)
+        if record.exc_info:
+            line["exception"] = self.formatException(record.exc_info)
+        return json.dumps(line, ensure_ascii=False)
 
 
 def process_name(default: str) -> str:
@@ -62,7 +92,8 @@ def setup(kind: str) -> str:
     if handler is None:
         handler = _Lines()
         root.addHandler(handler)
-    handler.setFormatter(logging.Formatter(FORMAT.format(process=label.replace("%", "%%"))))
+    handler.setFormatter(JsonLines(label) if os.environ.get(FORMAT_ENV) == "json" else
+                         logging.Formatter(FORMAT.format(process=label.replace("%", "%%"))))
     root.setLevel(logging.WARNING)
     logging.getLogger("bpflow").setLevel(logging.INFO)
     http = logging.INFO if os.environ.get(HTTP_ENV, "") == "1" else logging.WARNING

@@ -40,6 +40,7 @@ from engine.instance import WAITING, Instance
 from engine.messages import N_, word
 from engine.moves import ACTIVE
 from engine.phase import Phase, action_extra, approval, box_phase
+from engine.runtime import Engine
 from engine.tasks import returned_people
 from engine.texts import Text, translations
 
@@ -350,19 +351,11 @@ class Mailbox:
                                                      for r in decided])
             if verdict is None:
                 return None
-            mark = engine.bookmark(inst, circle)
             newest = max(decided, key=lambda r: (r.updated_at, r.id), default=None)
             actor = by or (newest.payload["approver"] if newest else "approval")
-            decisions = [{"approver": r.payload["approver"], "decision": r.decision,
-                          "comment": r.comment} for r in decided]
-            if verdict == "approved":
-                engine.complete(inst, circle, mark, {"approved": True, "decisions": decisions},
-                                actor=actor)
-            else:
-                why = "; ".join(f"{d['approver']} rejected" + (f": {d['comment']}"
-                                                               if d["comment"] else "")
-                                for d in decisions if d["decision"] == "rejected")
-                engine.fail(inst, circle, mark, f"not approved ({why})", actor=actor)
+            conclude(engine, inst, circle, verdict,
+                     [{"approver": r.payload["approver"], "decision": r.decision,
+                       "comment": r.comment} for r in decided], actor)
             return verdict
         return self.store.apply(instance_id, op)
 
@@ -1009,6 +1002,21 @@ def _ordered(rows: list[Any], seats: rounds.Seats) -> list[tuple[str, str]]:
     return [(r.payload["approver"], r.decision)
             for r in sorted(rows, key=lambda r: (r.updated_at or r.created_at, r.id))
             if r.decision in ("approved", "rejected") and r.payload.get("approver") in listed]
+
+
+def conclude(engine: Engine, inst: Instance, circle: str, verdict: str,
+             decisions: list[dict[str, Any]], actor: str | None) -> None:
+    """An approval's outcome, in the step: "approved" completes the circle with the
+    decisions, "rejected" fails it saying who rejected and why (settled mail, and a
+    sandbox's decision, SPEC §16)."""
+    mark = engine.bookmark(inst, circle)
+    if verdict == "approved":
+        engine.complete(inst, circle, mark, {"approved": True, "decisions": decisions},
+                        actor=actor)
+        return
+    why = "; ".join(f"{d['approver']} rejected" + (f": {d['comment']}" if d["comment"] else "")
+                    for d in decisions if d["decision"] == "rejected")
+    engine.fail(inst, circle, mark, f"not approved ({why})", actor=actor)
 
 
 def send_back_step(store: Store, instance_id: str, cid: str, caller: Caller, comment: str,

@@ -15,7 +15,7 @@ import logging
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from bpflow import access
+from bpflow import access, audit
 from bpflow.access import Caller
 from bpflow.errors import NotFound, Refused
 from bpflow.store import Store
@@ -49,12 +49,15 @@ def put(store: Store, caller: Caller, username: str, to: str, starts: datetime,
     if why:
         raise Refused(why)
     assert target is not None
+    before = get(store, caller, user["username"])
     store.put_substitute(user["id"], target["id"], starts, ends, names, caller.username)
     log.info("substitute of %s set to %s from %s until %s (templates %s) by %s",
              user["username"], target["username"], starts.isoformat(), ends.isoformat(),
              names, caller.username)
     found = get(store, caller, user["username"])
     assert found is not None
+    if user["id"] != caller.id:  # set for someone else: an admin's act
+        audit.record(store, caller, "substitute_set", user["username"], before, found)
     return found
 
 
@@ -76,7 +79,10 @@ def clear(store: Store, caller: Caller, username: str) -> bool:
     """Remove a user's substitute (False when they had none)."""
     access.substitute_settable(caller, username)
     user = _user(store, username)
+    before = get(store, caller, user["username"])
     done = store.clear_substitute(user["id"])
+    if done and user["id"] != caller.id:
+        audit.record(store, caller, "substitute_cleared", user["username"], before)
     if done:
         log.info("substitute of %s cleared by %s", user["username"], caller.username)
     return done

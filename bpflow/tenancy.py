@@ -14,6 +14,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from bpflow import audit
 from bpflow.access import ADMIN
 from bpflow.interactions import SIGNIN_TEMPLATE
 from bpflow.security import valid_username
@@ -56,4 +57,6 @@ def create_tenant(store: Store, name: str, admin: str, password: str,
     tenant = store.of(store.add_tenant(name, quotas))
     current_frame(tenant)
     tenant.add_user(admin, password, [ADMIN])
+    audit.record(tenant, None, "tenant_added", tenant.tenant or name, None,
+                 {"admin": admin, "quotas": tenant.quotas()})
     return tenant

@@ -38,7 +38,8 @@ from urllib.parse import quote, urlsplit
 import httpx
 import orjson
 
-from bpflow import egress
+from bpflow import audit, egress, metrics, tracing
+from bpflow.access import Caller, require_admin
 from bpflow.store import Store
 from bpflow.store.public import TYPES, Attempt
 from engine.messages import N_, message_of
@@ -71,10 +72,10 @@ class WebhookInvalid(ValueError):
 
 
 def add_webhook(store: Store, url: str, events: Sequence[str], secret: str,
-                created_by: str | None) -> dict[str, Any]:
+                by: Caller | None) -> dict[str, Any]:
     """A new webhook of `store`'s tenant after the checks of its fields (WebhookInvalid):
     an http(s) URL the egress guard allows, known event types, a secret of 16 to 200
-    characters."""
+    characters. Recorded in the audit log (`by`: the admin)."""
     if any(c <= " " or c == "\x7f" for c in url):
         raise WebhookInvalid("url", N_("a URL has no spaces or control characters"))
     try:
@@ -90,7 +91,12 @@ def add_webhook(store: Store, url: str, events: Sequence[str], secret: str,
     if not SECRET_LENGTH[0] <= len(secret) <= SECRET_LENGTH[1]:
         raise WebhookInvalid("secret", N_("a secret has %(min)s to %(max)s characters",
                                           min=SECRET_LENGTH[0], max=SECRET_LENGTH[1]))
-    return store.add_webhook(url, events, secret, created_by)
+    if by is not None:
+        require_admin(by)
+    hook = store.add_webhook(url, events, secret, by.username if by else None)
+    audit.record(store, by, "webhook_added", hook["id"], None,
+                 {"url": hook["url"], "events": hook["events"]})
+    return hook
 
 
 def signature(secret: str | bytes, body: bytes) -> str:
@@ -132,7 +138,10 @@ class Deliverer:
         due = store.claim_deliveries(s.batch, s.lease)
         if not due:
             return handed
-        store.record_deliveries(self._post_all(due), self.backoff, s.failure_limit)
+        attempts = self._post_all(due)
+        for a in attempts:
+            metrics.delivery("delivered" if a.ok else "failed")
+        store.record_deliveries(attempts, self.backoff, s.failure_limit)
         return handed + len(due)
 
     def close(self) -> None:
@@ -157,7 +166,9 @@ class Deliverer:
 
     def _guarded(self, d: dict[str, Any], target: Target | str) -> Attempt:
         try:
-            return self._post(d, target)
+            with tracing.span("webhook delivery", **{"bpflow.webhook": d["webhook_id"],
+                                                      "bpflow.event": d["event_id"]}):
+                return self._post(d, target)
         except Exception as exc:  # a bug here fails this attempt, not the round
             log.exception("webhook delivery %s", d["id"])
             return _attempt(d, None, f"internal error: {type(exc).__name__}")
@@ -168,6 +179,7 @@ class Deliverer:
         body = body_of(d["body"])
         request = (target.head + f"{EVENT_HEADER}: {d['event_id']}\r\n"
                    f"{SIGNATURE_HEADER}: {signature(d['secret'], body)}\r\n"
+                   + "".join(f"{k}: {v}\r\n" for k, v in tracing.traceparent().items()) +
                    f"Content-Length: {len(body)}\r\n\r\n").encode() + body
         pool = self._local.__dict__.setdefault("connections", {})
         for retry in (True, False):

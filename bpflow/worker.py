@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from bpflow import metrics, tracing
 from bpflow.actions import HANDLERS, ActionContext, Outcome, shown_data
 from bpflow.errors import NotFound, StorageQuotaExceeded
 from bpflow.expiry import expire
@@ -74,6 +75,7 @@ class Worker:
         if not ids:
             return 0
         self.heartbeat.hold(ids)
+        self._now = self.store.clock()
         try:
             due = self.store.apply_many(ids, self._due_jobs)
             self._send_owed([o[2] for o in due.values()
@@ -106,6 +108,9 @@ class Worker:
                 return
             outcome = (Outcome(False, reason=job.reason) if job.context is None
                        else self._run(job.context))
+            if job.context is not None:
+                metrics.action(job.context.action["type"], "pending" if outcome.ok is None
+                               else "completed" if outcome.ok else "failed")
             if self.heartbeat.lost(instance_id):  # its new holder sends the action again
                 log.warning("instance %s circle %s: result dropped: the lease was lost "
                             "while the action ran", instance_id, job.circle)
@@ -146,7 +151,9 @@ class Worker:
 
     def _run(self, ctx: ActionContext) -> Outcome:
         try:
-            return self.handlers[ctx.action["type"]](ctx)
+            with tracing.span("action " + ctx.action["type"], **{
+                    "bpflow.instance": ctx.instance_id, "bpflow.circle": ctx.circle}):
+                return self.handlers[ctx.action["type"]](ctx)
         except BpflowError as exc:  # e.g. an approver who does not exist
             return Outcome(False, reason=str(exc))
         except Exception as exc:  # a bug in a handler fails the circle, not the worker
@@ -157,6 +164,9 @@ class Worker:
                   ) -> tuple[list[Job], list[str], Owed | None]:
         """Inside the store's atomic step: let time pass, then list the actions to run,
         the approvals waiting for decisions, and the copies and reminders owed."""
+        due = self.store.due_at(inst)
+        if due is not None and due <= self._now:  # taken up this late (SPEC §18)
+            metrics.late((self._now - due).total_seconds())
         engine.tick(inst)
         plan = inst.template.plan
         owed = (nudging.owed_work(self.store.of(inst.tenant), engine, inst)

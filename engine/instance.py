@@ -112,6 +112,7 @@ class Instance:
     reason: str | None = None  # why the instance failed or was terminated
     seq: int = 0  # number of the last event
     tenant: str = "default"  # whose it is (SPEC §12); the engine only carries it
+    sandbox: bool = False  # a draft tried in the designer (SPEC §16); carried likewise
     events: list[Event] = field(default_factory=list)  # events not yet drained
     # statuses as computed at (seq, time, valid until): every change of a circle emits an
     # event, so the event counter tells whether they are still current

@@ -207,7 +207,8 @@ def need_postgres(unreachable: str | None) -> None:
 # tables, columns, defaults, indexes, constraints, triggers, functions) from a fresh one.
 CATALOG_PRINT = """
     SELECT md5(string_agg(x, ',' ORDER BY x)) FROM (
-      SELECT c.relname || '.' || a.attname || ':' || a.atttypid || ':' || a.attnotnull || ':'
+      SELECT c.relname || '.' || a.attname || ':' || a.attnum || ':' || a.atttypid || ':'
+             || a.attnotnull || ':'
              || coalesce(pg_get_expr(d.adbin, d.adrelid), '') AS x
         FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
         LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
@@ -234,8 +235,9 @@ class _Fresh:
     Building a schema (the upgrade's ~160 statements) costs PostgreSQL ~0.5 s, for each of
     ~560 tests; emptying one costs ~0.05 s. A schema a test is done with is checked to be
     the upgrade's still (CATALOG_PRINT), and just before the next test takes it, every table
-    is truncated (sequences restarted) and the rows the upgrade wrote put back (the default
-    tenant); a schema changed, or one still locked by a connection of the test before, is
+    is truncated (sequences restarted), its statistics deleted (plans are made as for new
+    tables: tests/store/test_pg_writer.py) and the rows the upgrade wrote put back (the
+    default tenant); a schema changed, or one still locked by a connection of the test before, is
     dropped instead, and the next test gets a new one."""
 
     def __init__(self) -> None:
@@ -295,6 +297,11 @@ class _Fresh:
                     conn.execute(text("SET LOCAL lock_timeout = '2s'"))
                     conn.execute(text("TRUNCATE " + ", ".join(f'"{t}"' for t in tables)
                                       + " RESTART IDENTITY CASCADE"))
+                    # never analyzed, as a new table is (truncated, its row estimate is;
+                    # the planner's column statistics stay until deleted: a superuser's)
+                    conn.execute(text(
+                        "DELETE FROM pg_statistic WHERE starelid IN (SELECT oid FROM pg_class"
+                        " WHERE relnamespace = current_schema()::regnamespace)"))
                     for table, kept in rows.items():
                         conn.execute(text(
                             f'INSERT INTO "{table}" SELECT * FROM '

@@ -25,7 +25,7 @@ from collections.abc import Callable
 
 from fastapi import FastAPI
 
-from bpflow import files, limits
+from bpflow import files, limits, metrics
 from bpflow.api import errors
 from bpflow.api.docs import add_docs
 from bpflow.api.hot import Api, HotPaths
@@ -64,6 +64,7 @@ def create_app(store_factory: Callable[[], Store] | None = None) -> Api:
     app.state.store_factory = store_factory
     app.state.tokens = None  # deps.tokens: made on first use
     app.max_body = limits.max_body()
+    app.counted = metrics.enabled()
     app.max_upload = files.max_file_bytes() + UPLOAD_FORM  # the file and its form's fields
     for router in ROUTERS:  # any request may be refused by the guard (Api.__call__)
         app.include_router(router, responses=errors.responses(413, 422))

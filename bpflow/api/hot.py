@@ -24,17 +24,19 @@ header (`Idempotency-Key`, checked as its model checks it:
 
 from __future__ import annotations
 
+import asyncio
 import email.message
 import inspect
 import os
+import time
 from collections.abc import Callable
 from typing import Any
 
 from fastapi import FastAPI
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from fastapi.routing import APIRoute, APIRouter
 
-from bpflow import limits, logs
+from bpflow import limits, logs, metrics, tracing
 from bpflow.api.deps import caller_from, client_of, language_of, store_of
 from bpflow.api.errors import answer, message, say
 from bpflow.api.schemas import valid_idempotency_key
@@ -44,6 +46,7 @@ from engine.messages import N_
 SECURITY_HEADERS = ((b"x-content-type-options", b"nosniff"), (b"x-frame-options", b"DENY"),
                     (b"content-security-policy", b"frame-ancestors 'none'"))
 BACKEND_HEADER = b"x-bpflow-backend"
+METRICS_PATH = "/metrics"  # Prometheus' scrape (SPEC §18), outside /api
 UPLOADS = "/api/files"  # the one path whose bodies are files (`max_upload`)
 NO_JSON = object()  # no body, a body that is not JSON, or one not sent as JSON
 
@@ -54,6 +57,7 @@ class Api(FastAPI):
     for the paper's two requests (start, complete), then the framework."""
 
     hot: HotPaths | None = None
+    counted: bool = True  # requests counted in the metrics (`BPFLOW_METRICS=0`: not)
     max_body: int = limits.MAX_BODY
     max_upload: int = limits.MAX_BODY  # of POST /api/files: a file and its form's fields
     _headers: tuple[int, tuple[tuple[bytes, bytes], ...]] | None = None  # (pid, headers)
@@ -64,13 +68,50 @@ class Api(FastAPI):
             return
         send = _secured(send, self._answer_headers())  # the API's and the pages' alike
         path = scope.get("path", "")
+        if path == METRICS_PATH:
+            await self._metrics(scope, receive, send)
+            return
         if not (path.startswith("/api/") or path == "/api"):
             await super().__call__(scope, receive, send)
             return
+        if not (self.counted or tracing.active()):
+            await self._api(scope, receive, send)
+            return
+        began, status = time.perf_counter(), [500]
+
+        async def counting(message) -> None:
+            if message["type"] == "http.response.start":
+                status[0] = message["status"]
+            await send(message)
+        with tracing.span("HTTP " + scope["method"]) as current:
+            try:
+                await self._api(scope, receive, counting)
+            finally:
+                route = getattr(scope.get("route"), "path", None) or metrics.UNMATCHED
+                if self.counted:
+                    metrics.request(route, scope["method"], status[0],
+                                    time.perf_counter() - began)
+                if current is not None:
+                    current.update_name(f"HTTP {scope['method']} {route}")
+                    current.set_attribute("http.route", route)
+                    current.set_attribute("http.response.status_code", status[0])
+
+    async def _metrics(self, scope, receive, send) -> None:
+        """GET /metrics (SPEC §18): the metrics token, or a client on loopback."""
+        client = (scope.get("client") or (None,))[0]
+        if not metrics.allowed(_header(scope, b"authorization"), client):
+            await _refuse(scope, receive, send, 403, "metrics: a metrics token is needed")
+            return
+        store = self.state.store_factory()
+        text, media = await asyncio.to_thread(metrics.exposition, store)
+        await Response(text, media_type=media)(scope, receive, send)
+
+    async def _api(self, scope, receive, send) -> None:
+        """The guard, then the short path, then the framework."""
         value = NO_JSON
         length, media = _body_headers(scope)
         if length != 0:  # a body, or perhaps one (chunked; HTTP/2 needs no Content-Length)
-            limit = self.max_upload if path == UPLOADS else self.max_body
+            limit = self.max_upload if scope.get("path") == UPLOADS else self.max_body
             if length is not None and length > limit:
                 await _refuse(scope, receive, send, 413, self._too_large(scope, limit))
                 return
@@ -141,6 +182,7 @@ class HotPaths:
         if found is None:
             return False
         match, route, model = found
+        scope["route"] = route  # the route's template, for the metrics (as routing sets it)
         extra: dict[str, Any] = {}
         if self.wants_key[route.path]:
             key = extra["idempotency_key"] = _header(scope, b"idempotency-key")

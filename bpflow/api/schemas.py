@@ -220,6 +220,73 @@ class DraftPublished(TemplateUploaded):
                                       " aside), no version made")
 
 
+# ---------------------------------------------------------- trying a draft
+class TryIn(BaseModel):
+    """Start the draft in its sandbox (SPEC §16), with the inputs its template asks for."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    inputs: Annotated[dict[str, Json], small("inputs")] = Field(default_factory=dict,
+                                                                 description=SMALL)
+
+
+class FillIn(BaseModel):
+    """A ready form's values (a confirmation: `{"accept": true|false, "reason"?}`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    values: Annotated[dict[str, Json], small("values")] = Field(default_factory=dict,
+                                                                 description=SMALL)
+
+
+class AnswerIn(BaseModel):
+    """The outside world's answer the designer gives: an HTTP action's status and JSON
+    body (a 2xx is its result, anything else fails it); a signal's data (`body`); for a
+    mail action nothing (nobody is mailed)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    status: int | None = Field(default=None, ge=100, le=599,
+                               description="an HTTP action's status (default 200)")
+    body: Annotated[Json, small("body")] = Field(default=None, description=SMALL)
+
+
+class TryCircleOut(BaseModel):
+    state: str = Field(description="waiting, success, failure or skipped")
+    ready: bool
+    blocked: bool
+    result: Json = None
+    reason: str | None = None
+    attempts: int
+    can: list[Literal["fill", "decide", "answer", "fire"]] = Field(
+        description="what the designer may do with it now")
+    fires_at: str | None = Field(description="when what it waits for the clock for happens"
+                                             " (a timer, timeout, retry or reminder): `fire`"
+                                             " makes it happen now")
+
+
+class TryStepOut(BaseModel):
+    uri: str
+    state: str = Field(description="the state the circle moved to (waiting: reset or a"
+                                   " retry)")
+    at: str
+
+
+class TryOut(BaseModel):
+    """A draft's sandbox: an instance in no list, count or feed, deleted a day after it
+    started (`expires_at`)."""
+
+    draft: int
+    instance: str
+    status: str
+    reason: str | None = None
+    started_at: str
+    expires_at: str
+    circles: dict[str, TryCircleOut]
+    path: list[TryStepOut] = Field(description="each circle's moves, in order: the path"
+                                               " taken")
+
+
 class MigrateIn(BaseModel):
     """Move instances of a template from one version to another (SPEC §11)."""
 

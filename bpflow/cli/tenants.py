@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 
+from bpflow import admin
 from bpflow.cli.common import (
     EXIT_OK,
     Subparsers,
@@ -103,7 +104,7 @@ def tenant_quota(name: str, quotas: dict[str, int | None], url: str | None) -> i
     except ValueError as exc:
         return refuse(exc)
     try:
-        stored = store.set_quotas(quotas) if quotas else store.quotas()
+        stored = admin.set_quotas(store, None, quotas) if quotas else store.quotas()
         used = store.usage()
     except ValueError as exc:
         return refuse(exc)

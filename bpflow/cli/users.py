@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 
+from bpflow import admin
 from bpflow.access import ROLES, USER
 from bpflow.cli.common import (
     EXIT_OK,
@@ -73,7 +74,7 @@ def user_add(name: str, roles: list[str], password_stdin: bool, url: str | None,
     except ValueError as exc:
         return refuse(exc)
     try:
-        store.add_user(name, password, roles)
+        admin.add_user(store, None, name, password, roles)
     except ValueError as exc:
         return refuse(exc)
     finally:
@@ -95,7 +96,7 @@ def user_disable(name: str, url: str | None, tenant: str = "default") -> int:
     except ValueError as exc:
         return refuse(exc)
     try:
-        changed = store.disable_user(name)
+        changed = admin.disable_user(store, None, name)
     except NotFound as exc:
         return refuse(exc)
     finally:

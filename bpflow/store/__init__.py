@@ -8,6 +8,8 @@ leases in one database (an SQLite file by default, PostgreSQL or any SQLAlchemy 
     queries.py     read-only lists and counts the API and the pages show
     substitutes.py who stands in for whom (SPEC §15's substitutes)
     drafts.py      templates being designed in the browser (SPEC §16), their authors'
+    sandboxes.py   drafts tried before they are published (SPEC §16), in no list
+    audit.py       the audit log: what admins did (SPEC §18), append-only
     mail.py        the mailbox table's rows
     leases.py      which instances have due work, and the workers' leases on them
     signals.py     signals delivered to the circles waiting for them
@@ -49,10 +51,11 @@ from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import true
+from sqlalchemy import and_, true
 from sqlalchemy.engine import Engine as SqlEngine
 
 from bpflow.store.alchemy import SqlAlchemyDriver
+from bpflow.store.audit import AuditLog
 from bpflow.store.changes import Hub, hub_for
 from bpflow.store.connection import make_engine
 from bpflow.store.crowds import Crowds
@@ -70,6 +73,7 @@ from bpflow.store.pg.pools import conninfo
 from bpflow.store.queries import Queries
 from bpflow.store.reads import Straight
 from bpflow.store.reuse import Reused
+from bpflow.store.sandboxes import Sandboxes
 from bpflow.store.signals import Signals
 from bpflow.store.sqlite.driver import SqliteDriver
 from bpflow.store.steps import Steps
@@ -87,7 +91,7 @@ __all__ = ["Conflict", "NotFound", "Store"]
 
 
 class Store(Templates, Users, Instances, Steps, Queries, MailRows, Leases, Tenants, Signals,
-            Feed, Migrating, Crowds, Substitutes, Files, Drafts):
+            Feed, Migrating, Crowds, Substitutes, Files, Drafts, Sandboxes, AuditLog):
     """Templates, instances, users, history, mail and leases in one SQL database.
 
     A store is seen from one tenant (SPEC §12): `tenant`, `default` for the one a store
@@ -117,6 +121,8 @@ class Store(Templates, Users, Instances, Steps, Queries, MailRows, Leases, Tenan
         self._cache_size = cache_size
         self._lock = threading.Lock()
         self._due_hook: list[Callable[[], None] | None] = [None]  # shared by the views
+        # called after committed steps: their tenants, the commit's seconds (metrics)
+        self._step_hook: list[Callable[[list[str], float | None], None] | None] = [None]
         self._accounts = Reused()
         self._latest = Reused()
         self._users = Reused()
@@ -134,6 +140,11 @@ class Store(Templates, Users, Instances, Steps, Queries, MailRows, Leases, Tenan
         """Call `callback` after a write of this store leaves work due now (the worker of
         this process listens, so it does not wait for its next poll)."""
         self._due_hook[0] = callback
+
+    def on_steps(self, callback: Callable[[list[str], float | None], None] | None) -> None:
+        """Call `callback(tenants, seconds)` after steps of this store are committed: the
+        tenant of each, the seconds their commit took (`bpflow.metrics`)."""
+        self._step_hook[0] = callback
 
     @property
     def _on_due(self) -> Callable[[], None] | None:
@@ -154,6 +165,12 @@ class Store(Templates, Users, Instances, Steps, Queries, MailRows, Leases, Tenan
         """The condition keeping a query to this store's tenant (always true for the
         worker's view of every tenant)."""
         return true() if self.tenant is None else table.c.tenant == self.tenant
+
+    def _listed(self, table):
+        """`_here`, and no sandbox (SPEC §16: a draft tried in the designer is in no
+        list, count, feed or quota): the condition of every read of many instances or
+        template versions (`table`: `instances` or `templates`)."""
+        return and_(self._here(table), table.c.sandbox.is_(False))
 
     def _owner(self) -> str:
         """The tenant new rows of this store belong to (a view of every tenant writes

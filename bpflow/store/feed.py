@@ -118,7 +118,8 @@ class Feed(StoreParts):
     # ----------------------------------------------------------------- the feed
     def _scan(self, conn, tenant: str | None, after: Position, limit: int) -> list[Any]:
         """Up to `limit` history rows of `tenant` after `after`, in feed order."""
-        q = select(*_COLUMNS).join(instances_t, instances_t.c.id == events_t.c.instance_id)
+        q = select(*_COLUMNS).join(instances_t, instances_t.c.id == events_t.c.instance_id).where(
+            instances_t.c.sandbox.is_(False))  # a draft tried in the designer: not fed
         if tenant is not None:
             q = q.where(events_t.c.tenant == tenant)
         if self.postgres:

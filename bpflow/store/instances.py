@@ -182,9 +182,10 @@ class Instances(StoreParts):
                 user=row.user, circles={r.circle: sql.circle_run(r)
                                         for r in circle_rows.get(row.id, [])},
                 created_at=row.created_at, updated_at=row.updated_at, version=row.version,
-                reason=row.reason, seq=row.seq, tenant=row.tenant)
+                reason=row.reason, seq=row.seq, tenant=row.tenant, sandbox=row.sandbox)
             out[row.id] = Loaded(inst, row.lock_version,
-                                 {cid: sql.snapshot(run) for cid, run in inst.circles.items()},
+                                 {cid: sql.snapshot(run, inst.sandbox)
+                                  for cid, run in inst.circles.items()},
                                  row.status in ACTIVE, batch=row.batch)
         return out
 
@@ -224,9 +225,9 @@ class Instances(StoreParts):
         user = user or {}
         inst = self.engine.start(template, inputs, user, instance_id=instance_id,
                                  version=row.version, actor=user.get("username"))
-        inst.tenant = tenant
+        inst.tenant, inst.sandbox = tenant, bool(row.sandbox)  # a draft's body: a sandbox
         events = inst.drain_events()
-        circles = {cid: sql.snapshot(run) for cid, run in inst.circles.items()}
+        circles = {cid: sql.snapshot(run, inst.sandbox) for cid, run in inst.circles.items()}
         variables = self.engine.variables(inst)
         self._admit_variables(variables)
         values = {"id": inst.id, "tenant": tenant, "template_id": row.id, "template": name,
@@ -235,7 +236,7 @@ class Instances(StoreParts):
                   "inputs": inst.inputs, "variables": variables,
                   "seq": inst.seq, "lock_version": 1, "due_at": self.due_at(inst),
                   "created_at": inst.created_at, "updated_at": inst.updated_at,
-                  "batch": batch}
+                  "batch": batch, "sandbox": inst.sandbox}
         new = NewInstance(
             values, [sql.circle_row(inst.id, cid, d, tenant, batch) for cid, d in circles.items()],
             sql.event_rows(inst.id, tenant, events),
@@ -250,7 +251,7 @@ class Instances(StoreParts):
         """The rows of a step: the instance row's compare-and-set, the circles that
         changed, the new events."""
         inst = loaded.inst
-        circles = {cid: sql.snapshot(run) for cid, run in inst.circles.items()}
+        circles = {cid: sql.snapshot(run, inst.sandbox) for cid, run in inst.circles.items()}
         # the open tasks of an active instance are listed (`task_audience`), of no other
         changed, retold, audience = [], [], []
         listed, was = inst.status in ACTIVE, loaded.listed
@@ -276,9 +277,10 @@ class Instances(StoreParts):
             self._moved(write)  # Migrating: the rows of another template version
         return write
 
-    def _written(self, writes: list[Write]) -> None:
+    def _written(self, writes: list[Write], commit: float | None = None) -> None:
         """Bring the loaded copies of committed writes up to what is stored, keep them,
-        wake the worker for work now due, and tell the pages what changed."""
+        wake the worker for work now due, and tell the pages what changed (and the
+        metrics, `on_steps`, how long the commit took: `commit` seconds)."""
         self.changes.publish([changed(w) for w in writes])
         for w in writes:
             w.loaded.lock_version += 1
@@ -286,6 +288,9 @@ class Instances(StoreParts):
             w.loaded.listed = w.row["status"] in ACTIVE
             self._keep(w.loaded)
             self._notify(w.row["due_at"])
+        hook = self._step_hook[0]
+        if hook is not None and writes:
+            hook([w.loaded.inst.tenant for w in writes], commit)
 
     def _notify(self, due_at: datetime | None) -> None:
         if self._on_due is not None and due_at is not None and due_at <= self.clock():

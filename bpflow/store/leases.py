@@ -71,7 +71,10 @@ class Leases(StoreParts):
 
     def due_at(self, inst: Instance) -> datetime | None:
         """When a worker should look at the instance next: now if a ready circle runs on
-        the worker (an HTTP call), else the engine's next retry, timer or timeout."""
+        the worker (an HTTP call), else the engine's next retry, timer or timeout. Never
+        for a sandbox (SPEC §16): the designer answers its actions and fires its timers."""
+        if inst.sandbox:
+            return None
         nodes = inst.template.plan.nodes
         for cid in self.engine.ready(inst):
             box = nodes[cid].circle.box

@@ -32,7 +32,7 @@ class Queries(StoreParts):
                        excluding: str | None = None) -> tuple[list[dict[str, Any]], int]:
         """Instances newest first (of one user unless `user_id` is None; none of the
         template `excluding`) and the total."""
-        cond = [self._here(instances_t)]
+        cond = [self._listed(instances_t)]
         if user_id is not None:
             cond.append(instances_t.c.user_id == user_id)
         if template:
@@ -61,7 +61,7 @@ class Queries(StoreParts):
         `templates` (found by their titles): a page newest first, their number, and
         whether the user has more than `most` to look at."""
         i, e = instances_t, events_t
-        cond = [self._here(i), i.c.user_id == user_id]
+        cond = [self._listed(i), i.c.user_id == user_id]
         cond += [i.c.template == template] if template else []
         cond += [i.c.status == status] if status else []
         cond += [i.c.template != excluding] if excluding else []
@@ -90,7 +90,7 @@ class Queries(StoreParts):
 
     def stats(self, template: str, user_id: int | None = None) -> dict[str, Any]:
         """Busybee's InstanceCountState: circles per state, instances per status."""
-        cond = [self._here(instances_t), instances_t.c.template == template]
+        cond = [self._listed(instances_t), instances_t.c.template == template]
         if user_id is not None:
             cond.append(instances_t.c.user_id == user_id)
         return self._counts(cond)
@@ -234,7 +234,7 @@ class Queries(StoreParts):
             *(c.c.people.contains(f" {t} ", autoescape=True) for t in tokens)))
         mailed = select(mail_t.c.instance_id).where(mail_t.c.recipient_id == caller.id,
                                                     mail_t.c.instance_id.is_not(None))
-        q = (select(*SUMMARY).where(i.c.tenant == caller.tenant, self._here(i),
+        q = (select(*SUMMARY).where(i.c.tenant == caller.tenant, self._listed(i),
                                  or_(i.c.user_id.is_(None), i.c.user_id != caller.id),
                                  or_(i.c.id.in_(named), i.c.id.in_(mailed)))
              .order_by(i.c.created_at.desc(), i.c.id).limit(limit))
@@ -263,3 +263,24 @@ class Queries(StoreParts):
                 out[kind] = {"total": int(total), "unread": int(unread or 0),
                              "pending": int(pending or 0)}
         return out
+
+    def observed(self, now: Any) -> dict[str, list[tuple[Any, ...]]]:
+        """What `GET /metrics` reports of the database (SPEC §18), every tenant's (the
+        view's): {"instances": [(tenant, status, n)], "tasks_open": [(tenant, n)],
+        "tasks_overdue": [(tenant, n)]}. Counted on the indexes, one query each."""
+        tasks = (select(audience_t.c.tenant, audience_t.c.instance_id, audience_t.c.circle)
+                 .where(self._here(audience_t)).distinct().subquery())
+        overdue = (select(tasks.c.tenant, func.count())
+                   .join(circles_t, and_(circles_t.c.instance_id == tasks.c.instance_id,
+                                         circles_t.c.circle == tasks.c.circle))
+                   .where(circles_t.c.due_at < now).group_by(tasks.c.tenant))
+        with self.reader() as conn:
+            return {
+                "instances": [tuple(r) for r in conn.execute(
+                    select(instances_t.c.tenant, instances_t.c.status, func.count())
+                    .where(self._here(instances_t))
+                    .group_by(instances_t.c.tenant, instances_t.c.status))],
+                "tasks_open": [tuple(r) for r in conn.execute(
+                    select(tasks.c.tenant, func.count()).group_by(tasks.c.tenant))],
+                "tasks_overdue": [tuple(r) for r in conn.execute(overdue)],
+            }

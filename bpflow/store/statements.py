@@ -42,7 +42,7 @@ EVENT_COLUMNS = ("instance_id", "tenant", "seq", "at", "kind", "actor", "circle"
 INSTANCE_COLUMNS = ("id", "tenant", "template_id", "template", "version", "nested_versions",
                     "user_id",
                     "user", "status", "reason", "inputs", "variables", "seq", "lock_version",
-                    "due_at", "created_at", "updated_at", "batch")
+                    "due_at", "created_at", "updated_at", "batch", "sandbox")
 STEP_COLUMNS = ("id", "lock", "status", "reason", "seq", "variables", "due_at", "next_lock",
                 "updated_at")  # what a step changes of the instance row (`cas`)
 
@@ -50,8 +50,12 @@ Snapshot = tuple[Any, ...]  # a circle's stored columns, in CIRCLE_COLUMNS order
 _fields: Callable[[CircleRun], Snapshot] = attrgetter(*RUN_COLUMNS)
 
 
-def snapshot(run: CircleRun) -> Snapshot:
+def snapshot(run: CircleRun, hidden: bool = False) -> Snapshot:
+    """A circle's stored columns; `hidden` (a sandbox instance's, SPEC §16): without the
+    columns tasks, people's lists and signals find circles by, so none finds it."""
     fields = _fields(run)
+    if hidden:
+        return (*fields, None, None, None)
     signal = None if run.pending is None else waiting_for(run)
     if run.task is None:  # most circles: nobody's task
         return (*fields, None, None, signal)
@@ -141,12 +145,14 @@ instance_insert = insert(instances_t).values(_binds(INSTANCE_COLUMNS))
 pinned_insert = insert(pinned_t).values(_binds(("instance_id", "tenant", "template_id")))
 BATCH_COLUMNS = ("id", "tenant", "template", "version", "started", "created_by", "created_at")
 batch_insert = insert(batches_t).values(_binds(BATCH_COLUMNS))  # a crowd's row (crowds.py)
+# a version by name: never a sandbox's (`sandboxes.py`), whatever name is asked for
 template_id = (select(templates_t.c.id).where(templates_t.c.tenant == b("b_tenant"),
-                                              templates_t.c.name == b("b_name"))
+                                              templates_t.c.name == b("b_name"),
+                                              templates_t.c.sandbox.is_(False))
                .order_by(templates_t.c.version.desc()).limit(1))
 template_version_id = select(templates_t.c.id).where(
     templates_t.c.tenant == b("b_tenant"), templates_t.c.name == b("b_name"),
-    templates_t.c.version == b("b_version"))
+    templates_t.c.version == b("b_version"), templates_t.c.sandbox.is_(False))
 
 
 # ------------------------------------------------------------ for every driver

@@ -17,6 +17,7 @@ import hashlib
 import hmac
 import sqlite3
 import threading
+import time
 from collections.abc import Awaitable, Callable, Generator
 from concurrent.futures import Future
 from typing import Any, TypeVar
@@ -150,6 +151,8 @@ class Steps(StoreParts):
         self.changes.publish([started(new)])
         self._keep(loaded)
         self._notify(new.instance["due_at"])
+        if (hook := self._step_hook[0]) is not None:  # a start is a step too (metrics)
+            hook([loaded.inst.tenant], None)
         return loaded.inst
 
     def apply(self, instance_id: str, op: Op[T], optimistic: int = 3) -> T:
@@ -201,10 +204,11 @@ class Steps(StoreParts):
                 fresh = True  # our copy may be stale: decide on the stored state
                 continue
             write = self._step_write(loaded, loaded.inst.drain_events())
+            began = time.perf_counter()
             if (yield self.driver.save, self.driver.save_async, ([write],)):
                 fresh = True  # lost the compare-and-set
                 continue
-            self._written([write])
+            self._written([write], time.perf_counter() - began)
             return value
         return (yield self._apply_locked, self._apply_locked_async, (instance_id, op))
 
@@ -236,13 +240,14 @@ class Steps(StoreParts):
         return await asyncio.to_thread(self._apply_locked, instance_id, op)
 
     def _apply_locked(self, instance_id: str, op: Op[T]) -> T:
+        began = time.perf_counter()
         with self.db.begin() as conn:  # SQLite: BEGIN IMMEDIATE already excludes writers
             loaded = self._load(instance_id, conn, lock=True)
             value = op(self.engine, loaded.inst)
             write = self._step_write(loaded, loaded.inst.drain_events())
             if save_rows(conn, [write]):
                 raise Lost()  # cannot happen under the lock
-        self._written([write])
+        self._written([write], time.perf_counter() - began)
         return value
 
     def apply_many(self, ids: list[str], op: Op) -> dict[str, Any]:
@@ -265,8 +270,10 @@ class Steps(StoreParts):
                 alone.append(iid)  # decided again on its own, on the stored state
                 continue
             writes.append(self._step_write(loaded, loaded.inst.drain_events()))
+        began = time.perf_counter()
         lost = self.driver.save(writes) if writes else set()
-        self._written([w for w in writes if w.row["id"] not in lost])
+        self._written([w for w in writes if w.row["id"] not in lost],
+                      time.perf_counter() - began if writes else None)
         for iid in alone + sorted(lost):
             try:
                 results[iid] = self.apply(iid, op)

@@ -13,6 +13,7 @@ from typing import Any
 from sqlalchemy import (
     JSON,
     BigInteger,
+    Boolean,
     Column,
     ForeignKey,
     ForeignKeyConstraint,
@@ -23,6 +24,7 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    false,
     text,
 )
 from sqlmodel import Field, SQLModel
@@ -96,6 +98,8 @@ class TemplateVersion(SQLModel, table=True):
     __table_args__ = (
         UniqueConstraint("tenant", "name", "version", name="uq_templates_tenant_name_version"),
         UniqueConstraint("tenant", "id", name="uq_templates_tenant_id"),
+        Index("ix_templates_sandbox", "created_at", sqlite_where=text("sandbox"),
+              postgresql_where=text("sandbox")),  # sandboxes a day old (migration 0020)
     )
 
     id: int | None = Field(default=None, primary_key=True)
@@ -106,6 +110,10 @@ class TemplateVersion(SQLModel, table=True):
     digest: str = Field(sa_column=Column(String(64), nullable=False))
     created_at: datetime = _time()
     stop_at: datetime | None = _time(nullable=True)  # the body's `stop_at` (SPEC §11)
+    # a draft's body a sandbox instance runs (SPEC §16 "Try it"), named outside the names
+    # templates may have: never a version of a template, in no list (migration 0020)
+    sandbox: bool = Field(default=False, sa_column=Column(Boolean, nullable=False,
+                                                          server_default=false()))
 
 
 class InstanceRow(SQLModel, table=True):
@@ -143,6 +151,10 @@ class InstanceRow(SQLModel, table=True):
     created_at: datetime = _time()
     updated_at: datetime = _time()
     batch: str | None = Field(default=None, sa_column=Column(String(32), nullable=True))
+    # a draft tried in the designer (SPEC §16): in no list, count, feed or quota, never due
+    # for the worker, deleted after a day (`bpflow.sandbox`)
+    sandbox: bool = Field(default=False, sa_column=Column(Boolean, nullable=False,
+                                                          server_default=false()))
 
 
 class InstanceTemplate(SQLModel, table=True):
@@ -519,7 +531,32 @@ class LayoutRow(SQLModel, table=True):
     updated_by: str | None = Field(default=None, sa_column=Column(String(100), nullable=True))
 
 
+class AuditRow(SQLModel, table=True):
+    """What an admin did (SPEC §18's audit log): who (`actor_id`, `actor` as named then;
+    both null for the installation's operator, on the command line), when, what (`kind`,
+    one of `bpflow.audit.KINDS`), to what (`target`), the state `before` and `after`
+    (JSON). Append-only: nothing in the code updates or deletes a row, and triggers
+    refuse both (migration 0021). Read by tenant newest last (`ix_audit_tenant`)."""
+
+    __tablename__ = "audit"
+    __table_args__ = (
+        Index("ix_audit_tenant", "tenant", "id"),
+        {"sqlite_autoincrement": True},
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    tenant: str = _tenant()
+    at: datetime = _time()
+    actor_id: int | None = Field(default=None, sa_column=Column(Integer, nullable=True))
+    actor: str | None = Field(default=None, sa_column=Column(String(100), nullable=True))
+    kind: str = Field(sa_column=Column(String(40), nullable=False))
+    target: str = Field(sa_column=Column(String(200), nullable=False))
+    before: Any = _json()
+    after: Any = _json()
+
+
 drafts_t = _table_of(DraftRow)
+audit_t = _table_of(AuditRow)
 layouts_t = _table_of(LayoutRow)
 
 

@@ -152,7 +152,7 @@ class Templates(StoreParts):
     def template_versions(self) -> dict[str, list[int]]:
         with self.reader() as conn:
             rows = conn.execute(select(templates_t.c.name, templates_t.c.version)
-                                .where(self._here(templates_t))
+                                .where(self._listed(templates_t))
                                 .order_by(templates_t.c.name, templates_t.c.version)).all()
         out: dict[str, list[int]] = {}
         for name, version in rows:

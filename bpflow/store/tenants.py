@@ -107,10 +107,10 @@ class Tenants(StoreParts):
         """What this store's tenant uses of what quotas bound."""
         with self.reader() as conn:
             running = conn.execute(select(func.count()).select_from(instances_t).where(
-                self._here(instances_t), instances_t.c.template != FRAME_TEMPLATE,
+                self._listed(instances_t), instances_t.c.template != FRAME_TEMPLATE,
                 instances_t.c.status.in_(sorted(ACTIVE | {SUSPENDED})))).scalar_one()
             names = conn.execute(select(func.count(templates_t.c.name.distinct())).where(
-                self._here(templates_t))).scalar_one()
+                self._listed(templates_t))).scalar_one()
         return {"instances": int(running), "templates": int(names)}
 
     # ------------------------------------------------------------- the checks

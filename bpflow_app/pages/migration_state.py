@@ -14,6 +14,8 @@ from typing import Any
 
 import reflex as rx
 
+from bpflow import admin
+from bpflow.access import Caller
 from bpflow.backend import store_for
 from bpflow.errors import Unauthorized
 from bpflow.store import Store
@@ -108,7 +110,7 @@ class MigrationState(SessionState):
         try:
             outcome, rows = await asyncio.to_thread(
                 self._migrated, store_for(caller), source, target, mapping, dry,
-                caller.username)
+                caller)
         except BpflowError as exc:  # an unknown version, a map naming unknown circles
             self.mig_error = self.explain(exc)
             return None
@@ -124,9 +126,9 @@ class MigrationState(SessionState):
             len(self.mig_migrated), version=target, refused=len(self.mig_refused)))
 
     def _migrated(self, store: Store, source: int, target: int, mapping: dict[str, str],
-                  dry: bool, actor: str) -> tuple[dict[str, Any], dict[str, Any]]:
+                  dry: bool, caller: Caller) -> tuple[dict[str, Any], dict[str, Any]]:
         """The store's answer to the migration, and the rows of the instances it names."""
-        outcome = store.migrate_instances(self.template, source, target, mapping,
-                                          dry_run=dry, actor=actor)
+        outcome = admin.migrate(store, caller, self.template, source, target, mapping,
+                                dry_run=dry)
         ids = outcome["migrated"] + [r["id"] for r in outcome["refused"]]
         return outcome, {r["id"]: r for r in store.instance_rows(ids)}

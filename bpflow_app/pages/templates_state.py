@@ -15,7 +15,7 @@ from typing import Any
 
 import reflex as rx
 
-from bpflow import drafts
+from bpflow import admin, drafts
 from bpflow.access import Caller
 from bpflow.backend import store_for
 from bpflow.interactions import SIGNIN_TEMPLATE
@@ -128,8 +128,9 @@ class TemplatesState(SessionState):
         self.busy = True
         yield
         try:
-            yield await self._offered(self._as_admin(
-                lambda store: self._store(store, str(form_data.get("body") or ""))))
+            yield await self._offered(self._guarded(
+                lambda caller: self._store(caller, str(form_data.get("body") or "")),
+                admin=True))
         finally:
             self.busy = False
 
@@ -144,16 +145,17 @@ class TemplatesState(SessionState):
             if len(data) > MAX_UPLOAD:
                 yield rx.toast.error(self.gettext("That file is too large for a template"))
                 return
-            yield await self._offered(self._as_admin(lambda store: self._store(
-                store, data.decode("utf-8", errors="replace"))))
+            yield await self._offered(self._guarded(lambda caller: self._store(
+                caller, data.decode("utf-8", errors="replace")), admin=True))
         finally:
             self.busy = False
 
-    def _store(self, store: Store, text: str):
+    def _store(self, caller: Caller, text: str):
+        store = store_for(caller)
         self.errors, self.outcome = [], ""
         try:
             body = parse_body(text, self.gettext)
-            version, created = store.put_template(body)
+            version, created = admin.upload_template(store, caller, body)
         except DefinitionError as exc:
             self.errors = [ErrorLine(e["code"], e["path"] or "/", self.say(e["message"]))
                            for e in exc.errors]
@@ -195,9 +197,9 @@ class TemplatesState(SessionState):
                 "Signing in starts this flow: it cannot be retired"))
         try:
             if retire:
-                store.retire_template(name, caller.username)
+                admin.retire_template(store, caller, name)
             else:
-                store.restore_template(name)
+                admin.restore_template(store, caller, name)
         except BpflowError as exc:
             return rx.toast.error(self.explain(exc))
         self._refresh(store)

@@ -11,7 +11,7 @@ from typing import Any
 
 import reflex as rx
 
-from bpflow import accounts
+from bpflow import accounts, admin
 from bpflow.access import USER, Caller, own_account_kept, valid_roles
 from bpflow.backend import store_for
 from bpflow.errors import BpflowError, Forbidden, NotFound
@@ -144,7 +144,7 @@ class UsersState(SessionState):
                                                     name=normal_username(name))}
             return rx.toast.error(self.errors["username"])
         try:
-            store.add_user(name, password, roles)
+            admin.add_user(store, caller, name, password, roles)
         except ValueError:  # taken meanwhile
             self.errors = {"username": self.gettext("The username %(name)s is taken",
                                                     name=normal_username(name))}
@@ -178,7 +178,7 @@ class UsersState(SessionState):
         if self.roles_error:
             return rx.toast.error(self.roles_error)
         try:
-            stored = store_for(caller).set_roles(username, roles)
+            stored = admin.set_roles(store_for(caller), caller, username, roles)
         except NotFound:
             self.roles_error = self.gettext("There is no user %(name)s", name=username)
             return rx.toast.error(self.roles_error)
@@ -248,7 +248,7 @@ class UsersState(SessionState):
         if problem:
             return rx.toast.error(problem)
         try:
-            changed = store_for(caller).disable_user(username)
+            changed = admin.disable_user(store_for(caller), caller, username)
         except BpflowError:
             return rx.toast.error(self.gettext("There is no user %(name)s", name=username))
         self._fetch(caller)

@@ -11,6 +11,7 @@ from typing import Any
 
 import reflex as rx
 
+from bpflow import admin
 from bpflow.access import Caller
 from bpflow.backend import store_for
 from bpflow.errors import BpflowError, NotFound
@@ -134,8 +135,7 @@ class WebhooksState(SessionState):
         self.errors = self._problems(url)
         if not self.errors:
             try:
-                hook = add_webhook(store_for(caller), url, self.picked, self.secret,
-                                   caller.username)
+                hook = add_webhook(store_for(caller), url, self.picked, self.secret, caller)
             except WebhookInvalid as exc:  # the egress guard's answer (in English)
                 why = str(exc).split(": ", 1)[-1]
                 self.errors = {exc.field: self.gettext(
@@ -171,7 +171,7 @@ class WebhooksState(SessionState):
 
     def _delete(self, caller: Caller, webhook_id: int):
         try:
-            hook = store_for(caller).delete_webhook(webhook_id)
+            hook = admin.delete_webhook(store_for(caller), caller, webhook_id)
         except NotFound:  # deleted meanwhile (or never this tenant's)
             self._fetch(caller)
             return rx.toast.error(self.gettext("There is no webhook %(id)s any more",

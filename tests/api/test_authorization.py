@@ -93,6 +93,9 @@ MATRIX = {
     # drafts (SPEC §16): admins and designers (none of these four is a designer)
     "GET /api/drafts": (401, 403, 403, 403, 200),
     "POST /api/drafts": (401, 403, 403, 403, 201),
+    "POST /api/drafts/1/try": (401, 403, 403, 403, 404),  # no draft 1 (trying: SPEC §16)
+    # the audit log (SPEC §18): admins only
+    "GET /api/audit": (401, 403, 403, 403, 200),
 }
 NOW = datetime.now(UTC)
 BODIES = {

@@ -199,6 +199,8 @@ HOSTILE = {
     # drafts (SPEC §16)
     "draft body not an object": ("POST", "/api/drafts", '{"body": [1]}', "admin", 422,
                                  "valid dictionary"),
+    "sandbox answer status 600": ("POST", "/api/drafts/1/try/circles/a/answer",
+                                  '{"status": 600}', "admin", 422, "less than or equal"),
 }
 
 

@@ -253,6 +253,20 @@ def test_every_answer_has_exactly_its_models_keys(store, short_path):
     call("admin", "POST", f"/api/drafts/{draft['id']}/publish", expect=201)
     draft = call("admin", "POST", "/api/drafts", {"body": {"name": "half"}}, expect=201)
     call("admin", "DELETE", f"/api/drafts/{draft['id']}", expect=204)
+    tried = {"name": "tried", "circles": [*FEEDS["circles"][:1],
+                                          {"uri": "ok", "deps": [["q"]], **ASK["circles"][0]},
+                                          {"uri": "w", "deps": [["ok"]], "box": {"action": {
+                                              "type": "timer", "delay": 60}}}]}
+    draft = call("admin", "POST", "/api/drafts", {"body": tried}, expect=201)
+    here = f"/api/drafts/{draft['id']}/try"  # Try it (SPEC §16)
+    call("admin", "POST", here, {}, expect=201)
+    call("admin", "POST", f"{here}/circles/q/fill", {"values": {"to": "ann"}})
+    call("admin", "POST", f"{here}/circles/q/answer", {})
+    call("admin", "POST", f"{here}/circles/ok/decide", {"decision": "approved"})
+    call("admin", "POST", f"{here}/circles/w/fire")
+    call("admin", "GET", here)
+    call("admin", "DELETE", here, expect=204)
+    call("admin", "GET", "/api/audit")  # the audit log (SPEC §18)
 
     assert call.checked == {(m, r.path) for r in ROUTES for m in r.methods}
     if short_path:

@@ -27,6 +27,7 @@ from bpflow.mailbox import Mailbox
 from bpflow.store import Store
 from bpflow.store.tables import (
     audience_t,
+    audit_t,
     batches_t,
     blobs_t,
     circles_t,
@@ -84,7 +85,7 @@ def only(tenant: str) -> dict[str, Any]:
 
 TABLES = (users_t, templates_t, instances_t, pinned_t, circles_t, events_t, mail_t,
           audience_t, retired_t, webhooks_t, deliveries_t, batches_t, substitutes_t, files_t,
-          blobs_t, drafts_t, layouts_t)
+          blobs_t, drafts_t, layouts_t, audit_t)
 
 
 def dump(store: Store, tenant: str) -> dict[str, list[tuple]]:
@@ -139,6 +140,8 @@ def build_world(store: Store) -> dict[str, dict[str, Any]]:
         w["file"] = files.upload(s, Caller.of(s.user(people["user"])), "receipt.pdf",
                                  b"%PDF-1.4\n%%EOF\n")["id"]
         w["draft"] = s.add_draft(s.user(people["admin"])["id"], "simple", simple("a draft"))
+        s.start_sandbox(str(w["draft"]), simple("a draft"), {}, s.user(people["admin"]))
+        w["audit"] = s.add_audit(None, None, "quotas_changed", tenant)
         w["ids"] = {w[k] for k in ("simple", "other", "ask", "fin", "sig")}
     return world
 
@@ -338,6 +341,15 @@ def own_drafts_only(r, ctx) -> str | None:
     return None
 
 
+def own_audit_only(r, ctx) -> str | None:
+    if ctx["role"] != "admin":
+        return None if r.status_code == 403 else f"status {r.status_code}"
+    seen = {e["id"] for e in r.json()["items"]}
+    if ctx["victim"]["audit"] in seen or ctx["own"]["audit"] not in seen:
+        return f"lists the audit entries {seen}"
+    return None
+
+
 ADMIN_ONLY_404 = {"admin": 404, "user": 403, "approver": 403, "finance": 403}
 ADMIN_ONLY_200 = {"admin": 200, "user": 403, "approver": 403, "finance": 403}
 OPEN = {"GET /api/health", "POST /api/auth/token"}
@@ -433,6 +445,7 @@ ROWS += [  # the event feed and webhooks (SPEC §11)
     ("GET", "/api/events", None, own_events_only),
     ("GET", "/api/events?limit=1000", None, own_events_only),
     ("GET", "/api/webhooks", None, own_webhooks_only),
+    ("GET", "/api/audit", None, own_audit_only),  # SPEC §18
     ("GET", "/api/webhooks/{v_hook}", None, ADMIN_ONLY_404),
     ("GET", "/api/webhooks/{v_hook}/deliveries", None, ADMIN_ONLY_404),
     ("DELETE", "/api/webhooks/{v_hook}", None, ADMIN_ONLY_404),
@@ -473,6 +486,13 @@ ROWS += [  # drafts (SPEC §16): the other tenant's are not found, nor its templ
     ("PUT", "/api/drafts/{v_draft}", {"body": {"name": "mine"}}, ADMIN_ONLY_404),
     ("DELETE", "/api/drafts/{v_draft}", None, ADMIN_ONLY_404),
     ("POST", "/api/drafts/{v_draft}/publish", None, ADMIN_ONLY_404),
+    # trying a draft (the other tenant's is being tried): not found either
+    *(("POST", f"/api/drafts/{{v_draft}}/try{tail}", body, ADMIN_ONLY_404) for tail, body in (
+        ("", {}), ("/circles/a/fill", {"values": {"n": 1}}),
+        ("/circles/a/decide", {"decision": "approved"}), ("/circles/a/answer", {}),
+        ("/circles/a/fire", None))),
+    ("GET", "/api/drafts/{v_draft}/try", None, ADMIN_ONLY_404),
+    ("DELETE", "/api/drafts/{v_draft}/try", None, ADMIN_ONLY_404),
 ]
 ROWS += [  # last: an upload of the other tenant's template (same name, its body) is the
     # caller's own, a new version in the caller's tenant

@@ -85,3 +85,21 @@ def test_any_label_is_written_as_it_is(set_up, monkeypatch, capsys, label):
     assert set_up("worker") == label  # set up again: still one line each
     logging.getLogger("bpflow.test").info("hello")
     assert capsys.readouterr().err.count(f" {label} INFO bpflow.test: hello\n") == 1
+
+
+def test_json_lines_name_the_instance_and_circle_they_are_about(set_up, monkeypatch, capsys):
+    monkeypatch.setenv(logs.FORMAT_ENV, "json")
+    label = set_up("worker")
+    iid = "0123456789abcdef0123456789abcdef"
+    log = logging.getLogger("bpflow.test")
+    log.warning("instance %s circle %s: result dropped", iid, "pay.check")
+    log.info("given", extra={"instance": iid, "circle": "a"})
+    log.info("nothing about an instance")
+    import json
+    lines = [json.loads(line) for line in capsys.readouterr().err.splitlines()]
+    assert [(x["process"], x["level"], x["logger"]) for x in lines] == [
+        (label, "WARNING", "bpflow.test"), (label, "INFO", "bpflow.test"),
+        (label, "INFO", "bpflow.test")]
+    assert [(x.get("instance"), x.get("circle")) for x in lines] == [
+        (iid, "pay.check"), (iid, "a"), (None, None)]
+    assert lines[0]["message"] == f"instance {iid} circle pay.check: result dropped"

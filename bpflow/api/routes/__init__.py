@@ -4,6 +4,7 @@ the app includes them (and the OpenAPI description lists them)."""
 from __future__ import annotations
 
 from bpflow.api.routes import (
+    audit,
     auth,
     crowds,
     drafts,
@@ -16,6 +17,7 @@ from bpflow.api.routes import (
     migrations,
     nudges,
     returns,
+    sandbox,
     signals,
     substitutes,
     tasks,
@@ -26,4 +28,4 @@ from bpflow.api.routes import (
 ROUTERS = (health.router, auth.router, users.router, templates.router, migrations.router,
            crowds.router, instances.router, nudges.router, tasks.router, returns.router,
            mailbox.router, guest.router, signals.router, events.router, substitutes.router,
-           files.router, drafts.router)
+           files.router, drafts.router, sandbox.router, audit.router)

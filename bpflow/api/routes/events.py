@@ -13,6 +13,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Path, Query
 
+from bpflow import admin
 from bpflow.access import require_admin
 from bpflow.api.deps import CallerDep, StoreDep
 from bpflow.api.errors import responses, text_of
@@ -58,7 +59,7 @@ def create_webhook(body: WebhookIn, store: StoreDep, caller: CallerDep) -> Webho
     have)."""
     require_admin(caller)
     try:
-        hook = add_webhook(store, body.url, body.events, body.secret, caller.username)
+        hook = add_webhook(store, body.url, body.events, body.secret, caller)
     except WebhookInvalid as exc:
         raise HTTPException(422, text_of(exc)) from None
     return webhook_payload(hook)
@@ -82,8 +83,7 @@ def webhook(webhook_id: WebhookId, store: StoreDep, caller: CallerDep) -> Webhoo
 def delete_webhook(webhook_id: WebhookId, store: StoreDep, caller: CallerDep) -> WebhookOut:
     """Stop delivering to the webhook and forget it and its deliveries; answers the
     webhook as it was."""
-    require_admin(caller)
-    return webhook_payload(store.delete_webhook(webhook_id))
+    return webhook_payload(admin.delete_webhook(store, caller, webhook_id))
 
 
 @router.get("/webhooks/{webhook_id}/deliveries", response_model=list[DeliveryOut],

@@ -9,7 +9,8 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, HTTPException, Query, Response
 
-from bpflow.access import instance_scope, require_admin
+from bpflow import admin
+from bpflow.access import instance_scope
 from bpflow.api.deps import CallerDep, StoreDep
 from bpflow.api.errors import responses, text_of
 from bpflow.api.schemas import MAX_INT, InstanceSummary, MigrateIn, MigrateOut, summary_payload
@@ -29,10 +30,9 @@ def migrate(name: str, body: MigrateIn, store: StoreDep, caller: CallerDep) -> M
     waiting; an instance that cannot move is refused with its reasons, unchanged. With
     `dry_run`, the same answer and nothing changed. 404 for an unknown template, version
     or instance, 422 for a map naming circles the versions do not have."""
-    require_admin(caller)
     try:
-        outcome = store.migrate_instances(name, body.source, body.target, body.map,
-                                          body.instances, body.dry_run, caller.username)
+        outcome = admin.migrate(store, caller, name, body.source, body.target, body.map,
+                                body.instances, body.dry_run)
     except BadMigration as exc:
         raise HTTPException(422, text_of(exc)) from None
     return MigrateOut.model_validate(outcome)

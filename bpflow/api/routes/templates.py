@@ -12,7 +12,8 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Request, Response
 
-from bpflow.access import instance_scope, require_admin
+from bpflow import admin
+from bpflow.access import Caller, instance_scope, require_admin
 from bpflow.api.deps import CallerDep, StoreDep
 from bpflow.api.errors import responses
 from bpflow.api.schemas import (
@@ -29,8 +30,7 @@ from bpflow.api.schemas import (
     template_summaries,
     uploaded_payload,
 )
-from bpflow.errors import Conflict, NotFound
-from bpflow.interactions import SIGNIN_TEMPLATE
+from bpflow.errors import NotFound
 from bpflow.store import Store
 from engine.messages import N_
 
@@ -49,20 +49,21 @@ def templates(store: StoreDep, caller: CallerDep) -> list[TemplateSummary]:
                               "description": "identical to the latest"}})
 async def upload(body: dict[str, Json], store: StoreDep, caller: CallerDep,
                  response: Response, request: Request) -> TemplateUploaded:
-    require_admin(caller)
-    version, created = await _analysed(store, body, request)
+    require_admin(caller)  # before the analysis, which takes seconds
+    version, created = await _analysed(store, caller, body, request)
     if not created:
         response.status_code = 200
     _, template = await asyncio.to_thread(store.template, body["name"], version)
     return uploaded_payload(body["name"], version, template)
 
 
-async def _analysed(store: Store, body: dict[str, Json], request: Request
+async def _analysed(store: Store, caller: Caller, body: dict[str, Json], request: Request
                     ) -> tuple[int, bool]:
-    """`put_template` on a thread (a large analysis takes seconds, never on the event
+    """`admin.upload_template` on a thread (a large analysis takes seconds, never on the event
     loop); when the client goes away meanwhile, the analysis is stopped."""
     gone = threading.Event()
-    work = asyncio.ensure_future(asyncio.to_thread(store.put_template, body, gone.is_set))
+    work = asyncio.ensure_future(asyncio.to_thread(admin.upload_template, store, caller, body,
+                                                  gone.is_set))
     while not work.done():
         await asyncio.wait({work}, timeout=DISCONNECT_POLL_S)
         if not work.done() and await request.is_disconnected():
@@ -89,11 +90,7 @@ def stats(name: str, store: StoreDep, caller: CallerDep) -> StatsOut:
 def retire(name: str, store: StoreDep, caller: CallerDep) -> TemplateRetired:
     """No new starts of any version of `name`; its running instances go on. The outer
     flow that signing in starts cannot be retired (409)."""
-    require_admin(caller)
-    if name == SIGNIN_TEMPLATE:
-        raise Conflict(N_("'%(name)s' is the flow signing in starts: it cannot be retired",
-                          name=name))
-    store.retire_template(name, caller.username)
+    admin.retire_template(store, caller, name)
     return retired_payload(name, True)
 
 
@@ -101,6 +98,5 @@ def retire(name: str, store: StoreDep, caller: CallerDep) -> TemplateRetired:
              responses=responses(401, 403, 404))
 def restore(name: str, store: StoreDep, caller: CallerDep) -> TemplateRetired:
     """`name` can be started again."""
-    require_admin(caller)
-    store.restore_template(name)
+    admin.restore_template(store, caller, name)
     return retired_payload(name, False)

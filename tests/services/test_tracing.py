@@ -1,0 +1,58 @@
+"""Traces (SPEC §18): OpenTelemetry's SDK is not loaded unless
+OTEL_EXPORTER_OTLP_ENDPOINT is set; once set up, a request has its span (named by its
+route's template) and an HTTP action carries the action span's `traceparent`."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from bpflow import tracing
+from bpflow.store import Store
+from bpflow.worker import Worker
+from tests.conftest import SECRET
+from tests.services.helpers import http_flow
+
+
+def test_nothing_of_opentelemetry_is_loaded_when_unset():
+    """The SDK and the exporter, that is (FastAPI itself imports the bare API package when
+    it is installed)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    code = ("import sys, bpflow.api, bpflow.worker, bpflow.webhooks;"
+            "from bpflow.api import create_app; create_app(lambda: None);"
+            "print(sorted(m for m in sys.modules if m.startswith(("
+            "'opentelemetry.sdk', 'opentelemetry.exporter'))))")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+@pytest.fixture
+def spans():
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    exporter = InMemorySpanExporter()
+    tracing.setup(exporter)
+    yield exporter
+    tracing.shutdown()
+
+
+def test_an_http_action_has_its_span_and_sends_its_traceparent(spans, tmp_path, server):
+    from bpflow.store.migrate import upgrade
+    url = f"sqlite:///{tmp_path / 'bpflow.db'}"
+    upgrade(url)
+    store = Store(url, secret=SECRET)
+    try:
+        store.put_template(http_flow(f"{server.url}/ok"))
+        iid = store.start("call", {"n": 1}).id
+        Worker(store).run_once()
+        assert store.get(iid).status == "completed"
+    finally:
+        store.close()
+    (action,) = [s for s in spans.get_finished_spans() if s.name == "action http"]
+    assert action.attributes["bpflow.instance"] == iid
+    sent = server.recorder.requests[-1]["headers"]
+    trace_id = format(action.context.trace_id, "032x")
+    assert sent["traceparent"].split("-")[1] == trace_id
