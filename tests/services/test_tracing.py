@@ -1,6 +1,7 @@
 """Traces (SPEC §18): OpenTelemetry's SDK is not loaded unless
 OTEL_EXPORTER_OTLP_ENDPOINT is set; once set up, a request has its span (named by its
-route's template) and an HTTP action carries the action span's `traceparent`."""
+route's template), each step its span inside what made it, and an HTTP action carries
+the action span's `traceparent`."""
 
 from __future__ import annotations
 
@@ -45,6 +46,7 @@ def test_an_http_action_has_its_span_and_sends_its_traceparent(spans, tmp_path, 
     upgrade(url)
     store = Store(url, secret=SECRET)
     try:
+        tracing.watch(store)
         store.put_template(http_flow(f"{server.url}/ok"))
         iid = store.start("call", {"n": 1}).id
         Worker(store).run_once()
@@ -53,6 +55,10 @@ def test_an_http_action_has_its_span_and_sends_its_traceparent(spans, tmp_path, 
         store.close()
     (action,) = [s for s in spans.get_finished_spans() if s.name == "action http"]
     assert action.attributes["bpflow.instance"] == iid
+    steps = [s for s in spans.get_finished_spans() if s.name == "step"]
+    assert steps and {s.attributes["bpflow.instance"] for s in steps} == {iid}
+    # the action's result committed as a step inside the action's span
+    assert action.context.span_id in {s.parent.span_id for s in steps if s.parent}
     sent = server.recorder.requests[-1]["headers"]
     trace_id = format(action.context.trace_id, "032x")
     assert sent["traceparent"].split("-")[1] == trace_id
