@@ -62,3 +62,33 @@ def test_an_http_action_has_its_span_and_sends_its_traceparent(spans, tmp_path, 
     sent = server.recorder.requests[-1]["headers"]
     trace_id = format(action.context.trace_id, "032x")
     assert sent["traceparent"].split("-")[1] == trace_id
+
+
+def test_a_request_has_its_span_named_by_its_route_template(spans, tmp_path):
+    from fastapi.testclient import TestClient
+
+    from bpflow.api import create_app
+    from bpflow.store.migrate import upgrade
+    url = f"sqlite:///{tmp_path / 'bpflow.db'}"
+    upgrade(url)
+    store = Store(url, secret=SECRET)
+    try:
+        tracing.watch(store)
+        store.add_user("admin", "pw-admin-0123", ["admin"])
+        store.put_template({"name": "one", "circles": [{"uri": "a"}, {"uri": "b",
+                                                                      "deps": [["a"]]}]})
+        with TestClient(create_app(lambda: store)) as client:
+            token = client.post("/api/auth/token", json={
+                "username": "admin", "password": "pw-admin-0123"}).json()["access_token"]
+            auth = {"Authorization": f"Bearer {token}"}
+            iid = client.post("/api/instances", json={"template": "one"},
+                              headers=auth).json()["id"]
+            assert client.get(f"/api/instances/{iid}", headers=auth).status_code == 200
+    finally:
+        store.close()
+    named = {s.name: s for s in spans.get_finished_spans()}
+    read = named["HTTP GET /api/instances/{instance_id}"]
+    assert read.attributes["http.route"] == "/api/instances/{instance_id}"
+    assert read.attributes["http.response.status_code"] == 200
+    assert iid not in read.name
+    assert "HTTP POST /api/instances" in named
