@@ -48,8 +48,18 @@ rate's p99 (single rounds on this shared 2-CPU machine move with the noise of th
 the health peer's p99 with them). Exit status 0 when the first server meets the target:
 1,000 req/s at a median p99 <= 20 ms with no errors in any round.
 
+`--metrics-ab`: the cost of counting metrics (SPEC §18). The first server of `--servers`
+runs with metrics on (`BPFLOW_METRICS=1`) and off (`BPFLOW_METRICS=0`) in turns, `--rounds`
+pairs, which goes first alternating pair by pair, each on a fresh server and database: a
+2 s warm-up, then the flow's closed loop with `--connections` for `--saturation` seconds
+(the requests a second at saturation), every completed instance read back. The figure is
+the ratio of the medians, on / off, beside each pair's; exit status 0 when metrics on
+answer no more than 3 % fewer requests.
+
     .venv/bin/python bench/paper_flow.py [--rates 100,500,1000] [--duration 10]
         [--warmup 2] [--connections 100] [--rounds 3] [--servers reflex,granian,uvicorn]
+    .venv/bin/python bench/paper_flow.py --metrics-ab [--servers granian] [--rounds 4]
+        [--saturation 10]
 """
 
 from __future__ import annotations
@@ -79,6 +89,7 @@ ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 TARGET_P99_MS = 20.0
 TARGET_RATE = 1000
+METRICS_COST = 0.03  # at most this share fewer requests at saturation with metrics on
 USER, PASSWORD = "bench", "bench-password"
 # the manager a claim names must be an approver (a `user` field); the admin who drives the
 # load may complete every circle by hand, finance's and the manager's tasks included
@@ -706,10 +717,10 @@ def run_server(kind: str, args: argparse.Namespace) -> list[Figures] | None | st
 
 
 @contextlib.contextmanager
-def serve(kind: str, args: argparse.Namespace,
-          workers: int = 0) -> Iterator[Server | str | None]:
-    """The server `kind` on a fresh database, prepared (`args.tenants`, and
-    `args.approvers` if given) and answering
+def serve(kind: str, args: argparse.Namespace, workers: int = 0,
+          settings: dict[str, str] | None = None) -> Iterator[Server | str | None]:
+    """The server `kind` on a fresh database (with the environment `settings` on top),
+    prepared (`args.tenants`, and `args.approvers` if given) and answering
     /api/health within `args.startup` seconds; what it cannot run for (str), or None
     when it did not start. Stopped afterwards, every process of its tree."""
     port = free_port()
@@ -730,7 +741,7 @@ def serve(kind: str, args: argparse.Namespace,
                                            os.environ.get("PYTHONPATH", "")) if p)
         env = {**os.environ, "DATABASE_URL": url, "BPFLOW_SECRET": SECRET,
                "BPFLOW_INPROCESS_WORKER": "0",
-               "PYTHONPATH": path, "BENCH_GC_LOG": str(gc_log), **extra}
+               "PYTHONPATH": path, "BENCH_GC_LOG": str(gc_log), **extra, **(settings or {})}
         prepare_database(env, args.tenants, getattr(args, "approvers", ()))
         log_path = tmp / "server.log"
         with open(log_path, "w") as log:
@@ -757,6 +768,58 @@ def serve(kind: str, args: argparse.Namespace,
                 with contextlib.suppress(OSError):
                     if process_tree(pid):
                         os.kill(pid, signal.SIGKILL)
+
+
+async def saturate(server: Server, args: argparse.Namespace) -> Figures | None:
+    """The flow's closed loop with `args.connections` after the warm-up; None when an
+    instance the load completed is not read back completed."""
+    http, completed = await connect(server, args)
+    await quiesce(http, server)
+    work = Flow()
+    figures = await closed_loop(http, work, args.connections, args.saturation,
+                                args.timeout, server)
+    print(line(work.name, figures, "max"), flush=True)
+    bad = await read_back(http, server, completed + work.completed, "  ")
+    return None if bad else figures
+
+
+def metrics_ab(args: argparse.Namespace) -> int:
+    """Metrics on and off in turns (`--metrics-ab`): the requests a second at saturation,
+    and their ratio; 0 when on costs no more than METRICS_COST."""
+    kind = args.servers[0]
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"metrics on and off in turns on {kind}: {args.rounds} pair(s), the flow's closed"
+          f" loop with {args.connections} connections for {args.saturation:g} s; load"
+          f" average before: {load}")
+    print(HEADER)
+    pairs: list[dict[str, float]] = []
+    for i in range(args.rounds):
+        got: dict[str, float] = {}
+        for mode in (("on", "off") if i % 2 == 0 else ("off", "on")):
+            with serve(kind, args, settings={"BPFLOW_METRICS": "1" if mode == "on"
+                                             else "0"}) as server:
+                if not isinstance(server, Server):
+                    return 2
+                print(f"pair {i + 1}, metrics {mode} (pid {server.pid}):")
+                figures = asyncio.run(saturate(server, args))
+            if figures is None or figures.errors:
+                print("  errors or lost instances: no figure")
+                return 2
+            got[mode] = figures.achieved
+        pairs.append(got)
+    on = statistics.median(p["on"] for p in pairs)
+    off = statistics.median(p["off"] for p in pairs)
+    print("\n== metrics on / off at saturation (req/s)")
+    for i, p in enumerate(pairs, 1):
+        print(f"  pair {i}: on {p['on']:7,.0f}  off {p['off']:7,.0f}  on/off"
+              f" {p['on'] / p['off']:.3f}")
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    met = on >= (1 - METRICS_COST) * off
+    print(f"median: on {on:,.0f}, off {off:,.0f}, on/off {on / off:.3f}"
+          f" (requests with metrics on: {(on / off - 1) * 100:+.1f} %); target: at most"
+          f" {METRICS_COST:.0%} fewer, " + ("met" if met else "NOT met")
+          + f"; load average after: {load}")
+    return 0 if met else 1
 
 
 def wait_healthy(port: int, proc: subprocess.Popen, limit: float) -> bool:
@@ -801,9 +864,14 @@ def main() -> int:
     parser.add_argument("--tenants", type=int, default=1,
                         help="spread the instances over this many tenants (default and"
                              " t1, t2, ...: each its own user and templates)")
+    parser.add_argument("--metrics-ab", action="store_true",
+                        help="metrics on and off in turns on the first server: the"
+                             " requests at saturation and their ratio")
     args = parser.parse_args()
     args.rates = sorted(args.rates)
     print(f"{os.cpu_count()} CPUs shared by the server and this load generator")
+    if args.metrics_ab:
+        return metrics_ab(args)
     # the servers take turns, round by round: the machine's noise of a moment falls on
     # them alike, not on all of one server's rounds
     rounds: dict[str, list[list[Figures] | None]] = {kind: [] for kind in args.servers}

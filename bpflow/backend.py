@@ -13,7 +13,7 @@ import threading
 import time
 from typing import NoReturn
 
-from bpflow import logs, metrics
+from bpflow import logs, metrics, tracing
 from bpflow.access import Caller
 from bpflow.heartbeat import lease_seconds
 from bpflow.security import SecretError, load_secret
@@ -34,6 +34,7 @@ def get_store() -> Store:
         if _store is None:
             _store = Store()
             metrics.watch(_store)
+            tracing.watch(_store)
         return _store
 
 

@@ -93,10 +93,17 @@ def _stepped(tenants: list[str], seconds: float | None) -> None:
         commit_seconds.observe(seconds)
 
 
+_answered: dict[tuple[str, str, int], tuple[Any, Any]] = {}  # a request's two series
+
+
 def request(route: str, method: str, status: int, seconds: float) -> None:
     method = method if method in METHODS else "other"
-    requests.labels(route, method, str(status)).inc()
-    request_seconds.labels(route).observe(seconds)
+    series = _answered.get((route, method, status))
+    if series is None:  # once for each (route template, method, status): a bounded set
+        series = _answered[route, method, status] = (
+            requests.labels(route, method, str(status)), request_seconds.labels(route))
+    series[0].inc()
+    series[1].observe(seconds)
 
 
 def action(kind: str, outcome: str) -> None:

@@ -15,7 +15,10 @@ Checks the servers and prepares the database, then runs N backend processes and 
 4. Every program's output goes to its log in BPFLOW_HOME/logs/ and to the console, each
    line led by the program's name. The ready line comes once the port answers
    /api/health.
-5. Ctrl-C (or SIGTERM) stops supervisord, which stops every program. Nothing outlives this
+5. Every backend and worker counts its metrics (bpflow/metrics.py) in
+   `PROMETHEUS_MULTIPROC_DIR` (default BPFLOW_HOME/metrics/, emptied of the last run's
+   counts at start), so a scrape of `/metrics` through the port sums them all.
+6. Ctrl-C (or SIGTERM) stops supervisord, which stops every program. Nothing outlives this
    process, however it ends (SIGKILL included): supervisord and every program are started
    to die with their parent (bpflow.tether), and what is left of the run under this
    process when supervisord is gone is killed.
@@ -206,6 +209,15 @@ def become_subreaper() -> None:
         libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 
 
+def fresh_metrics(folder: Path) -> None:
+    """The folder where every process of the run counts its metrics, without the counts
+    of an earlier run (prometheus_client's multi-process files: `*.db`; nothing else in
+    it is touched)."""
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    for counts in folder.glob("*.db"):
+        counts.unlink(missing_ok=True)
+
+
 def write_config(home: Path, progs: list[supervision.Program]) -> Path:
     """supervisord.conf in `home` (and its logs/ folder), with a new password for the
     control socket: the file is the owner's only."""
@@ -312,6 +324,9 @@ def run(backends: int, workers: int, port: int, backend_only: bool = False,
     if not home.is_absolute():
         home = ROOT / home
         env["BPFLOW_HOME"] = str(home)
+    # every process's metrics in one folder, summed by a scrape of any backend
+    env["PROMETHEUS_MULTIPROC_DIR"] = str(Path(
+        env.get("PROMETHEUS_MULTIPROC_DIR") or home / "metrics").absolute())
     progs = supervision.programs(backends, workers, port, backend_only, lease, poll)
     try:
         if not supervision.supervisor_command("supervisord").exists():
@@ -321,6 +336,7 @@ def run(backends: int, workers: int, port: int, backend_only: bool = False,
             raise SetupError(f"port {port} is in use (another run? `make run-scaled "
                              "PORT=…` picks another)")
         conf = write_config(home, progs)
+        fresh_metrics(Path(env["PROMETHEUS_MULTIPROC_DIR"]))
     except SetupError as exc:
         print(f"bpflow: {exc}", file=sys.stderr)
         return 2

@@ -1,5 +1,5 @@
 """OpenTelemetry traces (SPEC §18), only when `OTEL_EXPORTER_OTLP_ENDPOINT` is set: a
-span per API request, step, worker action and webhook delivery, exported over OTLP/HTTP;
+span per API request, step (`watch`), worker action and webhook delivery, exported over OTLP/HTTP;
 HTTP actions and webhook deliveries carry the W3C `traceparent` of theirs. Unset,
 nothing of OpenTelemetry is imported and `span` is a no-op (`make test` proves both).
 The SDK is the `otel` extra of pyproject.toml."""
@@ -39,6 +39,13 @@ def setup(exporter: Any = None) -> None:
             provider.add_span_processor(SimpleSpanProcessor(exporter))
         _state.update(tracer=provider.get_tracer("bpflow"), propagate=inject,
                       provider=provider, trace=trace)
+
+
+def watch(store: Any) -> None:
+    """A span per step `store` (a `bpflow.store.Store`) commits, when tracing is on: its
+    instance's id; inside the request's or the worker action's span that made it."""
+    if active():
+        store.on_step_span(span)
 
 
 def shutdown() -> None:

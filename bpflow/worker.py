@@ -11,6 +11,7 @@ lost.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import socket
@@ -106,29 +107,39 @@ class Worker:
                 log.warning("instance %s: lease lost, leaving it to its new holder",
                             instance_id)
                 return
-            outcome = (Outcome(False, reason=job.reason) if job.context is None
-                       else self._run(job.context))
-            if job.context is not None:
-                metrics.action(job.context.action["type"], "pending" if outcome.ok is None
-                               else "completed" if outcome.ok else "failed")
-            if self.heartbeat.lost(instance_id):  # its new holder sends the action again
-                log.warning("instance %s circle %s: result dropped: the lease was lost "
-                            "while the action ran", instance_id, job.circle)
-                return
-            try:
-                if outcome.ok is None:
-                    def pend(e: Engine, i: Instance, job: Job = job, o: Outcome = outcome
-                             ) -> None:
-                        e.mark_pending(i, job.circle, job.bookmark, o.pending or {}, "worker")
-                    self.store.apply(instance_id, pend)
-                elif outcome.ok:
-                    self._complete(instance_id, job, outcome.result)
-                else:
-                    self.store.fail(instance_id, job.circle, job.bookmark, outcome.reason,
-                                    actor="worker")
-            except BpflowError as exc:  # someone else moved the circle meanwhile
-                log.info("instance %s circle %s: result dropped: %s", instance_id, job.circle,
-                         exc)
+            # the action and the step that records its result: one span (SPEC §18)
+            with (contextlib.nullcontext() if job.context is None else tracing.span(
+                    "action " + job.context.action["type"], **{
+                        "bpflow.instance": instance_id, "bpflow.circle": job.circle})):
+                if not self._job(instance_id, job):
+                    return
+
+    def _job(self, instance_id: str, job: Job) -> bool:
+        """Run an action and record its outcome; False when the lease was lost."""
+        outcome = (Outcome(False, reason=job.reason) if job.context is None
+                   else self._run(job.context))
+        if job.context is not None:
+            metrics.action(job.context.action["type"], "pending" if outcome.ok is None
+                           else "completed" if outcome.ok else "failed")
+        if self.heartbeat.lost(instance_id):  # its new holder sends the action again
+            log.warning("instance %s circle %s: result dropped: the lease was lost "
+                        "while the action ran", instance_id, job.circle)
+            return False
+        try:
+            if outcome.ok is None:
+                def pend(e: Engine, i: Instance, job: Job = job, o: Outcome = outcome
+                         ) -> None:
+                    e.mark_pending(i, job.circle, job.bookmark, o.pending or {}, "worker")
+                self.store.apply(instance_id, pend)
+            elif outcome.ok:
+                self._complete(instance_id, job, outcome.result)
+            else:
+                self.store.fail(instance_id, job.circle, job.bookmark, outcome.reason,
+                                actor="worker")
+        except BpflowError as exc:  # someone else moved the circle meanwhile
+            log.info("instance %s circle %s: result dropped: %s", instance_id, job.circle,
+                     exc)
+        return True
 
     def _send_owed(self, owed: list[Owed]) -> None:
         """The batch's copies and reminders (SPEC §15); a failure is logged, not the
@@ -151,9 +162,7 @@ class Worker:
 
     def _run(self, ctx: ActionContext) -> Outcome:
         try:
-            with tracing.span("action " + ctx.action["type"], **{
-                    "bpflow.instance": ctx.instance_id, "bpflow.circle": ctx.circle}):
-                return self.handlers[ctx.action["type"]](ctx)
+            return self.handlers[ctx.action["type"]](ctx)
         except BpflowError as exc:  # e.g. an approver who does not exist
             return Outcome(False, reason=str(exc))
         except Exception as exc:  # a bug in a handler fails the circle, not the worker

@@ -13,6 +13,8 @@ from bpflow_app.frame_state import page_loads
 from bpflow_app.i18n import _
 from bpflow_app.pages.account import account_page
 from bpflow_app.pages.account_state import AccountState
+from bpflow_app.pages.audit import audit_page
+from bpflow_app.pages.audit_state import AuditState
 from bpflow_app.pages.design import design_page
 from bpflow_app.pages.design_state import DesignState
 from bpflow_app.pages.flow import flow_page
@@ -71,6 +73,8 @@ app.add_page(outer_circle(substitute_page), route=routes.SUBSTITUTE,
              on_load=page_loads(routes.SUBSTITUTE, SubstituteState.load))
 app.add_page(outer_circle(webhooks_page), route=routes.WEBHOOKS, title=_("Webhooks · bpflow"),
              on_load=page_loads(routes.WEBHOOKS, WebhooksState.load))
+app.add_page(outer_circle(audit_page), route=routes.AUDIT, title=_("Audit log · bpflow"),
+             on_load=page_loads(routes.AUDIT, AuditState.load))
 app.add_page(guest_page, route=routes.GUEST, title=_("Leave a message · bpflow"),
              on_load=GuestState.load)
 app.add_page(guest_page, route=routes.GUEST_TENANT, title=_("Leave a message · bpflow"),

@@ -17,6 +17,7 @@ DESIGN_TEMPLATE = "/design/[name]"  # a template's latest version in the designe
 ACCOUNT = "/account"  # one's own account
 SUBSTITUTE = "/substitute"  # one's substitute (an admin's for someone: ?user=NAME)
 WEBHOOKS = "/webhooks"
+AUDIT = "/audit"  # the audit log (admins, SPEC §18)
 REGISTER = "/register"
 NOT_FOUND = "404"  # Reflex's route of every path the app does not have
 

@@ -161,6 +161,15 @@ def test_the_tether_refuses_a_parent_other_than_the_expected_one():
     assert missing.stderr == "bpflow.tether: cannot run /nonexistent/x: No such file or directory\n"
 
 
+def test_the_metrics_folder_starts_without_the_last_runs_counts(tmp_path):
+    folder = tmp_path / "metrics"
+    scaled.fresh_metrics(folder)
+    (folder / "counter_123.db").write_bytes(b"old counts")
+    (folder / "notes.txt").write_text("not ours")
+    scaled.fresh_metrics(folder)
+    assert sorted(p.name for p in folder.iterdir()) == ["notes.txt"]
+
+
 def test_a_taken_port_stops_it_before_anything_starts(capsys):
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

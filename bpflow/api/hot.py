@@ -83,6 +83,14 @@ class Api(FastAPI):
             if message["type"] == "http.response.start":
                 status[0] = message["status"]
             await send(message)
+        if not tracing.active():  # counted only: no span to open (the usual case)
+            try:
+                await self._api(scope, receive, counting)
+            finally:
+                metrics.request(getattr(scope.get("route"), "path", None)
+                                or metrics.UNMATCHED, scope["method"], status[0],
+                                time.perf_counter() - began)
+            return
         with tracing.span("HTTP " + scope["method"]) as current:
             try:
                 await self._api(scope, receive, counting)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from bpflow import metrics
+from bpflow import metrics, tracing
 from bpflow.cli.common import EXIT_OK, EXIT_UNREADABLE, Subparsers, add_url, command, refuse
 
 
@@ -46,6 +46,7 @@ def run_worker(url: str | None, once: bool, poll: float, lease: float | None) ->
     logs.setup("worker")
     store = Store(url)
     metrics.watch(store)
+    tracing.watch(store)
     worker = Worker(store, lease=lease)
     if once:
         print(f"worked on {worker.run_once()} instance(s)")

@@ -48,6 +48,7 @@ import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any
 
@@ -123,6 +124,8 @@ class Store(Templates, Users, Instances, Steps, Queries, MailRows, Leases, Tenan
         self._due_hook: list[Callable[[], None] | None] = [None]  # shared by the views
         # called after committed steps: their tenants, the commit's seconds (metrics)
         self._step_hook: list[Callable[[list[str], float | None], None] | None] = [None]
+        # what each step runs inside (a trace's span: `on_step_span`), none when unset
+        self._span_hook: list[Callable[..., AbstractContextManager[Any]] | None] = [None]
         self._accounts = Reused()
         self._latest = Reused()
         self._users = Reused()
@@ -145,6 +148,12 @@ class Store(Templates, Users, Instances, Steps, Queries, MailRows, Leases, Tenan
         """Call `callback(tenants, seconds)` after steps of this store are committed: the
         tenant of each, the seconds their commit took (`bpflow.metrics`)."""
         self._step_hook[0] = callback
+
+    def on_step_span(self, factory: Callable[..., AbstractContextManager[Any]] | None
+                     ) -> None:
+        """Run each step of this store inside `factory(name, **attributes)`, a context
+        manager (`bpflow.tracing.span`: a span per step)."""
+        self._span_hook[0] = factory
 
     @property
     def _on_due(self) -> Callable[[], None] | None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -57,6 +58,7 @@ class StoreParts:
     _quota_cache: Reused
     _accounts: Reused
     _step_hook: list[Callable[[list[str], float | None], None] | None]
+    _span_hook: list[Callable[..., AbstractContextManager[Any]] | None]
 
     if TYPE_CHECKING:
         # Store (bpflow/store/__init__.py)

@@ -273,7 +273,10 @@ class Queries(StoreParts):
         overdue = (select(tasks.c.tenant, func.count())
                    .join(circles_t, and_(circles_t.c.instance_id == tasks.c.instance_id,
                                          circles_t.c.circle == tasks.c.circle))
-                   .where(circles_t.c.due_at < now).group_by(tasks.c.tenant))
+                   # a task's due time is its own (engine.tasks: ISO 8601 in UTC, which
+                   # sorts as text), not the circle's `due_at` (a timer's)
+                   .where(circles_t.c.task["due_at"].as_string() < now.isoformat())
+                   .group_by(tasks.c.tenant))
         with self.reader() as conn:
             return {
                 "instances": [tuple(r) for r in conn.execute(

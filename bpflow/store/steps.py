@@ -13,6 +13,7 @@ the database); `apply` serves it on the calling thread, `apply_async` on an even
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import hmac
 import sqlite3
@@ -20,6 +21,7 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Generator
 from concurrent.futures import Future
+from contextlib import AbstractContextManager
 from typing import Any, TypeVar
 
 from sqlalchemy.exc import IntegrityError
@@ -163,24 +165,33 @@ class Steps(StoreParts):
         busy instance still makes progress (one writer at a time, never a lost update).
         """
         attempts, reply = self._attempts(instance_id, op, optimistic), None
-        try:
-            while True:
-                serve, _, args = attempts.send(reply)
-                reply = serve(*args)
-        except StopIteration as done:
-            return done.value
+        with self._step_span(instance_id):
+            try:
+                while True:
+                    serve, _, args = attempts.send(reply)
+                    reply = serve(*args)
+            except StopIteration as done:
+                return done.value
 
     async def apply_async(self, instance_id: str, op: Op[T], optimistic: int = 3) -> T:
         """`apply` for an event loop: `op` runs on the loop, the commit is awaited (on
         SQLite, group commit with the steps that arrive together) and a read the cache
         cannot serve runs on a thread."""
         attempts, reply = self._attempts(instance_id, op, optimistic), None
-        try:
-            while True:
-                _, serve, args = attempts.send(reply)
-                reply = await serve(*args)
-        except StopIteration as done:
-            return done.value
+        with self._step_span(instance_id):
+            try:
+                while True:
+                    _, serve, args = attempts.send(reply)
+                    reply = await serve(*args)
+            except StopIteration as done:
+                return done.value
+
+    def _step_span(self, instance_id: str) -> AbstractContextManager[Any]:
+        """What a step of `instance_id` runs inside: its trace span (`on_step_span`)."""
+        factory = self._span_hook[0]
+        if factory is None:
+            return contextlib.nullcontext()
+        return factory("step", **{"bpflow.instance": instance_id})
 
     def _attempts(self, instance_id: str, op: Op[T], optimistic: int) -> Attempts[T]:
         """The optimistic loop. It yields what it needs of the database as (how a thread
@@ -265,7 +276,8 @@ class Steps(StoreParts):
                 results[iid] = NotFound(N_("no instance '%(id)s'", id=iid))
                 continue
             try:
-                results[iid] = op(self.engine, loaded.inst)
+                with self._step_span(iid):  # its commit is the batch's, after
+                    results[iid] = op(self.engine, loaded.inst)
             except BpflowError:
                 alone.append(iid)  # decided again on its own, on the stored state
                 continue

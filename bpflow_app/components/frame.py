@@ -48,6 +48,7 @@ def _links() -> list[rx.Component]:
         rx.cond(SessionState.can_design, _nav_link(_("Design"), routes.DESIGN, "pen-tool")),
         rx.cond(SessionState.is_admin, _nav_link(_("Users"), routes.USERS, "users")),
         rx.cond(SessionState.is_admin, _nav_link(_("Webhooks"), routes.WEBHOOKS, "webhook")),
+        rx.cond(SessionState.is_admin, _nav_link(_("Audit log"), routes.AUDIT, "scroll-text")),
     ]
 
 

@@ -94,7 +94,7 @@ def _pages(flows: dict[str, str]) -> list[tuple[str, str, bool]]:
              ("inbox", routes.INBOX, True), ("inbox-tasks", routes.INBOX + "?tab=tasks", True),
              ("templates", routes.TEMPLATES, True),
              ("design", routes.design("reimbursement"), True), ("users", routes.USERS, True),
-             ("webhooks", routes.WEBHOOKS, True)]
+             ("webhooks", routes.WEBHOOKS, True), ("audit", routes.AUDIT, True)]
     account = getattr(routes, "ACCOUNT", None)
     if account:
         pages.append(("account", account, True))

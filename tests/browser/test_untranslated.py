@@ -38,7 +38,7 @@ ADMIN = ("zhou", "zhou-pass-1")  # an administrator who also approves claims
 def _arrange(store) -> str:
     """Something in every list the admin sees: flows of his and of alice's waiting for him
     (an approval mail), a task of his groups, a message, a copy and an urge of alice's, a
-    guest's note, a webhook; the id of alice's claim."""
+    guest's note, a webhook, entries of the audit log; the id of alice's claim."""
     if store.user(ADMIN[0]) is None:
         store.add_user(ADMIN[0], ADMIN[1], ["user", "approver", "admin"])
     admin, alice = store.user(ADMIN[0]), store.user("alice")
@@ -56,6 +56,10 @@ def _arrange(store) -> str:
     mailbox.guest_message("Eve Visitor", "Opening hours", "When are you open?", "zh-check")
     store.add_webhook("https://hooks.example.com/bpflow", ["instance.completed"],
                       "a-secret-of-enough-length", ADMIN[0])
+    store.add_audit(admin["id"], ADMIN[0], "user_roles_changed", "alice", {"roles": ["user"]},
+                    {"roles": ["approver", "user"]})
+    store.add_audit(None, None, "template_retired", "visit", {"retired": False},
+                    {"retired": True})
     nudging.copy(store, Caller.of(alice), claim.id, [ADMIN[0]], "FYI")
     nudging.urge(store, Caller.of(alice), claim.id, "Before Friday, please")
     return claim.id
@@ -150,7 +154,7 @@ def test_every_page_in_chinese_shows_only_catalog_texts_and_marked_data(
         for path, ready, named in (
                 ("/users", "tr[data-user]", "重置密码（alice）"),
                 ("/webhooks", "[data-webhook]", "https://hooks.example.com/bpflow 的投递记录"),
-                ("/account", "#account-name", None),
+                ("/account", "#account-name", None), ("/audit", "[data-audit]", None),
                 ("/substitute", "#save-substitute", None)):
             page.goto(path)
             expect(page.locator(ready).first).to_be_visible()

@@ -7,7 +7,8 @@ through its one port. One start serves every test; the last one kills it.
    (`supervisorctl status` says RUNNING with a new pid), the timers stay on time;
 2. one backend killed three times within 5 s: the port answers again within 10 s each
    time (at once: the other backend holds it) and the backend comes back;
-3. the manager killed with SIGKILL: nothing of the run is left running or listening.
+3. a scrape of a backend's `/metrics` counts the workers' work too (multi-process metrics);
+4. the manager killed with SIGKILL: nothing of the run is left running or listening.
 
 After each fault every completion the API acknowledged is in the database exactly once.
 The log of the run is test-output/scaled/managed/run.log, supervisord's and each
@@ -308,6 +309,23 @@ def test_a_backend_killed_three_times_in_5_s_leaves_the_port_answering(run):
              and s[1] not in killed, 60)
     assert status()["backend-2"][0] == "RUNNING"
     exactly_once(run.store, run.load.acked)
+
+
+def test_a_scrape_of_a_backend_counts_the_workers_too(run):
+    """Multi-process metrics: the timers are the workers' (the backends run none), yet
+    their lateness is in a backend's `/metrics`, with every process's file in the one
+    folder of the run."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    def scraped() -> dict[str, float]:
+        r = httpx.get(f"{run.base}/metrics", timeout=30)
+        assert r.status_code == 200, r.text
+        return {s.name: s.value for f in text_string_to_metric_families(r.text)
+                for s in f.samples if not s.labels or s.name.endswith("_count")}
+
+    wait_for("the workers' timers in a backend's scrape", lambda: scraped().get(
+        "bpflow_timer_lateness_seconds_count", 0) > 0, 30)
+    assert len(list((HOME / "metrics").glob("counter_*.db"))) >= 4  # 2 backends, 2 workers
 
 
 def test_the_manager_killed_leaves_nothing_behind(run):
