@@ -1,0 +1,149 @@
+"""Bulk operations (SPEC §18) on a real store: matched by a filter or by id, applied by
+the worker's duty through the moves' services, a result per instance, never twice."""
+
+from __future__ import annotations
+
+import pytest
+
+from bpflow import operations
+from bpflow.access import Caller
+from bpflow.errors import Forbidden, NotFound
+from bpflow.store import Store
+from bpflow.worker import Worker
+
+FLOW = {"name": "claim", "kind": "linear", "circles": [
+    {"uri": "a", "box": {"form": [{"name": "v", "type": "integer"}]}},
+    {"uri": "b", "box": {"form": [{"name": "v", "type": "integer"}]}}]}
+
+
+@pytest.fixture
+def admin(store: Store) -> Caller:
+    store.add_user("root", "pw-root-123456", ["admin"])
+    return Caller.of(store.user("root"))
+
+
+def failed(store: Store, n: int, reason: str = "HTTP 503") -> list[str]:
+    ids = []
+    for _ in range(n):
+        inst = store.start("claim", {})
+        store.fail(inst.id, "a", store.engine.bookmark(inst, "a"), reason, actor="t")
+        ids.append(inst.id)
+    return ids
+
+
+def run(store: Store, op_id: str, rounds: int = 50) -> dict:
+    worker = Worker(store, name="w")
+    for _ in range(rounds):
+        worker.run_duties()
+        if store.operation(op_id)["finished_at"] is not None:
+            break
+    return store.operation(op_id)
+
+
+def resets(store: Store, iid: str) -> int:
+    return len(store.history(iid, ["circle_reset"]))
+
+
+def test_bulk_retry_resets_each_failed_circle_once_with_a_result_each(store, admin):
+    store.put_template(FLOW)
+    ids = failed(store, 5)
+    running = store.start("claim", {}).id
+    started = operations.start(store, admin, "retry", {"status": "failed"})
+    assert started["matched"] == 5
+    op = run(store, started["operation"])
+    assert (op["done"], op["refused"]) == (5, 0)
+    for iid in ids:
+        assert store.get(iid).circles["a"].state == "waiting"
+        assert resets(store, iid) == 1
+    assert resets(store, running) == 0
+    seen = operations.progress(store, admin, started["operation"])
+    assert seen["finished"] and seen["pending"] == 0
+    assert sorted(i["instance"] for i in seen["items"]) == sorted(ids)
+    kinds = [e["kind"] for e in store.audit_entries()]
+    assert kinds[-2:] == ["operation_started", "operation_finished"]
+
+
+def test_a_move_applied_before_a_crash_is_not_applied_again(store, admin):
+    store.put_template(FLOW)
+    ids = failed(store, 3)
+    started = operations.start(store, admin, "retry", None, ids)
+    op = store.operation(started["operation"])
+    # the worker moved the first instance, then died before writing its result
+    assert operations._apply(store, admin, op, ids[0])[1] == "done"
+    op = run(store, started["operation"])
+    assert (op["done"], op["refused"]) == (3, 0)
+    assert [resets(store, iid) for iid in ids] == [1, 1, 1]
+
+
+def test_an_instance_the_move_does_not_fit_is_refused_with_the_reason(store, admin):
+    store.put_template(FLOW)
+    (broken,) = failed(store, 1)
+    fine = store.start("claim", {}).id
+    started = operations.start(store, admin, "retry", None, [broken, fine])
+    op = run(store, started["operation"])
+    assert (op["done"], op["refused"]) == (1, 1)
+    items = {i["instance"]: i for i in operations.progress(
+        store, admin, started["operation"])["items"]}
+    assert items[fine]["state"] == "refused" and "no failed circle" in items[fine]["reason"]
+
+
+def test_suspend_and_resume_many_through_the_flow_moves(store, admin):
+    store.put_template(FLOW)
+    ids = [store.start("claim", {}).id for _ in range(3)]
+    op = run(store, operations.start(store, admin, "suspend", {"template": "claim"})
+             ["operation"])
+    assert op["done"] == 3 and {store.get(i).status for i in ids} == {"suspended"}
+    op = run(store, operations.start(store, admin, "resume", None, ids)["operation"])
+    assert op["done"] == 3 and {store.get(i).status for i in ids} == {"running"}
+
+
+def test_bulk_migrate_moves_through_the_migration_and_its_dry_run(store, admin):
+    store.put_template(FLOW)
+    ids = [store.start("claim", {}).id for _ in range(2)]
+    store.put_template({**FLOW, "circles": FLOW["circles"][:1] + [
+        {"uri": "c", "box": {"form": [{"name": "v", "type": "integer"}]}}]})
+    params = {"template": "claim", "from": 1, "to": 2, "map": {"b": "c"}}
+    dry = run(store, operations.start(store, admin, "migrate", {}, None,
+                                      {**params, "dry_run": True})["operation"])
+    assert dry["done"] == 2 and {store.get(i).version for i in ids} == {1}
+    op = run(store, operations.start(store, admin, "migrate", {}, None, params)["operation"])
+    assert op["done"] == 2 and {store.get(i).version for i in ids} == {2}
+
+
+def test_only_admins_of_the_tenant_start_or_read_operations(store, admin):
+    store.put_template(FLOW)
+    store.add_user("bob", "pw-bob-1234567", ["user"])
+    bob = Caller.of(store.user("bob"))
+    with pytest.raises(Forbidden):
+        operations.start(store, bob, "abort", {"template": "claim"})
+    op_id = operations.start(store, admin, "abort", {"template": "claim"})["operation"]
+    with pytest.raises(Forbidden):
+        operations.progress(store, bob, op_id)
+    store.add_tenant("other")
+    other = store.of("other")
+    other.add_user("admin2", "pw-admin2-12345", ["admin"])
+    with pytest.raises(NotFound):
+        operations.progress(other, Caller.of(other.user("admin2")), op_id)
+
+
+def test_incidents_group_failed_circles_by_template_circle_and_reason(store, admin):
+    store.put_template(FLOW)
+    five = failed(store, 5, "HTTP 503")
+    two = failed(store, 2, "timeout")
+    groups = store.incidents(shown=3)
+    assert [(g["template"], g["circle"], g["reason"], g["count"]) for g in groups] == [
+        ("claim", "a", "HTTP 503", 5), ("claim", "a", "timeout", 2)]
+    assert set(groups[0]["instances"]) <= set(five) and len(groups[0]["instances"]) == 3
+    assert sorted(groups[1]["instances"]) == sorted(two)
+    rows, total = store.operation_instances({"circle": "a", "reason": "timeout"})
+    assert total == 2 and {r["id"] for r in rows} == set(two)
+
+
+def test_filters_by_starter_status_and_waiting_time(store, admin):
+    store.put_template(FLOW)
+    mine = store.start("claim", {}, admin.as_user()).id
+    store.start("claim", {})
+    rows, total = store.operation_instances({"starter": "root", "status": "running"})
+    assert [r["id"] for r in rows] == [mine] and total == 1
+    assert store.operation_instances({"waiting_hours": 1})[1] == 0
+    assert store.operation_instances({"waiting_hours": 0})[1] == 2
