@@ -2,8 +2,8 @@
 what, and the state before and after. `KINDS` is the one list of what an entry can be;
 `record` is called by the one place each action happens (`bpflow.admin`,
 `bpflow.accounts`, `bpflow.substitutes`, `bpflow.webhooks`, `bpflow.tenancy`,
-`bpflow.operations`); the log
-is only ever appended to (`bpflow.store.audit`). Passwords and secrets are never in it."""
+`bpflow.operations`); the log is only ever appended to (`bpflow.store.audit`). Passwords
+and secrets are never in it."""
 
 from __future__ import annotations
 

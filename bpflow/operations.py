@@ -18,15 +18,16 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Callable
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from bpflow import audit
 from bpflow.access import Caller, require_admin
-from bpflow.errors import Refused
+from bpflow.errors import NotFound, Refused
 from bpflow.moves import flow
 from bpflow.moves.steps import Op
 from bpflow.store import Store
-from bpflow.store.public import DONE, REFUSED
+from bpflow.store.public import COUNT_MAX, DONE, REFUSED
 from engine.errors import BpflowError
 from engine.instance import Instance
 from engine.messages import N_
@@ -42,9 +43,8 @@ MARKER = "operation_applied"  # the history event a bulk move leaves in its step
 CHUNK = 50  # items applied between two writes of their results
 LEASE = 30.0  # seconds a worker holds an operation between two chunks
 IDS_MAX = 10_000  # instances one request names by id
-FILTER_KEYS = ("template", "version", "status", "starter", "started_after",
-               "started_before", "updated_after", "updated_before", "waiting_hours",
-               "circle", "reason")
+__all__ = ["ACTIONS", "COUNT_MAX", "IDS_MAX", "Runner", "durations", "incidents", "instances",
+           "overdue", "progress", "start"]
 
 
 Result = tuple[str, str, "str | None"]  # (instance id, done or refused, the reason)
@@ -79,12 +79,13 @@ def start(store: Store, caller: Caller, action: str, filter: dict[str, Any] | No
                                 params.get("map"), [], True)  # the versions and the map
         f.update(template=params["template"], version=params["from"])
     op_id = uuid.uuid4().hex
-    matched = store.add_operation(op_id, action, params, f if filter is not None or
-                                  action == "migrate" else None,
+    shown = ({k: v.isoformat() if isinstance(v, datetime) else v for k, v in f.items()}
+             if filter is not None or action == "migrate" else None)  # as JSON keeps it
+    matched = store.add_operation(op_id, action, params, f, shown,
                                   None if instances is None else list(dict.fromkeys(instances)),
                                   caller.id, caller.username)
     audit.record(store, caller, "operation_started", op_id, None,
-                 {"action": action, "params": params, "filter": filter,
+                 {"action": action, "params": params, "filter": shown,
                   "instances": None if instances is None else len(instances),
                   "matched": matched})
     return {"operation": op_id, "matched": matched}
@@ -107,6 +108,40 @@ def progress(store: Store, caller: Caller, op_id: str, after: str | None = None,
                    "reason": i["reason"], "at": i["at"]} for i in items],
         "next": items[-1]["instance_id"] if items else after,
     }
+
+
+# ------------------------------------------------------------------- the page's
+def instances(store: Store, caller: Caller, f: dict[str, Any], limit: int = 50,
+              offset: int = 0) -> tuple[list[dict[str, Any]], int]:
+    """The tenant's instances matching `f` (admins only), newest first, and their number
+    (up to COUNT_MAX + 1)."""
+    require_admin(caller)
+    return store.operation_instances({k: v for k, v in f.items() if v is not None},
+                                     limit, offset)
+
+
+def incidents(store: Store, caller: Caller, shown: int = 20) -> list[dict[str, Any]]:
+    """Failed circles grouped by template, circle and reason (admins only)."""
+    require_admin(caller)
+    return store.incidents(shown=shown)
+
+
+def overdue(store: Store, caller: Caller, limit: int = 50, offset: int = 0
+            ) -> tuple[list[dict[str, Any]], int]:
+    """Open tasks past their due time (admins only)."""
+    require_admin(caller)
+    return store.overdue_tasks(limit, offset)
+
+
+def durations(store: Store, caller: Caller, name: str, version: int | None = None,
+              since: datetime | None = None) -> dict[str, Any]:
+    """Where `name`'s instances wait (admins only; NotFound for an unknown template or
+    version)."""
+    require_admin(caller)
+    versions = store.template_versions().get(name)
+    if not versions or (version is not None and version not in versions):
+        raise NotFound(N_("no template '%(name)s'", name=name))
+    return store.durations(name, version, since)
 
 
 # ----------------------------------------------------------------- the worker's

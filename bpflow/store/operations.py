@@ -219,13 +219,14 @@ class Operations(StoreParts):
 
     # ------------------------------------------------------- bulk operations
     def add_operation(self, op_id: str, action: str, params: dict[str, Any],
-                      f: dict[str, Any] | None, ids: list[str] | None, by_id: int,
-                      by: str) -> int:
-        """Record a bulk operation on the instances matching `f` (or those of `ids` in
-        this tenant; another's is not found) and one pending item for each, in one
-        transaction; how many it matched. Conflict when more than OPERATION_MAX match."""
+                      f: dict[str, Any], shown: dict[str, Any] | None, ids: list[str] | None,
+                      by_id: int, by: str) -> int:
+        """Record a bulk operation on the instances matching `f` (and of `ids` if given:
+        each of this tenant, else NotFound) and one pending item for each, in one
+        transaction; how many it matched. `shown` is the filter as recorded (JSON).
+        Conflict when more than OPERATION_MAX match."""
         i = instances_t
-        cond = self._matching(f or {})
+        cond = self._matching(f)
         if ids is not None:
             cond.append(i.c.id.in_(ids))
         chosen = select(i.c.id).where(*cond)
@@ -240,7 +241,7 @@ class Operations(StoreParts):
                 missing = next(iid for iid in ids if iid not in found)
                 raise NotFound(N_("no instance '%(id)s'", id=missing))
             conn.execute(insert(operations_t).values(
-                id=op_id, tenant=self._owner(), action=action, params=params, filter=f,
+                id=op_id, tenant=self._owner(), action=action, params=params, filter=shown,
                 created_by_id=by_id, created_by=by, created_at=self.clock(), matched=n,
                 done=0, refused=0))
             conn.execute(insert(operation_items_t).from_select(
