@@ -41,7 +41,6 @@ log = logging.getLogger("bpflow.operations")
 ACTIONS = ("retry", "abort", "suspend", "resume", "migrate")
 MARKER = "operation_applied"  # the history event a bulk move leaves in its step
 CHUNK = 50  # items applied between two writes of their results
-LEASE = 30.0  # seconds a worker holds an operation between two chunks
 IDS_MAX = 10_000  # instances one request names by id
 __all__ = ["ACTIONS", "COUNT_MAX", "IDS_MAX", "Runner", "durations", "incidents", "instances",
            "overdue", "progress", "start"]
@@ -146,14 +145,15 @@ def durations(store: Store, caller: Caller, name: str, version: int | None = Non
 
 # ----------------------------------------------------------------- the worker's
 class Runner:
-    """The worker's duty: one chunk of one leased operation a round; how many items it
-    settled (0: nothing to do)."""
+    """The worker's duty: one chunk of one leased operation a round (held for the
+    worker's lease seconds, as its instances are); how many items it settled (0:
+    nothing to do)."""
 
     __name__ = "operations"
 
     def __call__(self, worker: Worker) -> int:
         everyone = worker.store
-        op = everyone.claim_operation(worker.name, LEASE)
+        op = everyone.claim_operation(worker.name, worker.lease)
         if op is None:
             return 0
         store = everyone.of(op["tenant"])
@@ -168,7 +168,7 @@ class Runner:
             results = _migrate(store, op, ids)
         else:
             results = [_apply(store, caller, op, iid) for iid in ids]
-        if not store.settle_items(op["id"], worker.name, LEASE, results):
+        if not store.settle_items(op["id"], worker.name, worker.lease, results):
             log.warning("operation %s: lease lost, leaving it to its new holder", op["id"])
             return len(ids)
         if store.finish_operation(op["id"], worker.name):

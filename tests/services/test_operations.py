@@ -3,13 +3,19 @@ the worker's duty through the moves' services, a result per instance, never twic
 
 from __future__ import annotations
 
+import os
+import signal
+
 import pytest
+from sqlalchemy import func, select
 
 from bpflow import operations
 from bpflow.access import Caller
 from bpflow.errors import Forbidden, NotFound
 from bpflow.store import Store
+from bpflow.store.tables import events_t
 from bpflow.worker import Worker
+from tests.services.test_worker import run_worker_process, stop, wait_until
 
 FLOW = {"name": "claim", "kind": "linear", "circles": [
     {"uri": "a", "box": {"form": [{"name": "v", "type": "integer"}]}},
@@ -147,3 +153,41 @@ def test_filters_by_starter_status_and_waiting_time(store, admin):
     assert [r["id"] for r in rows] == [mine] and total == 1
     assert store.operation_instances({"waiting_hours": 1})[1] == 0
     assert store.operation_instances({"waiting_hours": 0})[1] == 2
+
+
+def test_a_bulk_retry_of_1000_survives_its_worker_killed_midway(db_url, store, admin):
+    """The acceptance of SPEC §18: the worker applying a bulk retry of 1,000 failed
+    instances is killed (SIGKILL) midway and another started: every instance is retried
+    exactly once, the operation finishes with a result for each."""
+    store.put_template(FLOW)
+    ids = failed(store, 1000)
+    op_id = operations.start(store, admin, "retry", {"status": "failed"})["operation"]
+    doomed = run_worker_process(db_url, "--poll", "0.05", "--lease", "1")
+    try:
+        wait_until(lambda: store.operation(op_id)["done"] >= 150, 60, "the retry to begin")
+        os.killpg(doomed.pid, signal.SIGKILL)
+        doomed.wait(timeout=10)
+    finally:
+        stop(doomed)
+    assert store.operation(op_id)["finished_at"] is None  # stopped midway
+    rescuer = run_worker_process(db_url, "--poll", "0.05", "--lease", "1")
+    try:
+        wait_until(lambda: store.operation(op_id)["finished_at"] is not None, 60,
+                   "the operation to finish")
+    finally:
+        stop(rescuer)
+    op = store.operation(op_id)
+    assert (op["matched"], op["done"], op["refused"]) == (1000, 1000, 0)
+    items = store.operation_items(op_id, limit=2000)
+    assert sorted(i["instance_id"] for i in items) == sorted(ids)
+    assert {i["state"] for i in items} == {"done"}
+    with store.reader() as conn:  # one reset and one mark of the operation each
+        counts = dict(conn.execute(select(events_t.c.kind, func.count()).where(
+            events_t.c.kind.in_(["circle_reset", operations.MARKER]))
+            .group_by(events_t.c.kind)).all())
+        per = select(func.count().label("n")).where(
+            events_t.c.kind == "circle_reset").group_by(events_t.c.instance_id).subquery()
+        most = conn.execute(select(func.max(per.c.n))).scalar()
+    assert counts == {"circle_reset": 1000, operations.MARKER: 1000}
+    assert most == 1
+    assert {store.get(i).circles["a"].state for i in ids[:20]} == {"waiting"}
