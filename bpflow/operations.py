@@ -144,6 +144,11 @@ def durations(store: Store, caller: Caller, name: str, version: int | None = Non
 
 
 # ----------------------------------------------------------------- the worker's
+def fold_waits(worker: Worker) -> int:
+    """The worker's duty folding new history into the durations (`Store.fold_waits`)."""
+    return worker.store.fold_waits()
+
+
 class Runner:
     """The worker's duty: one chunk of one leased operation a round (held for the
     worker's lease seconds, as its instances are); how many items it settled (0:

@@ -66,6 +66,7 @@ class Worker:
         self.duties.append(self.webhooks)
         self.duties.append(Sweeper())  # uploads no form held within a day
         self.duties.append(operations.Runner())  # bulk operations (SPEC §18)
+        self.duties.append(operations.fold_waits)  # the durations (SPEC §18)
 
     def run_once(self, limit: int = 200) -> int:
         """Work through one batch of due instances; returns how many were claimed.

@@ -3,8 +3,8 @@
 Every list here is one or two statements on the indexes of migration 0022, however many
 instances a tenant has: instances matching a filter, newest first, a page at a time (the
 total counted up to `COUNT_MAX`); failed circles grouped by template, circle and reason
-(`GROUP BY`); open tasks past their due time; the durations of a template's circles and
-instances, from its history, in SQL.
+(`GROUP BY`); open tasks past their due time. (A template's durations are
+`bpflow.store.waits`'.)
 
 A bulk operation is one `operations` row and one `operation_items` row per instance,
 written together when it is asked for (the instances it matched then, by an
@@ -15,13 +15,11 @@ item's result with the operation's counts in one transaction (`settle_items`).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import (
     and_,
-    case,
-    exists,
     func,
     insert,
     literal,
@@ -42,7 +40,7 @@ from bpflow.store.tables import (
     operations_t,
     users_t,
 )
-from engine.instance import COMPLETED, FAILED, RUNNING, SUSPENDED, WAITING
+from engine.instance import FAILED, RUNNING, SUSPENDED, WAITING
 from engine.messages import N_
 
 COUNT_MAX = 10_000  # a list's total is counted up to this ("10000 or more")
@@ -82,12 +80,12 @@ class Operations(StoreParts):
                                               c.c.ready_at.is_not(None),
                                               c.c.ready_at < since))]
         if f.get("circle") is not None or f.get("reason") is not None:
-            failed = [self._here(c), c.c.state == "failure", c.c.instance_id == i.c.id]
+            failed = [self._here(c), c.c.state == "failure"]  # ix_circle_states_failed
             if f.get("circle") is not None:
                 failed.append(c.c.circle == f["circle"])
             if f.get("reason") is not None:
                 failed.append(c.c.reason == f["reason"])
-            cond.append(exists().where(*failed))
+            cond.append(i.c.id.in_(select(c.c.instance_id).where(*failed)))
         return cond
 
     def operation_instances(self, f: dict[str, Any], limit: int = 50, offset: int = 0
@@ -155,67 +153,6 @@ class Operations(StoreParts):
                      else None} for r in conn.execute(q)]
             total = conn.execute(select(func.count()).select_from(counted)).scalar_one()
         return rows, int(total)
-
-    # ---------------------------------------------------------------- durations
-    def durations(self, name: str, version: int | None = None,
-                  since: datetime | None = None) -> dict[str, Any]:
-        """How long `name`'s circles wait, from ready to leaving `waiting` (the first
-        `circle_ready` of a round to the `circle_succeeded` or `circle_failed` ending
-        it), and its completed instances from start to their last change: {"circles":
-        {uri: {"count", "p50", "p95", "max"}}, "instances": {...}} in seconds. Only
-        rounds ended (instances completed) at or after `since`."""
-        i, e = instances_t, events_t
-        cond = [self._listed(i), i.c.template == name]
-        if version is not None:
-            cond.append(i.c.version == version)
-        ids = select(i.c.id).where(*cond)
-        leaving = case((e.c.kind.in_(LEAVING), 1), else_=0)
-        marked = (select(e.c.instance_id, e.c.circle, e.c.kind, e.c.at, func.coalesce(
-            func.sum(leaving).over(partition_by=(e.c.instance_id, e.c.circle),
-                                   order_by=e.c.seq, rows=(None, -1)), 0).label("round"))
-                  .where(e.c.instance_id.in_(ids), e.c.circle.is_not(None),
-                         e.c.kind.in_(("circle_ready", *LEAVING))).subquery())
-        rounds = (select(marked.c.circle,
-                         self._seconds(func.min(marked.c.at), func.max(marked.c.at))
-                         .label("s"))
-                  .group_by(marked.c.instance_id, marked.c.circle, marked.c.round)
-                  .having(and_(func.sum(case((marked.c.kind.in_(LEAVING), 1), else_=0)) == 1,
-                               func.sum(case((marked.c.kind == "circle_ready", 1),
-                                             else_=0)) >= 1)))
-        if since is not None:
-            rounds = rounds.having(func.max(marked.c.at) >= since)
-        whole = select(literal("").label("circle"),
-                       self._seconds(i.c.created_at, i.c.updated_at).label("s")).where(
-            *cond, i.c.status == COMPLETED,
-            *([i.c.updated_at >= since] if since is not None else []))
-        with self.reader() as conn:
-            circles = self._percentiles(conn, rounds.subquery())
-            instances = self._percentiles(conn, whole.subquery()).get(
-                "", {"count": 0, "p50": None, "p95": None, "max": None})
-        return {"circles": circles, "instances": instances}
-
-    def _seconds(self, start: Any, end: Any) -> Any:
-        """Seconds from `start` to `end` in SQL (SQLite keeps times as text)."""
-        if self.postgres:
-            return func.extract("epoch", end - start)
-        return (func.julianday(end) - func.julianday(start)) * 86400.0
-
-    @staticmethod
-    def _percentiles(conn: Any, spans: Any) -> dict[str, dict[str, Any]]:
-        """{circle: {"count", "p50", "p95", "max"}} of `spans` (circle, s): the nearest
-        rank percentiles, counted in SQL."""
-        ranked = select(spans.c.circle, spans.c.s, func.row_number().over(
-            partition_by=spans.c.circle, order_by=spans.c.s).label("k"), func.count().over(
-            partition_by=spans.c.circle).label("n")).subquery()
-        k, n = ranked.c.k, ranked.c.n
-        # the nearest rank: the smallest k with k/n >= p
-        q = select(ranked.c.circle, func.max(n),
-                   func.min(case((k * 100 >= n * 50, ranked.c.s))),
-                   func.min(case((k * 100 >= n * 95, ranked.c.s))),
-                   func.max(ranked.c.s)).group_by(ranked.c.circle)
-        return {cid: {"count": int(count), "p50": _round(p50), "p95": _round(p95),
-                      "max": _round(top)}
-                for cid, count, p50, p95, top in conn.execute(q)}
 
     # ------------------------------------------------------- bulk operations
     def add_operation(self, op_id: str, action: str, params: dict[str, Any],
@@ -345,7 +282,3 @@ class Operations(StoreParts):
             return any((data or {}).get("operation") == op_id for data in conn.execute(
                 select(e.data).where(self._here(events_t), e.instance_id == instance_id,
                                      e.kind == marker)).scalars())
-
-
-def _round(value: Any) -> float | None:
-    return None if value is None else round(float(value), 3)

@@ -15,6 +15,7 @@ from sqlalchemy import (
     BigInteger,
     Boolean,
     Column,
+    Float,
     ForeignKey,
     ForeignKeyConstraint,
     Index,
@@ -619,8 +620,50 @@ class OperationItemRow(SQLModel, table=True):
     at: datetime | None = _time(nullable=True)
 
 
+class WaitCursorRow(SQLModel, table=True):
+    """How far the history is folded into the durations (`bpflow.store.waits`): one row,
+    a feed position."""
+
+    __tablename__ = "wait_cursor"
+
+    id: int = Field(sa_column=Column(Integer, primary_key=True, autoincrement=False))
+    position: str = Field(sa_column=Column(String(60), nullable=False))
+
+
+class WaitRoundRow(SQLModel, table=True):
+    """A circle's round not yet ended: since when it is ready (`bpflow.store.waits`)."""
+
+    __tablename__ = "wait_rounds"
+
+    tenant: str = _tenant()
+    instance_id: str = Field(sa_column=Column(String(32), primary_key=True))
+    circle: str = Field(sa_column=Column(String(400), primary_key=True))
+    ready_at: datetime = _time()
+
+
+class WaitBucketRow(SQLModel, table=True):
+    """How many rounds of a circle ("" for whole instances) of a template version ended
+    on a UTC `day` (YYYY-MM-DD) with a duration in `bucket`, and the longest (seconds)."""
+
+    __tablename__ = "wait_buckets"
+
+    tenant: str = Field(default=DEFAULT_TENANT, sa_column=Column(
+        String(63), ForeignKey("tenants.name", ondelete="RESTRICT"), primary_key=True,
+        server_default=DEFAULT_TENANT))
+    template: str = Field(sa_column=Column(String(100), primary_key=True))
+    version: int = Field(sa_column=Column(Integer, primary_key=True, autoincrement=False))
+    circle: str = Field(sa_column=Column(String(400), primary_key=True))
+    day: str = Field(sa_column=Column(String(10), primary_key=True))
+    bucket: int = Field(sa_column=Column(Integer, primary_key=True, autoincrement=False))
+    count: int = Field(sa_column=Column(Integer, nullable=False))
+    max: float = Field(sa_column=Column(Float, nullable=False))
+
+
 drafts_t = _table_of(DraftRow)
 audit_t = _table_of(AuditRow)
+wait_cursor_t = _table_of(WaitCursorRow)
+wait_rounds_t = _table_of(WaitRoundRow)
+wait_buckets_t = _table_of(WaitBucketRow)
 operations_t = _table_of(OperationRow)
 operation_items_t = _table_of(OperationItemRow)
 layouts_t = _table_of(LayoutRow)

@@ -45,6 +45,8 @@ from bpflow.store.tables import (
     templates_t,
     tenants_t,
     users_t,
+    wait_buckets_t,
+    wait_rounds_t,
     webhooks_t,
 )
 from bpflow.worker import Worker
@@ -86,7 +88,8 @@ def only(tenant: str) -> dict[str, Any]:
 
 TABLES = (users_t, templates_t, instances_t, pinned_t, circles_t, events_t, mail_t,
           audience_t, retired_t, webhooks_t, deliveries_t, batches_t, substitutes_t, files_t,
-          blobs_t, drafts_t, layouts_t, audit_t, operations_t)
+          blobs_t, drafts_t, layouts_t, audit_t, operations_t, wait_rounds_t,
+          wait_buckets_t)
 
 
 def dump(store: Store, tenant: str) -> dict[str, list[tuple]]:

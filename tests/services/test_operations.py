@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from sqlalchemy import func, select
@@ -191,3 +192,31 @@ def test_a_bulk_retry_of_1000_survives_its_worker_killed_midway(db_url, store, a
     assert counts == {"circle_reset": 1000, operations.MARKER: 1000}
     assert most == 1
     assert {store.get(i).circles["a"].state for i in ids[:20]} == {"waiting"}
+
+
+def test_durations_are_folded_from_the_history_once(db_url):
+    now = [datetime(2026, 3, 1, 9, tzinfo=UTC)]
+    s = Store(db_url, secret=b"durations-test-secret-0123456789", clock=lambda: now[0])
+    try:
+        s.put_template(FLOW)
+        for minutes in range(1, 11):  # `a` waits 1..10 minutes, `b` one
+            inst = s.start("claim", {})
+            now[0] += timedelta(minutes=minutes)
+            inst = s.complete(inst.id, "a", s.engine.bookmark(inst, "a"), {"v": 1})
+            now[0] += timedelta(minutes=1)
+            s.complete(inst.id, "b", s.engine.bookmark(inst, "b"), {"v": 1})
+        s.start("claim", {})  # waiting: no round ended
+        while s.fold_waits(limit=7):
+            pass
+        got = s.durations("claim")
+        a, b, whole = got["circles"]["a"], got["circles"]["b"], got["instances"]
+        assert (a["count"], a["max"]) == (10, 600.0)
+        assert 300 / 1.1 <= a["p50"] <= 300 and 600 / 1.1 <= a["p95"] <= 600
+        assert (b["count"], b["p50"], b["max"]) == (10, 60.0, 60.0)
+        assert (whole["count"], whole["max"]) == (10, 660.0)
+        assert s.fold_waits() == 0 and s.durations("claim") == got  # folded once
+        assert s.durations("claim", version=2)["circles"] == {}
+        assert s.durations("claim", since=now[0] + timedelta(days=1))["instances"][
+            "count"] == 0
+    finally:
+        s.close()

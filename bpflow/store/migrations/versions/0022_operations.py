@@ -1,7 +1,9 @@
 """Operations (SPEC §18): `operations`, a bulk operation asked for by an admin, and
-`operation_items`, its result per instance; and the indexes the operations page reads by
+`operation_items`, its result per instance; the indexes the operations page reads by
 (instances filtered and newest first; failed circles, circles waiting since a time and
-open tasks past their due time, each a partial index holding only those rows).
+open tasks past their due time, each a partial index holding only those rows); and the
+durations folded from the history (`wait_cursor`, `wait_rounds`, `wait_buckets`; the
+cursor at the start, so the history there is folded by the worker, in order).
 
 Revision ID: 0022
 Revises: 0021
@@ -74,9 +76,39 @@ def upgrade() -> None:
     )
     op.create_index("ix_operation_items_state", "operation_items",
                     ["operation_id", "state", "instance_id"])
+    op.create_table(
+        "wait_cursor",
+        sa.Column("id", sa.Integer(), primary_key=True, autoincrement=False),
+        sa.Column("position", sa.String(length=60), nullable=False),
+    )
+    op.execute("INSERT INTO wait_cursor (id, position) VALUES (1, '')")
+    op.create_table(
+        "wait_rounds",
+        sa.Column("tenant", sa.String(length=63),
+                  sa.ForeignKey("tenants.name", ondelete="RESTRICT"), nullable=False,
+                  server_default="default"),
+        sa.Column("instance_id", sa.String(length=32), primary_key=True),
+        sa.Column("circle", sa.String(length=400), primary_key=True),
+        sa.Column("ready_at", UTCDateTime(timezone=True), nullable=False),
+    )
+    op.create_table(
+        "wait_buckets",
+        sa.Column("tenant", sa.String(length=63),
+                  sa.ForeignKey("tenants.name", ondelete="RESTRICT"), primary_key=True,
+                  server_default="default"),
+        sa.Column("template", sa.String(length=100), primary_key=True),
+        sa.Column("version", sa.Integer(), primary_key=True, autoincrement=False),
+        sa.Column("circle", sa.String(length=400), primary_key=True),
+        sa.Column("day", sa.String(length=10), primary_key=True),
+        sa.Column("bucket", sa.Integer(), primary_key=True, autoincrement=False),
+        sa.Column("count", sa.Integer(), nullable=False),
+        sa.Column("max", sa.Float(), nullable=False),
+    )
 
 
 def downgrade() -> None:
+    for table in ("wait_buckets", "wait_rounds", "wait_cursor"):
+        op.drop_table(table)
     op.drop_index("ix_operation_items_state", table_name="operation_items")
     op.drop_table("operation_items")
     op.drop_index("ix_operations_open", table_name="operations")
