@@ -19,7 +19,8 @@ a page of 50 newest first with its total counted (up to 10,001) for the filters 
 `FILTERS`; the incident groups (each with its 20 newest instances); the overdue tasks;
 then the worker's fold of the whole history into the durations aggregate
 (`Store.fold_waits`, once, as a fresh upgrade does: its time is reported, not a
-target), and the durations of `claim` read from it.
+target), and the durations of `claim` read from it: of every version and day, and of
+version 2 in the last 30 days.
 Targets (issue 32): lists and incident groups p95 <= 200 ms; durations <= 500 ms.
 
     .venv/bin/python bench/operations.py [--instances 100000] [--rounds 20] [--pg URL]
@@ -211,6 +212,11 @@ def main() -> int:
     met &= p95 <= DURATIONS_TARGET_MS
     print(f"{'durations of claim':32} {med:10.1f} {p95:10.1f}  "
           f"{ {k: v['count'] for k, v in out['circles'].items()} } circles, "
+          f"{out['instances']['count']:,} instances")
+    med, p95, out = timed(lambda: store.durations(
+        "claim", 2, since=NOW - timedelta(days=30)), rounds)
+    met &= p95 <= DURATIONS_TARGET_MS
+    print(f"{'durations, v2, last 30 days':32} {med:10.1f} {p95:10.1f}  "
           f"{out['instances']['count']:,} instances")
     print("targets", "met" if met else "NOT met")
     store.close()

@@ -643,7 +643,8 @@ class WaitRoundRow(SQLModel, table=True):
 
 class WaitBucketRow(SQLModel, table=True):
     """How many rounds of a circle ("" for whole instances) of a template version ended
-    on a UTC `day` (YYYY-MM-DD) with a duration in `bucket`, and the longest (seconds)."""
+    on a UTC `day` (YYYY-MM-DD; "*": any day) with a duration in `bucket`, and the
+    longest (seconds)."""
 
     __tablename__ = "wait_buckets"
 

@@ -9,7 +9,8 @@ committed event once, `Feed._scan`): a circle's round opens at its first `circle
 its start). Each closed round adds one to its bucket in `wait_buckets`: per template,
 version, circle ("" for whole instances), UTC day it ended and duration bucket (a
 logarithmic scale of ratio `STEP`, so a percentile read from them is within 10 % of the
-exact one; the maximum is exact). One fold at a time: its transaction first locks the
+exact one; the maximum is exact), and to the same bucket of every day (`ALL_DAYS`), so
+durations without `since` read a few hundred rows however long the history is. One fold at a time: its transaction first locks the
 cursor row (`wait_cursor`), whose position it moves with what it folded.
 """
 
@@ -33,6 +34,7 @@ LEAVING = ("circle_succeeded", "circle_failed")
 FOLDED = ("circle_ready", "circle_reset", "instance_completed", *LEAVING)
 FOLD_MAX = 5000  # history rows one fold reads
 WHOLE = ""  # the circle of an instance's own duration
+ALL_DAYS = "*"  # the day of the buckets counting every day (read without `since`)
 
 
 def bucket(seconds: float) -> int:
@@ -108,9 +110,10 @@ class Waits(StoreParts):
     def _add(sums: dict[tuple[Any, ...], list[float]], tenant: str, template: str,
              version: int, circle: str, began: datetime, ended: datetime) -> None:
         seconds = max(0.0, (ended - began).total_seconds())
-        key = (tenant, template, version, circle, ended.date().isoformat(), bucket(seconds))
-        count, top = sums.get(key, [0, 0.0])
-        sums[key] = [count + 1, max(top, seconds)]
+        for day in (ended.date().isoformat(), ALL_DAYS):
+            key = (tenant, template, version, circle, day, bucket(seconds))
+            count, top = sums.get(key, [0, 0.0])
+            sums[key] = [count + 1, max(top, seconds)]
 
     def _upsert(self, conn: Any, sums: dict[tuple[Any, ...], list[float]]) -> None:
         """Add the folded counts to their buckets (insert, or add on a conflict)."""
@@ -137,8 +140,8 @@ class Waits(StoreParts):
              .group_by(b.circle, b.bucket).order_by(b.circle, b.bucket))
         if version is not None:
             q = q.where(b.version == version)
-        if since is not None:
-            q = q.where(b.day >= since.date().isoformat())
+        # every day's rows, or those of the days since (ALL_DAYS sorts before a date)
+        q = q.where(b.day == ALL_DAYS if since is None else b.day >= since.date().isoformat())
         found: dict[str, list[tuple[int, int, float]]] = {}
         with self.reader() as conn:
             for cid, k, count, top in conn.execute(q):
