@@ -10,8 +10,9 @@ its start). Each closed round adds one to its bucket in `wait_buckets`: per temp
 version, circle ("" for whole instances), UTC day it ended and duration bucket (a
 logarithmic scale of ratio `STEP`, so a percentile read from them is within 10 % of the
 exact one; the maximum is exact), and to the same bucket of every day (`ALL_DAYS`), so
-durations without `since` read a few hundred rows however long the history is. One fold at a time: its transaction first locks the
-cursor row (`wait_cursor`), whose position it moves with what it folded.
+durations without `since` read a few hundred rows however long the history is. One fold
+at a time: its transaction first locks the cursor row (`wait_cursor`), whose position it
+moves with what it folded.
 """
 
 from __future__ import annotations
