@@ -15,6 +15,7 @@ USERS = "/users"
 ACCOUNT = "/account"  # one's own account
 SUBSTITUTE = "/substitute"  # one's substitute (an admin's for someone: ?user=NAME)
 WEBHOOKS = "/webhooks"
+OPERATIONS = "/operations"  # what is stuck, fixed in bulk (SPEC §18)
 REGISTER = "/register"
 NOT_FOUND = "404"  # Reflex's route of every path the app does not have
 

@@ -117,7 +117,7 @@ class Operations(StoreParts):
         with self.reader() as conn:
             found = [dict(template=t, circle=cid, reason=r, count=int(n), instances=[])
                      for t, cid, r, n in conn.execute(q)]
-            if found:
+            if found and shown:
                 ranked = select(*keys, i.c.id, func.row_number().over(
                     partition_by=keys, order_by=(i.c.created_at.desc(), i.c.id.desc())
                 ).label("rank")).select_from(joined).where(*cond, or_(*(and_(

@@ -47,6 +47,8 @@ def _links() -> list[rx.Component]:
         rx.cond(SessionState.is_admin, _nav_link(_("Templates"), routes.TEMPLATES, "files")),
         rx.cond(SessionState.is_admin, _nav_link(_("Users"), routes.USERS, "users")),
         rx.cond(SessionState.is_admin, _nav_link(_("Webhooks"), routes.WEBHOOKS, "webhook")),
+        rx.cond(SessionState.is_admin, _nav_link(_("Operations"), routes.OPERATIONS,
+                                                 "activity")),
     ]
 
 
