@@ -20,6 +20,7 @@ from typing import Any
 
 from sqlalchemy import (
     and_,
+    exists,
     func,
     insert,
     literal,
@@ -43,7 +44,8 @@ from bpflow.store.tables import (
 from engine.instance import FAILED, RUNNING, SUSPENDED, WAITING
 from engine.messages import N_
 
-COUNT_MAX = 10_000  # a list's total is counted up to this ("10000 or more")
+COUNT_MAX = 1000  # a list's total is counted up to this ("1000 or more")
+FEW = 2000  # circles waiting too long read first (more: instances asked one by one)
 OPERATION_MAX = 100_000  # instances one bulk operation takes at most
 OPEN = (RUNNING, FAILED, SUSPENDED)  # statuses whose failed circles are incidents
 LEAVING = ("circle_succeeded", "circle_failed")  # a circle leaves `waiting`
@@ -75,10 +77,13 @@ class Operations(StoreParts):
                 cond.append(column >= f[key] if op == ">=" else column < f[key])
         if f.get("waiting_hours") is not None:
             since = self.clock() - timedelta(hours=float(f["waiting_hours"]))
-            cond += [i.c.status == RUNNING, i.c.id.in_(
-                select(c.c.instance_id).where(self._here(c), c.c.state == WAITING,
-                                              c.c.ready_at.is_not(None),
-                                              c.c.ready_at < since))]
+            waiting = [c.c.state == WAITING, c.c.ready_at.is_not(None), c.c.ready_at < since]
+            few = select(c.c.instance_id).where(self._here(c), *waiting)  # its index
+            if self._at_most(few, FEW):  # read from the circles waiting that long
+                cond += [i.c.status == RUNNING, i.c.id.in_(few)]
+            else:  # many: running instances newest first, each asked by its rows' key
+                cond += [i.c.status == RUNNING, exists().where(
+                    c.c.instance_id == i.c.id, c.c.tenant == i.c.tenant, *waiting)]
         if f.get("circle") is not None or f.get("reason") is not None:
             failed = [self._here(c), c.c.state == "failure"]  # ix_circle_states_failed
             if f.get("circle") is not None:
@@ -87,6 +92,12 @@ class Operations(StoreParts):
                 failed.append(c.c.reason == f["reason"])
             cond.append(i.c.id.in_(select(c.c.instance_id).where(*failed)))
         return cond
+
+    def _at_most(self, q: Any, n: int) -> bool:
+        """Whether the query has at most `n` rows (it reads `n` + 1 at most)."""
+        with self.reader() as conn:
+            return conn.execute(select(func.count()).select_from(
+                q.limit(n + 1).subquery())).scalar_one() <= n
 
     def operation_instances(self, f: dict[str, Any], limit: int = 50, offset: int = 0
                             ) -> tuple[list[dict[str, Any]], int]:

@@ -18,6 +18,7 @@ from bpflow.api.schemas import MAX_INT, InstanceSummary, summary_payload
 router = APIRouter(prefix="/api", tags=["operations"])
 STATUS = Literal["running", "completed", "failed", "suspended", "terminated"]
 OPERATION_ID = "^[0-9a-f]{32}$"
+OFFSET_MAX = 10_000  # how deep a list is paged (narrow the filter to see further)
 InstanceId = Annotated[str, Field(min_length=1, max_length=32)]
 
 
@@ -183,7 +184,7 @@ def start(body: OperationIn, store: StoreDep, caller: CallerDep) -> OperationSta
 def instances(store: StoreDep, caller: CallerDep,
               f: Annotated[OperationFilter, Depends(_filter)],
               limit: Annotated[int, Query(ge=1, le=500)] = 50,
-              offset: Annotated[int, Query(ge=0, le=operations.COUNT_MAX)] = 0
+              offset: Annotated[int, Query(ge=0, le=OFFSET_MAX)] = 0
               ) -> InstancesOut:
     """The tenant's instances matching the filter, newest first, paged (admins only)."""
     rows, total = operations.instances(store, caller, f.model_dump(), limit, offset)
@@ -204,7 +205,7 @@ def incidents(store: StoreDep, caller: CallerDep,
             responses=responses(401, 403, 422))
 def overdue(store: StoreDep, caller: CallerDep,
             limit: Annotated[int, Query(ge=1, le=500)] = 50,
-            offset: Annotated[int, Query(ge=0, le=operations.COUNT_MAX)] = 0) -> OverdueOut:
+            offset: Annotated[int, Query(ge=0, le=OFFSET_MAX)] = 0) -> OverdueOut:
     """Open tasks past their due time, the longest overdue first (admins only)."""
     rows, total = operations.overdue(store, caller, limit, offset)
     return OverdueOut.model_validate({"items": [{**r, "due_at": _iso(r["due_at"])}
