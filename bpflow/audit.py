@@ -1,8 +1,9 @@
 """The audit log (SPEC §18): every admin action of a tenant, with who, when, what, to
 what, and the state before and after. `KINDS` is the one list of what an entry can be;
 `record` is called by the one place each action happens (`bpflow.admin`,
-`bpflow.accounts`, `bpflow.substitutes`, `bpflow.webhooks`, `bpflow.tenancy`); the log
-is only ever appended to (`bpflow.store.audit`). Passwords and secrets are never in it."""
+`bpflow.accounts`, `bpflow.substitutes`, `bpflow.webhooks`, `bpflow.tenancy`,
+`bpflow.operations`); the log is only ever appended to (`bpflow.store.audit`). Passwords
+and secrets are never in it."""
 
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ KINDS = (
     "substitute_set",      # target: whose; before/after: the substitution
     "substitute_cleared",  # before: the substitution
     "operation_started",   # a bulk operation (SPEC §18): target its id
+    "operation_finished",  # after: {"action", "matched", "done", "refused"}
 )
 PAGE_MAX = 1000  # entries one read answers at most
 

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from bpflow import metrics, tracing
+from bpflow import metrics, operations, tracing
 from bpflow.actions import HANDLERS, ActionContext, Outcome, shown_data
 from bpflow.errors import NotFound, StorageQuotaExceeded
 from bpflow.expiry import expire
@@ -66,6 +66,8 @@ class Worker:
         self.webhooks = Deliverer()  # keeps its connections between rounds
         self.duties.append(self.webhooks)
         self.duties.append(Sweeper())  # uploads no form held within a day
+        self.duties.append(operations.Runner())  # bulk operations (SPEC §18)
+        self.duties.append(operations.fold_waits)  # the durations (SPEC §18)
 
     def run_once(self, limit: int = 200) -> int:
         """Work through one batch of due instances; returns how many were claimed.

@@ -27,6 +27,8 @@ from bpflow_app.pages.home import TAGLINE, index
 from bpflow_app.pages.inbox import inbox_page
 from bpflow_app.pages.mail_state import MailState
 from bpflow_app.pages.not_found import not_found_page
+from bpflow_app.pages.operations import operations_page
+from bpflow_app.pages.operations_state import OperationsState
 from bpflow_app.pages.register import register_page
 from bpflow_app.pages.substitute import substitute_page
 from bpflow_app.pages.substitute_state import SubstituteState
@@ -75,6 +77,9 @@ app.add_page(outer_circle(webhooks_page), route=routes.WEBHOOKS, title=_("Webhoo
              on_load=page_loads(routes.WEBHOOKS, WebhooksState.load))
 app.add_page(outer_circle(audit_page), route=routes.AUDIT, title=_("Audit log · bpflow"),
              on_load=page_loads(routes.AUDIT, AuditState.load))
+app.add_page(outer_circle(operations_page), route=routes.OPERATIONS,
+             title=_("Operations · bpflow"),
+             on_load=page_loads(routes.OPERATIONS, OperationsState.load))
 app.add_page(guest_page, route=routes.GUEST, title=_("Leave a message · bpflow"),
              on_load=GuestState.load)
 app.add_page(guest_page, route=routes.GUEST_TENANT, title=_("Leave a message · bpflow"),

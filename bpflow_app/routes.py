@@ -18,6 +18,7 @@ ACCOUNT = "/account"  # one's own account
 SUBSTITUTE = "/substitute"  # one's substitute (an admin's for someone: ?user=NAME)
 WEBHOOKS = "/webhooks"
 AUDIT = "/audit"  # the audit log (admins, SPEC §18)
+OPERATIONS = "/operations"  # what is stuck, fixed in bulk (SPEC §18)
 REGISTER = "/register"
 NOT_FOUND = "404"  # Reflex's route of every path the app does not have
 

@@ -11,6 +11,7 @@ asked) gets Forbidden.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 from bpflow import access
@@ -21,12 +22,13 @@ from bpflow.mailbox import Mailbox
 from bpflow.moves.steps import Op, returning, step, step_async, visible, visible_async
 from bpflow.store import Store
 from bpflow.store.public import AlreadyStarted
-from engine.instance import Instance
+from engine.instance import FAILURE, Instance
 from engine.messages import N_
 from engine.moves import INSTANCE_MOVES
 from engine.runtime import Engine, InputError
 
 WORKER = "worker"  # the actor of what the worker does on its own (expiry)
+Within = Callable[[Op], Op]  # an op wrapped to run with more in the same step
 
 
 # --------------------------------------------------------------------- start
@@ -172,6 +174,21 @@ def resetting(caller: Caller, uri: str, scope: str, levels: int | None) -> Op:
     return op
 
 
+def retrying(caller: Caller, circle: str | None = None) -> Op:
+    """Retry an incident: reset its failed circle (`circle`, or every failed one) with
+    scope `self`, as an admin would by hand (SPEC §18's bulk retry)."""
+    def op(engine: Engine, inst: Instance) -> None:
+        _controlled(caller, inst)
+        failed = [cid for cid, run in inst.circles.items() if run.state == FAILURE
+                  and (circle is None or cid == circle)]
+        if not failed:
+            raise Conflict(N_("the instance has no failed circle to retry"))
+        for cid in failed:
+            if inst.circles[cid].state == FAILURE:  # not reset with an earlier one
+                engine.reset(inst, cid, "self", None, caller.username)
+    return op
+
+
 def controlling(caller: Caller | None, move: str, reason: str | None = None) -> Op:
     """Suspend, resume or abort the flow (the engine's instance moves); `caller` None is
     the worker acting on its own."""
@@ -208,11 +225,21 @@ async def reset_async(store: Store, caller: Caller, iid: str, uri: str, scope: s
     return await step_async(store, caller, iid, resetting(caller, uri, scope, levels))
 
 
+def retry(store: Store, caller: Caller, iid: str, circle: str | None = None,
+          within: Within | None = None) -> Instance:
+    """Reset the instance's failed circle (`retrying`); `within` wraps the move's op (a
+    bulk operation's check and mark, in the same step)."""
+    op = retrying(caller, circle)
+    return step(store, caller, iid, within(op) if within else op)
+
+
 def control(store: Store, caller: Caller, iid: str, move: str,
-            reason: str | None = None) -> Instance:
+            reason: str | None = None, within: Within | None = None) -> Instance:
     """Suspend, resume or abort (`move`) for the caller; an aborted flow asks nobody any
-    more (its undecided approval mail is closed)."""
-    inst = step(store, caller, iid, controlling(caller, move, reason))
+    more (its undecided approval mail is closed). `within` wraps the move's op (a bulk
+    operation's check and mark, in the same step)."""
+    op = controlling(caller, move, reason)
+    inst = step(store, caller, iid, within(op) if within else op)
     _over(store, iid, move)
     return inst
 

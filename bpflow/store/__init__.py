@@ -10,6 +10,8 @@ leases in one database (an SQLite file by default, PostgreSQL or any SQLAlchemy 
     drafts.py      templates being designed in the browser (SPEC §16), their authors'
     sandboxes.py   drafts tried before they are published (SPEC §16), in no list
     audit.py       the audit log: what admins did (SPEC §18), append-only
+    operations.py  the operations page's lists and bulk operations' rows (SPEC §18)
+    waits.py       durations: where instances wait, folded from the history (SPEC §18)
     mail.py        the mailbox table's rows
     leases.py      which instances have due work, and the workers' leases on them
     signals.py     signals delivered to the circles waiting for them
@@ -69,6 +71,7 @@ from bpflow.store.keys import derive, load_secret
 from bpflow.store.leases import Leases
 from bpflow.store.mail import MailRows
 from bpflow.store.migrating import Migrating
+from bpflow.store.operations import Operations
 from bpflow.store.pg.driver import PgDriver
 from bpflow.store.pg.pools import conninfo
 from bpflow.store.queries import Queries
@@ -83,6 +86,7 @@ from bpflow.store.tables import DEFAULT_TENANT
 from bpflow.store.templates import Templates
 from bpflow.store.tenants import Tenants
 from bpflow.store.users import Users
+from bpflow.store.waits import Waits
 from bpflow.store.writing import Driver
 from engine.kinds import WORKER_RUN
 from engine.model import Template
@@ -92,7 +96,8 @@ __all__ = ["Conflict", "NotFound", "Store"]
 
 
 class Store(Templates, Users, Instances, Steps, Queries, MailRows, Leases, Tenants, Signals,
-            Feed, Migrating, Crowds, Substitutes, Files, Drafts, Sandboxes, AuditLog):
+            Feed, Migrating, Crowds, Substitutes, Files, Drafts, Sandboxes, AuditLog,
+            Operations, Waits):
     """Templates, instances, users, history, mail and leases in one SQL database.
 
     A store is seen from one tenant (SPEC §12): `tenant`, `default` for the one a store

@@ -132,3 +132,7 @@ class StoreParts:
 
         # Migrating
         def _moved(self, write: Write) -> None: ...
+
+        # Feed
+        def _scan(self, conn: Connection, tenant: str | None, after: Any,
+                  limit: int) -> list[Any]: ...

@@ -52,10 +52,13 @@ from bpflow.store.files import record as file_record
 from bpflow.store.keys import MIN_SECRET_BYTES, SecretError, derive, home, load_secret
 from bpflow.store.mail import MAIL_KINDS, MailKind
 from bpflow.store.migrate import upgrade
+from bpflow.store.operations import COUNT_MAX, DONE, OPERATION_MAX, PENDING, REFUSED
 from bpflow.store.tables import circles_t, instances_t, mail_t, substitutes_t, users_t
 from bpflow.store.tenants import FRAME_TEMPLATE, TENANT_NAME, valid_tenant
 
 __all__ = [
+    # bulk operations (SPEC §18): an item's states, the lists' and operations' sizes
+    "COUNT_MAX", "DONE", "OPERATION_MAX", "PENDING", "REFUSED",
     # errors, each one answer to the caller (the API's error map, the pages' messages)
     "AlreadyStarted", "BadCursor", "BadMigration", "Conflict", "NotFound", "QuotaExceeded",
     "RateLimited", "StorageQuotaExceeded",

@@ -15,6 +15,7 @@ from sqlalchemy import (
     BigInteger,
     Boolean,
     Column,
+    Float,
     ForeignKey,
     ForeignKeyConstraint,
     Index,
@@ -124,6 +125,10 @@ class InstanceRow(SQLModel, table=True):
         Index("ix_instances_batch", "batch", "tenant", "status", "version",  # crowds.py
               sqlite_where=text("batch IS NOT NULL"),
               postgresql_where=text("batch IS NOT NULL")),
+        # the operations page's filtered lists (SPEC §18, migration 0022), newest first
+        Index("ix_instances_ops_status", "tenant", "status", "created_at"),
+        Index("ix_instances_ops_template", "tenant", "template", "status", "created_at"),
+        Index("ix_instances_ops_updated", "tenant", "updated_at"),
         UniqueConstraint("tenant", "id", name="uq_instances_tenant_id"),
         _in_tenant(("template_id",), "templates", ("id",), name="fk_instances_template"),
         _in_tenant(("user_id",), "users", ("id",), name="fk_instances_user"),
@@ -189,6 +194,18 @@ class CircleStateRow(SQLModel, table=True):
         Index("ix_circle_states_batch", "tenant", "batch", "circle", "state",
               sqlite_where=text("batch IS NOT NULL"),
               postgresql_where=text("batch IS NOT NULL")),
+        # the operations page (SPEC §18, migration 0022): failed circles (incidents),
+        # circles waiting since (`waiting_hours`), open tasks past their due time; each
+        # holds only the rows it is about
+        Index("ix_circle_states_failed", "tenant", "circle",
+              sqlite_where=text("state = 'failure'"),
+              postgresql_where=text("state = 'failure'")),
+        Index("ix_circle_states_waiting", "tenant", "ready_at",
+              sqlite_where=text("state = 'waiting' AND ready_at IS NOT NULL"),
+              postgresql_where=text("state = 'waiting' AND ready_at IS NOT NULL")),
+        Index("ix_circle_states_overdue", "tenant", "due_at",
+              sqlite_where=text("audience IS NOT NULL AND due_at IS NOT NULL"),
+              postgresql_where=text("audience IS NOT NULL AND due_at IS NOT NULL")),
         _in_tenant(("instance_id",), "instances", ("id",), "CASCADE",
                    name="fk_circle_states_instance"),
     )
@@ -555,8 +572,101 @@ class AuditRow(SQLModel, table=True):
     after: Any = _json()
 
 
+class OperationRow(SQLModel, table=True):
+    """A bulk operation (SPEC §18): `action` (retry, abort, suspend, resume, migrate) with
+    its `params`, on the instances matched when it was asked for (`operation_items`), by
+    an admin of the tenant; applied by a worker holding its lease (`lease_owner`,
+    `lease_until`), counted as it goes (`done`, `refused`), `finished_at` once every item
+    has its result. Claimed by the unfinished ones' index (`ix_operations_open`)."""
+
+    __tablename__ = "operations"
+    __table_args__ = (
+        Index("ix_operations_tenant", "tenant", "created_at"),
+        Index("ix_operations_open", "lease_until", sqlite_where=text("finished_at IS NULL"),
+              postgresql_where=text("finished_at IS NULL")),
+    )
+
+    id: str = Field(sa_column=Column(String(32), primary_key=True))
+    tenant: str = _tenant()
+    action: str = Field(sa_column=Column(String(20), nullable=False))
+    params: dict[str, Any] = _json(nullable=False)
+    filter: Any = _json()  # what the instances were matched by; null: listed by id
+    created_by_id: int = Field(sa_column=Column(Integer, nullable=False))
+    created_by: str = Field(sa_column=Column(String(100), nullable=False))
+    created_at: datetime = _time()
+    matched: int = Field(sa_column=Column(Integer, nullable=False))
+    done: int = Field(default=0, sa_column=Column(Integer, nullable=False, server_default="0"))
+    refused: int = Field(default=0, sa_column=Column(Integer, nullable=False,
+                                                     server_default="0"))
+    finished_at: datetime | None = _time(nullable=True)
+    lease_owner: str | None = Field(default=None, sa_column=Column(String(100), nullable=True))
+    lease_until: datetime | None = _time(nullable=True)
+
+
+class OperationItemRow(SQLModel, table=True):
+    """One instance of a bulk operation: `pending`, then `done` or `refused` (with the
+    `reason`), written once. Pending ones are read in id order (`ix_operation_items_state`)."""
+
+    __tablename__ = "operation_items"
+    __table_args__ = (
+        Index("ix_operation_items_state", "operation_id", "state", "instance_id"),
+    )
+
+    operation_id: str = Field(sa_column=Column(
+        String(32), ForeignKey("operations.id", ondelete="CASCADE"), primary_key=True))
+    instance_id: str = Field(sa_column=Column(String(32), primary_key=True))
+    state: str = Field(sa_column=Column(String(10), nullable=False))
+    reason: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    at: datetime | None = _time(nullable=True)
+
+
+class WaitCursorRow(SQLModel, table=True):
+    """How far the history is folded into the durations (`bpflow.store.waits`): one row,
+    a feed position."""
+
+    __tablename__ = "wait_cursor"
+
+    id: int = Field(sa_column=Column(Integer, primary_key=True, autoincrement=False))
+    position: str = Field(sa_column=Column(String(60), nullable=False))
+
+
+class WaitRoundRow(SQLModel, table=True):
+    """A circle's round not yet ended: since when it is ready (`bpflow.store.waits`)."""
+
+    __tablename__ = "wait_rounds"
+
+    tenant: str = _tenant()
+    instance_id: str = Field(sa_column=Column(String(32), primary_key=True))
+    circle: str = Field(sa_column=Column(String(400), primary_key=True))
+    ready_at: datetime = _time()
+
+
+class WaitBucketRow(SQLModel, table=True):
+    """How many rounds of a circle ("" for whole instances) of a template version ended
+    on a UTC `day` (YYYY-MM-DD; "*": any day) with a duration in `bucket`, and the
+    longest (seconds)."""
+
+    __tablename__ = "wait_buckets"
+
+    tenant: str = Field(default=DEFAULT_TENANT, sa_column=Column(
+        String(63), ForeignKey("tenants.name", ondelete="RESTRICT"), primary_key=True,
+        server_default=DEFAULT_TENANT))
+    template: str = Field(sa_column=Column(String(100), primary_key=True))
+    version: int = Field(sa_column=Column(Integer, primary_key=True, autoincrement=False))
+    circle: str = Field(sa_column=Column(String(400), primary_key=True))
+    day: str = Field(sa_column=Column(String(10), primary_key=True))
+    bucket: int = Field(sa_column=Column(Integer, primary_key=True, autoincrement=False))
+    count: int = Field(sa_column=Column(Integer, nullable=False))
+    max: float = Field(sa_column=Column(Float, nullable=False))
+
+
 drafts_t = _table_of(DraftRow)
 audit_t = _table_of(AuditRow)
+wait_cursor_t = _table_of(WaitCursorRow)
+wait_rounds_t = _table_of(WaitRoundRow)
+wait_buckets_t = _table_of(WaitBucketRow)
+operations_t = _table_of(OperationRow)
+operation_items_t = _table_of(OperationItemRow)
 layouts_t = _table_of(LayoutRow)
 
 

@@ -49,6 +49,8 @@ def _links() -> list[rx.Component]:
         rx.cond(SessionState.is_admin, _nav_link(_("Users"), routes.USERS, "users")),
         rx.cond(SessionState.is_admin, _nav_link(_("Webhooks"), routes.WEBHOOKS, "webhook")),
         rx.cond(SessionState.is_admin, _nav_link(_("Audit log"), routes.AUDIT, "scroll-text")),
+        rx.cond(SessionState.is_admin, _nav_link(_("Operations"), routes.OPERATIONS,
+                                                 "activity")),
     ]
 
 

@@ -32,7 +32,8 @@ KIND_WORDS = {"user_added": N_("User added"),
               "tenant_added": N_("Organisation added"),
               "substitute_set": N_("Substitute set"),
               "substitute_cleared": N_("Substitute cleared"),
-              "operation_started": N_("Bulk operation started")}
+              "operation_started": N_("Bulk operation started"),
+              "operation_finished": N_("Bulk operation finished")}
 # the fields of an entry's before and after (`bpflow.audit.KINDS`); others shown as data
 FIELD_WORDS = {"roles": N_("Roles"), "disabled": N_("Disabled"), "version": N_("Version"),
                "retired": N_("Retired"), "instances": N_("Flows"),

@@ -96,11 +96,17 @@ MATRIX = {
     "POST /api/drafts/1/try": (401, 403, 403, 403, 404),  # no draft 1 (trying: SPEC §16)
     # the audit log (SPEC §18): admins only
     "GET /api/audit": (401, 403, 403, 403, 200),
+    # operations (SPEC §18): admins only
+    "POST /api/operations": (401, 403, 403, 403, 202),
+    "GET /api/operations/lists/instances": (401, 403, 403, 403, 200),
+    "GET /api/operations/lists/incidents": (401, 403, 403, 403, 200),
+    "GET /api/templates/simple/durations": (401, 403, 403, 403, 200),
 }
 NOW = datetime.now(UTC)
 BODIES = {
     "/api/templates": FORM, "/api/instances": {"template": "simple"},
     "/api/drafts": {"body": FORM},
+    "/api/operations": {"action": "suspend", "filter": {"template": "simple"}},
     "complete": {"bookmark": "{bookmark}", "result": {"n": 1}},
     "fail": {"bookmark": "{bookmark}", "reason": "no"}, "reset": {"uri": "a"},
     "abort": {"reason": "stop"}, "decision": {"decision": "approved"},

@@ -201,6 +201,13 @@ HOSTILE = {
                                  "valid dictionary"),
     "sandbox answer status 600": ("POST", "/api/drafts/1/try/circles/a/answer",
                                   '{"status": 600}', "admin", 422, "less than or equal"),
+    # operations (SPEC §18)
+    "operation both filter and instances": ("POST", "/api/operations", json.dumps(
+        {"action": "abort", "filter": {}, "instances": ["{iid}"]}), "admin", 422,
+        "either a filter or a list of instances"),
+    "operation filter time without a zone": ("POST", "/api/operations", json.dumps(
+        {"action": "abort", "filter": {"started_after": "2026-01-01T00:00:00"}}), "admin",
+        422, "timezone"),
 }
 
 

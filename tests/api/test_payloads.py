@@ -267,6 +267,15 @@ def test_every_answer_has_exactly_its_models_keys(store, short_path):
     call("admin", "GET", here)
     call("admin", "DELETE", here, expect=204)
     call("admin", "GET", "/api/audit")  # the audit log (SPEC §18)
+    # operations (SPEC §18): lists, a bulk operation and its progress, durations
+    call("admin", "GET", "/api/operations/lists/instances", status="running", limit=5)
+    call("admin", "GET", "/api/operations/lists/incidents")
+    call("admin", "GET", "/api/operations/lists/overdue")
+    started = call("admin", "POST", "/api/operations",
+                   {"action": "suspend", "filter": {"template": "simple"}}, expect=202)
+    Worker(store).run_duties()
+    call("admin", "GET", f"/api/operations/{started['operation']}")
+    call("admin", "GET", "/api/templates/simple/durations")
 
     assert call.checked == {(m, r.path) for r in ROUTES for m in r.methods}
     if short_path:

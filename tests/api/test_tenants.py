@@ -38,12 +38,15 @@ from bpflow.store.tables import (
     instances_t,
     layouts_t,
     mail_t,
+    operations_t,
     pinned_t,
     retired_t,
     substitutes_t,
     templates_t,
     tenants_t,
     users_t,
+    wait_buckets_t,
+    wait_rounds_t,
     webhooks_t,
 )
 from bpflow.worker import Worker
@@ -85,7 +88,8 @@ def only(tenant: str) -> dict[str, Any]:
 
 TABLES = (users_t, templates_t, instances_t, pinned_t, circles_t, events_t, mail_t,
           audience_t, retired_t, webhooks_t, deliveries_t, batches_t, substitutes_t, files_t,
-          blobs_t, drafts_t, layouts_t, audit_t)
+          blobs_t, drafts_t, layouts_t, audit_t, operations_t, wait_rounds_t,
+          wait_buckets_t)
 
 
 def dump(store: Store, tenant: str) -> dict[str, list[tuple]]:
@@ -142,6 +146,9 @@ def build_world(store: Store) -> dict[str, dict[str, Any]]:
         w["draft"] = s.add_draft(s.user(people["admin"])["id"], "simple", simple("a draft"))
         s.start_sandbox(str(w["draft"]), simple("a draft"), {}, s.user(people["admin"]))
         w["audit"] = s.add_audit(None, None, "quotas_changed", tenant)
+        w["operation"] = f"{len(tenant):032x}"  # a bulk operation (SPEC §18), never run
+        s.add_operation(w["operation"], "resume", {}, {}, None, [w["other"]], 1,
+                        people["admin"])
         w["ids"] = {w[k] for k in ("simple", "other", "ask", "fin", "sig")}
     return world
 
@@ -341,6 +348,22 @@ def own_drafts_only(r, ctx) -> str | None:
     return None
 
 
+def own_operation_instances(r, ctx) -> str | None:
+    if ctx["role"] != "admin":
+        return None if r.status_code == 403 else f"status {r.status_code}"
+    seen = {i["id"] for i in r.json()["items"]}
+    if seen & ctx["victim"]["ids"] or not seen:
+        return f"lists the instances {seen}"
+    return None
+
+
+def own_operation(r, ctx) -> str | None:
+    if ctx["role"] != "admin":
+        return None if r.status_code == 403 else f"status {r.status_code}"
+    return None if r.status_code == 202 and r.json()["matched"] == 0 else \
+        f"{r.status_code} {r.text[:200]}"
+
+
 def own_audit_only(r, ctx) -> str | None:
     if ctx["role"] != "admin":
         return None if r.status_code == 403 else f"status {r.status_code}"
@@ -446,6 +469,17 @@ ROWS += [  # the event feed and webhooks (SPEC §11)
     ("GET", "/api/events?limit=1000", None, own_events_only),
     ("GET", "/api/webhooks", None, own_webhooks_only),
     ("GET", "/api/audit", None, own_audit_only),  # SPEC §18
+    # operations (SPEC §18): the other tenant's instances, operations and templates are
+    # not found, nor listed
+    ("POST", "/api/operations", {"action": "abort", "instances": ["{v_simple}"]},
+     ADMIN_ONLY_404),
+    ("POST", "/api/operations", {"action": "abort", "filter": {"template": "only-{victim}"}},
+     own_operation),
+    ("GET", "/api/operations/{v_operation}", None, ADMIN_ONLY_404),
+    ("GET", "/api/operations/lists/instances?template=simple", None, own_operation_instances),
+    ("GET", "/api/operations/lists/incidents", None, ADMIN_ONLY_200),
+    ("GET", "/api/operations/lists/overdue", None, ADMIN_ONLY_200),
+    ("GET", "/api/templates/{v_only}/durations", None, ADMIN_ONLY_404),
     ("GET", "/api/webhooks/{v_hook}", None, ADMIN_ONLY_404),
     ("GET", "/api/webhooks/{v_hook}/deliveries", None, ADMIN_ONLY_404),
     ("DELETE", "/api/webhooks/{v_hook}", None, ADMIN_ONLY_404),

@@ -155,7 +155,8 @@ def test_each_signed_in_page_loads_on_the_server_and_the_frame_last():
     assert frame_state.loads_for("/404") == (FrameState.load,)
     assert set(frame_state.PAGE_LOADS) == {"/flows", "/flow/[id]", "/inbox", "/templates",
                                            "/users", "/webhooks", "/account", "/substitute",
-                                           "/design", "/design/[name]", "/audit"}
+                                           "/design", "/design/[name]", "/audit",
+                                           "/operations"}
 
 
 def test_a_new_session_loads_the_page_it_comes_up_on(make_state, web_store):

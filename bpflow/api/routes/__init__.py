@@ -16,6 +16,7 @@ from bpflow.api.routes import (
     mailbox,
     migrations,
     nudges,
+    operations,
     returns,
     sandbox,
     signals,
@@ -28,4 +29,5 @@ from bpflow.api.routes import (
 ROUTERS = (health.router, auth.router, users.router, templates.router, migrations.router,
            crowds.router, instances.router, nudges.router, tasks.router, returns.router,
            mailbox.router, guest.router, signals.router, events.router, substitutes.router,
-           files.router, drafts.router, sandbox.router, audit.router)
+           files.router, drafts.router, sandbox.router, audit.router,
+           operations.router)

@@ -1,0 +1,222 @@
+"""Bulk operations (SPEC §18) on a real store: matched by a filter or by id, applied by
+the worker's duty through the moves' services, a result per instance, never twice."""
+
+from __future__ import annotations
+
+import os
+import signal
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from sqlalchemy import func, select
+
+from bpflow import operations
+from bpflow.access import Caller
+from bpflow.errors import Forbidden, NotFound
+from bpflow.store import Store
+from bpflow.store.tables import events_t
+from bpflow.worker import Worker
+from tests.services.test_worker import run_worker_process, stop, wait_until
+
+FLOW = {"name": "claim", "kind": "linear", "circles": [
+    {"uri": "a", "box": {"form": [{"name": "v", "type": "integer"}]}},
+    {"uri": "b", "box": {"form": [{"name": "v", "type": "integer"}]}}]}
+
+
+@pytest.fixture
+def admin(store: Store) -> Caller:
+    store.add_user("root", "pw-root-123456", ["admin"])
+    return Caller.of(store.user("root"))
+
+
+def failed(store: Store, n: int, reason: str = "HTTP 503") -> list[str]:
+    ids = []
+    for _ in range(n):
+        inst = store.start("claim", {})
+        store.fail(inst.id, "a", store.engine.bookmark(inst, "a"), reason, actor="t")
+        ids.append(inst.id)
+    return ids
+
+
+def run(store: Store, op_id: str, rounds: int = 50) -> dict:
+    worker = Worker(store, name="w")
+    for _ in range(rounds):
+        worker.run_duties()
+        if store.operation(op_id)["finished_at"] is not None:
+            break
+    return store.operation(op_id)
+
+
+def resets(store: Store, iid: str) -> int:
+    return len(store.history(iid, ["circle_reset"]))
+
+
+def test_bulk_retry_resets_each_failed_circle_once_with_a_result_each(store, admin):
+    store.put_template(FLOW)
+    ids = failed(store, 5)
+    running = store.start("claim", {}).id
+    started = operations.start(store, admin, "retry", {"status": "failed"})
+    assert started["matched"] == 5
+    op = run(store, started["operation"])
+    assert (op["done"], op["refused"]) == (5, 0)
+    for iid in ids:
+        assert store.get(iid).circles["a"].state == "waiting"
+        assert resets(store, iid) == 1
+    assert resets(store, running) == 0
+    seen = operations.progress(store, admin, started["operation"])
+    assert seen["finished"] and seen["pending"] == 0
+    assert sorted(i["instance"] for i in seen["items"]) == sorted(ids)
+    kinds = [e["kind"] for e in store.audit_entries()]
+    assert kinds[-2:] == ["operation_started", "operation_finished"]
+
+
+def test_a_move_applied_before_a_crash_is_not_applied_again(store, admin):
+    store.put_template(FLOW)
+    ids = failed(store, 3)
+    started = operations.start(store, admin, "retry", None, ids)
+    op = store.operation(started["operation"])
+    # the worker moved the first instance, then died before writing its result
+    assert operations._apply(store, admin, op, ids[0])[1] == "done"
+    op = run(store, started["operation"])
+    assert (op["done"], op["refused"]) == (3, 0)
+    assert [resets(store, iid) for iid in ids] == [1, 1, 1]
+
+
+def test_an_instance_the_move_does_not_fit_is_refused_with_the_reason(store, admin):
+    store.put_template(FLOW)
+    (broken,) = failed(store, 1)
+    fine = store.start("claim", {}).id
+    started = operations.start(store, admin, "retry", None, [broken, fine])
+    op = run(store, started["operation"])
+    assert (op["done"], op["refused"]) == (1, 1)
+    items = {i["instance"]: i for i in operations.progress(
+        store, admin, started["operation"])["items"]}
+    assert items[fine]["state"] == "refused" and "no failed circle" in items[fine]["reason"]
+
+
+def test_suspend_and_resume_many_through_the_flow_moves(store, admin):
+    store.put_template(FLOW)
+    ids = [store.start("claim", {}).id for _ in range(3)]
+    op = run(store, operations.start(store, admin, "suspend", {"template": "claim"})
+             ["operation"])
+    assert op["done"] == 3 and {store.get(i).status for i in ids} == {"suspended"}
+    op = run(store, operations.start(store, admin, "resume", None, ids)["operation"])
+    assert op["done"] == 3 and {store.get(i).status for i in ids} == {"running"}
+
+
+def test_bulk_migrate_moves_through_the_migration_and_its_dry_run(store, admin):
+    store.put_template(FLOW)
+    ids = [store.start("claim", {}).id for _ in range(2)]
+    store.put_template({**FLOW, "circles": FLOW["circles"][:1] + [
+        {"uri": "c", "box": {"form": [{"name": "v", "type": "integer"}]}}]})
+    params = {"template": "claim", "from": 1, "to": 2, "map": {"b": "c"}}
+    dry = run(store, operations.start(store, admin, "migrate", {}, None,
+                                      {**params, "dry_run": True})["operation"])
+    assert dry["done"] == 2 and {store.get(i).version for i in ids} == {1}
+    op = run(store, operations.start(store, admin, "migrate", {}, None, params)["operation"])
+    assert op["done"] == 2 and {store.get(i).version for i in ids} == {2}
+
+
+def test_only_admins_of_the_tenant_start_or_read_operations(store, admin):
+    store.put_template(FLOW)
+    store.add_user("bob", "pw-bob-1234567", ["user"])
+    bob = Caller.of(store.user("bob"))
+    with pytest.raises(Forbidden):
+        operations.start(store, bob, "abort", {"template": "claim"})
+    op_id = operations.start(store, admin, "abort", {"template": "claim"})["operation"]
+    with pytest.raises(Forbidden):
+        operations.progress(store, bob, op_id)
+    store.add_tenant("other")
+    other = store.of("other")
+    other.add_user("admin2", "pw-admin2-12345", ["admin"])
+    with pytest.raises(NotFound):
+        operations.progress(other, Caller.of(other.user("admin2")), op_id)
+
+
+def test_incidents_group_failed_circles_by_template_circle_and_reason(store, admin):
+    store.put_template(FLOW)
+    five = failed(store, 5, "HTTP 503")
+    two = failed(store, 2, "timeout")
+    groups = store.incidents(shown=3)
+    assert [(g["template"], g["circle"], g["reason"], g["count"]) for g in groups] == [
+        ("claim", "a", "HTTP 503", 5), ("claim", "a", "timeout", 2)]
+    assert set(groups[0]["instances"]) <= set(five) and len(groups[0]["instances"]) == 3
+    assert sorted(groups[1]["instances"]) == sorted(two)
+    rows, total = store.operation_instances({"circle": "a", "reason": "timeout"})
+    assert total == 2 and {r["id"] for r in rows} == set(two)
+
+
+def test_filters_by_starter_status_and_waiting_time(store, admin):
+    store.put_template(FLOW)
+    mine = store.start("claim", {}, admin.as_user()).id
+    store.start("claim", {})
+    rows, total = store.operation_instances({"starter": "root", "status": "running"})
+    assert [r["id"] for r in rows] == [mine] and total == 1
+    assert store.operation_instances({"waiting_hours": 1})[1] == 0
+    assert store.operation_instances({"waiting_hours": 0})[1] == 2
+
+
+def test_a_bulk_retry_of_1000_survives_its_worker_killed_midway(db_url, store, admin):
+    """The acceptance of SPEC §18: the worker applying a bulk retry of 1,000 failed
+    instances is killed (SIGKILL) midway and another started: every instance is retried
+    exactly once, the operation finishes with a result for each."""
+    store.put_template(FLOW)
+    ids = failed(store, 1000)
+    op_id = operations.start(store, admin, "retry", {"status": "failed"})["operation"]
+    doomed = run_worker_process(db_url, "--poll", "0.05", "--lease", "1")
+    try:
+        wait_until(lambda: store.operation(op_id)["done"] >= 150, 60, "the retry to begin")
+        os.killpg(doomed.pid, signal.SIGKILL)
+        doomed.wait(timeout=10)
+    finally:
+        stop(doomed)
+    assert store.operation(op_id)["finished_at"] is None  # stopped midway
+    rescuer = run_worker_process(db_url, "--poll", "0.05", "--lease", "1")
+    try:
+        wait_until(lambda: store.operation(op_id)["finished_at"] is not None, 60,
+                   "the operation to finish")
+    finally:
+        stop(rescuer)
+    op = store.operation(op_id)
+    assert (op["matched"], op["done"], op["refused"]) == (1000, 1000, 0)
+    items = store.operation_items(op_id, limit=2000)
+    assert sorted(i["instance_id"] for i in items) == sorted(ids)
+    assert {i["state"] for i in items} == {"done"}
+    with store.reader() as conn:  # one reset and one mark of the operation each
+        counts = dict(conn.execute(select(events_t.c.kind, func.count()).where(
+            events_t.c.kind.in_(["circle_reset", operations.MARKER]))
+            .group_by(events_t.c.kind)).all())
+        per = select(func.count().label("n")).where(
+            events_t.c.kind == "circle_reset").group_by(events_t.c.instance_id).subquery()
+        most = conn.execute(select(func.max(per.c.n))).scalar()
+    assert counts == {"circle_reset": 1000, operations.MARKER: 1000}
+    assert most == 1
+    assert {store.get(i).circles["a"].state for i in ids[:20]} == {"waiting"}
+
+
+def test_durations_are_folded_from_the_history_once(db_url):
+    now = [datetime(2026, 3, 1, 9, tzinfo=UTC)]
+    s = Store(db_url, secret=b"durations-test-secret-0123456789", clock=lambda: now[0])
+    try:
+        s.put_template(FLOW)
+        for minutes in range(1, 11):  # `a` waits 1..10 minutes, `b` one
+            inst = s.start("claim", {})
+            now[0] += timedelta(minutes=minutes)
+            inst = s.complete(inst.id, "a", s.engine.bookmark(inst, "a"), {"v": 1})
+            now[0] += timedelta(minutes=1)
+            s.complete(inst.id, "b", s.engine.bookmark(inst, "b"), {"v": 1})
+        s.start("claim", {})  # waiting: no round ended
+        while s.fold_waits(limit=7):
+            pass
+        got = s.durations("claim")
+        a, b, whole = got["circles"]["a"], got["circles"]["b"], got["instances"]
+        assert (a["count"], a["max"]) == (10, 600.0)
+        assert 300 / 1.1 <= a["p50"] <= 300 and 600 / 1.1 <= a["p95"] <= 600
+        assert (b["count"], b["p50"], b["max"]) == (10, 60.0, 60.0)
+        assert (whole["count"], whole["max"]) == (10, 660.0)
+        assert s.fold_waits() == 0 and s.durations("claim") == got  # folded once
+        assert s.durations("claim", version=2)["circles"] == {}
+        assert s.durations("claim", since=now[0] + timedelta(days=1))["instances"][
+            "count"] == 0
+    finally:
+        s.close()
