@@ -12,11 +12,17 @@ import "./design_canvas.css";
 
 function Circle({ data, selected }) {
   const bad = data.errors && data.errors.length > 0;
+  // while the draft is tried: its state's colours, as the flow page draws them
+  const tried = data.state ? { background: data.fill, borderColor: data.stroke } : undefined;
   return (
     <div className={"dc-circle" + (bad ? " dc-bad" : "") + (selected ? " dc-selected" : "")}
-         data-uri={data.uri} data-kind={data.kind}>
+         data-uri={data.uri} data-kind={data.kind} data-state={data.state} style={tried}>
       <Handle type="target" position={Position.Left} />
-      <div className="dc-uri" translate="no">{data.uri}</div>
+      <div className="dc-uri" translate="no">
+        {data.glyph ? <span className="dc-glyph" aria-hidden="true"
+                            style={{ color: data.stroke }}>{data.glyph} </span> : null}
+        {data.uri}
+      </div>
       <div className="dc-kind">{data.label}</div>
       {bad ? <div className="dc-errors" role="note">{data.errors.join("; ")}</div> : null}
       <Handle type="source" position={Position.Right} />
