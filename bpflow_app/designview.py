@@ -360,8 +360,11 @@ def _picture(body: dict[str, Any], problems: list[Problem], selected: str, show_
             edge["deletable"] = False
             edges.append(edge)
         return nodes, edges
+    by_uri: dict[str, dict[str, Any]] = {}
+    for c in circles(body):
+        by_uri.setdefault(c.get("uri"), c)  # type: ignore[arg-type]
     for uri, (x, y) in where.items():
-        circle = find(body, uri) or {}
+        circle = by_uri.get(uri) or {}
         for g, group in enumerate(_groups(circle)):
             members = [s for s in group if s in where]
             if len(group) == 1:

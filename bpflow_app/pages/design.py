@@ -30,7 +30,7 @@ ICONS = {"form": "file-pen-line", "confirm": "circle-check", "http": "globe",
          "approval": "stamp", "mail": "mail", "timer": "timer", "signal": "radio",
          "flow": "workflow", "compute": "calculator", "marker": "circle-dot"}
 ONE = "minmax(0,1fr)"  # a grid of one column (on a phone, a tablet)
-DEBOUNCE_MS = 400  # typing in a field is analysed this long after the last key
+DEBOUNCE_MS = 150  # typing in a field is analysed this long after the last key
 TEMPLATE_WORDS = {"name": N_("Name"), "title": N_("Title"), "description": N_("Description"),
                   "inputs": N_("Inputs (JSON: name → type)"),
                   "starters": N_("Starters (roles, comma separated)"),

@@ -26,7 +26,7 @@ from bpflow.errors import Forbidden, Unauthorized
 from bpflow.limits import LimitError
 from bpflow_app import designview as dv
 from bpflow_app import routes
-from bpflow_app.catalogs import N_
+from bpflow_app.catalogs import N_, translate
 from bpflow_app.designview import Problem
 from bpflow_app.flowview import STATE_WORDS
 from bpflow_app.session import SessionState, expired
@@ -178,6 +178,12 @@ class DesignState(SessionState):
     _undo: list[str] = []
     _redo: list[str] = []
 
+    def _raw(self) -> dict[str, Any]:
+        """The body itself, not Reflex's proxy of it: reading a 200-circle body through
+        the proxy (a new proxy for every list and dict reached) costs far more than the
+        analysis (bench/designer.py). Only read: changes go through `_change`."""
+        return getattr(self.body, "__wrapped__", self.body)
+
     # ------------------------------------------------------------ loading
     def _designer(self) -> Caller:
         caller = self._caller()
@@ -255,22 +261,22 @@ class DesignState(SessionState):
                               f"location.pathname + '?draft={self.draft}')")
 
     def _exists(self, element: str) -> bool:
-        if dv.find(self.body, element) is not None:
+        if dv.find(self._raw(), element) is not None:
             return True
         parsed = dv.parse_arrow(element)
-        return parsed is not None and dv.find(self.body, parsed[0]) is not None
+        return parsed is not None and dv.find(self._raw(), parsed[0]) is not None
 
     # ------------------------------------------------------------ changes
     def _change(self, edit: Callable[[dict[str, Any]], str | None]) -> Any:
         """Apply `edit` to a copy of the body; keep it (undoable) unless it says why not."""
         def step(caller: Caller) -> Any:
-            body = copy.deepcopy(self.body)
+            body = copy.deepcopy(self._raw())
             refused = edit(body)
             if refused:
                 return rx.toast.error(self.gettext(REFUSALS.get(refused, refused)))
-            if body == self.body:
+            if body == self._raw():
                 return None
-            self._undo = [*self._undo[-(HISTORY - 1):], dv.dumps(self.body)]
+            self._undo = [*self._undo[-(HISTORY - 1):], dv.dumps(self._raw())]
             self._redo = []
             self.json_error = ""
             self._show(caller, body)
@@ -284,9 +290,9 @@ class DesignState(SessionState):
                 return None
             body = json.loads(source[-1])
             if back:
-                self._undo, self._redo = source[:-1], [*target, dv.dumps(self.body)]
+                self._undo, self._redo = source[:-1], [*target, dv.dumps(self._raw())]
             else:
-                self._redo, self._undo = source[:-1], [*target, dv.dumps(self.body)]
+                self._redo, self._undo = source[:-1], [*target, dv.dumps(self._raw())]
             self.json_error = ""
             self._show(caller, body)
             return self._save(caller, body)
@@ -359,7 +365,7 @@ class DesignState(SessionState):
     @rx.event
     def select_problem(self, pointer: str):
         """The problems list: select the circle the pointer names (else the template)."""
-        self.selected = dv.element_of(self.body, pointer)
+        self.selected = dv.element_of(self._raw(), pointer)
 
     @rx.event
     def auto_layout(self):
@@ -422,7 +428,7 @@ class DesignState(SessionState):
     def set_uri(self, text: str):
         old, new = self.selected, text.strip()
         out = self._change(lambda body: dv.rename(body, old, new))
-        if dv.find(self.body, new) is not None:
+        if dv.find(self._raw(), new) is not None:
             self.selected = new
         return out
 
@@ -514,7 +520,7 @@ class DesignState(SessionState):
         """The quick form's flow: a request form, then each approver step in order,
         replacing the canvas's (undoable)."""
         steps = [_chain_step(c) for c in self.chain]
-        name, title = self.body.get("name") or "approval", self.body.get("title") or ""
+        name, title = self._raw().get("name") or "approval", self._raw().get("title") or ""
         try:
             made = approval_chain(str(name), title, [dict(f) for f in CHAIN_FORM], steps)
         except ValueError as exc:
@@ -556,7 +562,7 @@ class DesignState(SessionState):
     def review(self):
         """Before publishing: what it changes against the latest version."""
         def step(caller: Caller) -> Any:
-            self.changes = changes_view(drafts.changes(store_for(caller), self.body))
+            self.changes = changes_view(drafts.changes(store_for(caller), self._raw()))
             self.asked = True
         return self._as_designer(step)
 
@@ -574,14 +580,14 @@ class DesignState(SessionState):
         self.asked = False
 
         def step(caller: Caller) -> Any:
-            saved = self._save(caller, copy.deepcopy(self.body)) if not self.draft else None
+            saved = self._save(caller, copy.deepcopy(self._raw())) if not self.draft else None
             if not self.draft:
                 return saved
             store = store_for(caller)
             try:
                 name, version, created = drafts.publish(store, caller, self.draft)
             except DefinitionError:
-                self.problems = self._analyse(caller, self.body)
+                self.problems = self._analyse(caller, self._raw())
                 return rx.toast.error(self.gettext("Fix the problems before publishing"))
             except BpflowError as exc:
                 return rx.toast.error(self.explain(exc))
@@ -617,7 +623,7 @@ class DesignState(SessionState):
 
         def starting(store: Any, caller: Caller) -> dict[str, Any]:
             if not self.draft:  # the draft the sandbox runs
-                self.draft = drafts.create_draft(store, caller, self.body).id
+                self.draft = drafts.create_draft(store, caller, self._raw()).id
             return sandbox.start(store, caller, self.draft)
         had = self.draft
         out = self._trying(starting)
@@ -701,7 +707,7 @@ class DesignState(SessionState):
         if not isinstance(run, dict):
             return TryPanel()
         state = dv.trial_states({self.selected: run})[self.selected]
-        circle = dv.find(self.body, self.selected) or {}
+        circle = dv.find(self._raw(), self.selected) or {}
         box = circle.get("box") if isinstance(circle.get("box"), dict) else {}
         form = box.get("form") if isinstance(box.get("form"), list) else []
         can = run.get("can") or []
@@ -726,19 +732,22 @@ class DesignState(SessionState):
         """The canvas's nodes and edges."""
         words = {**CANVAS_WORDS, **{f"kind:{k}": v for k, v in KIND_WORDS.items()}}
 
+        lang = self._language()  # once: each node's names are said in it
+
         def say(key: str, **values: Any) -> str:
-            return self.gettext(words[key], **values)
-        states = dv.trial_states(self.trial.get("circles") or {}) if self.trial else None
-        nodes, edges = dv.picture(self.body, self.problems, self.selected, self.show_weak,
+            return translate(lang, words[key], **values)
+        trial = getattr(self.trial, "__wrapped__", self.trial)
+        states = dv.trial_states(trial.get("circles") or {}) if trial else None
+        nodes, edges = dv.picture(self._raw(), self.problems, self.selected, self.show_weak,
                                   say, states)
         for n in nodes:  # a tried circle is named with its state
             if "state" in n["data"]:
-                n["ariaLabel"] += " — " + self.gettext(STATE_WORDS[n["data"]["state"]])
+                n["ariaLabel"] += " — " + translate(lang, STATE_WORDS[n["data"]["state"]])
         return {"nodes": nodes, "edges": edges}
 
     @rx.var
     def template_fields(self) -> dict[str, str]:
-        body = self.body
+        body = self._raw()
         return {"name": dv.value_text(body.get("name")),
                 "title": dv.value_text(body.get("title")),
                 "description": dv.value_text(body.get("description")),
@@ -751,7 +760,7 @@ class DesignState(SessionState):
 
     @rx.var
     def uris(self) -> list[str]:
-        return [c["uri"] for c in dv.circles(self.body) if isinstance(c.get("uri"), str)]
+        return [c["uri"] for c in dv.circles(self._raw()) if isinstance(c.get("uri"), str)]
 
     @rx.var
     def arrow_selected(self) -> bool:
@@ -759,7 +768,7 @@ class DesignState(SessionState):
 
     @rx.var
     def panel(self) -> Panel:
-        circle = dv.find(self.body, self.selected)
+        circle = dv.find(self._raw(), self.selected)
         if circle is None:
             return Panel()
         box = circle.get("box") if isinstance(circle.get("box"), dict) else {}
