@@ -584,7 +584,10 @@ class DesignState(SessionState):
             if not self.draft:
                 return saved
             store = store_for(caller)
+            tried, self.trial = self.draft, {}
             try:
+                if store.sandbox(str(tried)) is not None:  # the draft's try goes with it
+                    sandbox.delete(store, caller, tried)
                 name, version, created = drafts.publish(store, caller, self.draft)
             except DefinitionError:
                 self.problems = self._analyse(caller, self._raw())

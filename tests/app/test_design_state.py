@@ -316,12 +316,17 @@ def test_trying_a_draft_draws_its_states_and_path_and_makes_its_moves(make_state
     assert len([e for e in state.graph["edges"] if e.get("className") == "dc-path"]) == 3
     events = run(state.try_fire())  # nothing waits any more
     assert events and state.trial_status == "completed"
+    tried = str(state.draft)
 
     # the sandbox is in no list; stopping deletes it and the canvas draws the draft again
     assert web_store.sandbox(str(state.draft)) is not None
     run(state.stop_trying())
     assert not state.trying and web_store.sandbox(str(state.draft)) is None
     assert all("state" not in n["data"] for n in state.graph["nodes"])
+    run(state.try_it())  # tried again, then published: the sandbox goes with the draft
+    run(state.publish())
+    assert web_store.template("claimed")[0] == 1
+    assert not state.trying and web_store.sandbox(tried) is None
 
 
 def test_a_draft_with_errors_is_not_tried_and_answers_are_checked(make_state, web_store):
