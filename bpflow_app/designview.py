@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from bpflow_app.drawing import STATE_STYLE
 from engine.definition import FIELD_TYPES
 from engine.graph import FlowGraph
 from engine.layout import layout
@@ -276,12 +277,61 @@ def auto_positions(body: dict[str, Any]) -> dict[str, tuple[float, float]]:
 
 
 def picture(body: dict[str, Any], problems: list[Problem], selected: str,
-            show_weak: bool, say: Say = lambda key, **values: key
-            ) -> tuple[list[dict], list[dict]]:
+            show_weak: bool, say: Say = lambda key, **values: key,
+            states: dict[str, str] | None = None) -> tuple[list[dict], list[dict]]:
     """The canvas's nodes and edges (React Flow's shapes) of `body`: each circle at its
     kept position or the auto layout's, its errors on it. `say(key, **values)` words the
     accessible names in the reader's language (keys: `kind:<kind>`, `node`, `node_bad`,
-    `arrow`, `into_or`, `or_out`, `junction`, `weak`, `or`)."""
+    `arrow`, `into_or`, `or_out`, `junction`, `weak`, `or`). With `states` (a try-it
+    run's, `trial_states`), each circle is coloured as the flow page colours it and the
+    arrows of the path taken are drawn bold."""
+    nodes, edges = _picture(body, problems, selected, show_weak, say)
+    return (nodes, edges) if states is None else _tried(nodes, edges, states)
+
+
+def trial_states(circles: dict[str, dict[str, Any]]) -> dict[str, str]:
+    """Each circle's colour key (`drawing.STATE_STYLE`) from a sandbox's circles
+    (`bpflow.sandbox.state`): a waiting circle is ready, retrying or just waiting."""
+    out = {}
+    for uri, c in circles.items():
+        state = str(c.get("state") or "waiting")
+        if state == "waiting" and c.get("ready"):
+            state = "ready"
+        elif state == "waiting" and c.get("attempts") and c.get("fires_at"):
+            state = "retrying"
+        out[uri] = state if state in STATE_STYLE else "waiting"
+    return out
+
+
+PATH_STROKE = STATE_STYLE["success"][1]  # the arrows of the path taken
+MOVED = ("ready", "retrying", "success", "failure")  # a circle the path has reached
+
+
+def _tried(nodes: list[dict], edges: list[dict], states: dict[str, str]
+           ) -> tuple[list[dict], list[dict]]:
+    """The picture with a try-it run's states on its circles and its path: an arrow out of
+    a circle that succeeded into one the run has reached (through a junction too)."""
+    for n in nodes:
+        if n["type"] == "circle":
+            state = states.get(n["id"], "waiting")
+            fill, stroke, glyph = STATE_STYLE[state]
+            n["data"] = {**n["data"], "state": state, "fill": fill, "stroke": stroke,
+                         "glyph": glyph}
+
+    def circle(node_id: str) -> str:
+        return node_id.split(":")[1] if node_id.startswith("j:") else node_id
+    for e in edges:
+        source, target = circle(e["source"]), circle(e["target"])
+        if states.get(target) in MOVED and (e["source"].startswith("j:") or
+                                            states.get(source) == "success"):
+            e["className"] = "dc-path"
+            e["style"] = {"stroke": PATH_STROKE, "strokeWidth": 3}
+            e["markerEnd"] = {"type": "arrowclosed", "color": PATH_STROKE}
+    return nodes, edges
+
+
+def _picture(body: dict[str, Any], problems: list[Problem], selected: str, show_weak: bool,
+             say: Say) -> tuple[list[dict], list[dict]]:
     auto = auto_positions(body)
     errors: dict[str, list[str]] = {}
     for p in problems:
@@ -310,8 +360,11 @@ def picture(body: dict[str, Any], problems: list[Problem], selected: str,
             edge["deletable"] = False
             edges.append(edge)
         return nodes, edges
+    by_uri: dict[str, dict[str, Any]] = {}
+    for c in circles(body):
+        by_uri.setdefault(c.get("uri"), c)  # type: ignore[arg-type]
     for uri, (x, y) in where.items():
-        circle = find(body, uri) or {}
+        circle = by_uri.get(uri) or {}
         for g, group in enumerate(_groups(circle)):
             members = [s for s in group if s in where]
             if len(group) == 1:

@@ -20,7 +20,9 @@ from bpflow_app.pages.design_state import (
     DesignState,
     FieldRow,
     KeyRow,
+    TryField,
 )
+from bpflow_app.pages.flows import STATUS_WORDS
 
 S = DesignState
 KINDS = list(PALETTE)  # the palette's order: Alt+1 … Alt+9, Alt+0
@@ -28,7 +30,7 @@ ICONS = {"form": "file-pen-line", "confirm": "circle-check", "http": "globe",
          "approval": "stamp", "mail": "mail", "timer": "timer", "signal": "radio",
          "flow": "workflow", "compute": "calculator", "marker": "circle-dot"}
 ONE = "minmax(0,1fr)"  # a grid of one column (on a phone, a tablet)
-DEBOUNCE_MS = 400  # typing in a field is analysed this long after the last key
+DEBOUNCE_MS = 150  # typing in a field is analysed this long after the last key
 TEMPLATE_WORDS = {"name": N_("Name"), "title": N_("Title"), "description": N_("Description"),
                   "inputs": N_("Inputs (JSON: name → type)"),
                   "starters": N_("Starters (roles, comma separated)"),
@@ -95,6 +97,12 @@ def _toolbar() -> rx.Component:
                 rx.badge(ngettext("%(n)s problem", "%(n)s problems", S.errors),
                          color_scheme="red", id="design-error-count"),
                 rx.badge(_("No problems"), color_scheme="green", id="design-error-count")),
+        rx.button(rx.icon("play", size=14), rx.cond(S.trying, _("Try again"), _("Try it")),
+                  on_click=S.try_it, disabled=(S.errors > 0) | S.loading, variant="soft",
+                  color_scheme="green", id="design-try"),
+        rx.cond(S.trying, rx.button(rx.icon("square", size=14), _("Stop trying"),
+                                    on_click=S.stop_trying, variant="soft",
+                                    color_scheme="gray", id="design-stop-trying")),
         rx.button(rx.icon("upload", size=14), _("Publish"), on_click=S.review,
                   disabled=(S.errors > 0) | S.loading, id="design-publish"),
         spacing="2", align="center", width="100%", wrap="wrap")
@@ -220,6 +228,7 @@ def _circle_panel() -> rx.Component:
     p = S.panel
     return rx.vstack(
         rx.heading(_("Circle"), size="3", as_="h2"),
+        _try_moves(),
         rx.foreach(p.errors, lambda e: rx.callout(e, icon="circle-x", color_scheme="red",
                                                    size="1", width="100%")),
         rx.vstack(rx.el.label(rx.text(_("Name (uri)"), size="1", weight="medium"),
@@ -247,6 +256,85 @@ def _circle_panel() -> rx.Component:
                   custom_attrs={"aria-label": _("Add an arrow from…")}),
         rx.foreach(p.more, _more_row),
         spacing="2", width="100%", id="circle-panel")
+
+
+def _try_input(f: rx.Var[TryField]) -> rx.Component:
+    at = "try-field-" + f.name
+    return rx.vstack(
+        rx.el.label(rx.text(f.label, rx.cond(f.required, " *", ""), size="1",
+                            weight="medium"), html_for=at),
+        rx.cond(f.options.length() > 0,
+                rx.el.select(rx.el.option("", value=""),
+                             rx.foreach(f.options, lambda o: rx.el.option(o, value=o)),
+                             name=f.name, id=at, default_value=f.default,
+                             class_name="rt-reset try-select"),
+                rx.cond(f.type == "boolean",
+                        rx.el.select(rx.el.option("", value=""),
+                                     rx.el.option(_("yes"), value="true"),
+                                     rx.el.option(_("no"), value="false"),
+                                     name=f.name, id=at, class_name="rt-reset try-select"),
+                        rx.input(name=f.name, id=at, default_value=f.default, size="1",
+                                 width="100%"))),
+        spacing="1", width="100%")
+
+
+def _try_moves() -> rx.Component:
+    """The selected circle of a tried draft: its state and what can be done with it."""
+    t = S.try_panel
+    return rx.cond(t.uri != "", rx.callout.root(rx.vstack(
+        rx.text(_("Tried: %(state)s", state=t.words), weight="medium", size="2",
+                id="try-state", custom_attrs={"data-state": t.state}),
+        rx.cond(t.reason != "", rx.text(t.reason, size="1", color_scheme="red")),
+        rx.cond(t.result != "", rx.code(t.result, size="1", custom_attrs=NO)),
+        rx.cond(t.confirm,
+                rx.hstack(rx.button(_("Accept"), size="1", on_click=S.try_confirm(True),
+                                    id="try-accept"),
+                          rx.button(_("Decline"), size="1", color_scheme="red",
+                                    variant="soft", on_click=S.try_confirm(False),
+                                    id="try-decline"), spacing="2"),
+                rx.cond(t.fill, rx.form(rx.vstack(
+                    rx.foreach(t.fields, _try_input),
+                    rx.button(_("Send the form"), size="1", type="submit", id="try-fill"),
+                    spacing="2", width="100%"), on_submit=S.try_fill, reset_on_submit=False,
+                    width="100%", id="try-form"))),
+        rx.cond(t.decide, rx.hstack(
+            rx.button(_("Approve"), size="1", color_scheme="green",
+                      on_click=S.try_decide("approved"), id="try-approve"),
+            rx.button(_("Reject"), size="1", color_scheme="red",
+                      on_click=S.try_decide("rejected"), id="try-reject"),
+            rx.button(_("Send back"), size="1", variant="soft",
+                      on_click=S.try_decide("returned"), id="try-return"),
+            spacing="2", wrap="wrap")),
+        rx.cond(t.answer, rx.form(rx.vstack(
+            rx.input(name="status", placeholder=_("HTTP status (200)"), size="1",
+                     aria_label=_("HTTP status (200)"), id="try-status", width="100%"),
+            rx.text_area(name="body", placeholder=_("The answer's body (JSON)"), rows="3",
+                         aria_label=_("The answer's body (JSON)"), id="try-body",
+                         font_family="monospace", width="100%"),
+            rx.button(_("Give this answer"), size="1", type="submit", id="try-answer"),
+            spacing="2", width="100%"), on_submit=S.try_answer, reset_on_submit=False,
+            width="100%")),
+        rx.cond(t.fire, rx.button(rx.icon("timer", size=12), _("Fire the timer now"),
+                                  size="1", on_click=S.try_fire, id="try-fire")),
+        spacing="2", width="100%"), color_scheme="green", size="1", width="100%",
+        id="try-moves"))
+
+
+def _try_card() -> rx.Component:
+    """While the draft is tried: the run's status and the path taken."""
+    return rx.cond(S.trying, rx.card(rx.vstack(
+        rx.hstack(rx.heading(_("Trying the draft"), size="3", as_="h2"),
+                  rx.badge(rx.match(S.trial_status,
+                                    *[(k, _(v)) for k, v in STATUS_WORDS.items()],
+                                    S.trial_status), id="try-status-badge"),
+                  spacing="2", align="center"),
+        rx.text(_("Select a circle to fill its form, decide it, answer it or fire its "
+                  "timer. Nothing is sent anywhere; the run is deleted after a day."),
+                size="1", color_scheme="gray"),
+        rx.text(_("Path taken"), size="2", weight="medium"),
+        rx.el.ol(rx.foreach(S.trial_path, lambda m: rx.el.li(m, custom_attrs=NO)),
+                 padding_left="20px", margin="0", id="try-path"),
+        spacing="2", width="100%"), width="100%", id="design-trying"))
 
 
 def _arrow_panel() -> rx.Component:
@@ -372,6 +460,7 @@ def _designer() -> rx.Component:
                    rx.cond(S.arrow_selected, _arrow_panel(), _template_panel()))
     return rx.vstack(
         _toolbar(),
+        _try_card(),
         rx.grid(rx.card(_palette()), canvas, rx.card(_json_view()),
                 grid_template_columns=[ONE, ONE, "150px minmax(0,3fr) minmax(0,2fr)"],
                 spacing="3", width="100%", align_items="start"),

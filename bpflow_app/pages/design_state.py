@@ -19,15 +19,16 @@ from typing import Any
 
 import reflex as rx
 
-from bpflow import drafts
+from bpflow import drafts, sandbox
 from bpflow.access import Caller, require_designer
 from bpflow.backend import store_for
 from bpflow.errors import Forbidden, Unauthorized
 from bpflow.limits import LimitError
 from bpflow_app import designview as dv
 from bpflow_app import routes
-from bpflow_app.catalogs import N_
+from bpflow_app.catalogs import N_, translate
 from bpflow_app.designview import Problem
+from bpflow_app.flowview import STATE_WORDS
 from bpflow_app.session import SessionState, expired
 from engine.boxes import ACTION_KEYS
 from engine.chain import MAX_STEPS, approval_chain
@@ -105,6 +106,35 @@ class KeyRow:
 
 
 @dataclass
+class TryField:
+    """A field of the selected circle's form, as Try it fills it."""
+    name: str = ""
+    label: str = ""
+    type: str = "string"
+    required: bool = False
+    options: list[str] = field(default_factory=list)
+    default: str = ""
+
+
+@dataclass
+class TryPanel:
+    """What the selected circle of a tried draft shows: its state and the moves it can
+    make now (`bpflow.sandbox`'s `can`)."""
+    uri: str = ""
+    state: str = ""  # the colour key (`designview.trial_states`)
+    words: str = ""  # the state in the reader's words
+    fill: bool = False
+    confirm: bool = False  # its fill is a confirmation (accept or decline)
+    decide: bool = False
+    answer: bool = False
+    fire: bool = False
+    fires_at: str = ""
+    fields: list[TryField] = field(default_factory=list)
+    result: str = ""
+    reason: str = ""
+
+
+@dataclass
 class Panel:
     """What the properties panel shows of the selected circle."""
     uri: str = ""
@@ -144,8 +174,15 @@ class DesignState(SessionState):
     chain_open: bool = False  # the approval chain's quick form is open
     chain: list[ChainStep] = []
     chain_error: str = ""
+    trial: dict[str, Any] = {}  # the sandbox's state while the draft is tried ({}: not)
     _undo: list[str] = []
     _redo: list[str] = []
+
+    def _raw(self) -> dict[str, Any]:
+        """The body itself, not Reflex's proxy of it: reading a 200-circle body through
+        the proxy (a new proxy for every list and dict reached) costs far more than the
+        analysis (bench/designer.py). Only read: changes go through `_change`."""
+        return getattr(self.body, "__wrapped__", self.body)
 
     # ------------------------------------------------------------ loading
     def _designer(self) -> Caller:
@@ -179,7 +216,7 @@ class DesignState(SessionState):
         """A draft of the caller's (reloaded), else the latest version of `name` (a draft
         of it is made at the first change), else a new template."""
         self.source, self.selected, self.json_error, self.draft = name, "", "", 0
-        self.changes, self.asked = Changes(), False
+        self.changes, self.asked, self.trial = Changes(), False, {}
         self._undo, self._redo = [], []
         store = store_for(caller)
         body: dict[str, Any] = dv.empty()
@@ -224,22 +261,22 @@ class DesignState(SessionState):
                               f"location.pathname + '?draft={self.draft}')")
 
     def _exists(self, element: str) -> bool:
-        if dv.find(self.body, element) is not None:
+        if dv.find(self._raw(), element) is not None:
             return True
         parsed = dv.parse_arrow(element)
-        return parsed is not None and dv.find(self.body, parsed[0]) is not None
+        return parsed is not None and dv.find(self._raw(), parsed[0]) is not None
 
     # ------------------------------------------------------------ changes
     def _change(self, edit: Callable[[dict[str, Any]], str | None]) -> Any:
         """Apply `edit` to a copy of the body; keep it (undoable) unless it says why not."""
         def step(caller: Caller) -> Any:
-            body = copy.deepcopy(self.body)
+            body = copy.deepcopy(self._raw())
             refused = edit(body)
             if refused:
                 return rx.toast.error(self.gettext(REFUSALS.get(refused, refused)))
-            if body == self.body:
+            if body == self._raw():
                 return None
-            self._undo = [*self._undo[-(HISTORY - 1):], dv.dumps(self.body)]
+            self._undo = [*self._undo[-(HISTORY - 1):], dv.dumps(self._raw())]
             self._redo = []
             self.json_error = ""
             self._show(caller, body)
@@ -253,9 +290,9 @@ class DesignState(SessionState):
                 return None
             body = json.loads(source[-1])
             if back:
-                self._undo, self._redo = source[:-1], [*target, dv.dumps(self.body)]
+                self._undo, self._redo = source[:-1], [*target, dv.dumps(self._raw())]
             else:
-                self._redo, self._undo = source[:-1], [*target, dv.dumps(self.body)]
+                self._redo, self._undo = source[:-1], [*target, dv.dumps(self._raw())]
             self.json_error = ""
             self._show(caller, body)
             return self._save(caller, body)
@@ -328,7 +365,7 @@ class DesignState(SessionState):
     @rx.event
     def select_problem(self, pointer: str):
         """The problems list: select the circle the pointer names (else the template)."""
-        self.selected = dv.element_of(self.body, pointer)
+        self.selected = dv.element_of(self._raw(), pointer)
 
     @rx.event
     def auto_layout(self):
@@ -391,7 +428,7 @@ class DesignState(SessionState):
     def set_uri(self, text: str):
         old, new = self.selected, text.strip()
         out = self._change(lambda body: dv.rename(body, old, new))
-        if dv.find(self.body, new) is not None:
+        if dv.find(self._raw(), new) is not None:
             self.selected = new
         return out
 
@@ -483,7 +520,7 @@ class DesignState(SessionState):
         """The quick form's flow: a request form, then each approver step in order,
         replacing the canvas's (undoable)."""
         steps = [_chain_step(c) for c in self.chain]
-        name, title = self.body.get("name") or "approval", self.body.get("title") or ""
+        name, title = self._raw().get("name") or "approval", self._raw().get("title") or ""
         try:
             made = approval_chain(str(name), title, [dict(f) for f in CHAIN_FORM], steps)
         except ValueError as exc:
@@ -525,7 +562,7 @@ class DesignState(SessionState):
     def review(self):
         """Before publishing: what it changes against the latest version."""
         def step(caller: Caller) -> Any:
-            self.changes = changes_view(drafts.changes(store_for(caller), self.body))
+            self.changes = changes_view(drafts.changes(store_for(caller), self._raw()))
             self.asked = True
         return self._as_designer(step)
 
@@ -543,14 +580,17 @@ class DesignState(SessionState):
         self.asked = False
 
         def step(caller: Caller) -> Any:
-            saved = self._save(caller, copy.deepcopy(self.body)) if not self.draft else None
+            saved = self._save(caller, copy.deepcopy(self._raw())) if not self.draft else None
             if not self.draft:
                 return saved
             store = store_for(caller)
+            tried, self.trial = self.draft, {}
             try:
+                if store.sandbox(str(tried)) is not None:  # the draft's try goes with it
+                    sandbox.delete(store, caller, tried)
                 name, version, created = drafts.publish(store, caller, self.draft)
             except DefinitionError:
-                self.problems = self._analyse(caller, self.body)
+                self.problems = self._analyse(caller, self._raw())
                 return rx.toast.error(self.gettext("Fix the problems before publishing"))
             except BpflowError as exc:
                 return rx.toast.error(self.explain(exc))
@@ -566,6 +606,125 @@ class DesignState(SessionState):
                                      version=version))]
         return self._as_designer(step)
 
+    # ------------------------------------------------------------ try it
+    def _trying(self, move: Callable[[Any, Caller], dict[str, Any]]) -> Any:
+        """One move on the draft's sandbox (`bpflow.sandbox`): its state as the canvas
+        then draws it, or why not in a toast."""
+        def step(caller: Caller) -> Any:
+            try:
+                self.trial = move(store_for(caller), caller)
+            except (BpflowError, LimitError) as exc:
+                return rx.toast.error(self.explain(exc))
+            return None
+        return self._as_designer(step)
+
+    @rx.event
+    def try_it(self):
+        """Start the draft as it is now in its sandbox (a new start replaces it)."""
+        if self.errors:
+            return rx.toast.error(self.gettext("Fix the problems before trying the flow"))
+
+        def starting(store: Any, caller: Caller) -> dict[str, Any]:
+            if not self.draft:  # the draft the sandbox runs
+                self.draft = drafts.create_draft(store, caller, self._raw()).id
+            return sandbox.start(store, caller, self.draft)
+        had = self.draft
+        out = self._trying(starting)
+        if self.draft and not had:
+            return [out, rx.call_script(f"history.replaceState(history.state, '', "
+                                        f"location.pathname + '?draft={self.draft}')")]
+        return out
+
+    @rx.event
+    def stop_trying(self):
+        """Delete the sandbox; the canvas draws the draft again."""
+        def stopping(caller: Caller) -> Any:
+            tried, self.trial = self.draft, {}
+            try:
+                sandbox.delete(store_for(caller), caller, tried)
+            except BpflowError:  # already gone (deleted after a day)
+                return None
+            return None
+        return self._as_designer(stopping)
+
+    @rx.event
+    def try_fill(self, values: dict[str, Any]):
+        """The selected circle's form sent with `values` (empty ones left out)."""
+        uri = self.selected
+        sent = {k: v for k, v in values.items() if v not in ("", None)}
+        return self._trying(lambda store, caller: sandbox.fill(store, caller, self.draft,
+                                                               uri, sent))
+
+    @rx.event
+    def try_confirm(self, accept: bool):
+        uri = self.selected
+        return self._trying(lambda store, caller: sandbox.fill(
+            store, caller, self.draft, uri, {"accept": accept}))
+
+    @rx.event
+    def try_decide(self, decision: str):
+        """Approve, reject or send back (`returned`) the selected approval."""
+        uri = self.selected
+        return self._trying(lambda store, caller: sandbox.decide(store, caller, self.draft,
+                                                                 uri, decision))
+
+    @rx.event
+    def try_answer(self, values: dict[str, Any]):
+        """The selected circle's answer: an HTTP status and a JSON body (or a signal's
+        data)."""
+        uri = self.selected
+        status, text = str(values.get("status") or "").strip(), str(values.get("body") or "")
+        if status and not (status.isdigit() and 100 <= int(status) <= 599):
+            return rx.toast.error(self.gettext("An HTTP status is a number from 100 to 599"))
+        try:
+            body = json.loads(text) if text.strip() else None
+        except ValueError as exc:
+            return rx.toast.error(self.gettext("Not valid JSON: %(reason)s", reason=str(exc)))
+        return self._trying(lambda store, caller: sandbox.answer(
+            store, caller, self.draft, uri, int(status) if status else None, body))
+
+    @rx.event
+    def try_fire(self):
+        """What the selected circle waits for the clock for happens now."""
+        uri = self.selected
+        return self._trying(lambda store, caller: sandbox.fire(store, caller, self.draft, uri))
+
+    @rx.var
+    def trying(self) -> bool:
+        return bool(self.trial)
+
+    @rx.var
+    def trial_status(self) -> str:
+        return str(self.trial.get("status") or "")
+
+    @rx.var
+    def trial_path(self) -> list[str]:
+        """The path taken: each circle's moves in order, in words ("request: done")."""
+        return [f"{m['uri']}: {self.gettext(STATE_WORDS.get(m['state'], m['state']))}"
+                for m in self.trial.get("path") or []]
+
+    @rx.var
+    def try_panel(self) -> TryPanel:
+        circles = self.trial.get("circles") or {}
+        run = circles.get(self.selected)
+        if not isinstance(run, dict):
+            return TryPanel()
+        state = dv.trial_states({self.selected: run})[self.selected]
+        circle = dv.find(self._raw(), self.selected) or {}
+        box = circle.get("box") if isinstance(circle.get("box"), dict) else {}
+        form = box.get("form") if isinstance(box.get("form"), list) else []
+        can = run.get("can") or []
+        return TryPanel(
+            uri=self.selected, state=state, words=self.gettext(STATE_WORDS[state]),
+            fill="fill" in can, confirm="fill" in can and "confirm" in box,
+            decide="decide" in can, answer="answer" in can, fire="fire" in can,
+            fires_at=str(run.get("fires_at") or ""),
+            fields=[_try_field(f) for f in form if isinstance(f, dict)
+                    and isinstance(f.get("name"), str)],
+            result="" if run.get("result") is None else json.dumps(run["result"],
+                                                                   ensure_ascii=False),
+            reason=str(run.get("reason") or ""))
+
     # ------------------------------------------------------------ what the page shows
     @rx.var
     def errors(self) -> int:
@@ -576,15 +735,22 @@ class DesignState(SessionState):
         """The canvas's nodes and edges."""
         words = {**CANVAS_WORDS, **{f"kind:{k}": v for k, v in KIND_WORDS.items()}}
 
+        lang = self._language()  # once: each node's names are said in it
+
         def say(key: str, **values: Any) -> str:
-            return self.gettext(words[key], **values)
-        nodes, edges = dv.picture(self.body, self.problems, self.selected, self.show_weak,
-                                  say)
+            return translate(lang, words[key], **values)
+        trial = getattr(self.trial, "__wrapped__", self.trial)
+        states = dv.trial_states(trial.get("circles") or {}) if trial else None
+        nodes, edges = dv.picture(self._raw(), self.problems, self.selected, self.show_weak,
+                                  say, states)
+        for n in nodes:  # a tried circle is named with its state
+            if "state" in n["data"]:
+                n["ariaLabel"] += " — " + translate(lang, STATE_WORDS[n["data"]["state"]])
         return {"nodes": nodes, "edges": edges}
 
     @rx.var
     def template_fields(self) -> dict[str, str]:
-        body = self.body
+        body = self._raw()
         return {"name": dv.value_text(body.get("name")),
                 "title": dv.value_text(body.get("title")),
                 "description": dv.value_text(body.get("description")),
@@ -597,7 +763,7 @@ class DesignState(SessionState):
 
     @rx.var
     def uris(self) -> list[str]:
-        return [c["uri"] for c in dv.circles(self.body) if isinstance(c.get("uri"), str)]
+        return [c["uri"] for c in dv.circles(self._raw()) if isinstance(c.get("uri"), str)]
 
     @rx.var
     def arrow_selected(self) -> bool:
@@ -605,7 +771,7 @@ class DesignState(SessionState):
 
     @rx.var
     def panel(self) -> Panel:
-        circle = dv.find(self.body, self.selected)
+        circle = dv.find(self._raw(), self.selected)
         if circle is None:
             return Panel()
         box = circle.get("box") if isinstance(circle.get("box"), dict) else {}
@@ -626,6 +792,19 @@ class DesignState(SessionState):
             depends=", ".join(" | ".join(map(str, g)) for g in groups if isinstance(g, list)),
             errors=[p.message for p in self.problems
                     if p.element == self.selected and not p.warning])
+
+
+def _try_field(f: dict[str, Any]) -> TryField:
+    """A form field as Try it fills it (its label in the template's first language)."""
+    options = f.get("options") if isinstance(f.get("options"), list) else []
+    label = f.get("label")
+    if isinstance(label, dict):
+        label = next(iter(label.values()), "")
+    return TryField(name=f["name"], label=str(label or f["name"]),
+                    type=str(f.get("type") or "string"), required=bool(f.get("required")),
+                    options=[str(o.get("value", "")) if isinstance(o, dict) else str(o)
+                             for o in options],
+                    default="" if f.get("default") is None else dv.value_text(f["default"]))
 
 
 def _chain_step(c: ChainStep) -> dict[str, Any]:

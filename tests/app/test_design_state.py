@@ -268,3 +268,81 @@ def test_the_approval_chain_quick_form_makes_a_flow_the_canvas_refines(make_stat
         "request", "approve_1", "approve_2", "approve_3", "done"]
     run(state.undo())
     assert state.body["circles"] == []
+
+
+def test_trying_a_draft_draws_its_states_and_path_and_makes_its_moves(make_state, web_store):
+    state = _designer(make_state)
+    state.set_json(json.dumps({"name": "claimed", "circles": [
+        {"uri": "claim", "box": {"form": [
+            {"name": "amount", "type": "number", "label": {"en": "Amount"},
+             "required": True},
+            {"name": "kind", "type": "select", "options": ["travel", "food"]}]}},
+        {"uri": "approve", "deps": [["claim"]],
+         "box": {"action": {"type": "approval", "to": "admin", "subject": "Claim"}}},
+        {"uri": "wait", "deps": [["approve"]],
+         "box": {"action": {"type": "timer", "delay": 3600}}},
+        {"uri": "done", "deps": [["wait"]]}]}))
+    assert state.errors == 0 and not state.trying
+    run(state.try_it())
+    assert state.trying and state.trial_status == "running"
+    states = {n["id"]: n["data"]["state"] for n in state.graph["nodes"]}
+    assert states == {"claim": "ready", "approve": "waiting", "wait": "waiting",
+                      "done": "waiting"}
+    claim = next(n for n in state.graph["nodes"] if n["id"] == "claim")
+    assert claim["data"]["fill"] == "#e0e7ff" and "waiting for someone" in claim["ariaLabel"]
+
+    state.selected = "claim"
+    panel = state.try_panel
+    assert panel.fill and not panel.decide and not panel.confirm
+    assert [(f.name, f.label, f.required, f.options) for f in panel.fields] == [
+        ("amount", "Amount", True, []), ("kind", "kind", False, ["travel", "food"])]
+    events = run(state.try_fill({"amount": "", "kind": "food"}))  # amount is required
+    assert "amount" in str(events) and state.try_panel.fill
+    run(state.try_fill({"amount": "12.5", "kind": "food"}))
+    assert state.trial["circles"]["claim"]["result"] == {"amount": 12.5, "kind": "food"}
+    assert state.trial_path == ["claim: done"]
+    path = [e["id"] for e in state.graph["edges"] if e.get("className") == "dc-path"]
+    assert path == ["a:approve:0:claim"]  # into the approval it reached
+
+    state.selected = "approve"
+    assert state.try_panel.decide and not state.try_panel.fill
+    run(state.try_decide("approved"))
+    state.selected = "wait"
+    assert state.try_panel.fire and state.try_panel.fires_at
+    run(state.try_fire())
+    assert state.trial_status == "completed"
+    assert {n["id"]: n["data"]["state"] for n in state.graph["nodes"]} == dict.fromkeys(
+        states, "success")
+    assert len([e for e in state.graph["edges"] if e.get("className") == "dc-path"]) == 3
+    events = run(state.try_fire())  # nothing waits any more
+    assert events and state.trial_status == "completed"
+    tried = str(state.draft)
+
+    # the sandbox is in no list; stopping deletes it and the canvas draws the draft again
+    assert web_store.sandbox(str(state.draft)) is not None
+    run(state.stop_trying())
+    assert not state.trying and web_store.sandbox(str(state.draft)) is None
+    assert all("state" not in n["data"] for n in state.graph["nodes"])
+    run(state.try_it())  # tried again, then published: the sandbox goes with the draft
+    run(state.publish())
+    assert web_store.template("claimed")[0] == 1
+    assert not state.trying and web_store.sandbox(tried) is None
+
+
+def test_a_draft_with_errors_is_not_tried_and_answers_are_checked(make_state, web_store):
+    state = _designer(make_state)
+    run(state.add("http"))
+    assert state.errors > 0  # no name yet
+    events = run(state.try_it())
+    assert "Fix the problems" in str(events) and not state.trying
+    state.set_template("name", "called")
+    run(state.try_it())
+    state.selected = "http"
+    assert state.try_panel.answer
+    events = run(state.try_answer({"status": "twenty", "body": ""}))
+    assert "100 to 599" in str(events)
+    events = run(state.try_answer({"status": "200", "body": "{oops"}))
+    assert "Not valid JSON" in str(events) and state.try_panel.answer
+    run(state.try_answer({"status": "200", "body": '{"ok": true}'}))
+    assert state.trial_status == "completed"
+    assert state.trial["circles"]["http"]["state"] == "success"

@@ -2,7 +2,9 @@
 by dragging, sees an analysis error on the circle it concerns and in the problems list,
 fixes it, keeps the JSON view and the canvas in step (a syntax error stays in the view),
 undoes a change, reloads the page (the draft is kept) and publishes the template after
-seeing what it changes; then makes an approval chain with the quick form."""
+seeing what it changes; then makes an approval chain with the quick form. And the
+acceptance journey of SPEC §16: an admin builds the expense claim from an empty canvas by
+clicks, fixes two errors on their circles, tries it, publishes it, and a user starts it."""
 
 from __future__ import annotations
 
@@ -36,8 +38,8 @@ def test_an_admin_designs_checks_and_publishes_a_flow(page, sign_in, app_store,
                                                       screenshot) -> None:
     sign_in(page, "root", path="/design")
     expect(page.get_by_role("application", name="Canvas of the flow")).to_be_visible()
-    page.locator("#template-name").fill("trip")
-    expect(page.locator("#design-json")).to_have_value('{\n  "name": "trip",\n'
+    page.locator("#template-name").fill("outing")
+    expect(page.locator("#design-json")).to_have_value('{\n  "name": "outing",\n'
                                                        '  "circles": []\n}')
 
     # two circles from the palette: one by a click, one by its key
@@ -76,10 +78,10 @@ def test_an_admin_designs_checks_and_publishes_a_flow(page, sign_in, app_store,
     # the JSON view: a syntax error stays there, a good body reaches the canvas
     body = _json(page)
     assert body["circles"][1]["box"]["action"]["delay"] == 30
-    page.locator("#design-json").fill('{"name": "trip", "circles": [')
+    page.locator("#design-json").fill('{"name": "outing", "circles": [')
     expect(page.locator("#design-json-error")).to_contain_text("Not valid JSON")
     expect(_node(page, "timer")).to_be_visible()
-    body["title"] = "A trip"
+    body["title"] = "An outing"
     body["circles"].append({"uri": "done", "deps": [["timer"]]})
     page.locator("#design-json").fill(json.dumps(body, indent=2))
     expect(_node(page, "done")).to_be_visible()
@@ -99,7 +101,7 @@ def test_an_admin_designs_checks_and_publishes_a_flow(page, sign_in, app_store,
     expect(page).to_have_url(re.compile(r"/design\?draft=\d+$"))
     page.reload()
     expect(_node(page, "done")).to_be_visible()
-    expect(page.locator("#template-title")).to_have_value("A trip")
+    expect(page.locator("#template-title")).to_have_value("An outing")
 
     # publishing says what it changes first
     page.locator("#design-publish").click()
@@ -107,9 +109,9 @@ def test_an_admin_designs_checks_and_publishes_a_flow(page, sign_in, app_store,
     expect(dialog).to_contain_text("It becomes the first version of a new template.")
     screenshot(page, "design_publish_changes")
     dialog.get_by_role("button", name="Publish").click()
-    expect(page.get_by_text("Published trip version 1")).to_be_visible()
-    expect(page).to_have_url(re.compile(r"/design/trip$"))
-    version, template = app_store.template("trip")
+    expect(page.get_by_text("Published outing version 1")).to_be_visible()
+    expect(page).to_have_url(re.compile(r"/design/outing$"))
+    version, template = app_store.template("outing")
     assert version == 1 and [c["uri"] for c in template.body["circles"]] == [
         "form", "timer", "done"]
     screenshot(page, "design_published")
@@ -123,3 +125,103 @@ def test_an_admin_designs_checks_and_publishes_a_flow(page, sign_in, app_store,
         expect(_node(page, uri)).to_be_visible()
     expect(page.locator("#design-error-count")).to_have_text("No problems")
     screenshot(page, "design_approval_chain")
+
+
+def test_an_admin_builds_tries_and_publishes_the_expense_claim_a_user_starts(
+        page, new_page, sign_in, app_store, screenshot) -> None:
+    """The expense claim of upload/workflow/reimbursement.json, from an empty canvas by
+    clicks: a form, an approval, a final circle; two analysis errors seen on their circles
+    and fixed; tried (the form filled, the approval approved); published; started by a
+    user from /flows."""
+    sign_in(page, "root", path="/design")
+    page.locator("#template-name").fill("expenses")
+    page.locator("#template-title").fill("Expense claim")
+    expect(page.locator("#design-json")).to_contain_text('"title": "Expense claim"')
+
+    # the claim: a form of the amount and what it was for
+    page.locator("#design-palette").get_by_role("button", name="Form").click()
+    expect(page.locator("#circle-uri")).to_have_value("form")  # its panel is open
+    page.locator("#circle-uri").fill("claim")
+    page.locator("#circle-uri").press("Tab")
+    expect(_node(page, "claim")).to_be_visible()
+    rows = page.locator(".form-field-row")
+    page.locator("#field-name-0").fill("amount")
+    page.locator("#field-label-0").fill("Amount")
+    rows.nth(0).get_by_role("combobox", name="Field type").click()
+    page.get_by_role("option", name="number", exact=True).click()
+    rows.nth(0).get_by_role("checkbox", name="Required").click()
+    page.locator("#add-field").click()
+    page.locator("#field-name-1").fill("what for")  # not a name a field may have
+    page.locator("#field-label-1").fill("What was it for?")
+    claim_bad = _node(page, "claim").locator(".dc-circle.dc-bad")
+    expect(claim_bad.locator(".dc-errors")).to_contain_text("must be an identifier")
+    expect(page.locator(".design-problem[data-element=claim]")).to_be_visible()
+    screenshot(page, "design_claim_error_on_the_form")
+    page.locator("#field-name-1").fill("reason")  # fixed
+    expect(claim_bad).to_have_count(0)
+    assert [f["name"] for f in _json(page)["circles"][0]["box"]["form"]] == ["amount", "reason"]
+
+    # the manager's approval, whose subject names the claim before any arrow leads there
+    page.locator("#design-palette").get_by_role("button", name="Approval").click()
+    expect(page.locator("#circle-uri")).to_have_value("approval")  # its panel is open
+    page.locator("#circle-uri").fill("approve")
+    page.locator("#circle-uri").press("Tab")
+    expect(_node(page, "approve")).to_be_visible()
+    page.locator("#action-to").fill("bob")
+    page.locator("#action-subject").fill("Expense claim of ${claim.amount}")
+    approve_bad = _node(page, "approve").locator(".dc-circle.dc-bad")
+    expect(approve_bad.locator(".dc-errors")).to_contain_text("claim")
+    expect(page.locator(".design-problem[data-element=approve]")).to_contain_text(
+        "unknown_variable")
+    expect(page.locator("#design-publish")).to_be_disabled()
+    screenshot(page, "design_claim_error_on_the_approval")
+    page.locator("#circle-depend").click()  # fixed: an arrow from the claim
+    page.get_by_role("option", name="claim", exact=True).click()
+    expect(approve_bad).to_have_count(0)
+
+    # the end
+    page.locator("#design-palette").get_by_role("button", name="Marker").click()
+    expect(page.locator("#circle-uri")).to_have_value("marker")  # its panel is open
+    page.locator("#circle-uri").fill("done")
+    page.locator("#circle-uri").press("Tab")
+    expect(_node(page, "done")).to_be_visible()
+    page.evaluate("window.scrollTo(0, 0)")  # the canvas under the page's header no more
+    _drag(page, _node(page, "approve").locator(".react-flow__handle.source"),
+          _node(page, "done").locator(".react-flow__handle.target"))
+    expect(page.locator("#design-error-count")).to_have_text("No problems")
+    body = _json(page)
+    assert [(c["uri"], c.get("deps")) for c in body["circles"]] == [
+        ("claim", None), ("approve", [["claim"]]), ("done", [["approve"]])]
+
+    # tried: the claim filled, the approval approved, the path drawn
+    page.locator("#design-try").click()
+    expect(page.locator("#design-trying")).to_be_visible()
+    expect(_node(page, "claim").locator('.dc-circle[data-state="ready"]')).to_be_visible()
+    _node(page, "claim").click()
+    page.locator("#try-field-amount").fill("120")
+    page.locator("#try-field-reason").fill("Train tickets")
+    page.locator("#try-fill").click()
+    expect(_node(page, "claim").locator('.dc-circle[data-state="success"]')).to_be_visible()
+    expect(_node(page, "approve").locator('.dc-circle[data-state="ready"]')).to_be_visible()
+    _node(page, "approve").click()
+    page.locator("#try-approve").click()
+    expect(_node(page, "done").locator('.dc-circle[data-state="success"]')).to_be_visible()
+    expect(page.locator("#try-status-badge")).to_have_text("completed")
+    expect(page.locator("#try-path li")).to_have_count(3)
+    expect(page.locator(".react-flow__edge.dc-path")).to_have_count(2)
+    screenshot(page, "design_claim_tried")
+    page.locator("#design-stop-trying").click()
+    expect(page.locator("#design-trying")).to_have_count(0)
+    expect(page.locator(".dc-circle[data-state]")).to_have_count(0)
+
+    # published, and started by a user
+    page.locator("#design-publish").click()
+    page.get_by_role("alertdialog").get_by_role("button", name="Publish").click()
+    expect(page.get_by_text("Published expenses version 1")).to_be_visible()
+    assert app_store.template("expenses")[0] == 1
+    alice = new_page()
+    sign_in(alice, "alice")
+    alice.get_by_role("button", name="Start expenses").click()
+    alice.wait_for_url("**/flow/**")
+    expect(alice.locator('.circle-box[data-circle="claim"]')).to_be_visible()
+    screenshot(alice, "design_claim_started_by_a_user")
