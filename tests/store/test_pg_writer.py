@@ -272,7 +272,7 @@ def ri_plans(conn) -> list[str]:
 
 def test_a_new_databases_tables_are_analyzed_as_instances_are_started(pg):
     """Never analyzed, the tables have the foreign keys to `instances` checked through
-    its (tenant, created_at) index: every instance of the tenant read for each new row,
+    one of its (tenant, ...) indexes: every instance of the tenant read for each new row,
     and a connection keeps that plan. At each of ANALYZE_AT's starts the writer analyzes
     the tables whose statistics are missing or out of date (on a thread), and the checks
     of a connection that was already running are planned again, by the key (the
@@ -303,7 +303,8 @@ def test_a_new_databases_tables_are_analyzed_as_instances_are_started(pg):
         checks()
     first, last = pools.ANALYZE_AT
     pg.start("pair", user=USER)
-    assert checks() == {"Index Scan using ix_instances_tenant_created"}
+    before = checks()  # through one of the (tenant, ...) indexes, not the key
+    assert before and before != {"Index Scan using uq_instances_tenant_id"}, before
     while pg.driver._started < first - 1:
         pg.start("pair", user=USER)
     assert analyzed() < 0  # never

@@ -173,8 +173,7 @@ def start(body: OperationIn, store: StoreDep, caller: CallerDep) -> OperationSta
     of the tenant) or every instance matching `filter`; the worker applies it, a result
     per instance. A migration names `template`, `from` and `to` (checked now: 404, 422).
     409 when more instances match than one operation takes."""
-    filter = None if body.filter is None else body.filter.model_dump(exclude_none=True,
-                                                                     mode="json")
+    filter = None if body.filter is None else body.filter.model_dump(exclude_none=True)
     return OperationStarted.model_validate(operations.start(
         store, caller, body.action, filter, body.instances, body.params()))
 
