@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import unicodedata
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 R = 22  # circle radius
@@ -30,6 +30,9 @@ STATE_STYLE: dict[str, tuple[str, str, str]] = {  # state -> (fill, stroke, glyp
     "failure": ("#fee2e2", "#dc2626", "✕"),
     "skipped": ("#f8f9fa", "#ced4da", "–"),
 }
+# Where flows wait (SPEC §18's heat map): a circle's fill by its p95 wait against the
+# longest p95 of the flow, short to long; light enough for every state's outline and glyph
+HEAT = ("#fff9db", "#ffec99", "#ffe066", "#ffc078", "#ffa94d")
 EDGE, OR_EDGE, WEAK_EDGE = "#868e96", "#7c3aed", "#ea580c"
 
 
@@ -266,3 +269,23 @@ def _weak_edges(weak: dict[str, tuple[str, ...]], placed: dict[str, _Box],
             out.edges.append(Edge(f"M {a.x:.1f} {a.y - R:.1f} C {a.x:.1f} {lift:.1f},"
                                   f" {b.x:.1f} {lift:.1f}, {b.x:.1f} {b.y - R:.1f}",
                                   WEAK_EDGE, "6 4", True, "weak"))
+
+
+def heated(d: Drawing, figures: dict[str, dict[str, Any]],
+           tip: Callable[[dict[str, Any]], str]) -> Drawing:
+    """`d` as a heat map of where flows wait: each circle with waits (`figures`: circle
+    id -> {"count", "p50", "p95", "max"} seconds, `bpflow.operations.durations`) filled
+    by its p95 against the longest one (`HEAT`), its figures (`tip`) in its title."""
+    longest = max((f["p95"] for f in figures.values() if f.get("count") and f.get("p95")),
+                  default=0.0)
+    nodes = []
+    for n in d.nodes:
+        f = figures.get(n.id)
+        if not f or not f.get("count"):
+            nodes.append(n)
+            continue
+        share = (f.get("p95") or 0.0) / longest if longest else 0.0
+        nodes.append(replace(n, fill=HEAT[min(len(HEAT) - 1, int(share * len(HEAT)))],
+                             tip=tip(f)))
+    return replace(d, nodes=nodes)
+

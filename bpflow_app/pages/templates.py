@@ -196,7 +196,14 @@ def _preview() -> rx.Component:
                   spacing="2", align="center", wrap="wrap", width="100%"),
         rx.cond(_mine(S.descriptions) != "", rx.text(_mine(S.descriptions), size="2",
                                                      color_scheme="gray", custom_attrs=NO)),
-        flow_drawing(S.preview),
+        rx.cond(S.heat, flow_drawing(S.waits), flow_drawing(S.preview)),
+        rx.cond(S.waited, rx.hstack(
+            rx.switch(checked=S.heat, on_change=S.show_heat, id="heat-switch",
+                      aria_label=_("Show where flows wait")),
+            rx.text(_("Show where flows wait: the longer a step keeps flows waiting (p95), the "
+                      "darker its circle; its figures on hover."), size="2",
+                    color_scheme="gray"),
+            spacing="2", align="center")),
         rx.heading(_("Flows (all versions)"), size="3", as_="h3"),
         rx.flex(rx.foreach(S.statuses, lambda kv: state_badge(
                     kv[0], _("%(status)s: %(count)s", status=_word(kv[0], STATUSES),

@@ -20,7 +20,7 @@ from bpflow.access import Caller
 from bpflow.backend import store_for
 from bpflow.interactions import SIGNIN_TEMPLATE
 from bpflow.store import Store
-from bpflow_app.drawing import Drawing, draw
+from bpflow_app.drawing import Drawing, draw, heated
 from bpflow_app.flowview import STATE_WORDS
 from bpflow_app.pages.migration_state import MigrationState
 from bpflow_app.session import SessionState
@@ -36,6 +36,7 @@ from bpflow_app.templatesview import (
     template_lines,
 )
 from engine.errors import BpflowError, DefinitionError
+from engine.messages import N_
 
 MAX_UPLOAD = 1_000_000  # bytes
 
@@ -48,6 +49,9 @@ class TemplatesState(SessionState):
     titles: dict[str, str] = {}
     descriptions: dict[str, str] = {}
     preview: Drawing = Drawing()
+    waits: Drawing = Drawing()  # the preview as a heat map of where flows wait (SPEC §18)
+    waited: bool = False  # the chosen template's flows have waited somewhere
+    heat: bool = False  # the heat map shown instead of the preview
     stats: list[StatLine] = []
     statuses: dict[str, int] = {}
     errors: list[ErrorLine] = []
@@ -84,6 +88,12 @@ class TemplatesState(SessionState):
                             weak=nested or None, aria=lambda name, state: self.gettext(
                                 "%(step)s: %(state)s", step=name,
                                 state=self.gettext(STATE_WORDS.get(state, state))))
+        figures = store.durations(name)["circles"]  # every version's (as the counts below)
+        self.waited = any(f.get("count") for f in figures.values())
+        self.waits = heated(self.preview, figures, lambda f: self.gettext(
+            "%(count)s waits: median %(p50)s, p95 %(p95)s, longest %(max)s",
+            count=f["count"], p50=self._span(f["p50"]), p95=self._span(f["p95"]),
+            max=self._span(f["max"])))
         stats = store.stats(name)
         self.stats = [StatLine(c, **counts) for c, counts in sorted(stats["circles"].items())]
         self.statuses = stats["instances"]
@@ -100,6 +110,20 @@ class TemplatesState(SessionState):
         if self.name:
             self._choose(store, self.name, self.version or None)
         self.loading = False
+
+    def _span(self, seconds: float | None) -> str:
+        """A wait in the reader's words: seconds, minutes, hours or days."""
+        if seconds is None:
+            return "–"
+        for size, unit in ((86400, N_("%(n)s d")), (3600, N_("%(n)s h")),
+                           (60, N_("%(n)s min"))):
+            if seconds >= size:
+                return self.gettext(unit, n=f"{seconds / size:.1f}".removesuffix(".0"))
+        return self.gettext(N_("%(n)s s"), n=f"{seconds:.1f}".removesuffix(".0"))
+
+    @rx.event
+    def show_heat(self, on: bool):
+        self.heat = bool(on)
 
     @rx.event
     async def load(self):

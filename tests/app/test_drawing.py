@@ -92,3 +92,18 @@ def test_circles_are_named_by_their_steps_and_long_names_cut_by_width():
     assert by_id["ship"].label == "ship"  # no name given: its uri
     assert by_id["south"].label == "Ship from the souther…"
     assert by_id["north"].label == "从北方仓库发货并登记…"  # a Chinese character is wide
+
+
+def test_the_heat_map_darkens_the_circles_that_keep_flows_waiting_longest():
+    from bpflow_app.drawing import HEAT, heated
+    d = draw(_analysis({"name": "w", "circles": [
+        {"uri": "a"}, {"uri": "b", "deps": [["a"]]}, {"uri": "c", "deps": [["b"]]}]}), {})
+    figures = {"a": {"count": 4, "p50": 5.0, "p95": 10.0, "max": 12.0},
+               "b": {"count": 4, "p50": 60.0, "p95": 100.0, "max": 130.0},
+               "c": {"count": 0, "p50": None, "p95": None, "max": None}}
+    hot = {n.id: n for n in heated(d, figures, lambda f: f"{f['count']} waits").nodes}
+    plain = {n.id: n for n in d.nodes}
+    assert hot["b"].fill == HEAT[-1] and hot["a"].fill == HEAT[0]  # 10 s of 100 s: the least
+    assert hot["a"].tip == hot["b"].tip == "4 waits"
+    assert hot["c"] == plain["c"]  # never waited: drawn as before
+    assert heated(d, {}, str).nodes == d.nodes

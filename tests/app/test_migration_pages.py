@@ -188,3 +188,23 @@ def test_the_panels_messages_are_in_the_pages_language(make_state, web_store):
     go(mig.dry_run())
     assert "已将 2 个流程迁移到版本 2，0 个被拒绝" in str(go(mig.migrate()))
     assert versions(web_store, ids) == [2, 2]
+
+
+def test_the_templates_page_shows_where_flows_wait(make_state, web_store):
+    """SPEC §18's heat map: once the worker folded the history, the chosen template's
+    circles carry their waits (in the reader's words) and the page offers the map."""
+    from bpflow import operations
+    from bpflow.worker import Worker
+    root = web_store.user("root")
+    web_store.put_template({"name": "slow", "circles": [
+        {"uri": "fill", "box": {"form": [{"name": "n", "type": "integer"}]}}]})
+    for n in range(3):
+        inst = web_store.start("slow", {}, root)
+        web_store.complete(inst.id, "fill", web_store.engine.bookmark(inst, "fill"), {"n": n})
+    assert operations.fold_waits(Worker(web_store)) > 0
+    state, _ = chosen(make_state, "slow", 1)
+    assert state.waited and not state.heat
+    (node,) = [n for n in state.waits.nodes if n.id == "fill"]
+    assert node.tip.startswith("3 waits: median ") and node.fill != state.preview.nodes[0].fill
+    state.show_heat(True)
+    assert state.heat
