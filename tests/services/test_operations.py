@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -206,15 +207,23 @@ def test_durations_are_folded_from_the_history_once(db_url):
             now[0] += timedelta(minutes=1)
             s.complete(inst.id, "b", s.engine.bookmark(inst, "b"), {"v": 1})
         s.start("claim", {})  # waiting: no round ended
-        while s.fold_waits(limit=7):
-            pass
-        got = s.durations("claim")
+        # on PostgreSQL the history is read as the event feed reads it, up to the oldest
+        # transaction still open anywhere (other tests' too): fold until all is seen
+        deadline = time.monotonic() + 30
+        while True:
+            while s.fold_waits(limit=7):
+                pass
+            got = s.durations("claim")
+            if got["instances"]["count"] == 10 or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
         a, b, whole = got["circles"]["a"], got["circles"]["b"], got["instances"]
         assert (a["count"], a["max"]) == (10, 600.0)
         assert 300 / 1.1 <= a["p50"] <= 300 and 600 / 1.1 <= a["p95"] <= 600
         assert (b["count"], b["p50"], b["max"]) == (10, 60.0, 60.0)
         assert (whole["count"], whole["max"]) == (10, 660.0)
-        assert s.fold_waits() == 0 and s.durations("claim") == got  # folded once
+        s.fold_waits()
+        assert s.durations("claim") == got  # folded once
         assert s.durations("claim", version=2)["circles"] == {}
         assert s.durations("claim", since=now[0] + timedelta(days=1))["instances"][
             "count"] == 0
