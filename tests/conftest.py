@@ -373,6 +373,22 @@ def processes():
     return ctx
 
 
+def settled(read: Callable[[], Any], done: Callable[[Any], bool],
+            wait_s: float = 30.0) -> Any:
+    """What `read()` gives once `done` holds of it, or what it gives after `wait_s`.
+
+    For what the tests read from the event feed: on PostgreSQL a page holds only what
+    committed before the oldest transaction still open anywhere on the server (so a late
+    commit is never skipped), and other tests' transactions hold it back for a moment."""
+    import time
+    deadline = time.monotonic() + wait_s
+    while True:
+        got = read()
+        if done(got) or time.monotonic() > deadline:
+            return got
+        time.sleep(0.1)
+
+
 def run_async(coro):
     """`asyncio.run` on a thread of its own: the browser tests' Playwright keeps an event
     loop marked running in the main thread for the whole session."""

@@ -9,7 +9,6 @@ from __future__ import annotations
 import copy
 import json
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -17,6 +16,7 @@ from sqlalchemy import select
 
 from bpflow.store.tables import instances_t
 from bpflow.store.tables import users_t as _any_table
+from tests.conftest import settled
 
 WORKFLOWS = Path(__file__).resolve().parents[2] / "upload" / "workflow"
 CLAIM = {"amount": 12, "reason": "train", "manager": "ann"}
@@ -373,10 +373,7 @@ def _migrated_in_feed(api, count: int, wait_s: float = 20.0) -> list[dict]:
     `wait_s`). On PostgreSQL the feed holds back what committed after the oldest
     transaction still open anywhere on the server (so that nothing is skipped): with other
     tests writing at the same time, it shows what committed a moment later."""
-    deadline = time.monotonic() + wait_s
-    while True:
+    def moved():
         feed = call(api, "admin", "GET", "/api/events", limit=1000).json()["items"]
-        moved = [i for i in feed if i["type"] == "instance.migrated"]
-        if len(moved) >= count or time.monotonic() > deadline:
-            return moved
-        time.sleep(0.1)
+        return [i for i in feed if i["type"] == "instance.migrated"]
+    return settled(moved, lambda got: len(got) >= count, wait_s)

@@ -8,7 +8,7 @@ import pytest
 
 from bpflow.auth import issue_token
 from bpflow.worker import Worker
-from tests.conftest import SECRET
+from tests.conftest import SECRET, settled
 
 RETURNS = {"name": "returns", "circles": [
     {"uri": "start", "description": "Start"},
@@ -84,9 +84,11 @@ def test_the_approver_lists_the_steps_and_returns_to_the_first_with_a_comment(te
              if e["kind"] == "circle_returned"][0]
     assert event["actor"] == "ann" and event["data"]["to"] == "@start"
     assert event["data"]["comment"] == "please attach the receipt"
-    feed = call(team, "admin", "GET", "/api/events", params={"types": "task.returned"}).json()
-    items = [i for i in feed["items"] if i["type"] == "task.returned"]
-    assert [(i["instance"], i["uri"]) for i in items] == [(iid, "ok")]
+    def returned():
+        feed = call(team, "admin", "GET", "/api/events",
+                    params={"types": "task.returned"}).json()
+        return [(i["instance"], i["uri"]) for i in feed["items"] if i["type"] == "task.returned"]
+    assert settled(returned, bool) == [(iid, "ok")]
     # amended and sent again: the flow goes on, a new request goes out
     complete(team, "alice", iid, "claim", {"amount": 42, "reason": "taxi, receipt attached"})
     complete(team, "fred", iid, "review", {"note": "fine"})

@@ -115,14 +115,19 @@ def test_every_example_is_valid_and_every_mutation_kind_is_reached():
     assert len(places(EXAMPLES["order"])) > 20
 
 
-_DRAWN: dict[tuple[int, int], st.SearchStrategy[Any]] = {}
+ANY: dict[str, Any] = {}  # a node that allows anything
+_DRAWN: dict[tuple[int, int], tuple[dict[str, Any], st.SearchStrategy[Any]]] = {}
 
 
 def from_schema(node: dict[str, Any], depth: int = 0) -> st.SearchStrategy[Any]:
-    key = (id(node), depth)  # the schema's nodes live as long as its cached copy
+    """The strategy for a node, made once per node. The cache holds the node too: a node
+    made on the way (`{**node, "type": k}`) would otherwise be freed and its id given to
+    another, which would then draw from the first one's strategy (hypothesis saw the same
+    test draw differently on a rerun)."""
+    key = (id(node), depth)
     if key not in _DRAWN:
-        _DRAWN[key] = _from_schema(node, depth)
-    return _DRAWN[key]
+        _DRAWN[key] = (node, _from_schema(node, depth))
+    return _DRAWN[key][1]
 
 
 def _from_schema(node: dict[str, Any], depth: int) -> st.SearchStrategy[Any]:
@@ -158,6 +163,13 @@ def _from_schema(node: dict[str, Any], depth: int) -> st.SearchStrategy[Any]:
         return st.lists(from_schema(node.get("items", {}), depth),
                         min_size=node.get("minItems", 0), max_size=node.get("maxItems", 3))
     if kind == "object":
+        if not node.get("properties") and "additionalProperties" not in node:
+            return st.dictionaries(st.sampled_from(["a", "type", "name", "x"]),
+                                   from_schema(ANY, depth), max_size=3)
+        if isinstance(node.get("additionalProperties"), dict):
+            keys = from_schema({"type": "string", **node.get("propertyNames", {})}, depth)
+            return st.dictionaries(keys, from_schema(node["additionalProperties"], depth),
+                                   max_size=3)
         return _objects(node, depth)
     return st.recursive(st.none() | st.booleans() | st.integers(-10, 10) | st.text(max_size=4),
                         lambda inner: st.lists(inner, max_size=2)
@@ -166,16 +178,8 @@ def _from_schema(node: dict[str, Any], depth: int) -> st.SearchStrategy[Any]:
 
 @st.composite
 def _objects(draw: st.DrawFn, node: dict[str, Any], depth: int) -> dict[str, Any]:
-    props = node.get("properties", {})
     out: dict[str, Any] = {}
-    if not props and "additionalProperties" not in node:
-        return draw(st.dictionaries(st.sampled_from(["a", "type", "name", "x"]),
-                                    from_schema({}, depth), max_size=3))
-    if isinstance(node.get("additionalProperties"), dict):
-        keys = from_schema({"type": "string", **node.get("propertyNames", {})}, depth)
-        return draw(st.dictionaries(keys, from_schema(node["additionalProperties"], depth),
-                                    max_size=3))
-    for key, sub in props.items():
+    for key, sub in node.get("properties", {}).items():
         if key in node.get("required", ()) or draw(st.booleans()):
             out[key] = draw(from_schema(sub, depth))
     then = node.get("then", {}).get("properties", {})
