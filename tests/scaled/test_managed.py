@@ -7,8 +7,10 @@ through its one port. One start serves every test; the last one kills it.
    (`supervisorctl status` says RUNNING with a new pid), the timers stay on time;
 2. one backend killed three times within 5 s: the port answers again within 10 s each
    time (at once: the other backend holds it) and the backend comes back;
-3. a scrape of a backend's `/metrics` counts the workers' work too (multi-process metrics);
-4. the manager killed with SIGKILL: nothing of the run is left running or listening.
+3. every program killed in the middle of a bulk retry of 1,000 failed instances: when
+   they are back, each instance is retried exactly once and the operation finishes;
+4. a scrape of a backend's `/metrics` counts the workers' work too (multi-process metrics);
+5. the manager killed with SIGKILL: nothing of the run is left running or listening.
 
 After each fault every completion the API acknowledged is in the database exactly once.
 The log of the run is test-output/scaled/managed/run.log, supervisord's and each
@@ -17,6 +19,7 @@ program's in test-output/scaled/managed/logs/.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -47,6 +50,7 @@ from tests.scaled.conftest import (
     server_env,
     stop,
 )
+from tests.services.helpers import FAILING, failed, retried_exactly_once
 
 HOME = OUTPUT / "managed"
 LEASE_S = 8
@@ -310,6 +314,39 @@ def test_a_backend_killed_three_times_in_5_s_leaves_the_port_answering(run):
     wait_for("backend-1 RUNNING again", lambda: (s := status()["backend-1"])[0] == "RUNNING"
              and s[1] not in killed, 60)
     assert status()["backend-2"][0] == "RUNNING"
+    exactly_once(run.store, run.load.acked)
+
+
+def test_a_bulk_retry_survives_every_program_killed_midway(run):
+    """SPEC §18: the whole installation (both backends and both workers, which apply bulk
+    operations) killed in the middle of a bulk retry of 1,000 failed instances, started
+    again by supervisord: every instance retried exactly once, the operation finished with
+    a result for each."""
+    run.store.put_template(FAILING)
+    ids = failed(run.store, 1000)
+    run.store.add_user("operator", "pw-operator-1234", ["admin"])
+    token = httpx.post(f"{run.base}/api/auth/token", timeout=30, json={
+        "username": "operator", "password": "pw-operator-1234"}).json()["access_token"]
+    r = httpx.post(f"{run.base}/api/operations", timeout=30,
+                   headers={"Authorization": f"Bearer {token}"},
+                   json={"action": "retry", "filter": {"template": "claim",
+                                                       "status": "failed"}})
+    assert r.status_code == 202, r.text
+    op_id = r.json()["operation"]
+    assert r.json()["matched"] == 1000
+    wait_for("the retry to begin", lambda: run.store.operation(op_id)["done"] >= 150, 60)
+    programs = ("backend-1", "backend-2", "worker-1", "worker-2")
+    killed = [p for p in (pid(name) for name in programs) if p]
+    for doomed in killed:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(doomed, signal.SIGKILL)
+    assert run.store.operation(op_id)["finished_at"] is None  # stopped midway
+    wait_for("every program RUNNING again", lambda: all(
+        (s := status()[name])[0] == "RUNNING" and s[1] not in killed for name in programs),
+        60)
+    wait_for("the operation to finish",  # 850 or so moves left, on a busy machine
+             lambda: run.store.operation(op_id)["finished_at"] is not None, 180)
+    retried_exactly_once(run.store, op_id, ids)
     exactly_once(run.store, run.load.acked)
 
 

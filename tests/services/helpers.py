@@ -73,3 +73,45 @@ def mail_of(store: Store, people, name):
     box = Mailbox(store).inbox(people[name], kind="approval")
     assert len(box) == 1, box
     return box[0]
+
+
+# A claim whose first step fails as an HTTP action would: what bulk retries are tried on
+FAILING = {"name": "claim", "kind": "linear", "circles": [
+    {"uri": "a", "box": {"form": [{"name": "v", "type": "integer"}]}},
+    {"uri": "b", "box": {"form": [{"name": "v", "type": "integer"}]}}]}
+
+
+def failed(store: Store, n: int, reason: str = "HTTP 503") -> list[str]:
+    """`n` instances of FAILING, each failed at `a` with `reason`."""
+    ids = []
+    for _ in range(n):
+        inst = store.start("claim", {})
+        store.fail(inst.id, "a", store.engine.bookmark(inst, "a"), reason, actor="t")
+        ids.append(inst.id)
+    return ids
+
+
+def retried_exactly_once(store: Store, op_id: str, ids: list[str]) -> None:
+    """The bulk retry `op_id` of the failed instances `ids` (and of no other) finished:
+    a result `done` for each, one reset and one mark of the operation each."""
+    from sqlalchemy import func, select
+
+    from bpflow import operations
+    from bpflow.store.tables import events_t
+    op = store.operation(op_id)
+    assert op["finished_at"] is not None
+    assert (op["matched"], op["done"], op["refused"]) == (len(ids), len(ids), 0)
+    items = store.operation_items(op_id, limit=2 * len(ids))
+    assert sorted(i["instance_id"] for i in items) == sorted(ids)
+    assert {i["state"] for i in items} == {"done"}
+    with store.reader() as conn:
+        counts = dict(conn.execute(select(events_t.c.kind, func.count()).where(
+            events_t.c.kind.in_(["circle_reset", operations.MARKER]),
+            events_t.c.instance_id.in_(ids)).group_by(events_t.c.kind)).all())
+        per = select(func.count().label("n")).where(
+            events_t.c.kind == "circle_reset", events_t.c.instance_id.in_(ids)).group_by(
+            events_t.c.instance_id).subquery()
+        most = conn.execute(select(func.max(per.c.n))).scalar()
+    assert counts == {"circle_reset": len(ids), operations.MARKER: len(ids)}
+    assert most == 1
+    assert {store.get(i).circles["a"].state for i in ids[:20]} == {"waiting"}

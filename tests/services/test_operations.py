@@ -9,34 +9,20 @@ import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from sqlalchemy import func, select
 
 from bpflow import operations
 from bpflow.access import Caller
 from bpflow.errors import Forbidden, NotFound
 from bpflow.store import Store
-from bpflow.store.tables import events_t
 from bpflow.worker import Worker
+from tests.services.helpers import FAILING, failed, retried_exactly_once
 from tests.services.test_worker import run_worker_process, stop, wait_until
-
-FLOW = {"name": "claim", "kind": "linear", "circles": [
-    {"uri": "a", "box": {"form": [{"name": "v", "type": "integer"}]}},
-    {"uri": "b", "box": {"form": [{"name": "v", "type": "integer"}]}}]}
 
 
 @pytest.fixture
 def admin(store: Store) -> Caller:
     store.add_user("root", "pw-root-123456", ["admin"])
     return Caller.of(store.user("root"))
-
-
-def failed(store: Store, n: int, reason: str = "HTTP 503") -> list[str]:
-    ids = []
-    for _ in range(n):
-        inst = store.start("claim", {})
-        store.fail(inst.id, "a", store.engine.bookmark(inst, "a"), reason, actor="t")
-        ids.append(inst.id)
-    return ids
 
 
 def run(store: Store, op_id: str, rounds: int = 50) -> dict:
@@ -53,7 +39,7 @@ def resets(store: Store, iid: str) -> int:
 
 
 def test_bulk_retry_resets_each_failed_circle_once_with_a_result_each(store, admin):
-    store.put_template(FLOW)
+    store.put_template(FAILING)
     ids = failed(store, 5)
     running = store.start("claim", {}).id
     started = operations.start(store, admin, "retry", {"status": "failed"})
@@ -72,7 +58,7 @@ def test_bulk_retry_resets_each_failed_circle_once_with_a_result_each(store, adm
 
 
 def test_a_move_applied_before_a_crash_is_not_applied_again(store, admin):
-    store.put_template(FLOW)
+    store.put_template(FAILING)
     ids = failed(store, 3)
     started = operations.start(store, admin, "retry", None, ids)
     op = store.operation(started["operation"])
@@ -84,7 +70,7 @@ def test_a_move_applied_before_a_crash_is_not_applied_again(store, admin):
 
 
 def test_an_instance_the_move_does_not_fit_is_refused_with_the_reason(store, admin):
-    store.put_template(FLOW)
+    store.put_template(FAILING)
     (broken,) = failed(store, 1)
     fine = store.start("claim", {}).id
     started = operations.start(store, admin, "retry", None, [broken, fine])
@@ -96,7 +82,7 @@ def test_an_instance_the_move_does_not_fit_is_refused_with_the_reason(store, adm
 
 
 def test_suspend_and_resume_many_through_the_flow_moves(store, admin):
-    store.put_template(FLOW)
+    store.put_template(FAILING)
     ids = [store.start("claim", {}).id for _ in range(3)]
     op = run(store, operations.start(store, admin, "suspend", {"template": "claim"})
              ["operation"])
@@ -106,9 +92,9 @@ def test_suspend_and_resume_many_through_the_flow_moves(store, admin):
 
 
 def test_bulk_migrate_moves_through_the_migration_and_its_dry_run(store, admin):
-    store.put_template(FLOW)
+    store.put_template(FAILING)
     ids = [store.start("claim", {}).id for _ in range(2)]
-    store.put_template({**FLOW, "circles": FLOW["circles"][:1] + [
+    store.put_template({**FAILING, "circles": FAILING["circles"][:1] + [
         {"uri": "c", "box": {"form": [{"name": "v", "type": "integer"}]}}]})
     params = {"template": "claim", "from": 1, "to": 2, "map": {"b": "c"}}
     dry = run(store, operations.start(store, admin, "migrate", {}, None,
@@ -119,7 +105,7 @@ def test_bulk_migrate_moves_through_the_migration_and_its_dry_run(store, admin):
 
 
 def test_only_admins_of_the_tenant_start_or_read_operations(store, admin):
-    store.put_template(FLOW)
+    store.put_template(FAILING)
     store.add_user("bob", "pw-bob-1234567", ["user"])
     bob = Caller.of(store.user("bob"))
     with pytest.raises(Forbidden):
@@ -135,7 +121,7 @@ def test_only_admins_of_the_tenant_start_or_read_operations(store, admin):
 
 
 def test_incidents_group_failed_circles_by_template_circle_and_reason(store, admin):
-    store.put_template(FLOW)
+    store.put_template(FAILING)
     five = failed(store, 5, "HTTP 503")
     two = failed(store, 2, "timeout")
     groups = store.incidents(shown=3)
@@ -148,7 +134,7 @@ def test_incidents_group_failed_circles_by_template_circle_and_reason(store, adm
 
 
 def test_filters_by_starter_status_and_waiting_time(store, admin):
-    store.put_template(FLOW)
+    store.put_template(FAILING)
     mine = store.start("claim", {}, admin.as_user()).id
     store.start("claim", {})
     rows, total = store.operation_instances({"starter": "root", "status": "running"})
@@ -161,7 +147,7 @@ def test_a_bulk_retry_of_1000_survives_its_worker_killed_midway(db_url, store, a
     """The acceptance of SPEC §18: the worker applying a bulk retry of 1,000 failed
     instances is killed (SIGKILL) midway and another started: every instance is retried
     exactly once, the operation finishes with a result for each."""
-    store.put_template(FLOW)
+    store.put_template(FAILING)
     ids = failed(store, 1000)
     op_id = operations.start(store, admin, "retry", {"status": "failed"})["operation"]
     doomed = run_worker_process(db_url, "--poll", "0.05", "--lease", "1")
@@ -178,28 +164,14 @@ def test_a_bulk_retry_of_1000_survives_its_worker_killed_midway(db_url, store, a
                    "the operation to finish")
     finally:
         stop(rescuer)
-    op = store.operation(op_id)
-    assert (op["matched"], op["done"], op["refused"]) == (1000, 1000, 0)
-    items = store.operation_items(op_id, limit=2000)
-    assert sorted(i["instance_id"] for i in items) == sorted(ids)
-    assert {i["state"] for i in items} == {"done"}
-    with store.reader() as conn:  # one reset and one mark of the operation each
-        counts = dict(conn.execute(select(events_t.c.kind, func.count()).where(
-            events_t.c.kind.in_(["circle_reset", operations.MARKER]))
-            .group_by(events_t.c.kind)).all())
-        per = select(func.count().label("n")).where(
-            events_t.c.kind == "circle_reset").group_by(events_t.c.instance_id).subquery()
-        most = conn.execute(select(func.max(per.c.n))).scalar()
-    assert counts == {"circle_reset": 1000, operations.MARKER: 1000}
-    assert most == 1
-    assert {store.get(i).circles["a"].state for i in ids[:20]} == {"waiting"}
+    retried_exactly_once(store, op_id, ids)
 
 
 def test_durations_are_folded_from_the_history_once(db_url):
     now = [datetime(2026, 3, 1, 9, tzinfo=UTC)]
     s = Store(db_url, secret=b"durations-test-secret-0123456789", clock=lambda: now[0])
     try:
-        s.put_template(FLOW)
+        s.put_template(FAILING)
         for minutes in range(1, 11):  # `a` waits 1..10 minutes, `b` one
             inst = s.start("claim", {})
             now[0] += timedelta(minutes=minutes)
