@@ -5,7 +5,6 @@ build lays it out."""
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import httpx
@@ -16,6 +15,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Mount, Route
 
 from bpflow_app.asset_cache import IMMUTABLE, cache_fingerprinted_assets, pages_without_redirect
+from tests.conftest import run_async
 
 
 @pytest.fixture
@@ -42,7 +42,7 @@ class Client:
             async with httpx.AsyncClient(transport=httpx.ASGITransport(app=self.app),
                                          base_url="http://bpflow.test") as http:
                 return await http.request(method, path)
-        return asyncio.run(send())
+        return run_async(send())  # a thread of its own: a test may run in a loop's
 
     def get(self, path: str) -> httpx.Response:
         return self.request("GET", path)

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import shutil
 import signal
 import statistics
@@ -32,6 +31,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -61,8 +61,6 @@ FORM = {"name": "storm", "circles": [
 TICK = {"name": "tick", "circles": [
     {"uri": "wait", "box": {"action": {"type": "timer", "delay": TIMER_S}}},
     {"uri": "end", "deps": [["wait"]]}]}
-CTL = [str(Path(sys.executable).with_name("supervisorctl")), "-c",
-       str(HOME / "supervisord.conf")]
 
 
 @dataclass
@@ -122,22 +120,29 @@ class Run:
         return f"http://127.0.0.1:{self.port}"
 
 
+def supervisor() -> Any:
+    """supervisord's XML-RPC interface, what `supervisorctl` talks to, from this process
+    (a `supervisorctl` a question takes a second or more to start on a busy machine)."""
+    import configparser
+    from xmlrpc.client import ServerProxy
+
+    from supervisor.xmlrpc import SupervisorTransport
+    conf = configparser.RawConfigParser()
+    conf.read(HOME / "supervisord.conf")
+    ctl = conf["supervisorctl"]
+    transport = SupervisorTransport(ctl["username"], ctl["password"], ctl["serverurl"])
+    return ServerProxy("http://127.0.0.1", transport=transport).supervisor
+
+
 def status() -> dict[str, tuple[str, int]]:
-    """`supervisorctl status`: program → (state, pid; 0 unless RUNNING)."""
-    out = subprocess.run([*CTL, "status"], capture_output=True, text=True, timeout=30).stdout
-    states = {}
-    for line in out.splitlines():
-        m = re.match(r"(\S+)\s+([A-Z]+)(?:\s+pid (\d+))?", line)
-        if m:
-            states[m[1]] = (m[2], int(m[3] or 0))
-    return states
+    """As `supervisorctl status`: program → (state, pid; 0 unless RUNNING)."""
+    return {p["name"]: (p["statename"], p["pid"] if p["statename"] == "RUNNING" else 0)
+            for p in supervisor().getAllProcessInfo()}
 
 
 def pid(program: str) -> int:
-    """`supervisorctl pid PROGRAM`: its pid, STARTING too (0 when it has none)."""
-    out = subprocess.run([*CTL, "pid", program], capture_output=True, text=True,
-                         timeout=30).stdout.strip()
-    return int(out) if out.isdigit() else 0
+    """As `supervisorctl pid PROGRAM`: its pid, STARTING too (0 when it has none)."""
+    return supervisor().getProcessInfo(program)["pid"]
 
 
 def wait_for(what: str, check, limit: float):
@@ -368,9 +373,11 @@ def test_a_scrape_of_a_backend_counts_the_workers_too(run):
 
 
 def test_the_manager_killed_leaves_nothing_behind(run):
-    processes = tree(run.process.pid)
     assert listening(run.port) >= 1  # the check below can fail
-    assert len(processes) >= 1 + 1 + 2 * 2 + 2  # itself, supervisord, backends, workers
+    # itself, supervisord, the backends (a Granian process and its worker each), workers;
+    # a program killed by a test before may still be starting its Granian worker
+    processes = wait_for("every process of the run up", lambda: (
+        p if len(p := tree(run.process.pid)) >= 1 + 1 + 2 * 2 + 2 else None), 60)
     run.load.halt.set()
     os.kill(run.process.pid, signal.SIGKILL)
     wait_for("every process of the run gone",
