@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -15,6 +14,7 @@ from bpflow.access import Caller
 from bpflow.errors import Forbidden, NotFound
 from bpflow.store import Store
 from bpflow.worker import Worker
+from tests.conftest import settled
 from tests.services.helpers import FAILING, failed, retried_exactly_once
 from tests.services.test_worker import run_worker_process, stop, wait_until
 
@@ -181,14 +181,11 @@ def test_durations_are_folded_from_the_history_once(db_url):
         s.start("claim", {})  # waiting: no round ended
         # on PostgreSQL the history is read as the event feed reads it, up to the oldest
         # transaction still open anywhere (other tests' too): fold until all is seen
-        deadline = time.monotonic() + 30
-        while True:
+        def folded():
             while s.fold_waits(limit=7):
                 pass
-            got = s.durations("claim")
-            if got["instances"]["count"] == 10 or time.monotonic() > deadline:
-                break
-            time.sleep(0.05)
+            return s.durations("claim")
+        got = settled(folded, lambda got: got["instances"]["count"] == 10)
         a, b, whole = got["circles"]["a"], got["circles"]["b"], got["instances"]
         assert (a["count"], a["max"]) == (10, 600.0)
         assert 300 / 1.1 <= a["p50"] <= 300 and 600 / 1.1 <= a["p95"] <= 600
