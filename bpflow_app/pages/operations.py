@@ -137,7 +137,9 @@ def _result(r: rx.Var[ResultLine]) -> rx.Component:
     return rx.table.row(
         rx.table.cell(rx.link(rx.code(r.instance, size="1"), href=routes.flow(r.instance))),
         rx.table.cell(state_badge(rx.match(r.state, *RESULT_COLORS.items(), "pending"), word)),
-        rx.table.cell(rx.text(r.reason, size="1", custom_attrs=NO)))
+        rx.table.cell(rx.text(r.reason, size="1", custom_attrs=NO)),
+        class_name="result-line", custom_attrs={"data-instance": r.instance,
+                                                "data-state": r.state})
 
 
 def _progress() -> rx.Component:
