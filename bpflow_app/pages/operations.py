@@ -210,7 +210,7 @@ def operations_page() -> rx.Component:
                 _table([_("Template"), _("Circle"), _("Reason"), _("Instances"), ""],
                        rx.foreach(S.incidents, _incident), _("Incidents")),
                 rx.text(_("No failed circles."), size="2", color_scheme="gray")),
-        _instances(), _migration(), _heat(),
+        _heat(), _migration(), _instances(),
         rx.heading(_("Overdue tasks (%(n)s)", n=number(S.overdue_total)), size="4", as_="h2"),
         rx.cond(S.overdue.length() > 0,
                 _table([_("Instance"), _("Template"), _("Circle"), _("Assignee"), _("Due")],
