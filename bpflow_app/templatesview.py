@@ -94,6 +94,13 @@ def link(row: dict[str, Any]) -> InstanceLink:
                         (row.get("user") or {}).get("username") or "")
 
 
+def proposed(versions: list[str]) -> tuple[str, str]:
+    """The migration a panel proposes for a template's versions (oldest first): from the
+    one before the last to the last ("" when there are none)."""
+    to = versions[-1] if versions else ""
+    return (versions[-2] if len(versions) > 1 else to), to
+
+
 def parse_map(text: str, say: Say = ENGLISH) -> dict[str, str]:
     """A migration's map as typed: a JSON object, or one `old -> new` per line (`old = new`
     too); ValueError saying (in `say`'s language) what is wrong."""

@@ -1,5 +1,6 @@
 """A real local HTTP server for tests of HTTP actions: it records every request and
-answers by path (`/ok`, `/status/500`, `/slow/<seconds>`, `/slow-once/<seconds>`, `/text`)."""
+answers by path (`/ok`, `/status/500`, `/slow/<seconds>`, `/slow-once/<seconds>`, `/text`,
+and `/flaky/...`: HTTP 503 while the recorder's `down` is set, then as `/ok`)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ class Recorder:
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []
         self.lock = threading.Lock()
+        self.down = False  # `/flaky/...` answers 503 (a service that is down)
 
     def keys(self) -> Counter:
         with self.lock:
@@ -39,8 +41,9 @@ def _handler(recorder: Recorder):
                 count = sum(1 for r in recorder.requests if r["path"] == self.path)
             parts = self.path.strip("/").split("/")
             status, body, ctype = 200, json.dumps({"ok": True, "echo": _json(raw)}), "json"
-            if parts[0] == "status":
-                status, body = int(parts[1]), json.dumps({"error": "server says no"})
+            if parts[0] == "status" or (parts[0] == "flaky" and recorder.down):
+                status = int(parts[1]) if parts[0] == "status" else 503
+                body = json.dumps({"error": "server says no"})
             elif parts[0] == "slow" or (parts[0] == "slow-once" and count == 1):
                 time.sleep(float(parts[1]))
             elif parts[0] == "text":

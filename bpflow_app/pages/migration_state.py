@@ -20,7 +20,7 @@ from bpflow.backend import store_for
 from bpflow.errors import Unauthorized
 from bpflow.store import Store
 from bpflow_app.session import SessionState, expired
-from bpflow_app.templatesview import InstanceLink, link, parse_map, refused_link
+from bpflow_app.templatesview import InstanceLink, link, parse_map, proposed, refused_link
 from engine.errors import BpflowError
 
 
@@ -51,8 +51,7 @@ class MigrationState(SessionState):
         self.template = name
         if versions != self.versions or not self.mig_to:
             self.versions = versions
-            self.mig_to = versions[-1] if versions else ""
-            self.mig_from = versions[-2] if len(versions) > 1 else self.mig_to
+            self.mig_from, self.mig_to = proposed(versions)
             self._forget_migration()
 
     def _forget_migration(self) -> None:

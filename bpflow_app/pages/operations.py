@@ -2,7 +2,9 @@
 bulk (SPEC §18). Filters over every instance (paged on the server), incidents (failed
 circles grouped by template, circle and reason; each opens its instances), instances
 chosen one by one or all that match, an action on them with its progress and a result
-per instance as it goes, and the tasks past their due time."""
+per instance as it goes, and the tasks past their due time. A filter naming a template
+draws where its flows wait (a heat map, the figures on hover) and offers to migrate what
+is chosen to another of its versions, a dry run first."""
 
 from __future__ import annotations
 
@@ -10,6 +12,8 @@ import reflex as rx
 
 from bpflow_app import routes
 from bpflow_app.catalogs import N_
+from bpflow_app.components.drawing import flow_drawing
+from bpflow_app.components.migrating import migration_request
 from bpflow_app.components.names import NO
 from bpflow_app.components.ui import empty_state, page_header, state_badge
 from bpflow_app.components.when import number, when
@@ -128,11 +132,14 @@ def _instances() -> rx.Component:
 
 
 def _result(r: rx.Var[ResultLine]) -> rx.Component:
-    word = rx.match(r.state, *[(k, _(v)) for k, v in RESULT_WORDS.items()], r.state)
+    word = rx.cond(S.dry_run & (r.state == "done"), _("would be migrated"), rx.match(
+        r.state, *[(k, _(v)) for k, v in RESULT_WORDS.items()], r.state))
     return rx.table.row(
         rx.table.cell(rx.link(rx.code(r.instance, size="1"), href=routes.flow(r.instance))),
         rx.table.cell(state_badge(rx.match(r.state, *RESULT_COLORS.items(), "pending"), word)),
-        rx.table.cell(rx.text(r.reason, size="1", custom_attrs=NO)))
+        rx.table.cell(rx.text(r.reason, size="1", custom_attrs=NO)),
+        class_name="result-line", custom_attrs={"data-instance": r.instance,
+                                                "data-state": r.state})
 
 
 def _progress() -> rx.Component:
@@ -140,14 +147,51 @@ def _progress() -> rx.Component:
         rx.heading(_("Bulk operation"), size="4", as_="h2"),
         rx.progress(value=rx.cond(S.matched > 0, (S.done + S.refused) * 100 / S.matched, 100),
                     width="100%"),
-        rx.text(_("%(done)s done, %(refused)s refused of %(matched)s",
-                  done=number(S.done), refused=number(S.refused), matched=number(S.matched)),
+        rx.text(rx.cond(
+            S.dry_run,
+            _("Dry run: %(done)s would be migrated, %(refused)s refused of %(matched)s. "
+              "Nothing is changed.", done=number(S.done), refused=number(S.refused),
+              matched=number(S.matched)),
+            _("%(done)s done, %(refused)s refused of %(matched)s",
+              done=number(S.done), refused=number(S.refused), matched=number(S.matched))),
                 size="2", id="ops-progress"),
         rx.cond(S.finished, rx.badge(_("finished"), color_scheme="green")),
         rx.cond(S.results.length() > 0, _table(
             [_("Instance"), _("Result"), _("Why")], rx.foreach(S.results, _result),
             _("Results"))),
         spacing="2", width="100%"), width="100%"))
+
+
+def _heat() -> rx.Component:
+    """Where the filter's template keeps its flows waiting."""
+    return rx.cond(S.template != "", rx.card(rx.vstack(
+        rx.heading(_("Where flows of %(template)s v%(version)s wait", template=S.template,
+                     version=S.template_version), size="4", as_="h2"),
+        flow_drawing(S.heat),
+        rx.text(rx.cond(S.waited, _("The longer a step keeps flows waiting (p95), the darker "
+                                    "its circle; its figures on hover."),
+                        _("No flow of it has waited on a step yet.")),
+                size="2", color_scheme="gray"),
+        spacing="2", width="100%"), width="100%", id="ops-heat"))
+
+
+def _migration() -> rx.Component:
+    """Migrating what is chosen to another version of the filter's template."""
+    return rx.cond(S.versions.length() > 1, rx.card(rx.vstack(
+        rx.heading(_("Migrate flows of v%(source)s to v%(target)s", source=S.mig_from,
+                     target=S.mig_to), size="4", as_="h2"),
+        rx.text(_("What is chosen (or all that match) moves to the other version; a dry run "
+                  "shows first what would happen, flow by flow, and changes nothing."),
+                size="2", color_scheme="gray"),
+        migration_request(S.versions, S.mig_from, S.mig_to, S.mig_map, S.set_mig_from,
+                          S.set_mig_to, S.set_mig_map, "ops-migrate", rows="2"),
+        rx.hstack(
+            rx.button(rx.icon("eye", size=14), _("Dry run"), on_click=S.migrate(True),
+                      size="1", variant="soft", id="ops-migrate-dry-run"),
+            rx.button(rx.icon("git-branch", size=14), _("Migrate"), on_click=S.migrate(False),
+                      size="1", disabled=~S.can_migrate, id="ops-migrate-run"),
+            spacing="2"),
+        spacing="2", width="100%"), width="100%", id="ops-migration"))
 
 
 def _overdue(o: rx.Var[OverdueLine]) -> rx.Component:
@@ -166,7 +210,7 @@ def operations_page() -> rx.Component:
                 _table([_("Template"), _("Circle"), _("Reason"), _("Instances"), ""],
                        rx.foreach(S.incidents, _incident), _("Incidents")),
                 rx.text(_("No failed circles."), size="2", color_scheme="gray")),
-        _instances(),
+        _heat(), _migration(), _instances(),
         rx.heading(_("Overdue tasks (%(n)s)", n=number(S.overdue_total)), size="4", as_="h2"),
         rx.cond(S.overdue.length() > 0,
                 _table([_("Instance"), _("Template"), _("Circle"), _("Assignee"), _("Due")],

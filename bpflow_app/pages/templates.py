@@ -10,6 +10,7 @@ import reflex as rx
 from bpflow_app import routes
 from bpflow_app.catalogs import N_
 from bpflow_app.components.drawing import flow_drawing
+from bpflow_app.components.migrating import migration_request
 from bpflow_app.components.names import NO, by, data, named
 from bpflow_app.components.ui import empty_state, page_header, state_badge
 from bpflow_app.components.when import ago, number
@@ -262,19 +263,8 @@ def _migration() -> rx.Component:
                   "match by uri (or by the map), finished ones keep their results, new ones "
                   "start waiting. A flow that cannot move is refused and stays as it is. A "
                   "dry run shows what would happen first."), size="2", color_scheme="gray"),
-        rx.hstack(
-            rx.text(_("From"), size="2", aria_hidden="true"),
-            rx.select(M.versions, value=M.mig_from, on_change=M.set_mig_from, size="1",
-                      id="migrate-from",  # the trigger's name (rx.select gives it these)
-                      custom_attrs={"aria-label": _("Version to migrate from")}),
-            rx.text(_("to"), size="2", aria_hidden="true"),
-            rx.select(M.versions, value=M.mig_to, on_change=M.set_mig_to, size="1",
-                      id="migrate-to", custom_attrs={"aria-label": _("Version to migrate to")}),
-            spacing="2", align="center"),
-        rx.text_area(value=M.mig_map, on_change=M.set_mig_map, rows="3", width="100%",
-                     placeholder=_("Renamed circles, one per line: old -> new (optional)"),
-                     font_family="monospace", id="migrate-map",
-                     custom_attrs={"aria-label": _("Map of renamed circles")}),
+        migration_request(M.versions, M.mig_from, M.mig_to, M.mig_map, M.set_mig_from,
+                          M.set_mig_to, M.set_mig_map, "migrate"),
         rx.hstack(
             rx.button(rx.icon("eye", size=14), _("Dry run"), on_click=M.dry_run,
                       variant="soft", id="migrate-dry-run"),

@@ -20,8 +20,8 @@ from bpflow.access import Caller
 from bpflow.backend import store_for
 from bpflow.interactions import SIGNIN_TEMPLATE
 from bpflow.store import Store
-from bpflow_app.drawing import Drawing, draw, heated
-from bpflow_app.flowview import STATE_WORDS
+from bpflow_app.drawing import Drawing
+from bpflow_app.heatview import heat_map, template_drawing
 from bpflow_app.pages.migration_state import MigrationState
 from bpflow_app.session import SessionState
 from bpflow_app.templatesview import (
@@ -36,7 +36,6 @@ from bpflow_app.templatesview import (
     template_lines,
 )
 from engine.errors import BpflowError, DefinitionError
-from engine.messages import N_
 
 MAX_UPLOAD = 1_000_000  # bytes
 
@@ -83,17 +82,10 @@ class TemplatesState(SessionState):
         self.name, self.version = name, number
         self.titles = in_every_language(t.title, name)
         self.descriptions = in_every_language(t.description)
-        nested = {cid: node.weak for cid, node in t.plan.nodes.items() if node.weak}
-        self.preview = draw(t.analysis, {}, expanded=set(t.analysis.get("nested", {})),
-                            weak=nested or None, aria=lambda name, state: self.gettext(
-                                "%(step)s: %(state)s", step=name,
-                                state=self.gettext(STATE_WORDS.get(state, state))))
-        figures = store.durations(name)["circles"]  # every version's (as the counts below)
-        self.waited = any(f.get("count") for f in figures.values())
-        self.waits = heated(self.preview, figures, lambda f: self.gettext(
-            "%(count)s waits: median %(p50)s, p95 %(p95)s, longest %(max)s",
-            count=f["count"], p50=self._span(f["p50"]), p95=self._span(f["p95"]),
-            max=self._span(f["max"])))
+        self.preview = template_drawing(t, self.gettext)
+        # where flows wait: every version's figures (as the counts below)
+        self.waits, self.waited = heat_map(self.preview, store.durations(name)["circles"],
+                                           self.gettext)
         stats = store.stats(name)
         self.stats = [StatLine(c, **counts) for c, counts in sorted(stats["circles"].items())]
         self.statuses = stats["instances"]
@@ -110,16 +102,6 @@ class TemplatesState(SessionState):
         if self.name:
             self._choose(store, self.name, self.version or None)
         self.loading = False
-
-    def _span(self, seconds: float | None) -> str:
-        """A wait in the reader's words: seconds, minutes, hours or days."""
-        if seconds is None:
-            return "–"
-        for size, unit in ((86400, N_("%(n)s d")), (3600, N_("%(n)s h")),
-                           (60, N_("%(n)s min"))):
-            if seconds >= size:
-                return self.gettext(unit, n=f"{seconds / size:.1f}".removesuffix(".0"))
-        return self.gettext(N_("%(n)s s"), n=f"{seconds:.1f}".removesuffix(".0"))
 
     @rx.event
     def show_heat(self, on: bool):

@@ -61,3 +61,81 @@ def test_the_filter_form_becomes_the_filter():
         "template": "claim", "status": "failed", "version": 2, "waiting_hours": 1.5,
         "started_after": datetime(2026, 3, 1, tzinfo=UTC)}
     assert filter_of({"status": "sleeping", "version": "-1"}) == {}
+
+
+SLOW = {"name": "refund", "circles": [
+    {"uri": "review", "box": {"form": [{"name": "ok", "type": "boolean"}]}},
+    {"uri": "pay", "deps": [["review"]], "box": {"form": [{"name": "v", "type": "integer"}]}}]}
+
+
+def _failed_after_a_slow_review(web_store, n: int) -> list[str]:
+    """`n` refunds started three hours ago, reviewed now (a wait of three hours), then
+    failed at `pay` at once; the history folded into the durations."""
+    from datetime import timedelta
+
+    from bpflow import operations
+    from engine.runtime import utcnow
+    earlier = lambda: utcnow() - timedelta(hours=3)  # noqa: E731
+    web_store.put_template(SLOW)
+    web_store.clock = web_store.engine.clock = earlier
+    try:
+        started = [web_store.start("refund", {}) for _ in range(n)]
+    finally:
+        web_store.clock = web_store.engine.clock = utcnow
+    ids = []
+    for inst in started:
+        inst = web_store.complete(inst.id, "review", web_store.engine.bookmark(inst, "review"),
+                                  {"ok": True})
+        web_store.fail(inst.id, "pay", web_store.engine.bookmark(inst, "pay"), "HTTP 503",
+                       actor="t")
+        ids.append(inst.id)
+    while operations.fold_waits(Worker(web_store)):
+        pass
+    return ids
+
+
+def test_an_incident_draws_where_its_template_keeps_flows_waiting(make_state, web_store):
+    """SPEC §18: the operations page draws the filter's template as a heat map, the
+    slow step the hottest, each step's figures in the reader's words."""
+    from bpflow_app.drawing import HEAT
+    _failed_after_a_slow_review(web_store, 3)
+    state = make_state(OperationsState, user="root")
+    state.load()
+    assert state.template == ""  # no template named: nothing drawn
+    state.open_incident("refund", "pay", "HTTP 503")
+    assert (state.template, state.template_version, state.waited) == ("refund", 1, True)
+    nodes = {n.id: n for n in state.heat.nodes}
+    assert nodes["review"].fill == HEAT[-1] and nodes["pay"].fill == HEAT[0]
+    assert nodes["review"].tip.startswith("3 waits: median 3 h")
+    assert nodes["pay"].tip.startswith("3 waits: median ")
+    state.search({"template": "nothing-of-the-kind"})
+    assert state.template == "" and state.heat.nodes == []
+
+
+def test_a_bulk_migration_runs_once_its_dry_run_of_the_same_request_finished(
+        make_state, web_store):
+    ids = _failed_after_a_slow_review(web_store, 2)
+    web_store.put_template({**SLOW, "title": "Refund v2"})
+    state = make_state(OperationsState, user="root")
+    state.open_incident("refund", "pay", "HTTP 503")
+    assert (state.versions, state.mig_from, state.mig_to) == (["1", "2"], "1", "2")
+    state.choose_everything(True)
+    assert "dry run" in str(run(state.migrate(False)))
+    assert state.operation == ""
+    run(state.migrate(True))
+    assert state.dry_run and state.matched == 2 and not state.can_migrate
+    Worker(web_store).run_duties()
+    state._guarded(state._progress, admin=True)
+    assert (state.done, state.refused, state.finished) == (2, 0, True)
+    assert {web_store.get(i).version for i in ids} == {1}  # a dry run changes nothing
+    assert state.can_migrate
+    state.set_mig_map("pay -> review")  # another request: its own dry run first
+    assert not state.can_migrate
+    state.set_mig_map("")
+    assert state.can_migrate
+    run(state.migrate(False))
+    assert not state.dry_run and state.matched == 2
+    Worker(web_store).run_duties()
+    state._guarded(state._progress, admin=True)
+    assert (state.done, state.finished) == (2, True)
+    assert {web_store.get(i).version for i in ids} == {2}

@@ -94,7 +94,8 @@ def _pages(flows: dict[str, str]) -> list[tuple[str, str, bool]]:
              ("inbox", routes.INBOX, True), ("inbox-tasks", routes.INBOX + "?tab=tasks", True),
              ("templates", routes.TEMPLATES, True),
              ("design", routes.design("reimbursement"), True), ("users", routes.USERS, True),
-             ("webhooks", routes.WEBHOOKS, True), ("audit", routes.AUDIT, True)]
+             ("webhooks", routes.WEBHOOKS, True), ("audit", routes.AUDIT, True),
+             ("operations", routes.OPERATIONS, True)]  # a template's heat map, migrating
     account = getattr(routes, "ACCOUNT", None)
     if account:
         pages.append(("account", account, True))
@@ -121,6 +122,9 @@ def ada_flows(app_store) -> dict[str, str]:
     while not any(m["instance"] == claim.id for m in Mailbox(app_store).inbox(user)):
         assert time.monotonic() < deadline, "the claim's approval mail never came"
         time.sleep(0.2)
+    for title in ("Errand", "Errand, second version"):  # two versions: one to migrate to
+        app_store.put_template({"name": "errand", "title": title, "circles": [
+            {"uri": "go", "box": {"form": [{"name": "where", "type": "string"}]}}]})
     return {"order": str(app_store.start("order", {"customer": "ACME"}, user).id),
             "claim": str(claim.id)}
 
@@ -202,6 +206,11 @@ def test_every_page_is_accessible_and_fits_a_phone(browser, app_server, ada_flow
             if name == "flow-claim-return":  # its dialog: the steps, a comment, a confirmation
                 page.locator(".return-to").first.click()
                 expect(page.get_by_role("alertdialog")).to_be_visible()
+            if name == "operations":  # a template named: its drawing, migrating its flows
+                page.locator("#ops-template").fill("errand")
+                page.locator("#ops-search").click()
+                expect(page.locator("#ops-heat")).to_be_visible()
+                expect(page.locator("#ops-migration")).to_be_visible()
             if name == "flows" and lang == "zh-CN":  # the header's Chinese, in a CJK face
                 used = _fonts(page, "nav a p")
                 print(f"  the header's Chinese drawn with {used}")
