@@ -24,7 +24,7 @@ version 2 in the last 30 days.
 Targets (issue 32): lists and incident groups p95 <= 200 ms; durations <= 500 ms.
 
     .venv/bin/python bench/operations.py [--instances 100000] [--events 10] [--rounds 20]
-                                         [--pg URL | --again FILE]
+                                         [--pg URL [--again] | --again FILE]
 """
 
 from __future__ import annotations
@@ -84,9 +84,13 @@ def database(pg: str | None) -> str:
             conn.execute(text(f"DROP SCHEMA IF EXISTS {SCHEMA} CASCADE"))
             conn.execute(text(f"CREATE SCHEMA {SCHEMA}"))
         admin.dispose()
-        url = f"{pg}{'&' if '?' in pg else '?'}options={quote(f'-csearch_path={SCHEMA}')}"
+        url = _in_schema(pg)
     upgrade(url)
     return url
+
+
+def _in_schema(pg: str) -> str:
+    return f"{pg}{'&' if '?' in pg else '?'}options={quote(f'-csearch_path={SCHEMA}')}"
 
 
 def fill(store: Store, count: int, per: int) -> None:
@@ -182,14 +186,21 @@ def main() -> int:
     ap.add_argument("--events", type=int, default=10, help="history events per instance")
     ap.add_argument("--rounds", type=int, default=20)
     ap.add_argument("--pg", help="a PostgreSQL URL (a schema of its own is used)")
-    ap.add_argument("--again", metavar="FILE", help="measure an SQLite file filled before")
+    ap.add_argument("--again", metavar="FILE", nargs="?", const="",
+                    help="measure what an earlier run filled: an SQLite FILE, or with --pg"
+                         " its schema (upgraded again, not refilled)")
     args = ap.parse_args()
-    if args.again:  # a database an earlier run filled (upgraded again, not refilled)
-        url = f"sqlite:///{args.again}"
+    if args.again is not None:  # a database an earlier run filled
+        if args.pg:
+            url = _in_schema(args.pg)
+        elif args.again:
+            url = f"sqlite:///{args.again}"
+        else:
+            ap.error("--again needs an SQLite FILE, or --pg")
         upgrade(url)
         store = Store(url, secret=SECRET)
-        print(f"database: {args.again}, {store.list_instances(limit=1)[1]:,} instances",
-              flush=True)
+        print(f"database: {store.db.dialect.name} ({url.split('?')[0]}), "
+              f"{store.list_instances(limit=1)[1]:,} instances", flush=True)
     else:
         url = database(args.pg)
         store = Store(url, secret=SECRET)

@@ -1,10 +1,10 @@
 """What the operations page reads and what a bulk operation keeps (SPEC §18).
 
-Every list here is one or two statements on the indexes of migration 0022, however many
-instances a tenant has: instances matching a filter, newest first, a page at a time (the
-total counted up to `COUNT_MAX`); failed circles grouped by template, circle and reason
-(`GROUP BY`); open tasks past their due time. (A template's durations are
-`bpflow.store.waits`'.)
+Every list here is one or two statements on the indexes of migrations 0022 and 0023,
+however many instances a tenant has: instances matching a filter, newest first, a page at
+a time (the total counted up to `COUNT_MAX`); failed circles grouped by template, circle
+and reason, read from the `incidents` rows triggers keep (`GROUP BY` on their index);
+open tasks past their due time. (A template's durations are `bpflow.store.waits`'.)
 
 A bulk operation is one `operations` row and one `operation_items` row per instance,
 written together when it is asked for (the instances it matched then, by an
@@ -24,8 +24,10 @@ from sqlalchemy import (
     func,
     insert,
     literal,
+    literal_column,
     or_,
     select,
+    union_all,
     update,
 )
 
@@ -34,8 +36,10 @@ from bpflow.store.errors import Conflict, NotFound
 from bpflow.store.parts import StoreParts
 from bpflow.store.queries import SUMMARY
 from bpflow.store.tables import (
+    REASON_KEY,
     circles_t,
     events_t,
+    incidents_t,
     instances_t,
     operation_items_t,
     operations_t,
@@ -89,7 +93,7 @@ class Operations(StoreParts):
             if f.get("circle") is not None:
                 failed.append(c.c.circle == f["circle"])
             if f.get("reason") is not None:
-                failed.append(c.c.reason == f["reason"])
+                failed += _reason_is(c, f["reason"])
             cond.append(i.c.id.in_(select(c.c.instance_id).where(*failed)))
         return cond
 
@@ -117,31 +121,52 @@ class Operations(StoreParts):
     def incidents(self, groups: int = 100, shown: int = 20) -> list[dict[str, Any]]:
         """Failed circles of instances not over, grouped by template, circle and reason,
         the largest groups first: each {"template", "circle", "reason", "count",
-        "instances": the newest `shown` ids}."""
-        i, c = instances_t, circles_t
-        joined = c.join(i, and_(i.c.id == c.c.instance_id, i.c.tenant == c.c.tenant))
-        cond = [self._here(c), c.c.state == "failure", i.c.status.in_(OPEN),
-                i.c.sandbox.is_(False)]
-        keys = (i.c.template, c.c.circle, c.c.reason)
-        q = (select(*keys, func.count().label("n")).select_from(joined).where(*cond)
-             .group_by(*keys).order_by(func.count().desc(), *keys).limit(groups))
+        "instances": the newest `shown` ids}. Read from `incidents` (the triggers of
+        migration 0023 keep it): the counts by template, circle and `reason_key` from
+        its index; a key as long as REASON_KEY (a reason maybe longer) is counted again
+        by the whole reason, from its rows; then each group's top of the index."""
+        t = incidents_t.c
+        keys = (t.template, t.circle, t.reason_key)
+        counted = (select(*keys, func.count()).where(self._here(incidents_t))
+                   .group_by(*keys))
         with self.reader() as conn:
-            found = [dict(template=t, circle=cid, reason=r, count=int(n), instances=[])
-                     for t, cid, r, n in conn.execute(q)]
+            found: list[dict[str, Any]] = []
+            for template, cid, key, n in conn.execute(counted):
+                if key is None or len(key) < REASON_KEY:  # the key is the whole reason
+                    found.append(dict(template=template, circle=cid, reason=key,
+                                      count=int(n), instances=[], whole=False))
+                    continue
+                found += [dict(template=template, circle=cid, reason=reason, count=int(m),
+                               instances=[], whole=True) for reason, m in conn.execute(
+                    select(t.reason, func.count()).where(
+                        self._here(incidents_t), t.template == template, t.circle == cid,
+                        t.reason_key == key).group_by(t.reason))]
+            found.sort(key=lambda g: (-g["count"], g["template"], g["circle"],
+                                      g["reason"] is not None, g["reason"] or ""))
+            found = found[:groups]
             if found and shown:
-                ranked = select(*keys, i.c.id, func.row_number().over(
-                    partition_by=keys, order_by=(i.c.created_at.desc(), i.c.id.desc())
-                ).label("rank")).select_from(joined).where(*cond, or_(*(and_(
-                    i.c.template == g["template"], c.c.circle == g["circle"],
-                    c.c.reason == g["reason"] if g["reason"] is not None
-                    else c.c.reason.is_(None)) for g in found))).subquery()
-                where = {(g["template"], g["circle"], g["reason"]): g for g in found}
-                for t, cid, r, iid in conn.execute(
-                        select(ranked.c.template, ranked.c.circle, ranked.c.reason,
-                               ranked.c.id).where(ranked.c.rank <= shown)
-                        .order_by(ranked.c.rank)):
-                    where[(t, cid, r)]["instances"].append(iid)
+                tops = [select(literal(n).label("g"), top.c.created_at, top.c.instance_id)
+                        for n, top in enumerate(self._newest(g, shown) for g in found)]
+                newest = sorted(conn.execute(union_all(*tops)), key=lambda r: (
+                    r.g, r.created_at, r.instance_id), reverse=True)
+                for n, _, iid in newest:
+                    found[n]["instances"].append(iid)  # newest first
+        for g in found:
+            del g["whole"]
         return found
+
+    def _newest(self, group: dict[str, Any], shown: int) -> Any:
+        """The newest `shown` instances of an incident group (the top of its range of
+        `ix_incidents_groups`), as a subquery."""
+        t = incidents_t.c
+        reason = group["reason"]
+        cond = [self._here(incidents_t), t.template == group["template"],
+                t.circle == group["circle"],
+                t.reason_key.is_(None) if reason is None else t.reason_key == reason[:REASON_KEY]]
+        if group["whole"]:
+            cond.append(t.reason == reason)
+        return (select(t.created_at, t.instance_id).where(*cond)
+                .order_by(t.created_at.desc(), t.instance_id.desc()).limit(shown).subquery())
 
     def overdue_tasks(self, limit: int = 50, offset: int = 0
                       ) -> tuple[list[dict[str, Any]], int]:
@@ -293,3 +318,15 @@ class Operations(StoreParts):
             return any((data or {}).get("operation") == op_id for data in conn.execute(
                 select(e.data).where(self._here(events_t), e.instance_id == instance_id,
                                      e.kind == marker)).scalars())
+
+
+def _reason_is(c: Any, reason: str) -> list[Any]:
+    """The conditions of a failed circle's reason being `reason`, on the index of failed
+    circles (`ix_circle_states_failed`: its first REASON_KEY characters, written as the
+    index is for the planners to match it); a shorter reason is all there (the key
+    equal to it is the reason equal), a longer one is also compared whole."""
+    key = func.substr(c.c.reason, literal_column("1"), literal_column(str(REASON_KEY)))
+    cond = [key == reason[:REASON_KEY]]
+    if len(reason) >= REASON_KEY:
+        cond.append(c.c.reason == reason)
+    return cond

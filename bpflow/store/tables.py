@@ -33,6 +33,10 @@ from sqlmodel import Field, SQLModel
 from bpflow.store.accounts import DEFAULT_TENANT
 from bpflow.store.connection import UTCDateTime
 
+# the characters of a failed circle's reason its indexes hold (migration 0023): an index
+# entry of PostgreSQL holds at most ~2,700 bytes, a reason may be longer
+REASON_KEY = 100
+
 
 def _time(nullable: bool = False, index: bool = False) -> Any:
     return Field(default=None, sa_column=Column(UTCDateTime, nullable=nullable, index=index))
@@ -194,16 +198,18 @@ class CircleStateRow(SQLModel, table=True):
         Index("ix_circle_states_batch", "tenant", "batch", "circle", "state",
               sqlite_where=text("batch IS NOT NULL"),
               postgresql_where=text("batch IS NOT NULL")),
-        # the operations page (SPEC §18, migration 0022): failed circles (incidents),
-        # circles waiting since (`waiting_hours`), open tasks past their due time; each
-        # holds only the rows it is about
+        # the operations page (SPEC §18, migrations 0022 and 0023): failed circles by
+        # circle and the reason's first REASON_KEY characters, with their instances,
+        # circles waiting since (`waiting_hours`), open tasks past their due time in the
+        # order they are listed; each holds only the rows it is about
         Index("ix_circle_states_failed", "tenant", "circle",
+              text(f"substr(reason, 1, {REASON_KEY})"), "instance_id",
               sqlite_where=text("state = 'failure'"),
               postgresql_where=text("state = 'failure'")),
         Index("ix_circle_states_waiting", "tenant", "ready_at",
               sqlite_where=text("state = 'waiting' AND ready_at IS NOT NULL"),
               postgresql_where=text("state = 'waiting' AND ready_at IS NOT NULL")),
-        Index("ix_circle_states_overdue", "tenant", "due_at",
+        Index("ix_circle_states_overdue", "tenant", "due_at", "instance_id", "circle",
               sqlite_where=text("audience IS NOT NULL AND due_at IS NOT NULL"),
               postgresql_where=text("audience IS NOT NULL AND due_at IS NOT NULL")),
         _in_tenant(("instance_id",), "instances", ("id",), "CASCADE",
@@ -660,7 +666,36 @@ class WaitBucketRow(SQLModel, table=True):
     max: float = Field(sa_column=Column(Float, nullable=False))
 
 
+class IncidentRow(SQLModel, table=True):
+    """A failed circle of an instance not over (running, failed or suspended; never a
+    sandbox's): what the operations page groups by template, circle and reason (SPEC
+    §18). Written by triggers only (migration 0023), in the transaction that writes the
+    circle's or the instance's row, from both rows as they are then; gone with the
+    circle's row (the foreign key). `reason_key`: the reason's first REASON_KEY
+    characters (an index entry holds it however long the reason is); `template` and
+    `created_at`: the instance's. A group is a range of `ix_incidents_groups`, its newest
+    instances its top."""
+
+    __tablename__ = "incidents"
+    __table_args__ = (
+        Index("ix_incidents_groups", "tenant", "template", "circle", "reason_key",
+              "created_at", "instance_id"),
+        ForeignKeyConstraint(["instance_id", "circle"],
+                             ["circle_states.instance_id", "circle_states.circle"],
+                             ondelete="CASCADE", name="fk_incidents_circle"),
+    )
+
+    tenant: str = Field(sa_column=Column(String(63), nullable=False))
+    instance_id: str = Field(sa_column=Column(String(32), primary_key=True))
+    circle: str = Field(sa_column=Column(String(400), primary_key=True))
+    template: str = Field(sa_column=Column(String(100), nullable=False))
+    reason: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    reason_key: str | None = Field(default=None, sa_column=Column(String(100), nullable=True))
+    created_at: datetime = _time()
+
+
 drafts_t = _table_of(DraftRow)
+incidents_t = _table_of(IncidentRow)
 audit_t = _table_of(AuditRow)
 wait_cursor_t = _table_of(WaitCursorRow)
 wait_rounds_t = _table_of(WaitRoundRow)
