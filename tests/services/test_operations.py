@@ -148,16 +148,17 @@ def test_incidents_group_failed_circles_by_template_circle_and_reason(store, adm
 
 
 def test_incidents_follow_each_write_of_a_circle_or_an_instance(db_url, store, admin):
-    """The incident rows the groups are counted from (migration 0023's triggers) follow
-    every write: a failed circle is one, still when its instance is suspended; retried,
-    aborted or deleted it is none; reasons longer than the indexed key are grouped and
-    listed by the whole of them; an upgrade finds the same rows the triggers wrote."""
+    """The failed circles' rows the incident groups are counted from (migration 0023's
+    triggers) follow every write: a failed circle is an incident, still when its
+    instance is suspended; retried, aborted or deleted it is none; reasons longer than
+    the indexed key are grouped and listed by the whole of them; an upgrade finds the
+    same rows the triggers wrote."""
     from alembic import command
     from sqlalchemy import delete
 
     from bpflow.moves import flow
     from bpflow.store.migrate import alembic_config, upgrade
-    from bpflow.store.tables import REASON_KEY, incidents_t, instances_t
+    from bpflow.store.tables import REASON_KEY, failed_circles_t, instances_t
 
     store.put_template(FLOW)
     first, second = "x" * REASON_KEY + " first", "x" * REASON_KEY + " second"
@@ -185,9 +186,9 @@ def test_incidents_follow_each_write_of_a_circle_or_an_instance(db_url, store, a
 
     def rows_now() -> list[tuple]:
         with store.reader() as conn:
-            return sorted(tuple(r) for r in conn.execute(select(incidents_t)))
+            return sorted(tuple(r) for r in conn.execute(select(failed_circles_t)))
     before = rows_now()
-    assert len(before) == 4
+    assert len(before) == 5 and sum(r[-1] for r in before) == 4  # ones[2]: aborted
     store.db.dispose()
     command.downgrade(alembic_config(db_url), "0022")
     upgrade(db_url)
@@ -195,10 +196,10 @@ def test_incidents_follow_each_write_of_a_circle_or_an_instance(db_url, store, a
 
 
 def test_the_operations_reads_are_index_searches(tmp_path):
-    """At any size: the incident groups are counted from `ix_incidents_groups` alone and
-    each group's newest are its top; the list by failed circle and reason searches
-    `ix_circle_states_failed` (by the reason's key); the overdue tasks are the top of
-    `ix_circle_states_overdue` (no sort of them all)."""
+    """At any size: the incident groups are counted from `ix_failed_circles_incidents`
+    alone and each group's newest are its top; the list by failed circle and reason is
+    the top of `ix_failed_circles_list` (no sort of them all); the overdue tasks are the
+    top of `ix_circle_states_overdue`."""
     from sqlalchemy import event
 
     from bpflow.store.migrate import upgrade
@@ -218,22 +219,26 @@ def test_the_operations_reads_are_index_searches(tmp_path):
 
         event.listen(store.db, "before_cursor_execute", record)
         store.incidents()
-        store.operation_instances({"circle": "a", "reason": "HTTP 503"})
+        store.operation_instances({"template": "claim", "circle": "a", "reason": "HTTP 503"})
         store.overdue_tasks()
         event.remove(store.db, "before_cursor_execute", record)
         with store.db.connect() as conn:
             plans = [" | ".join(row[-1] for row in conn.exec_driver_sql(
                 f"EXPLAIN QUERY PLAN {sql}", params).all()) for sql, params in statements]
         groups, tops, page, count, overdue, overdue_count = plans
-        assert "USING COVERING INDEX ix_incidents_groups" in groups, groups
-        assert "TEMP B-TREE" not in groups and "SCAN incidents" not in groups.replace(
-            "SCAN incidents USING COVERING INDEX", ""), groups
-        assert tops.count("SEARCH incidents USING COVERING INDEX ix_incidents_groups") == 2
-        assert "TEMP B-TREE" not in tops, tops
-        for plan in (page, count):
-            assert "ix_circle_states_failed (tenant=? AND circle=? AND <expr>=?)" in plan, plan
+        assert groups == ("SEARCH failed_circles USING COVERING INDEX "
+                          "ix_failed_circles_incidents (tenant=? AND active=?)"), groups
+        assert tops.count("SEARCH failed_circles USING COVERING INDEX "
+                          "ix_failed_circles_incidents (tenant=? AND active=? AND template=? "
+                          "AND circle=? AND reason_key=?)") == 2, tops
+        walk = ("SEARCH failed_circles USING COVERING INDEX ix_failed_circles_list (tenant=? "
+                "AND circle=? AND reason_key=?)")
+        for plan in (page, count):  # the failed circles in order, each its instance's key
+            assert walk in plan and plan.index(walk) < plan.index("SEARCH instances"), plan
+        for plan in (tops, page, overdue, overdue_count):
+            assert "TEMP B-TREE" not in plan, plan
         for plan in (overdue, overdue_count):
-            assert "ix_circle_states_overdue" in plan and "TEMP B-TREE" not in plan, plan
+            assert "ix_circle_states_overdue" in plan, plan
     finally:
         store.close()
 
