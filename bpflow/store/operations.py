@@ -1,10 +1,10 @@
 """What the operations page reads and what a bulk operation keeps (SPEC §18).
 
-Every list here is one or two statements on the indexes of migration 0022, however many
-instances a tenant has: instances matching a filter, newest first, a page at a time (the
-total counted up to `COUNT_MAX`); failed circles grouped by template, circle and reason
-(`GROUP BY`); open tasks past their due time. (A template's durations are
-`bpflow.store.waits`'.)
+Every list here is one or two statements on the indexes of migrations 0022 and 0023,
+however many instances a tenant has: instances matching a filter, newest first, a page at
+a time (the total counted up to `COUNT_MAX`); failed circles grouped by template, circle
+and reason, read from the `failed_circles` rows triggers keep (`GROUP BY` on their
+index); open tasks past their due time. (A template's durations are `bpflow.store.waits`'.)
 
 A bulk operation is one `operations` row and one `operation_items` row per instance,
 written together when it is asked for (the instances it matched then, by an
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import (
     and_,
@@ -26,6 +26,7 @@ from sqlalchemy import (
     literal,
     or_,
     select,
+    union_all,
     update,
 )
 
@@ -34,8 +35,10 @@ from bpflow.store.errors import Conflict, NotFound
 from bpflow.store.parts import StoreParts
 from bpflow.store.queries import SUMMARY
 from bpflow.store.tables import (
+    REASON_KEY,
     circles_t,
     events_t,
+    failed_circles_t,
     instances_t,
     operation_items_t,
     operations_t,
@@ -52,15 +55,29 @@ LEAVING = ("circle_succeeded", "circle_failed")  # a circle leaves `waiting`
 PENDING, DONE, REFUSED = "pending", "done", "refused"
 
 
+class Matching(NamedTuple):
+    """What a filter reads (`Operations._matching`): from where (the instances, maybe
+    joined to a failed circle's row), on what conditions, newest first by what."""
+
+    source: Any
+    cond: list[Any]
+    order: tuple[Any, ...]
+
+
 class Operations(StoreParts):
     """The operations page's reads and the bulk operations' rows (part of `Store`)."""
 
     # ------------------------------------------------------------------ filters
-    def _matching(self, f: dict[str, Any]) -> list[Any]:
-        """The conditions on `instances` of a filter (`bpflow.operations.Filter`'s keys):
-        template, version, status, starter, started/updated between, waiting on one
-        circle longer than `waiting_hours`, a failed `circle` (with its `reason`)."""
-        i, c = instances_t, circles_t
+    def _matching(self, f: dict[str, Any]) -> Matching:
+        """What a filter (`bpflow.operations.Filter`'s keys) reads: template, version,
+        status, starter, started/updated between, waiting on one circle longer than
+        `waiting_hours`, a failed `circle` (with its `reason`): the instances joined to
+        that failed circle's row, newest first as `ix_failed_circles_list` has them
+        (one row each: a circle fails once at a time), or a failed circle's `reason`
+        alone (any circle)."""
+        i, c, fc = instances_t, circles_t, failed_circles_t
+        source: Any = i
+        order: tuple[Any, ...] = (i.c.created_at.desc(), i.c.id.desc())
         cond = [self._listed(i)]
         for key in ("template", "version", "status"):
             if f.get(key) is not None:
@@ -78,36 +95,39 @@ class Operations(StoreParts):
         if f.get("waiting_hours") is not None:
             since = self.clock() - timedelta(hours=float(f["waiting_hours"]))
             waiting = [c.c.state == WAITING, c.c.ready_at.is_not(None), c.c.ready_at < since]
-            few = select(c.c.instance_id).where(self._here(c), *waiting)  # its index
-            if self._at_most(few, FEW):  # read from the circles waiting that long
+            few = self._at_most(select(c.c.instance_id).where(self._here(c), *waiting),
+                                FEW)  # its index
+            if few is not None:  # the instances of the circles waiting that long, by key
                 cond += [i.c.status == RUNNING, i.c.id.in_(few)]
             else:  # many: running instances newest first, each asked by its rows' key
                 cond += [i.c.status == RUNNING, exists().where(
                     c.c.instance_id == i.c.id, c.c.tenant == i.c.tenant, *waiting)]
-        if f.get("circle") is not None or f.get("reason") is not None:
-            failed = [self._here(c), c.c.state == "failure"]  # ix_circle_states_failed
-            if f.get("circle") is not None:
-                failed.append(c.c.circle == f["circle"])
-            if f.get("reason") is not None:
-                failed.append(c.c.reason == f["reason"])
-            cond.append(i.c.id.in_(select(c.c.instance_id).where(*failed)))
-        return cond
+        reason = [] if f.get("reason") is None else _reason_is(fc, f["reason"])
+        if f.get("circle") is not None:
+            source = i.join(fc, fc.c.instance_id == i.c.id)
+            cond += [self._here(fc), fc.c.circle == f["circle"], *reason]
+            order = (fc.c.created_at.desc(), fc.c.instance_id.desc())
+        elif reason:
+            cond.append(i.c.id.in_(select(fc.c.instance_id).where(self._here(fc), *reason)))
+        return Matching(source, cond, order)
 
-    def _at_most(self, q: Any, n: int) -> bool:
-        """Whether the query has at most `n` rows (it reads `n` + 1 at most)."""
+    def _at_most(self, q: Any, n: int) -> list[Any] | None:
+        """The rows of the query of one column if it has at most `n` (it reads `n` + 1 at
+        most), else None. (Given as values, not as the query: a planner cannot guess how
+        few rows a range of a partial index holds, PostgreSQL's then read every instance.)"""
         with self.reader() as conn:
-            return conn.execute(select(func.count()).select_from(
-                q.limit(n + 1).subquery())).scalar_one() <= n
+            found = list(conn.execute(q.limit(n + 1)).scalars())
+        return found if len(found) <= n else None
 
     def operation_instances(self, f: dict[str, Any], limit: int = 50, offset: int = 0
                             ) -> tuple[list[dict[str, Any]], int]:
         """A page of the instances matching `f`, newest first, and their number counted
         up to COUNT_MAX + 1 (more: "COUNT_MAX or more")."""
-        cond = self._matching(f)
-        q = (select(*SUMMARY).where(*cond)
-             .order_by(instances_t.c.created_at.desc(), instances_t.c.id.desc())
+        source, cond, order = self._matching(f)
+        q = (select(*SUMMARY).select_from(source).where(*cond).order_by(*order)
              .limit(limit).offset(offset))
-        counted = select(instances_t.c.id).where(*cond).limit(COUNT_MAX + 1).subquery()
+        counted = (select(instances_t.c.id).select_from(source).where(*cond)
+                   .limit(COUNT_MAX + 1).subquery())
         with self.reader() as conn:
             rows = conn.execute(q).mappings().all()
             total = conn.execute(select(func.count()).select_from(counted)).scalar_one()
@@ -117,31 +137,58 @@ class Operations(StoreParts):
     def incidents(self, groups: int = 100, shown: int = 20) -> list[dict[str, Any]]:
         """Failed circles of instances not over, grouped by template, circle and reason,
         the largest groups first: each {"template", "circle", "reason", "count",
-        "instances": the newest `shown` ids}."""
-        i, c = instances_t, circles_t
-        joined = c.join(i, and_(i.c.id == c.c.instance_id, i.c.tenant == c.c.tenant))
-        cond = [self._here(c), c.c.state == "failure", i.c.status.in_(OPEN),
-                i.c.sandbox.is_(False)]
-        keys = (i.c.template, c.c.circle, c.c.reason)
-        q = (select(*keys, func.count().label("n")).select_from(joined).where(*cond)
-             .group_by(*keys).order_by(func.count().desc(), *keys).limit(groups))
+        "instances": the newest `shown` ids}. Read from the active rows of
+        `failed_circles` (the triggers of migration 0023 keep them): the counts by
+        template, circle and `reason_key` from their index; a key as long as REASON_KEY
+        (a reason maybe longer) is counted again by the whole reason, from its rows; then
+        each group's top of the index."""
+        t = failed_circles_t.c
+        keys = (t.template, t.circle, t.reason_key)
+        counted = (select(*keys, func.count()).where(*self._incidents())
+                   .group_by(*keys))
         with self.reader() as conn:
-            found = [dict(template=t, circle=cid, reason=r, count=int(n), instances=[])
-                     for t, cid, r, n in conn.execute(q)]
+            found: list[dict[str, Any]] = []
+            for template, cid, key, n in conn.execute(counted):
+                if key is None or len(key) < REASON_KEY:  # the key is the whole reason
+                    found.append(dict(template=template, circle=cid, reason=key,
+                                      count=int(n), instances=[], whole=False))
+                    continue
+                found += [dict(template=template, circle=cid, reason=reason, count=int(m),
+                               instances=[], whole=True) for reason, m in conn.execute(
+                    select(t.reason, func.count()).where(
+                        *self._incidents(), t.template == template, t.circle == cid,
+                        t.reason_key == key).group_by(t.reason))]
+            found.sort(key=lambda g: (-g["count"], g["template"], g["circle"],
+                                      g["reason"] is not None, g["reason"] or ""))
+            found = found[:groups]
             if found and shown:
-                ranked = select(*keys, i.c.id, func.row_number().over(
-                    partition_by=keys, order_by=(i.c.created_at.desc(), i.c.id.desc())
-                ).label("rank")).select_from(joined).where(*cond, or_(*(and_(
-                    i.c.template == g["template"], c.c.circle == g["circle"],
-                    c.c.reason == g["reason"] if g["reason"] is not None
-                    else c.c.reason.is_(None)) for g in found))).subquery()
-                where = {(g["template"], g["circle"], g["reason"]): g for g in found}
-                for t, cid, r, iid in conn.execute(
-                        select(ranked.c.template, ranked.c.circle, ranked.c.reason,
-                               ranked.c.id).where(ranked.c.rank <= shown)
-                        .order_by(ranked.c.rank)):
-                    where[(t, cid, r)]["instances"].append(iid)
+                tops = [select(literal(n).label("g"), top.c.created_at, top.c.instance_id)
+                        for n, top in enumerate(self._newest(g, shown) for g in found)]
+                newest = sorted(conn.execute(union_all(*tops)), key=lambda r: (
+                    r.g, r.created_at, r.instance_id), reverse=True)
+                for n, _, iid in newest:
+                    found[n]["instances"].append(iid)  # newest first
+        for g in found:
+            del g["whole"]
         return found
+
+    def _incidents(self) -> list[Any]:
+        """The failed circles of this tenant's instances not over (a range of
+        `ix_failed_circles_incidents`)."""
+        return [self._here(failed_circles_t), failed_circles_t.c.active]
+
+    def _newest(self, group: dict[str, Any], shown: int) -> Any:
+        """The newest `shown` instances of an incident group (the top of its range of
+        `ix_failed_circles_incidents`), as a subquery."""
+        t = failed_circles_t.c
+        reason = group["reason"]
+        cond = [*self._incidents(), t.template == group["template"],
+                t.circle == group["circle"],
+                t.reason_key.is_(None) if reason is None else t.reason_key == reason[:REASON_KEY]]
+        if group["whole"]:
+            cond.append(t.reason == reason)
+        return (select(t.created_at, t.instance_id).where(*cond)
+                .order_by(t.created_at.desc(), t.instance_id.desc()).limit(shown).subquery())
 
     def overdue_tasks(self, limit: int = 50, offset: int = 0
                       ) -> tuple[list[dict[str, Any]], int]:
@@ -174,10 +221,10 @@ class Operations(StoreParts):
         transaction; how many it matched. `shown` is the filter as recorded (JSON).
         Conflict when more than OPERATION_MAX match."""
         i = instances_t
-        cond = self._matching(f)
+        source, cond, _ = self._matching(f)
         if ids is not None:
             cond.append(i.c.id.in_(ids))
-        chosen = select(i.c.id).where(*cond)
+        chosen = select(i.c.id).select_from(source).where(*cond)
         with self.db.begin() as conn:
             n = int(conn.execute(select(func.count()).select_from(
                 chosen.limit(OPERATION_MAX + 1).subquery())).scalar_one())
@@ -194,7 +241,8 @@ class Operations(StoreParts):
                 done=0, refused=0))
             conn.execute(insert(operation_items_t).from_select(
                 ["operation_id", "instance_id", "state"],
-                select(literal(op_id), i.c.id, literal(PENDING)).where(*cond)))
+                select(literal(op_id), i.c.id, literal(PENDING)).select_from(source)
+                .where(*cond)))
             if n == 0:
                 conn.execute(update(operations_t).where(operations_t.c.id == op_id)
                              .values(finished_at=self.clock()))
@@ -293,3 +341,13 @@ class Operations(StoreParts):
             return any((data or {}).get("operation") == op_id for data in conn.execute(
                 select(e.data).where(self._here(events_t), e.instance_id == instance_id,
                                      e.kind == marker)).scalars())
+
+
+def _reason_is(fc: Any, reason: str) -> list[Any]:
+    """The conditions of a failed circle's reason being `reason`, on its key (the first
+    REASON_KEY characters, which its indexes hold): a shorter reason is all there (the
+    key equal to it is the reason equal), a longer one is also compared whole."""
+    cond = [fc.c.reason_key == reason[:REASON_KEY]]
+    if len(reason) >= REASON_KEY:
+        cond.append(fc.c.reason == reason)
+    return cond

@@ -33,6 +33,10 @@ from sqlmodel import Field, SQLModel
 from bpflow.store.accounts import DEFAULT_TENANT
 from bpflow.store.connection import UTCDateTime
 
+# the characters of a failed circle's reason its indexes hold (`failed_circles`, migration
+# 0023): an index entry of PostgreSQL holds at most ~2,700 bytes, a reason may be longer
+REASON_KEY = 100
+
 
 def _time(nullable: bool = False, index: bool = False) -> Any:
     return Field(default=None, sa_column=Column(UTCDateTime, nullable=nullable, index=index))
@@ -194,16 +198,13 @@ class CircleStateRow(SQLModel, table=True):
         Index("ix_circle_states_batch", "tenant", "batch", "circle", "state",
               sqlite_where=text("batch IS NOT NULL"),
               postgresql_where=text("batch IS NOT NULL")),
-        # the operations page (SPEC §18, migration 0022): failed circles (incidents),
-        # circles waiting since (`waiting_hours`), open tasks past their due time; each
-        # holds only the rows it is about
-        Index("ix_circle_states_failed", "tenant", "circle",
-              sqlite_where=text("state = 'failure'"),
-              postgresql_where=text("state = 'failure'")),
+        # the operations page (SPEC §18, migrations 0022 and 0023; failed circles are
+        # `failed_circles`'): circles waiting since (`waiting_hours`), open tasks past
+        # their due time in the order they are listed; each holds only the rows it is about
         Index("ix_circle_states_waiting", "tenant", "ready_at",
               sqlite_where=text("state = 'waiting' AND ready_at IS NOT NULL"),
               postgresql_where=text("state = 'waiting' AND ready_at IS NOT NULL")),
-        Index("ix_circle_states_overdue", "tenant", "due_at",
+        Index("ix_circle_states_overdue", "tenant", "due_at", "instance_id", "circle",
               sqlite_where=text("audience IS NOT NULL AND due_at IS NOT NULL"),
               postgresql_where=text("audience IS NOT NULL AND due_at IS NOT NULL")),
         _in_tenant(("instance_id",), "instances", ("id",), "CASCADE",
@@ -660,7 +661,40 @@ class WaitBucketRow(SQLModel, table=True):
     max: float = Field(sa_column=Column(Float, nullable=False))
 
 
+class FailedCircleRow(SQLModel, table=True):
+    """A failed circle (never a sandbox's), with what the operations page groups, filters
+    and orders failed circles by (SPEC §18): its instance's `template` and `created_at`,
+    its `reason` and the reason's first REASON_KEY characters (`reason_key`: an index
+    entry holds it however long the reason is), and `active`: its instance is running,
+    failed or suspended (an incident). Written by triggers only (migration 0023), in the
+    transaction that writes the circle's or the instance's row, from both rows as they
+    are then; gone with the circle's row (the foreign key). An incident group is a range
+    of `ix_failed_circles_incidents` (after `active`), its newest instances its top; the
+    instances with a failed circle (and reason) are the top of `ix_failed_circles_list`."""
+
+    __tablename__ = "failed_circles"
+    __table_args__ = (
+        Index("ix_failed_circles_incidents", "tenant", "active", "template", "circle",
+              "reason_key", "created_at", "instance_id"),
+        Index("ix_failed_circles_list", "tenant", "circle", "reason_key", "created_at",
+              "instance_id"),
+        ForeignKeyConstraint(["instance_id", "circle"],
+                             ["circle_states.instance_id", "circle_states.circle"],
+                             ondelete="CASCADE", name="fk_failed_circles_circle"),
+    )
+
+    tenant: str = Field(sa_column=Column(String(63), nullable=False))
+    instance_id: str = Field(sa_column=Column(String(32), primary_key=True))
+    circle: str = Field(sa_column=Column(String(400), primary_key=True))
+    template: str = Field(sa_column=Column(String(100), nullable=False))
+    reason: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    reason_key: str | None = Field(default=None, sa_column=Column(String(100), nullable=True))
+    created_at: datetime = _time()
+    active: bool = Field(sa_column=Column(Boolean, nullable=False))
+
+
 drafts_t = _table_of(DraftRow)
+failed_circles_t = _table_of(FailedCircleRow)
 audit_t = _table_of(AuditRow)
 wait_cursor_t = _table_of(WaitCursorRow)
 wait_rounds_t = _table_of(WaitRoundRow)

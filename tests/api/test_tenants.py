@@ -34,6 +34,7 @@ from bpflow.store.tables import (
     deliveries_t,
     drafts_t,
     events_t,
+    failed_circles_t,
     files_t,
     instances_t,
     layouts_t,
@@ -89,7 +90,7 @@ def only(tenant: str) -> dict[str, Any]:
 TABLES = (users_t, templates_t, instances_t, pinned_t, circles_t, events_t, mail_t,
           audience_t, retired_t, webhooks_t, deliveries_t, batches_t, substitutes_t, files_t,
           blobs_t, drafts_t, layouts_t, audit_t, operations_t, wait_rounds_t,
-          wait_buckets_t)
+          wait_buckets_t, failed_circles_t)
 
 
 def dump(store: Store, tenant: str) -> dict[str, list[tuple]]:

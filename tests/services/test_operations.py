@@ -133,6 +133,102 @@ def test_incidents_group_failed_circles_by_template_circle_and_reason(store, adm
     assert total == 2 and {r["id"] for r in rows} == set(two)
 
 
+def test_incidents_follow_each_write_of_a_circle_or_an_instance(db_url, store, admin):
+    """The failed circles' rows the incident groups are counted from (migration 0023's
+    triggers) follow every write: a failed circle is an incident, still when its
+    instance is suspended; retried, aborted or deleted it is none; reasons longer than
+    the indexed key are grouped and listed by the whole of them; an upgrade finds the
+    same rows the triggers wrote."""
+    from alembic import command
+    from sqlalchemy import delete
+
+    from bpflow.moves import flow
+    from bpflow.store.migrate import alembic_config, upgrade
+    from bpflow.store.tables import REASON_KEY, failed_circles_t, instances_t
+
+    store.put_template(FLOW)
+    first, second = "x" * REASON_KEY + " first", "x" * REASON_KEY + " second"
+    ones, twos, short = failed(store, 4, first), failed(store, 2, second), failed(store, 1)
+
+    def seen() -> list[tuple]:
+        return [(g["reason"], g["count"], g["instances"]) for g in store.incidents()]
+
+    def newest(ids: list[str]) -> list[str]:
+        return sorted(ids, key=lambda i: (store.get(i).created_at, i), reverse=True)
+
+    assert seen() == [(first, 4, newest(ones)), (second, 2, newest(twos)),
+                      ("HTTP 503", 1, short)]
+    flow.control(store, admin, ones[0], "suspend")
+    flow.retry(store, admin, ones[1])
+    flow.control(store, admin, ones[2], "abort")
+    with store.db.begin() as conn:
+        conn.execute(delete(instances_t).where(instances_t.c.id == short[0]))
+    assert seen() == [(first, 2, newest([ones[0], ones[3]])), (second, 2, newest(twos))]
+    # the list by circle and reason: every instance with that failed circle, over or not
+    rows, total = store.operation_instances({"circle": "a", "reason": first})
+    assert total == 3 and {r["id"] for r in rows} == {ones[0], ones[2], ones[3]}
+    assert store.operation_instances({"reason": first[:REASON_KEY]})[1] == 0
+    assert store.operation_instances({"template": "claim", "reason": second})[1] == 2
+
+    def rows_now() -> list[tuple]:
+        with store.reader() as conn:
+            return sorted(tuple(r) for r in conn.execute(select(failed_circles_t)))
+    before = rows_now()
+    assert len(before) == 5 and sum(r[-1] for r in before) == 4  # ones[2]: aborted
+    store.db.dispose()
+    command.downgrade(alembic_config(db_url), "0022")
+    upgrade(db_url)
+    assert rows_now() == before
+
+
+def test_the_operations_reads_are_index_searches(tmp_path):
+    """At any size: the incident groups are counted from `ix_failed_circles_incidents`
+    alone and each group's newest are its top; the list by failed circle and reason is
+    the top of `ix_failed_circles_list` (no sort of them all); the overdue tasks are the
+    top of `ix_circle_states_overdue`."""
+    from sqlalchemy import event
+
+    from bpflow.store.migrate import upgrade
+
+    url = f"sqlite:///{tmp_path / 'plan.db'}"
+    upgrade(url)  # the migrations' indexes, as a user's database has them
+    store = Store(url, secret=b"s" * 32)
+    try:
+        store.put_template(FLOW)
+        failed(store, 2)
+        failed(store, 1, "timeout")
+        statements: list[tuple[str, object]] = []
+
+        def record(conn, cursor, statement, parameters, context, executemany):
+            if statement.lstrip().upper().startswith("SELECT"):
+                statements.append((statement, parameters))
+
+        event.listen(store.db, "before_cursor_execute", record)
+        store.incidents()
+        store.operation_instances({"template": "claim", "circle": "a", "reason": "HTTP 503"})
+        store.overdue_tasks()
+        event.remove(store.db, "before_cursor_execute", record)
+        with store.db.connect() as conn:
+            plans = [" | ".join(row[-1] for row in conn.exec_driver_sql(
+                f"EXPLAIN QUERY PLAN {sql}", params).all()) for sql, params in statements]
+        groups, tops, page, count, overdue, overdue_count = plans
+        assert groups == ("SEARCH failed_circles USING COVERING INDEX "
+                          "ix_failed_circles_incidents (tenant=? AND active=?)"), groups
+        assert tops.count("SEARCH failed_circles USING COVERING INDEX "
+                          "ix_failed_circles_incidents (tenant=? AND active=? AND template=? "
+                          "AND circle=? AND reason_key=?)") == 2, tops
+        walk = ("SEARCH failed_circles USING COVERING INDEX ix_failed_circles_list (tenant=? "
+                "AND circle=? AND reason_key=?)")
+        for plan in (page, count):  # the failed circles in order, each its instance's key
+            assert walk in plan and plan.index(walk) < plan.index("SEARCH instances"), plan
+        for plan in (tops, page, overdue, overdue_count):
+            assert "TEMP B-TREE" not in plan, plan
+        for plan in (overdue, overdue_count):
+            assert "ix_circle_states_overdue" in plan, plan
+    finally:
+        store.close()
+
+
 def test_filters_by_starter_status_and_waiting_time(store, admin):
     store.put_template(FAILING)
     mine = store.start("claim", {}, admin.as_user()).id
