@@ -15,7 +15,7 @@ indexed in the order they are listed (due time, instance, circle).
 
 Revision ID: 0023
 Revises: 0022
-Create Date: 2026-12-04 09:00:00
+Create Date: 2026-11-28 02:00:00
 """
 
 from __future__ import annotations
