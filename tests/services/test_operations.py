@@ -8,6 +8,7 @@ import signal
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from sqlalchemy import select
 
 from bpflow import operations
 from bpflow.access import Caller
@@ -146,7 +147,7 @@ def test_incidents_follow_each_write_of_a_circle_or_an_instance(db_url, store, a
     from bpflow.store.migrate import alembic_config, upgrade
     from bpflow.store.tables import REASON_KEY, failed_circles_t, instances_t
 
-    store.put_template(FLOW)
+    store.put_template(FAILING)
     first, second = "x" * REASON_KEY + " first", "x" * REASON_KEY + " second"
     ones, twos, short = failed(store, 4, first), failed(store, 2, second), failed(store, 1)
 
@@ -194,7 +195,7 @@ def test_the_operations_reads_are_index_searches(tmp_path):
     upgrade(url)  # the migrations' indexes, as a user's database has them
     store = Store(url, secret=b"s" * 32)
     try:
-        store.put_template(FLOW)
+        store.put_template(FAILING)
         failed(store, 2)
         failed(store, 1, "timeout")
         statements: list[tuple[str, object]] = []
