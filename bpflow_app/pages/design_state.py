@@ -549,9 +549,7 @@ class DesignState(SessionState):
             if not name:
                 return None
             if name not in known and not (users and dh.placeholder(name)):
-                self.pick_errors = {**self.pick_errors, where: self.gettext(
-                    "There is no user named %(name)s" if users else
-                    "There is no role named %(name)s", name=name)}
+                self.pick_errors = {**self.pick_errors, where: self._nobody(users, name)}
                 return None
             self.pick_errors = {k: v for k, v in self.pick_errors.items() if k != where}
 
@@ -561,6 +559,10 @@ class DesignState(SessionState):
                     dh.set_named(circle, target, [*had, name])
             return self._on_circle(adding)
         return self._as_designer(step)
+
+    def _nobody(self, users: bool, name: str) -> str:
+        return (self.gettext("There is no user named %(name)s", name=name) if users else
+                self.gettext("There is no role named %(name)s", name=name))
 
     @rx.event
     def unpick(self, target: str, name: str):
@@ -643,8 +645,7 @@ class DesignState(SessionState):
         for target, (_, is_users) in dh.TARGETS.items():  # a name that is nobody's
             nobody = ", ".join(p.name for p in chosen[target] if not p.known)
             notes[target] = self.pick_errors.get(f"{self.selected}:{target}") or (
-                self.gettext("There is no user named %(name)s" if is_users else
-                             "There is no role named %(name)s", name=nobody) if nobody else "")
+                self._nobody(is_users, nobody) if nobody else "")
         return Extra(
             has_to=action.get("type") in ("approval", "mail"), recipients=chosen["to"],
             assign_users=chosen["assign.users"], assign_roles=chosen["assign.roles"],
