@@ -268,7 +268,7 @@ def _note(control: str) -> rx.Component:
 def _chip(target: str, e: rx.Var[Pick]) -> rx.Component:
     at = "unpick-" + target.replace(".", "-") + "-" + e.name
     return rx.badge(
-        rx.el.span(e.name, custom_attrs=NO),
+        rx.el.span(e.name, class_name="design-pick-name", custom_attrs=NO),
         named(at + "-name", N_("Remove %(name)s"), name=e.name),
         rx.icon_button(rx.icon("x", size=10), size="1", variant="ghost",
                        on_click=S.unpick(target, e.name), custom_attrs=by(at + "-name")),
@@ -347,14 +347,16 @@ def _timing() -> rx.Component:
         rx.grid(_seconds(N_("Retries (how many)"), "retry_count", t.retry_count),
                 _seconds(N_("Wait before a retry (seconds)"), "retry_delay", t.retry_delay),
                 _choice(N_("Waits"), "retry_logic", t.retry_logic, LOGIC_WORDS),
-                columns="3", spacing="2", width="100%"),
+                grid_template_columns=[ONE, ONE, "repeat(3, minmax(0,1fr))"], spacing="2",
+                width="100%"),
         rx.cond(t.retry_waits != "", rx.text(
             _("Waits now: %(waits)s seconds (changing a value above replaces them)",
               waits=t.retry_waits), size="1", color_scheme="gray")),
         _note("retry"),
         rx.grid(_seconds(N_("Timeout (seconds)"), "timeout_seconds", t.timeout_seconds),
                 _choice(N_("Then"), "timeout_policy", t.timeout_policy, POLICY_WORDS),
-                columns="2", spacing="2", width="100%"),
+                grid_template_columns=[ONE, ONE, "repeat(2, minmax(0,1fr))"], spacing="2",
+                width="100%"),
         rx.cond(t.timeout_policy == "escalate", rx.vstack(
             _picker("escalate.users", S.extra.escalate_users, N_("Escalate to: users"),
                     users=True),
@@ -364,7 +366,8 @@ def _timing() -> rx.Component:
         _seconds(N_("Due (seconds after it is ready)"), "due", t.due), _note("due"),
         rx.grid(_seconds(N_("Remind before due (seconds)"), "before_due", t.before_due),
                 _seconds(N_("Remind every (seconds)"), "every", t.every),
-                columns="2", spacing="2", width="100%"),
+                grid_template_columns=[ONE, ONE, "repeat(2, minmax(0,1fr))"], spacing="2",
+                width="100%"),
         _note("remind"),
         spacing="2", width="100%", id="circle-timing")
 
@@ -381,7 +384,7 @@ def _people_lists() -> rx.Component:
 
 # the panel's keys: Alt+Up/Down moves the form field being edited (its button, so the
 # server moves it) and the focus follows it; ArrowDown goes from a field to its
-# suggestions, the arrows between them, Escape back to the field
+# suggestions, the arrows between them, Escape back to the field, as does putting one in
 PANEL_KEYS = r"""
 (function () {
   if (window.bpflowPanelKeys) return;
@@ -415,6 +418,11 @@ PANEL_KEYS = r"""
     var go = e.key === "Escape" || (up && i === 0) ? document.getElementById(group.dataset.hintsFor)
       : items[i + (down ? 1 : -1)];
     if (go) go.focus();
+  });
+  document.addEventListener("click", function (e) {  // a suggestion put in: back to its field
+    var group = e.target instanceof Element && e.target.closest("[data-hints-for]");
+    var field = group && document.getElementById(group.dataset.hintsFor);
+    if (field) field.focus();
   });
 })();
 """

@@ -593,30 +593,28 @@ class DesignState(SessionState):
     @rx.event
     def complete(self, target: str, choice: str):
         """A suggestion accepted: what is being typed in the field `target` (`when`,
-        `confirm`, `action:<key>`, `field:<index>`) becomes `choice`; the field keeps the
-        focus."""
+        `confirm`, `action:<key>`, `field:<index>`) becomes `choice` (the page's script
+        gives the field the focus back)."""
         circle = dv.find(self._raw(), self.selected) or {}
         box = circle.get("box") if isinstance(circle.get("box"), dict) else {}
         kind, _, key = target.partition(":")
         if kind == "when":
-            text, expression, focus = dv.value_text(circle.get("when")), True, "circle-when"
+            text, expression = dv.value_text(circle.get("when")), True
         elif kind == "confirm":
-            text, expression, focus = dv.value_text(box.get("confirm")), False, "circle-confirm"
+            text, expression = dv.value_text(box.get("confirm")), False
         elif kind == "action" and isinstance(box.get("action"), dict):
-            text, focus = dv.value_text(box["action"].get(key)), "action-" + key
-            expression = False
+            text, expression = dv.value_text(box["action"].get(key)), False
         elif kind == "field" and key.isdigit() and int(key) < len(box.get("form") or []):
             form_field = box["form"][int(key)]
             text = dv.value_text(form_field.get("default") if isinstance(form_field, dict)
                                  else None)
-            expression, focus = False, "field-default-" + key
+            expression = False
         else:
             return None
         done = dh.complete(text, choice, expression)
-        out = (self.set_circle(kind, done) if kind in ("when", "confirm") else
-               self.set_action(key, done) if kind == "action" else
-               self.set_field(int(key), "default", done))
-        return [out, rx.set_focus(focus)]
+        return (self.set_circle(kind, done) if kind in ("when", "confirm") else
+                self.set_action(key, done) if kind == "action" else
+                self.set_field(int(key), "default", done))
 
     @rx.var
     def extra(self) -> Extra:

@@ -100,10 +100,9 @@ def test_placeholder_names_come_from_upstream_and_a_suggestion_completes_them(ma
     row = next(r for r in state.panel.action if r.key == "subject")
     assert not any(h.startswith(("${review", "${pay")) for h in row.hints)  # downstream
     run(state.set_action("subject", "Claim of ${am"))  # a name containing it, too
-    events = run(state.complete("action:subject", "${claim.amount}"))
+    run(state.complete("action:subject", "${claim.amount}"))
     assert _circle(state, "approve")["box"]["action"]["subject"] == "Claim of ${claim.amount}"
     assert next(r for r in state.panel.action if r.key == "subject").hints == []
-    assert "ref_action_subject" in str(events)  # the field keeps the focus
     # further down: the approval's result and the compute circle's outputs
     state.selected = "done"
     state.set_circle("when", "${re")
