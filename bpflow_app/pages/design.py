@@ -10,9 +10,16 @@ import reflex as rx
 
 from bpflow_app.catalogs import N_
 from bpflow_app.components.canvas import design_canvas
+from bpflow_app.components.designpanel import (
+    hints,
+    panel_keys,
+    people,
+    people_lists,
+    picker,
+    timing,
+)
 from bpflow_app.components.names import NO, by, named
 from bpflow_app.components.ui import empty_state, page_header
-from bpflow_app.designhints import Pick
 from bpflow_app.designview import FIELD_KINDS, PALETTE, Problem
 from bpflow_app.i18n import _, ngettext
 from bpflow_app.pages.design_state import (
@@ -135,29 +142,18 @@ def _json_view() -> rx.Component:
 
 
 def _text(label: rx.Var, value: rx.Var, on_change, id_: str | rx.Var,
-          hints: rx.Var | None = None, target: str | rx.Var = "", **props) -> rx.Component:
-    """A labelled text input; with `hints`, the completions of what is being typed under
-    it (`target`: the field `DesignState.complete` completes)."""
-    if hints is not None:
+          suggested: rx.Var | None = None, target: str | rx.Var = "",
+          **props) -> rx.Component:
+    """A labelled text input; with `suggested`, the completions of what is being typed
+    under it (`target`: the field `DesignState.complete` completes)."""
+    if suggested is not None:
         props["custom_attrs"] = {"data-hints": "hints-" + id_}
     return rx.vstack(
         rx.el.label(rx.text(label, size="1", weight="medium"), html_for=id_),
         rx.input(value=value, on_change=on_change, debounce_timeout=DEBOUNCE_MS, id=id_,
                  size="1", width="100%", **props),
-        _hints(hints, target, id_) if hints is not None else rx.fragment(),
+        hints(suggested, target, id_) if suggested is not None else rx.fragment(),
         spacing="1", width="100%")
-
-
-def _hints(hints: rx.Var, target: str | rx.Var, id_: str | rx.Var) -> rx.Component:
-    """The completions of a field: each a button that puts it in (ArrowDown reaches them
-    from the field, the arrows move between them, Escape goes back)."""
-    return rx.cond(hints.length() > 0, rx.hstack(
-        rx.foreach(hints, lambda h: rx.button(
-            h, size="1", variant="soft", color_scheme="gray", on_click=S.complete(target, h),
-            class_name="design-hint", custom_attrs=NO)),
-        spacing="1", wrap="wrap", width="100%", role="group", id="hints-" + id_,
-        custom_attrs={"aria-label": _("Suggestions (Enter puts one in)"),
-                      "data-hints-for": id_}))
 
 
 def _template_panel() -> rx.Component:
@@ -214,7 +210,7 @@ def _field(f: rx.Var[FieldRow]) -> rx.Component:
                   cell("default", N_("Default"), f.default,
                        custom_attrs={"data-hints": "hints-field-default-" + at}),
                   spacing="1", width="100%"),
-        _hints(f.hints, "field:" + at, "field-default-" + at),
+        hints(f.hints, "field:" + at, "field-default-" + at),
         rx.hstack(cell("options", N_("Options (comma separated)"), f.options),
                   cell("accept", N_("Accept (file types)"), f.accept),
                   spacing="1", width="100%"),
@@ -244,7 +240,7 @@ def _action_row(row: rx.Var[KeyRow]) -> rx.Component:
                  debounce_timeout=DEBOUNCE_MS, size="1", width="100%",
                  id="action-" + row.key, custom_attrs={**by("action-name-" + row.key),
                                                        "data-hints": "hints-action-" + row.key}),
-        _hints(row.hints, "action:" + row.key, "action-" + row.key),
+        hints(row.hints, "action:" + row.key, "action-" + row.key),
         spacing="1", width="100%")
 
 
@@ -256,176 +252,6 @@ def _more_row(row: rx.Var[KeyRow]) -> rx.Component:
                  debounce_timeout=DEBOUNCE_MS, size="1", width="100%",
                  id="circle-" + row.key, aria_label=label),
         spacing="1", width="100%")
-
-
-def _note(control: str) -> rx.Component:
-    """What a control cannot take, or what the analysis says of it."""
-    note = S.extra.notes[control]
-    return rx.cond(note != "", rx.text(note, size="1", color_scheme="red", role="alert",
-                                       id="note-" + control.replace(".", "-")))
-
-
-def _chip(target: str, e: rx.Var[Pick]) -> rx.Component:
-    at = "unpick-" + target.replace(".", "-") + "-" + e.name
-    return rx.badge(
-        rx.el.span(e.name, class_name="design-pick-name", custom_attrs=NO),
-        named(at + "-name", N_("Remove %(name)s"), name=e.name),
-        rx.icon_button(rx.icon("x", size=10), size="1", variant="ghost",
-                       on_click=S.unpick(target, e.name), custom_attrs=by(at + "-name")),
-        color_scheme=rx.cond(e.known, "gray", "red"), variant="surface",
-        class_name="design-pick", custom_attrs={"data-known": e.known.to_string()})
-
-
-def _picker(target: str, entries: rx.Var, label: str, users: bool) -> rx.Component:
-    """The names a circle gives in one of its fields, each removable, and a search among
-    the tenant's users (or roles) to add one; a name that is not one is refused."""
-    at = "pick-" + target.replace(".", "-")
-    return rx.vstack(
-        rx.el.label(rx.text(_(label), size="1", weight="medium"), html_for=at),
-        rx.cond(entries.length() > 0, rx.hstack(rx.foreach(entries, lambda e: _chip(target, e)),
-                                                spacing="1", wrap="wrap")),
-        rx.form(rx.hstack(
-            rx.input(name="name", id=at, size="1", width="100%",
-                     placeholder=_("Type a username or ${field}, Enter adds it") if users
-                     else _("Type a role, Enter adds it"),
-                     custom_attrs={"list": "people-users" if users else "people-roles",
-                                   "autoComplete": "off"}),
-            rx.button(_("Add"), size="1", variant="soft", type="submit"),
-            spacing="1", width="100%"), on_submit=lambda data: S.pick(target, data),
-            reset_on_submit=True, width="100%", class_name="design-picker",
-            custom_attrs={"data-target": target}),
-        _note(target), spacing="1", width="100%")
-
-
-def _people() -> rx.Component:
-    x = S.extra
-    return rx.vstack(
-        rx.heading(_("People"), size="2", as_="h3"),
-        _picker("assign.users", x.assign_users, N_("Who may act on it: users"), users=True),
-        _picker("assign.roles", x.assign_roles, N_("Who may act on it: roles"), users=False),
-        _note("assign"),
-        _picker("cc.users", x.cc_users, N_("Copy to: users"), users=True),
-        _picker("cc.roles", x.cc_roles, N_("Copy to: roles"), users=False),
-        _choice(N_("Copy when"), "cc_on", x.timing.cc_on, CC_WORDS),
-        _note("cc"),
-        spacing="2", width="100%", id="circle-people")
-
-
-def _seconds(label: str, key: str, value: rx.Var) -> rx.Component:
-    at = "timing-" + key.replace("_", "-")
-    return rx.vstack(
-        rx.el.label(rx.text(_(label), size="1", weight="medium"), html_for=at),
-        rx.input(value=value, on_change=lambda v: S.set_timing(key, v),
-                 debounce_timeout=DEBOUNCE_MS, id=at, size="1", width="100%",
-                 custom_attrs={"inputMode": "decimal"}),
-        spacing="1", width="100%")
-
-
-def _choice(label: str, key: str, value: rx.Var, words: dict[str, str]) -> rx.Component:
-    return rx.vstack(
-        rx.text(_(label), size="1", weight="medium"),
-        rx.select.root(rx.select.trigger(aria_label=_(label),
-                                         id="timing-" + key.replace("_", "-")),
-                       rx.select.content(*[rx.select.item(_(w), value=k)
-                                           for k, w in words.items()]),
-                       value=value, on_change=lambda v: S.set_timing(key, v), size="1"),
-        spacing="1", width="100%")
-
-
-LOGIC_WORDS = {"fixed": N_("the same wait each time"),
-               "exponential": N_("the wait doubles each time")}
-POLICY_WORDS = {"fail": N_("the circle fails"), "retry": N_("it is tried again"),
-                "terminate": N_("the flow is ended"),
-                "escalate": N_("it goes to other people (escalate)")}
-CC_WORDS = {"done": N_("when it is done"), "ready": N_("when it becomes ready")}
-
-
-def _timing() -> rx.Component:
-    t = S.extra.timing
-    return rx.vstack(
-        rx.heading(_("Time limits and retries"), size="2", as_="h3"),
-        rx.grid(_seconds(N_("Retries (how many)"), "retry_count", t.retry_count),
-                _seconds(N_("Wait before a retry (seconds)"), "retry_delay", t.retry_delay),
-                _choice(N_("Waits"), "retry_logic", t.retry_logic, LOGIC_WORDS),
-                grid_template_columns=[ONE, ONE, "repeat(3, minmax(0,1fr))"], spacing="2",
-                width="100%"),
-        rx.cond(t.retry_waits != "", rx.text(
-            _("Waits now: %(waits)s seconds (changing a value above replaces them)",
-              waits=t.retry_waits), size="1", color_scheme="gray")),
-        _note("retry"),
-        rx.grid(_seconds(N_("Timeout (seconds)"), "timeout_seconds", t.timeout_seconds),
-                _choice(N_("Then"), "timeout_policy", t.timeout_policy, POLICY_WORDS),
-                grid_template_columns=[ONE, ONE, "repeat(2, minmax(0,1fr))"], spacing="2",
-                width="100%"),
-        rx.cond(t.timeout_policy == "escalate", rx.vstack(
-            _picker("escalate.users", S.extra.escalate_users, N_("Escalate to: users"),
-                    users=True),
-            _picker("escalate.roles", S.extra.escalate_roles, N_("Escalate to: roles"),
-                    users=False), spacing="2", width="100%")),
-        _note("timeout"),
-        _seconds(N_("Due (seconds after it is ready)"), "due", t.due), _note("due"),
-        rx.grid(_seconds(N_("Remind before due (seconds)"), "before_due", t.before_due),
-                _seconds(N_("Remind every (seconds)"), "every", t.every),
-                grid_template_columns=[ONE, ONE, "repeat(2, minmax(0,1fr))"], spacing="2",
-                width="100%"),
-        _note("remind"),
-        spacing="2", width="100%", id="circle-timing")
-
-
-def _people_lists() -> rx.Component:
-    """What the pickers search: the tenant's users and roles (the browser's own list
-    under a field, by keyboard too)."""
-    return rx.fragment(
-        rx.el.datalist(rx.foreach(S.people_users, lambda n: rx.el.option(value=n)),
-                       id="people-users"),
-        rx.el.datalist(rx.foreach(S.people_roles, lambda n: rx.el.option(value=n)),
-                       id="people-roles"))
-
-
-# the panel's keys: Alt+Up/Down moves the form field being edited (its button, so the
-# server moves it) and the focus follows it; ArrowDown goes from a field to its
-# suggestions, the arrows between them, Escape back to the field, as does putting one in
-PANEL_KEYS = r"""
-(function () {
-  if (window.bpflowPanelKeys) return;
-  window.bpflowPanelKeys = true;
-  document.addEventListener("keydown", function (e) {
-    var t = e.target;
-    if (!(t instanceof HTMLElement)) return;
-    var up = e.key === "ArrowUp", down = e.key === "ArrowDown";
-    if (e.altKey && (up || down)) {
-      var row = t.closest(".form-field-row");
-      var button = row && row.querySelector('[data-move="' + (up ? "up" : "down") + '"]');
-      if (!button || button.disabled) return;
-      e.preventDefault();
-      var to = Number(row.dataset.index) + (up ? -1 : 1);
-      button.click();
-      var next = t.id && document.getElementById(t.id.replace(/-\d+$/, "-" + to));
-      if (next) next.focus();
-      return;
-    }
-    var list = t.dataset.hints && document.getElementById(t.dataset.hints);
-    if (list && down && !e.altKey) {
-      var first = list.querySelector("button");
-      if (first) { e.preventDefault(); first.focus(); }
-      return;
-    }
-    var group = t.closest("[data-hints-for]");
-    if (!group || !(up || down || e.key === "Escape")) return;
-    var items = Array.prototype.slice.call(group.querySelectorAll("button"));
-    var i = items.indexOf(t);
-    e.preventDefault();
-    var go = e.key === "Escape" || (up && i === 0) ? document.getElementById(group.dataset.hintsFor)
-      : items[i + (down ? 1 : -1)];
-    if (go) go.focus();
-  });
-  document.addEventListener("click", function (e) {  // a suggestion put in: back to its field
-    var group = e.target instanceof Element && e.target.closest("[data-hints-for]");
-    var field = group && document.getElementById(group.dataset.hintsFor);
-    if (field) field.focus();
-  });
-})();
-"""
 
 
 def _circle_panel() -> rx.Component:
@@ -456,8 +282,8 @@ def _circle_panel() -> rx.Component:
                                            p.confirm_hints, "confirm")),
         rx.cond(p.action.length() > 0, rx.vstack(
             rx.heading(_("Action"), size="2", as_="h3"),
-            rx.cond(S.extra.has_to, _picker("to", S.extra.recipients,
-                                            N_("Approvers or recipients (to)"), users=True)),
+            rx.cond(S.extra.has_to, picker("to", S.extra.recipients,
+                                           N_("Approvers or recipients (to)"), users=True)),
             rx.foreach(p.action, _action_row),
             spacing="1", width="100%")),
         rx.cond(p.has_form | (p.kind == "form"), _form_builder()),
@@ -465,7 +291,7 @@ def _circle_panel() -> rx.Component:
         rx.select(S.uris, placeholder=_("Add an arrow from…"), on_change=S.depend_on,
                   size="1", value="", id="circle-depend",
                   custom_attrs={"aria-label": _("Add an arrow from…")}),
-        _people(), _timing(),
+        people(), timing(DEBOUNCE_MS),
         rx.foreach(p.more, _more_row),
         spacing="2", width="100%", id="circle-panel")
 
@@ -679,7 +505,7 @@ def _designer() -> rx.Component:
         rx.grid(rx.card(side, id="design-properties"), rx.card(_problems()),
                 grid_template_columns=[ONE, ONE, "minmax(0,2fr) minmax(0,3fr)"],
                 spacing="3", width="100%", align_items="start"),
-        _publish_dialog(), _chain_dialog(), _people_lists(), rx.script(PANEL_KEYS),
+        _publish_dialog(), _chain_dialog(), people_lists(), panel_keys(),
         spacing="3", width="100%")
 
 
