@@ -643,7 +643,7 @@ class DesignState(SessionState):
         for target, (_, is_users) in dh.TARGETS.items():  # a name that is nobody's
             nobody = ", ".join(p.name for p in chosen[target] if not p.known)
             notes[target] = self.pick_errors.get(f"{self.selected}:{target}") or (
-                self._nobody(is_users, nobody) if nobody else "")
+                self._nobody(is_users, nobody) if nobody else notes.get(target, ""))
         return Extra(
             has_to=action.get("type") in ("approval", "mail"), recipients=chosen["to"],
             assign_users=chosen["assign.users"], assign_roles=chosen["assign.roles"],

@@ -57,6 +57,10 @@ def test_an_approver_is_picked_and_a_name_that_is_nobody_is_refused(make_state):
     run(state.unpick("to", "${claim.manager}"))
     run(state.unpick("to", "bob"))
     assert _circle(state, "approve")["box"]["action"]["to"] == "alice"  # one name: a string
+    run(state.unpick("to", "alice"))  # nobody: the analysis says so under the picker
+    assert "to" not in _circle(state, "approve")["box"]["action"]
+    assert "'to' must name a user" in state.extra.notes["to"]
+    run(state.pick("to", {"name": "alice"}))
     # a name written in the JSON view that is nobody is shown as such
     body = json.loads(state.json_text)
     _circle_of = next(c for c in body["circles"] if c["uri"] == "approve")
