@@ -144,6 +144,25 @@ def publish(store: Store, caller: Caller, draft_id: int) -> tuple[str, int, bool
     return body["name"], version, created
 
 
+@dataclass(frozen=True)
+class People:
+    """Whom a template may name (the designer's pickers): the enabled users of the
+    caller's tenant and the roles there are (the built-in ones and those its users hold),
+    each sorted."""
+    users: list[str]
+    roles: list[str]
+
+
+def people(store: Store, caller: Caller) -> People:
+    """The names a designer picks among: those of their own tenant only (`store` is the
+    caller's tenant's); Forbidden for anyone who may not design."""
+    access.require_designer(caller)
+    everyone = [u for u in store.list_users() if u["disabled_at"] is None]
+    held = {r for u in everyone for r in u["roles"]}
+    return People([u["username"] for u in everyone],
+                  sorted(held | {*access.ROLES, access.DESIGNER, access.INTEGRATION}))
+
+
 def _row(store: Store, caller: Caller, draft_id: int) -> dict[str, Any]:
     access.require_designer(caller)
     row = store.draft(draft_id)

@@ -10,7 +10,15 @@ import reflex as rx
 
 from bpflow_app.catalogs import N_
 from bpflow_app.components.canvas import design_canvas
-from bpflow_app.components.names import NO, by
+from bpflow_app.components.designpanel import (
+    hints,
+    panel_keys,
+    people,
+    people_lists,
+    picker,
+    timing,
+)
+from bpflow_app.components.names import NO, by, named
 from bpflow_app.components.ui import empty_state, page_header
 from bpflow_app.designview import FIELD_KINDS, PALETTE, Problem
 from bpflow_app.i18n import _, ngettext
@@ -35,9 +43,8 @@ TEMPLATE_WORDS = {"name": N_("Name"), "title": N_("Title"), "description": N_("D
                   "inputs": N_("Inputs (JSON: name → type)"),
                   "starters": N_("Starters (roles, comma separated)"),
                   "stop_at": N_("Stop at (ISO 8601 time)")}
-CIRCLE_WORDS = {"retry": N_("Retry (JSON)"), "timeout": N_("Timeout (JSON)"),
-                "assign": N_("Assign (JSON)"), "due": N_("Due (seconds)"),
-                "cc": N_("Copy to (JSON)"), "remind": N_("Remind (JSON)")}
+CIRCLE_WORDS = {"enter": N_("On entering (JSON, passed to its events)"),
+                "leave": N_("On leaving (JSON, passed to its events)")}
 
 
 def _key(i: int) -> str:
@@ -134,11 +141,18 @@ def _json_view() -> rx.Component:
         spacing="2", width="100%")
 
 
-def _text(label: rx.Var, value: rx.Var, on_change, id_: str | rx.Var, **props) -> rx.Component:
+def _text(label: rx.Var, value: rx.Var, on_change, id_: str | rx.Var,
+          suggested: rx.Var | None = None, target: str | rx.Var = "",
+          **props) -> rx.Component:
+    """A labelled text input; with `suggested`, the completions of what is being typed
+    under it (`target`: the field `DesignState.complete` completes)."""
+    if suggested is not None:
+        props["custom_attrs"] = {"data-hints": "hints-" + id_}
     return rx.vstack(
         rx.el.label(rx.text(label, size="1", weight="medium"), html_for=id_),
         rx.input(value=value, on_change=on_change, debounce_timeout=DEBOUNCE_MS, id=id_,
                  size="1", width="100%", **props),
+        hints(suggested, target, id_) if suggested is not None else rx.fragment(),
         spacing="1", width="100%")
 
 
@@ -161,11 +175,20 @@ def _template_panel() -> rx.Component:
 
 def _field(f: rx.Var[FieldRow]) -> rx.Component:
     at = f.index.to_string()
+    last = S.panel.fields.length() - 1
 
-    def cell(key: str, label: str, value: rx.Var) -> rx.Component:
+    def cell(key: str, label: str, value: rx.Var, **props) -> rx.Component:
         return rx.input(value=value, on_change=lambda v: S.set_field(f.index, key, v),
                         debounce_timeout=DEBOUNCE_MS, size="1", placeholder=_(label),
-                        aria_label=_(label), id="field-" + key + "-" + at)
+                        aria_label=_(label), id="field-" + key + "-" + at, **props)
+
+    def move(way: str, by_: int, message: str, keys: str) -> rx.Component:
+        name = "field-" + way + "-name-" + at
+        return rx.fragment(named(name, message, name=f.name), rx.icon_button(
+            rx.icon("arrow-" + way, size=12), size="1", variant="soft",
+            on_click=S.move_field(f.index, by_), id="field-" + way + "-" + at,
+            disabled=(f.index == 0) if way == "up" else (f.index == last),
+            custom_attrs={**by(name), "aria-keyshortcuts": keys, "data-move": way}))
     return rx.card(rx.vstack(
         rx.hstack(
             cell("name", N_("Field name"), f.name),
@@ -178,19 +201,21 @@ def _field(f: rx.Var[FieldRow]) -> rx.Component:
             rx.checkbox(_("Required"), checked=f.required, size="1",
                         on_change=lambda v: S.set_field(f.index, "required", v)),
             rx.spacer(),
-            rx.icon_button(rx.icon("arrow-up", size=12), size="1", variant="soft",
-                           on_click=S.move_field(f.index, -1), aria_label=_("Move up")),
-            rx.icon_button(rx.icon("arrow-down", size=12), size="1", variant="soft",
-                           on_click=S.move_field(f.index, 1), aria_label=_("Move down")),
+            move("up", -1, N_("Move %(name)s up (Alt+Up)"), "Alt+ArrowUp"),
+            move("down", 1, N_("Move %(name)s down (Alt+Down)"), "Alt+ArrowDown"),
             rx.icon_button(rx.icon("x", size=12), size="1", variant="soft", color_scheme="red",
                            on_click=S.remove_field(f.index), aria_label=_("Remove the field")),
             spacing="1", align="center", width="100%", wrap="wrap"),
-        rx.hstack(cell("label", N_("Label"), f.label), cell("default", N_("Default"), f.default),
+        rx.hstack(cell("label", N_("Label"), f.label),
+                  cell("default", N_("Default"), f.default,
+                       custom_attrs={"data-hints": "hints-field-default-" + at}),
                   spacing="1", width="100%"),
+        hints(f.hints, "field:" + at, "field-default-" + at),
         rx.hstack(cell("options", N_("Options (comma separated)"), f.options),
                   cell("accept", N_("Accept (file types)"), f.accept),
                   spacing="1", width="100%"),
-        spacing="1", width="100%"), size="1", width="100%", class_name="form-field-row")
+        spacing="1", width="100%"), size="1", width="100%", class_name="form-field-row",
+        custom_attrs={"data-index": at})
 
 
 def _form_builder() -> rx.Component:
@@ -200,7 +225,10 @@ def _form_builder() -> rx.Component:
                   rx.button(rx.icon("plus", size=12), _("Add a field"), size="1",
                             on_click=S.new_field, id="add-field"),
                   width="100%", align="center"),
+        rx.text(_("Alt+Up and Alt+Down move the field you are in."), size="1",
+                color_scheme="gray"),
         rx.foreach(p.fields, _field),
+        rx.el.div(S.said, role="status", class_name="visually-hidden", id="form-said"),
         spacing="2", width="100%", id="form-builder")
 
 
@@ -210,7 +238,9 @@ def _action_row(row: rx.Var[KeyRow]) -> rx.Component:
                 custom_attrs=NO),  # the DSL's key, as written
         rx.input(value=row.text, on_change=lambda v: S.set_action(row.key, v),
                  debounce_timeout=DEBOUNCE_MS, size="1", width="100%",
-                 id="action-" + row.key, custom_attrs=by("action-name-" + row.key)),
+                 id="action-" + row.key, custom_attrs={**by("action-name-" + row.key),
+                                                       "data-hints": "hints-action-" + row.key}),
+        hints(row.hints, "action:" + row.key, "action-" + row.key),
         spacing="1", width="100%")
 
 
@@ -243,17 +273,25 @@ def _circle_panel() -> rx.Component:
                        value=p.kind, on_change=S.set_kind, size="1"),
         _text(_("Description"), p.description, S.set_circle("description"),
               "circle-description"),
-        _text(_("When (expression)"), p.when, S.set_circle("when"), "circle-when"),
+        _text(_("When (expression)"), p.when, S.set_circle("when"), "circle-when",
+              p.when_hints, "when"),
+        rx.text(_("Type ${ for the values this circle may read, a letter for a function."),
+                size="1", color_scheme="gray"),
         rx.cond(p.kind == "confirm", _text(_("Confirmation text"), p.confirm,
-                                           S.set_circle("confirm"), "circle-confirm")),
+                                           S.set_circle("confirm"), "circle-confirm",
+                                           p.confirm_hints, "confirm")),
         rx.cond(p.action.length() > 0, rx.vstack(
-            rx.heading(_("Action"), size="2", as_="h3"), rx.foreach(p.action, _action_row),
+            rx.heading(_("Action"), size="2", as_="h3"),
+            rx.cond(S.extra.has_to, picker("to", S.extra.recipients,
+                                           N_("Approvers or recipients (to)"), users=True)),
+            rx.foreach(p.action, _action_row),
             spacing="1", width="100%")),
         rx.cond(p.has_form | (p.kind == "form"), _form_builder()),
         rx.text(_("Depends on: %(deps)s", deps=p.depends), size="1", color_scheme="gray"),
         rx.select(S.uris, placeholder=_("Add an arrow from…"), on_change=S.depend_on,
                   size="1", value="", id="circle-depend",
                   custom_attrs={"aria-label": _("Add an arrow from…")}),
+        people(), timing(DEBOUNCE_MS),
         rx.foreach(p.more, _more_row),
         spacing="2", width="100%", id="circle-panel")
 
@@ -467,7 +505,8 @@ def _designer() -> rx.Component:
         rx.grid(rx.card(side, id="design-properties"), rx.card(_problems()),
                 grid_template_columns=[ONE, ONE, "minmax(0,2fr) minmax(0,3fr)"],
                 spacing="3", width="100%", align_items="start"),
-        _publish_dialog(), _chain_dialog(), spacing="3", width="100%")
+        _publish_dialog(), _chain_dialog(), people_lists(), panel_keys(),
+        spacing="3", width="100%")
 
 
 def design_page() -> rx.Component:

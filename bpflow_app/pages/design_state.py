@@ -24,9 +24,11 @@ from bpflow.access import Caller, require_designer
 from bpflow.backend import store_for
 from bpflow.errors import Forbidden, Unauthorized
 from bpflow.limits import LimitError
+from bpflow_app import designhints as dh
 from bpflow_app import designview as dv
 from bpflow_app import routes
 from bpflow_app.catalogs import N_, translate
+from bpflow_app.designhints import Pick, Timing
 from bpflow_app.designview import Problem
 from bpflow_app.flowview import STATE_WORDS
 from bpflow_app.session import SessionState, expired
@@ -36,6 +38,7 @@ from engine.changes import Changes as Found
 from engine.errors import BpflowError, DefinitionError
 
 HISTORY = 100  # changes undo can take back
+PICKED = {"to"}  # action keys the panel names people in with a picker (not as text)
 # the palette's kinds in the reader's words (the canvas's accessible names too)
 KIND_WORDS = {"form": N_("Form"), "confirm": N_("Confirmation"), "http": N_("HTTP call"),
               "approval": N_("Approval"), "mail": N_("Mail"), "timer": N_("Timer"),
@@ -50,7 +53,11 @@ CANVAS_WORDS = {"node": N_("%(uri)s: %(kind)s"),
                 "junction": N_("OR-junction of %(target)s"),
                 "weak": N_("Weak edge from %(source)s to %(target)s"), "or": N_("or")}
 CIRCLE_TEXTS = ("description", "when")  # a circle's keys edited as text
-CIRCLE_JSON = ("retry", "timeout", "assign", "due", "cc", "remind")  # ... as JSON
+CIRCLE_JSON = ("enter", "leave")  # ... as JSON (retry, timeout, ... have inputs of their own)
+# the controls a circle's timing and people have, and the keys below the circle whose
+# analysis problems each shows (`Extra.notes`)
+NOTED = {"retry": ("retry",), "timeout": ("timeout",), "due": ("due",), "remind": ("remind",),
+         "assign": ("assign",), "cc": ("cc",), "to": ("box/action/to",)}
 
 
 @dataclass
@@ -96,6 +103,7 @@ class FieldRow:
     options: str = ""
     default: str = ""
     accept: str = ""
+    hints: list[str] = field(default_factory=list)  # completions of its default
 
 
 @dataclass
@@ -103,6 +111,7 @@ class KeyRow:
     """One key of a circle's action (or of the circle) and its text."""
     key: str = ""
     text: str = ""
+    hints: list[str] = field(default_factory=list)  # completions of its text
 
 
 @dataclass
@@ -141,13 +150,31 @@ class Panel:
     kind: str = "marker"
     description: str = ""
     when: str = ""
+    when_hints: list[str] = field(default_factory=list)  # completions (`designhints`)
     confirm: str = ""
+    confirm_hints: list[str] = field(default_factory=list)
     has_form: bool = False
     fields: list[FieldRow] = field(default_factory=list)
     action: list[KeyRow] = field(default_factory=list)
     more: list[KeyRow] = field(default_factory=list)  # retry, timeout, assign, ...
     depends: str = ""  # its deps in words: "a, b | c"
     errors: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Extra:
+    """The selected circle's people and timing, as the panel's pickers and inputs show
+    them, and each control's message (a value it cannot take, else the analysis's)."""
+    has_to: bool = False  # its action names people in `to` (an approval, a mail)
+    recipients: list[Pick] = field(default_factory=list)  # its `to`
+    assign_users: list[Pick] = field(default_factory=list)
+    assign_roles: list[Pick] = field(default_factory=list)
+    cc_users: list[Pick] = field(default_factory=list)
+    cc_roles: list[Pick] = field(default_factory=list)
+    escalate_users: list[Pick] = field(default_factory=list)
+    escalate_roles: list[Pick] = field(default_factory=list)
+    timing: Timing = field(default_factory=Timing)
+    notes: dict[str, str] = field(default_factory=dict)  # by control (`NOTED`)
 
 
 def design_name(path: str) -> str:
@@ -175,6 +202,11 @@ class DesignState(SessionState):
     chain: list[ChainStep] = []
     chain_error: str = ""
     trial: dict[str, Any] = {}  # the sandbox's state while the draft is tried ({}: not)
+    people_users: list[str] = []  # whom the pickers offer (`drafts.people`)
+    people_roles: list[str] = []
+    pick_errors: dict[str, str] = {}  # by picker: the name it could not take
+    typed_errors: dict[str, str] = {}  # by control: the value it could not take
+    said: str = ""  # what the last move of a form field did (read out by screen readers)
     _undo: list[str] = []
     _redo: list[str] = []
 
@@ -229,6 +261,7 @@ class DesignState(SessionState):
             self.loading = False
             return rx.toast.error(self.explain(exc))
         self._show(caller, body)
+        self._people(caller)
         self.loading = False
         return None
 
@@ -471,7 +504,17 @@ class DesignState(SessionState):
 
     @rx.event
     def move_field(self, index: int, by: int):
-        return self._on_circle(lambda circle: dv.move_field(circle, index, by))
+        """A field one place up (-1) or down (1), said for screen readers."""
+        out = self._on_circle(lambda circle: dv.move_field(circle, index, by))
+        box = (dv.find(self._raw(), self.selected) or {}).get("box")
+        form = box.get("form") if isinstance(box, dict) else None
+        to = index + by
+        if isinstance(form, list) and 0 <= index < len(form) and 0 <= to < len(form) \
+                and isinstance(form[to], dict):
+            self.said = self.gettext("%(name)s is now field %(n)s of %(count)s",
+                                     name=dv.value_text(form[to].get("name")), n=to + 1,
+                                     count=len(form))
+        return out
 
     @rx.event
     def remove_field(self, index: int):
@@ -482,6 +525,131 @@ class DesignState(SessionState):
         if key not in ("name", "type", "label", "required", "options", "default", "accept"):
             return None
         return self._on_circle(lambda circle: dv.set_field(circle, index, key, value))
+
+    # ------------------------------------------------------------ people, completion, timing
+    def _people(self, caller: Caller) -> None:
+        """Whom the pickers offer: the users and roles of the caller's tenant."""
+        found = drafts.people(store_for(caller), caller)
+        self.people_users, self.people_roles = found.users, found.roles
+
+    @rx.event
+    def pick(self, target: str, form_data: dict[str, Any]):
+        """A picker's name added to the selected circle (`designhints.TARGETS`): a user
+        or a `${...}` placeholder where users are named, a role where roles are; any
+        other name is refused with the picker's error."""
+        if target not in dh.TARGETS:
+            return None
+        name = str(form_data.get("name") or "").strip()
+        users = dh.TARGETS[target][1]
+
+        def step(caller: Caller) -> Any:
+            self._people(caller)  # the tenant's names as they are now
+            known = self.people_users if users else self.people_roles
+            where = f"{self.selected}:{target}"
+            if not name:
+                return None
+            if name not in known and not (users and dh.placeholder(name)):
+                self.pick_errors = {**self.pick_errors, where: self._nobody(users, name)}
+                return None
+            self.pick_errors = {k: v for k, v in self.pick_errors.items() if k != where}
+
+            def adding(circle: dict[str, Any]) -> None:
+                had = dh.named(circle, target)
+                if name not in had:
+                    dh.set_named(circle, target, [*had, name])
+            return self._on_circle(adding)
+        return self._as_designer(step)
+
+    def _nobody(self, users: bool, name: str) -> str:
+        return (self.gettext("There is no user named %(name)s", name=name) if users else
+                self.gettext("There is no role named %(name)s", name=name))
+
+    @rx.event
+    def unpick(self, target: str, name: str):
+        """A name taken out of a picker's field."""
+        if target not in dh.TARGETS:
+            return None
+        return self._on_circle(lambda circle: dh.set_named(
+            circle, target, [n for n in dh.named(circle, target) if n != name]))
+
+    @rx.event
+    def set_timing(self, key: str, text: str):
+        """One of the circle's retry, timeout, due, remind or cc inputs; a value it cannot
+        take is said under it (the body keeps the last good one)."""
+        control = self.selected + ":" + ("due" if key == "due" else "remind" if key in (
+            "before_due", "every") else key.split("_")[0])
+        wrong: list[str] = []
+
+        def setting(circle: dict[str, Any]) -> None:
+            try:
+                dh.set_timing(circle, key, text)
+            except dh.Wrong as exc:
+                wrong.append(self.explain(exc))
+        out = self._on_circle(setting)
+        self.typed_errors = {**{k: v for k, v in self.typed_errors.items() if k != control},
+                             **({control: wrong[0]} if wrong else {})}
+        return out
+
+    @rx.event
+    def complete(self, target: str, choice: str):
+        """A suggestion accepted: what is being typed in the field `target` (`when`,
+        `confirm`, `action:<key>`, `field:<index>`) becomes `choice` (the page's script
+        gives the field the focus back)."""
+        circle = dv.find(self._raw(), self.selected) or {}
+        box = circle.get("box") if isinstance(circle.get("box"), dict) else {}
+        kind, _, key = target.partition(":")
+        if kind == "when":
+            text, expression = dv.value_text(circle.get("when")), True
+        elif kind == "confirm":
+            text, expression = dv.value_text(box.get("confirm")), False
+        elif kind == "action" and isinstance(box.get("action"), dict):
+            text, expression = dv.value_text(box["action"].get(key)), False
+        elif kind == "field" and key.isdigit() and int(key) < len(box.get("form") or []):
+            form_field = box["form"][int(key)]
+            text = dv.value_text(form_field.get("default") if isinstance(form_field, dict)
+                                 else None)
+            expression = False
+        else:
+            return None
+        done = dh.complete(text, choice, expression)
+        return (self.set_circle(kind, done) if kind in ("when", "confirm") else
+                self.set_action(key, done) if kind == "action" else
+                self.set_field(int(key), "default", done))
+
+    @rx.var
+    def extra(self) -> Extra:
+        """The selected circle's people and timing (`Extra`)."""
+        body = self._raw()
+        circle = dv.find(body, self.selected)
+        if circle is None:
+            return Extra()
+        users, roles = set(self.people_users), set(self.people_roles)
+
+        def picks(target: str) -> list[Pick]:
+            is_users = dh.TARGETS[target][1]
+            return dh.picks(dh.named(circle, target), users if is_users else roles, is_users)
+        box = circle.get("box") if isinstance(circle.get("box"), dict) else {}
+        action = box.get("action") if isinstance(box.get("action"), dict) else {}
+        at = next((i for i, c in enumerate(body.get("circles") or [])
+                   if isinstance(c, dict) and c.get("uri") == self.selected), -1)
+        notes = {}
+        for control, keys in NOTED.items():
+            heads = tuple(f"/circles/{at}/{k}" for k in keys)
+            found = [p.message for p in self.problems if not p.warning
+                     and any(p.pointer == h or p.pointer.startswith(h + "/") for h in heads)]
+            notes[control] = self.typed_errors.get(f"{self.selected}:{control}") or \
+                " ".join(found)
+        chosen = {t: picks(t) for t in dh.TARGETS}
+        for target, (_, is_users) in dh.TARGETS.items():  # a name that is nobody's
+            nobody = ", ".join(p.name for p in chosen[target] if not p.known)
+            notes[target] = self.pick_errors.get(f"{self.selected}:{target}") or (
+                self._nobody(is_users, nobody) if nobody else notes.get(target, ""))
+        return Extra(
+            has_to=action.get("type") in ("approval", "mail"), recipients=chosen["to"],
+            assign_users=chosen["assign.users"], assign_roles=chosen["assign.roles"],
+            cc_users=chosen["cc.users"], cc_roles=chosen["cc.roles"],
+            escalate_users=chosen["escalate.users"], escalate_roles=chosen["escalate.roles"],
+            timing=dh.timing(circle), notes=notes)
 
     # ------------------------------------------------------------ the approval chain
     @rx.event
@@ -778,16 +946,29 @@ class DesignState(SessionState):
         action = box.get("action") if isinstance(box.get("action"), dict) else None
         form = box.get("form") if isinstance(box.get("form"), list) else []
         kind = dv.kind_of(circle)
-        keys = sorted(ACTION_KEYS.get(kind, ()))
+        keys = sorted(set(ACTION_KEYS.get(kind, ())) - PICKED)
         groups = circle.get("deps") if isinstance(circle.get("deps"), list) else []
+        known: list[str] = []  # the names it may read, once asked (`designhints.names`)
+
+        def hints(text: str, expression: bool = False) -> list[str]:
+            if dh.typing(text, expression) is None:
+                return []
+            if not known:
+                known.extend(dh.names(self._raw(), self.selected))
+            return dh.suggest(text, known, expression)
+        when, confirm = dv.value_text(circle.get("when")), dv.value_text(box.get("confirm"))
+        rows = [_row(i, f) for i, f in enumerate(form) if isinstance(f, dict)]
+        for r in rows:
+            r.hints = hints(r.default)
+        texts = [(k, dv.value_text(action.get(k))) for k in keys] if action else []
         return Panel(
             uri=self.selected, kind=kind,
             description=dv.value_text(circle.get("description")),
-            when=dv.value_text(circle.get("when")),
-            confirm=dv.value_text(box.get("confirm")),
+            when=when, when_hints=hints(when, expression=True),
+            confirm=confirm, confirm_hints=hints(confirm),
             has_form=bool(form),
-            fields=[_row(i, f) for i, f in enumerate(form) if isinstance(f, dict)],
-            action=[KeyRow(k, dv.value_text(action.get(k))) for k in keys] if action else [],
+            fields=rows,
+            action=[KeyRow(k, t, hints(t)) for k, t in texts],
             more=[KeyRow(k, dv.value_text(circle.get(k))) for k in CIRCLE_JSON],
             depends=", ".join(" | ".join(map(str, g)) for g in groups if isinstance(g, list)),
             errors=[p.message for p in self.problems

@@ -203,6 +203,9 @@ def test_every_page_is_accessible_and_fits_a_phone(browser, app_server, ada_flow
             if name == "flow-claim-signers":  # the approval card's Add signers (SPEC §15)
                 page.locator(".add-signers").first.click()
                 expect(page.get_by_role("dialog")).to_be_visible()
+            if name == "design":  # a circle's panel: its pickers, timing, completion
+                page.locator('.react-flow__node[data-id="approve"]').click()
+                expect(page.locator("#circle-people")).to_be_visible()
             if name == "flow-claim-return":  # its dialog: the steps, a comment, a confirmation
                 page.locator(".return-to").first.click()
                 expect(page.get_by_role("alertdialog")).to_be_visible()

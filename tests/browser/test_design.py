@@ -159,6 +159,13 @@ def test_an_admin_builds_tries_and_publishes_the_expense_claim_a_user_starts(
     screenshot(page, "design_claim_error_on_the_form")
     page.locator("#field-name-1").fill("reason")  # fixed
     expect(claim_bad).to_have_count(0)
+    # a field moved by the keyboard, the focus with it, the move said
+    page.locator("#field-name-1").press("Alt+ArrowUp")
+    expect(page.locator("#field-name-0")).to_have_value("reason")
+    expect(page.locator("#field-name-0")).to_be_focused()
+    expect(page.locator("#form-said")).to_have_text("reason is now field 1 of 2")
+    page.keyboard.press("Alt+ArrowDown")
+    expect(page.locator("#field-name-1")).to_have_value("reason")
     assert [f["name"] for f in _json(page)["circles"][0]["box"]["form"]] == ["amount", "reason"]
 
     # the manager's approval, whose subject names the claim before any arrow leads there
@@ -167,7 +174,15 @@ def test_an_admin_builds_tries_and_publishes_the_expense_claim_a_user_starts(
     page.locator("#circle-uri").fill("approve")
     page.locator("#circle-uri").press("Tab")
     expect(_node(page, "approve")).to_be_visible()
-    page.locator("#action-to").fill("bob")
+    # the approver picked among the tenant's users: nobody's name refused, bob taken
+    page.locator("#pick-to").fill("zed")
+    page.locator("#pick-to").press("Enter")
+    expect(page.locator("#note-to")).to_have_text("There is no user named zed")
+    page.locator("#pick-to").fill("bob")
+    page.locator("#pick-to").press("Enter")
+    page.get_by_role("button", name="Remove admin").click()  # the palette's approver
+    expect(page.locator(".design-pick-name")).to_have_text(["bob"])
+    expect(page.locator("#note-to")).to_have_count(0)
     page.locator("#action-subject").fill("Expense claim of ${claim.amount}")
     approve_bad = _node(page, "approve").locator(".dc-circle.dc-bad")
     expect(approve_bad.locator(".dc-errors")).to_contain_text("claim")
@@ -178,6 +193,13 @@ def test_an_admin_builds_tries_and_publishes_the_expense_claim_a_user_starts(
     page.locator("#circle-depend").click()  # fixed: an arrow from the claim
     page.get_by_role("option", name="claim", exact=True).click()
     expect(approve_bad).to_have_count(0)
+    # the claim's names completed by the keyboard: ArrowDown to the suggestions, Enter
+    page.locator("#action-body").fill("For ${rea")
+    expect(page.locator("#hints-action-body button")).to_have_text(["${claim.reason}"])
+    page.locator("#action-body").press("ArrowDown")
+    page.keyboard.press("Enter")
+    expect(page.locator("#action-body")).to_have_value("For ${claim.reason}")
+    expect(page.locator("#action-body")).to_be_focused()
 
     # the end
     page.locator("#design-palette").get_by_role("button", name="Marker").click()
@@ -192,6 +214,7 @@ def test_an_admin_builds_tries_and_publishes_the_expense_claim_a_user_starts(
     body = _json(page)
     assert [(c["uri"], c.get("deps")) for c in body["circles"]] == [
         ("claim", None), ("approve", [["claim"]]), ("done", [["approve"]])]
+    assert body["circles"][1]["box"]["action"]["to"] == "bob"
 
     # tried: the claim filled, the approval approved, the path drawn
     page.locator("#design-try").click()

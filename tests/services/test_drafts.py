@@ -14,6 +14,7 @@ from bpflow.access import Caller
 from bpflow.errors import Conflict, Forbidden, NotFound, Refused
 from bpflow.limits import LimitError
 from bpflow.store import Store
+from bpflow.tenancy import create_tenant
 from engine.errors import DefinitionError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -156,3 +157,19 @@ def test_every_shipped_template_opened_as_a_draft_publishes_back_unchanged(store
         assert drafts.publish(store, who["dee"], draft.id) == (name, before[-1], False)
         assert store.template_versions()[name] == before
         assert store.latest_body(name) == shipped
+
+
+def test_a_designer_picks_among_the_enabled_people_and_roles_of_their_tenant(store):
+    who = people(store)
+    store.add_user("fin", "pw-fin", ["user", "finance"])
+    store.add_user("gone", "pw-gone", ["auditor"])
+    store.disable_user("gone")
+    acme = create_tenant(store, "acme", "acmeadmin", "acmeadmin-password")
+    acme.add_user("acmeaudit", "pw-acmeaudit", ["auditor"])
+    found = drafts.people(store, who["dee"])
+    assert found.users == ["admin", "alice", "dan", "dee", "fin"]
+    assert found.roles == ["admin", "approver", "designer", "finance", "integration", "user"]
+    theirs = drafts.people(acme, Caller.of(acme.user("acmeadmin")))
+    assert theirs.users == ["acmeadmin", "acmeaudit"] and "auditor" in theirs.roles
+    with pytest.raises(Forbidden):
+        drafts.people(store, who["alice"])
