@@ -261,9 +261,9 @@ class MailRows(StoreParts):
     def _settled_with(self, tx: Tx, instance_id: str, op: Op[Any]) -> Any:
         """The write of `op`'s step on the instance, written in `tx`; None when its copy
         was stale (the compare-and-set lost) or the step refused on it."""
-        loaded = self._take(instance_id) or self._load(instance_id, tx.connection)
         with self._step_span(instance_id):
             try:
+                loaded = self._take(instance_id) or self._load(instance_id, tx.connection)
                 op(self.engine, loaded.inst)
             except BpflowError:
                 return None  # perhaps refused on a stale copy: decided again on its own
