@@ -4,9 +4,10 @@ An approval mail carries a payload (instance, circle, attempt, requester = the s
 shown, approver, approvers, quorum, subject, body, the data shown) and its signature; every
 column shown or used must match it. A decision is signed over the mail's signature, so
 altering either the mail or the decision row breaks a signature. Deciding re-checks the
-mail; when the flow re-enters (`settle`) every mail of the attempt is checked again and
-the quorum is counted with the approvers and quorum the mails were signed with (never
-the circle's unsigned state). A refused decision (altered mail, decided already, a
+mail; in the decision's transaction, and when the flow re-enters (`settle`), every mail
+of the attempt is checked again and the quorum is counted with the approvers and quorum
+the mails were signed with (never the circle's unsigned state); the decision that settles
+the round takes its step in that transaction. A refused decision (altered mail, decided already, a
 request no longer open, an instance that cannot move) stores nothing and is recorded in
 the instance's history.
 """
@@ -18,6 +19,7 @@ import hmac
 import json
 from collections.abc import Callable
 from datetime import timedelta
+from functools import partial
 from typing import Any
 
 from bpflow import access, rounds
@@ -210,9 +212,11 @@ class Mailbox:
             if decision == "returned":
                 self._send_back(row, caller, comment, to)
                 break
-            try:
-                self.store.record_decision(mail_id, decision, comment, self._decision_signature,
-                                           signed=row.signature, by=caller.username)
+            try:  # the step it settles, if any, goes with it (a quota refusing it: neither)
+                settled = self.store.record_decision(
+                    mail_id, decision, comment, self._decision_signature,
+                    signed=row.signature, by=caller.username,
+                    then=partial(self._settling, row, caller.username))
             except Conflict:
                 fresh = self.store.mail(mail_id)
                 if fresh is None or fresh.decision is not None or \
@@ -221,7 +225,8 @@ class Mailbox:
                 row = fresh  # re-signed meanwhile: decided on the round as it is now
                 continue
             try:
-                self.settle(row.instance_id, row.circle, by=caller.username)
+                if not settled:  # not in its transaction: on the instance as stored
+                    self.settle(row.instance_id, row.circle, by=caller.username)
             except StorageQuotaExceeded:  # the step stored nothing: neither does the mail
                 self.store.undo_decision(mail_id, decision)
                 raise
@@ -331,33 +336,61 @@ class Mailbox:
             run = inst.circles[circle]
             if inst.status not in ACTIVE or run.state != WAITING or approval(run) is None:
                 return None
-            intact = []
-            for row in self.store.attempt_approvals(instance_id, circle, run.epoch):
-                problem = self.check(row)
-                if problem:
-                    engine.record(inst, "approval_refused", circle,
-                                  {"mail": row.id, "why": problem})
-                else:
-                    intact.append(row)
-            terms = signed_terms(intact)
-            if terms is None:
-                return None
-            quorum, seats = terms
-            approvers = {n for chain in seats for n in chain}
-            decided = sorted((r for r in intact if r.decision in ("approved", "rejected")
-                              and r.payload["approver"] in approvers),
-                             key=lambda r: (r.updated_at, r.id))
-            verdict = rounds.verdict(quorum, seats, [(r.payload["approver"], r.decision)
-                                                     for r in decided])
-            if verdict is None:
-                return None
-            newest = max(decided, key=lambda r: (r.updated_at, r.id), default=None)
-            actor = by or (newest.payload["approver"] if newest else "approval")
-            conclude(engine, inst, circle, verdict,
-                     [{"approver": r.payload["approver"], "decision": r.decision,
-                       "comment": r.comment} for r in decided], actor)
-            return verdict
+            rows = self.store.attempt_approvals(instance_id, circle, run.epoch)
+            return self._count(engine, inst, circle, rows, [self.check(r) for r in rows], by)
         return self.store.apply(instance_id, op)
+
+    def _settling(self, row, by: str, rows: list[Any]):
+        """What `settle` does, in the transaction of the decision on `row`, given the
+        mails of its attempt as they are with it (`rows`; `record_decision`'s `then`):
+        None when they settle nothing (all intact, no verdict), else the step counting
+        them. A step that finds the request no longer open is refused, and `settle`
+        decides on the instance as stored."""
+        problems = [self.check(r) for r in rows]
+        if not any(problems):
+            terms = signed_terms(rows)
+            if terms is None or rounds.verdict(terms[0], terms[1],
+                                               _ordered(rows, terms[1])) is None:
+                return None
+
+        def op(engine, inst):
+            run = inst.circles.get(row.circle)
+            if inst.status not in ACTIVE or run is None or run.state != WAITING or \
+                    approval(run) is None or run.epoch != row.epoch:
+                raise Conflict(N_("this approval request is no longer open"))
+            return self._count(engine, inst, row.circle, rows, problems, by)
+        return op
+
+    def _count(self, engine: Engine, inst: Instance, circle: str, rows: list[Any],
+               problems: list[str | None], by: str | None) -> str | None:
+        """In a step: count the decisions of the attempt's mails `rows` (`problems`: why
+        each cannot be trusted, recorded, or None) against the quorum the intact ones
+        were signed with; complete or fail the circle once the outcome is certain (its
+        verdict)."""
+        intact = []
+        for row, problem in zip(rows, problems, strict=True):
+            if problem:
+                engine.record(inst, "approval_refused", circle, {"mail": row.id, "why": problem})
+            else:
+                intact.append(row)
+        terms = signed_terms(intact)
+        if terms is None:
+            return None
+        quorum, seats = terms
+        approvers = {n for chain in seats for n in chain}
+        decided = sorted((r for r in intact if r.decision in ("approved", "rejected")
+                          and r.payload["approver"] in approvers),
+                         key=lambda r: (r.updated_at, r.id))
+        verdict = rounds.verdict(quorum, seats, [(r.payload["approver"], r.decision)
+                                                 for r in decided])
+        if verdict is None:
+            return None
+        newest = max(decided, key=lambda r: (r.updated_at, r.id), default=None)
+        actor = by or (newest.payload["approver"] if newest else "approval")
+        conclude(engine, inst, circle, verdict,
+                 [{"approver": r.payload["approver"], "decision": r.decision,
+                   "comment": r.comment} for r in decided], actor)
+        return verdict
 
     # ------------------------------------------------------- the round (SPEC §15)
     def _turn(self, row) -> str | None:

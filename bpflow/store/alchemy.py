@@ -9,16 +9,19 @@ instance's row lock) and the PostgreSQL driver's migration steps use them.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from sqlalchemy.engine import Connection, Engine
 
 from bpflow.store import statements as sql
-from bpflow.store.writing import NewInstance, Write, step_rows
+from bpflow.store.writing import NewInstance, Tx, Write, step_rows
 
 if TYPE_CHECKING:
     from bpflow.store.reads import Straight
+
+
+T = TypeVar("T")
 
 
 def insert_rows(conn: Connection, news: list[NewInstance]) -> None:
@@ -39,6 +42,26 @@ def save_rows(conn: Connection, writes: list[Write]) -> set[str]:
             if rows:
                 conn.execute(statement, [sql.prefixed(r) for r in rows])
     return lost
+
+
+class AlchemyTx:
+    """A write transaction on an SQLAlchemy connection (`Tx`)."""
+
+    locks = True  # PostgreSQL: FOR UPDATE (SQLite: its BEGIN IMMEDIATE)
+
+    def __init__(self, conn: Connection):
+        self.connection = conn
+
+    def run(self, statement: Any, values: dict[str, Any]) -> int:
+        return self.connection.execute(statement, sql.prefixed(values)).rowcount
+
+    def rows(self, read: Straight, values: dict[str, Any], lock: bool = False
+             ) -> list[Any]:
+        query = read.query.with_for_update() if lock else read.query
+        return list(self.connection.execute(query, sql.prefixed(values)))
+
+    def save(self, writes: list[Write]) -> set[str]:
+        return save_rows(self.connection, writes)
 
 
 class SqlAlchemyDriver:
@@ -81,6 +104,10 @@ class SqlAlchemyDriver:
 
     async def rows_async(self, *reads: tuple[Straight, dict[str, Any]]) -> list[list[Any]]:
         return await asyncio.to_thread(self.rows, *reads)
+
+    def transact(self, work: Callable[[Tx], T]) -> T:
+        with self.db.begin() as conn:  # SQLite: BEGIN IMMEDIATE
+            return work(AlchemyTx(conn))
 
     def close(self) -> None:
         pass

@@ -4,19 +4,28 @@ reads and writes the rows."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
-from sqlalchemy import and_, exists, func, insert, or_, select, update
+from sqlalchemy import and_, bindparam, exists, func, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
+from bpflow.store import statements as sql
 from bpflow.store.accounts import Caller, acting_for, reads_guest_mail, standing
+from bpflow.store.alchemy import AlchemyTx
 from bpflow.store.changes import mail_change
 from bpflow.store.errors import Conflict, RateLimited
 from bpflow.store.parts import StoreParts
+from bpflow.store.reads import straight
 from bpflow.store.tables import instances_t, mail_t, users_t
+from engine.errors import BpflowError
 from engine.messages import N_
+
+if TYPE_CHECKING:
+    from bpflow.store.steps import Op
+    from bpflow.store.writing import Tx
 
 MailRow = Any  # a row of the mailbox table
 # what `change_round`'s plan gives: (mail id, new values) of rows, names to send new
@@ -28,6 +37,24 @@ RoundPlan = tuple[list[tuple[int, dict[str, Any]]], list[str],
 # (催办, from a person or a circle's `remind`)
 MailKind = Literal["approval", "message", "guest", "cc", "urge"]
 MAIL_KINDS: tuple[str, ...] = get_args(MailKind)
+_TENANT = mail_t.c.tenant == bindparam("b_tenant")
+# a mail by id, and the approval mails of one attempt of a circle (oldest first), of any
+# tenant (the view of every tenant) or of this store's: reads on the decision's path
+_MAIL = select(mail_t).where(mail_t.c.id == bindparam("b_id"))
+MAIL = {False: straight(_MAIL), True: straight(_MAIL.where(_TENANT))}
+_ATTEMPT = select(mail_t).where(
+    mail_t.c.instance_id == bindparam("b_instance_id"), mail_t.c.circle == bindparam("b_circle"),
+    mail_t.c.epoch == bindparam("b_epoch"), mail_t.c.kind == "approval").order_by(mail_t.c.id)
+ATTEMPT = {False: straight(_ATTEMPT), True: straight(_ATTEMPT.where(_TENANT))}
+# what settles a round with its last decision (`record_decision`'s `then`): given the
+# attempt's mails as they are with it, the step to take in the same transaction, or None
+Settling = Callable[[list[Any]], "Op[Any] | None"]
+
+
+def _attempt(row: MailRow, tenant: str | None) -> dict[str, Any]:
+    """The values of `ATTEMPT` for the attempt of the mail `row`."""
+    return {"instance_id": row.instance_id, "circle": row.circle, "epoch": row.epoch,
+            "tenant": tenant}
 
 
 def visible_mail(caller: Caller, kind: str | None = None, now: datetime | None = None):
@@ -186,25 +213,62 @@ class MailRows(StoreParts):
 
     def record_decision(self, mail_id: int, decision: str, comment: str,
                         sign: Callable[[MailRow], str], signed: str | None = None,
-                        by: str | None = None) -> None:
+                        by: str | None = None, then: Settling | None = None) -> bool:
         """Store an undecided approval's decision, who took it (`by`: the addressee, or
         "ann for bob") and its signature (`sign(row)` of the row as decided); Conflict
         when someone decided it first, or (`signed`: the signature the decider read) when
-        it was signed anew meanwhile."""
-        now = self.clock()
-        match = [] if signed is None else [mail_t.c.signature == signed]
-        with self.db.begin() as conn:
-            done = conn.execute(update(mail_t).where(
-                self._here(mail_t), mail_t.c.id == mail_id, mail_t.c.decision.is_(None),
-                *match).values(
-                decision=decision, comment=comment or "", updated_at=now, read_at=now,
-                decided_by=by))
-            if done.rowcount != 1:
+        it was signed anew meanwhile.
+
+        With `then`, in the same transaction: the approval mails of its attempt, read
+        as they are with this decision (none of them changes until it ends: SQLite's
+        write lock, PostgreSQL's row locks), are given to `then`, which gives the step
+        they settle, or None; that step runs on the instance (the cached copy, else read)
+        and is written with the decision, one commit. True when it was, or there was
+        none; False when it could not be (the copy was stale, or the step refused on
+        it): the decision is stored and the caller takes the step on its own (`apply`).
+        An error of the step's write (a quota) stores nothing."""
+        now, here = self.clock(), self.tenant is not None
+        key = {"id": mail_id, "tenant": self.tenant}
+        values = {**key, "signature": signed, "decision": decision, "comment": comment or "",
+                  "updated_at": now, "read_at": now, "decided_by": by}
+        stepped: list[Any] = []  # the step written, and when its transaction began
+
+        def work(tx: Tx) -> tuple[MailRow, bool]:
+            began = time.perf_counter()
+            if then is not None and tx.locks:  # the attempt's mails held to the end
+                for row in tx.rows(MAIL[here], key):
+                    tx.rows(ATTEMPT[here], _attempt(row, self.tenant), lock=True)
+            if tx.run(sql.mail_decision[here, signed is not None], values) != 1:
                 raise Conflict(N_("approval %(id)s was decided concurrently", id=mail_id))
-            fresh = conn.execute(select(mail_t).where(mail_t.c.id == mail_id)).one()
-            conn.execute(update(mail_t).where(mail_t.c.id == mail_id).values(
-                decision_signature=sign(fresh)))
+            [fresh] = tx.rows(MAIL[here], key)
+            tx.run(sql.mail_signed, {"id": mail_id, "decision_signature": sign(fresh)})
+            if then is None:
+                return fresh, True
+            op = then(tx.rows(ATTEMPT[here], _attempt(fresh, self.tenant)))
+            if op is None:
+                return fresh, True
+            write = self._settled_with(tx, fresh.instance_id, op)
+            if write is None:
+                return fresh, False
+            stepped[:] = [write, began]
+            return fresh, True
+        fresh, done = self.driver.transact(work)
         self._told([fresh.recipient_id], fresh.tenant)
+        if stepped:
+            self._written([stepped[0]], time.perf_counter() - stepped[1])
+        return done
+
+    def _settled_with(self, tx: Tx, instance_id: str, op: Op[Any]) -> Any:
+        """The write of `op`'s step on the instance, written in `tx`; None when its copy
+        was stale (the compare-and-set lost) or the step refused on it."""
+        with self._step_span(instance_id):
+            try:
+                loaded = self._take(instance_id) or self._load(instance_id, tx.connection)
+                op(self.engine, loaded.inst)
+            except BpflowError:
+                return None  # perhaps refused on a stale copy: decided again on its own
+            write = self._step_write(loaded, loaded.inst.drain_events())
+            return None if tx.save([write]) else write
 
     def change_round(self, instance_id: str, circle: str, epoch: int,
                      plan: Callable[[list[MailRow]], RoundPlan],
@@ -216,11 +280,10 @@ class MailRows(StoreParts):
         nothing. A decided row changed gets its decision signed again (`sign`). The ids
         of the new mails."""
         ids, now = [], self.clock()
+        attempt = {"instance_id": instance_id, "circle": circle, "epoch": epoch,
+                   "tenant": self.tenant}
         with self.db.begin() as conn:
-            rows = list(conn.execute(select(mail_t).where(
-                self._here(mail_t), mail_t.c.instance_id == instance_id,
-                mail_t.c.circle == circle, mail_t.c.epoch == epoch,
-                mail_t.c.kind == "approval").order_by(mail_t.c.id).with_for_update()).all())
+            rows = AlchemyTx(conn).rows(ATTEMPT[self.tenant is not None], attempt, lock=True)
             updates, to, build = plan(rows)
             for mail_id, values in updates:
                 conn.execute(update(mail_t).where(mail_t.c.id == mail_id).values(**values))
@@ -253,16 +316,14 @@ class MailRows(StoreParts):
             self._told([r[0] for r in done], done[0][1])
 
     def mail(self, mail_id: int) -> MailRow | None:
-        with self.reader() as conn:
-            return conn.execute(select(mail_t).where(self._here(mail_t),
-                                                     mail_t.c.id == mail_id)).first()
+        found = self._rows(MAIL[self.tenant is not None], {"id": mail_id, "tenant": self.tenant})
+        return found[0] if found else None
 
     def attempt_approvals(self, instance_id: str, circle: str, epoch: int) -> list[MailRow]:
-        """The approval mails of one attempt of a circle."""
-        with self.reader() as conn:
-            return list(conn.execute(select(mail_t).where(
-                self._here(mail_t), mail_t.c.instance_id == instance_id, mail_t.c.circle == circle,
-                mail_t.c.epoch == epoch, mail_t.c.kind == "approval")).all())
+        """The approval mails of one attempt of a circle, oldest first."""
+        return self._rows(ATTEMPT[self.tenant is not None],
+                          {"instance_id": instance_id, "circle": circle, "epoch": epoch,
+                           "tenant": self.tenant})
 
     def open_approvals(self, instance_id: str) -> list[MailRow]:
         """The undecided approval mails of an instance, any circle, any attempt."""

@@ -26,6 +26,7 @@ from bpflow.store.tables import (
     circles_t,
     events_t,
     instances_t,
+    mail_t,
     pinned_t,
     templates_t,
 )
@@ -153,6 +154,26 @@ template_id = (select(templates_t.c.id).where(templates_t.c.tenant == b("b_tenan
 template_version_id = select(templates_t.c.id).where(
     templates_t.c.tenant == b("b_tenant"), templates_t.c.name == b("b_name"),
     templates_t.c.version == b("b_version"), templates_t.c.sandbox.is_(False))
+
+# an approval mail's decision (`MailRows.record_decision`): taken while it is undecided
+# and, when `signed` is matched, still signed as its decider read it; of this store's
+# tenant (`here`) or any (the view of every tenant); then the decision's signature
+
+
+def _mail_decision(here: bool, signed: bool) -> Any:
+    query = update(mail_t).where(mail_t.c.id == b("b_id"), mail_t.c.decision.is_(None))
+    if here:
+        query = query.where(mail_t.c.tenant == b("b_tenant"))
+    if signed:
+        query = query.where(mail_t.c.signature == b("b_signature"))
+    return query.values(_binds(("decision", "comment", "updated_at", "read_at",
+                                "decided_by")))
+
+
+mail_decision = {(here, signed): _mail_decision(here, signed)
+                 for here in (False, True) for signed in (False, True)}
+mail_signed = (update(mail_t).where(mail_t.c.id == b("b_id"))
+               .values(decision_signature=b("b_decision_signature")))
 
 
 # ------------------------------------------------------------ for every driver

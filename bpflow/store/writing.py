@@ -5,7 +5,9 @@ its driver, chosen once when the store opens (`bpflow.store.driver_for`): `Sqlit
 (`sqlite/`: sqlite3 straight, group commit from an event loop) for an SQLite file,
 `PgDriver` (`pg/`: psycopg straight) for PostgreSQL, `SqlAlchemyDriver` (`alchemy.py`)
 otherwise. Every driver runs the statements of `bpflow.store.statements`, a step's in the
-order of `step_rows`, and the small reads of `bpflow.store.reads` in its own form.
+order of `step_rows`, and the small reads of `bpflow.store.reads` in its own form; a
+write of several of them that decides as it goes (a decision on an approval and the step
+it settles) runs in one transaction (`transact`, `Tx`).
 """
 
 from __future__ import annotations
@@ -91,6 +93,28 @@ def step_rows(w: Write) -> list[tuple[Any, list[dict[str, Any]]]]:
 
 
 Reads = tuple[tuple["Straight", dict[str, Any]], ...]  # reads and their values (`rows`)
+T = TypeVar("T")
+
+
+class Tx(Protocol):
+    """One write transaction of a driver (`Driver.transact`): the statements of
+    `bpflow.store.statements` (`run`: the rows they changed) and the reads of
+    `bpflow.store.reads` (`rows`; `lock`: their rows held until it ends, PostgreSQL's
+    `FOR UPDATE`; `locks` False: SQLite's `BEGIN IMMEDIATE` already excludes writers,
+    no read is needed for that) run in it,
+    steps written in it (`save`, as `Driver.save`). `connection`: its SQLAlchemy
+    connection, None on the straight path (an instance is then read as `Driver.rows`
+    reads: no other writer can commit meanwhile)."""
+
+    connection: Any
+    locks: bool  # whether rows a transaction must hold are locked by reading them
+
+    def run(self, statement: Any, values: dict[str, Any]) -> int: ...
+
+    def rows(self, read: Straight, values: dict[str, Any], lock: bool = False
+             ) -> list[Any]: ...
+
+    def save(self, writes: list[Write]) -> set[str]: ...
 
 
 class Driver(Protocol):
@@ -98,7 +122,8 @@ class Driver(Protocol):
     reads on a request's path (`reads.Straight`), each in the driver's own form. `save`
     returns the ids whose compare-and-set lost (nothing of those is written). `rows`
     gives the rows of each read (values keyed by the reads' parameters without `b_`),
-    all from one snapshot."""
+    all from one snapshot. `transact(work)` runs `work(tx)` in one write transaction:
+    its value once committed, or its error, nothing written."""
 
     file: str | None  # the SQLite file it writes, if it writes one (`bpflow.changes`)
     reads_on_loop: bool  # whether a small read may run on an event loop itself
@@ -117,6 +142,8 @@ class Driver(Protocol):
     def rows(self, *reads: tuple[Straight, dict[str, Any]]) -> list[list[Any]]: ...
 
     async def rows_async(self, *reads: tuple[Straight, dict[str, Any]]) -> list[list[Any]]: ...
+
+    def transact(self, work: Callable[[Tx], T]) -> T: ...
 
     def close(self) -> None: ...
 

@@ -1,7 +1,8 @@
 """Approval rounds as business teams run them (SPEC §15) through the store (SQLite and
 PostgreSQL): a sequence asked one by one, a vote by ratio, the first decision of "any"
 settling, signers added before, after and with an addressee, signers removed; who may do
-it, what is refused, what the history and the feed say, and a race with a decision."""
+it, what is refused, what the history and the feed say, a race with a decision, and the
+decision that settles a round taking its step with it."""
 
 from __future__ import annotations
 
@@ -14,8 +15,9 @@ from sqlalchemy import text
 from bpflow.errors import Conflict, Forbidden, NotFound, Tampered
 from bpflow.forms import FormError
 from bpflow.mailbox import Mailbox
+from bpflow.store import Store
 from bpflow.worker import Worker
-from tests.conftest import settled
+from tests.conftest import SECRET, settled
 from tests.services.helpers import approval_flow, mark, users
 
 PEOPLE = ("bob", "ann:approver", "cid:approver", "dan:approver", "eve:approver",
@@ -326,3 +328,67 @@ def test_an_add_racing_a_decision_is_applied_once(store, units, where):
     for _ in range(4):
         iid, outcomes = race(store, units, people, where)
         check_race(store, iid, outcomes, where)
+
+
+# ------------------------------------------ the decision that settles, and its step
+def test_the_deciding_approval_settles_once_when_another_process_moved_the_instance(
+        db_url, store, units):
+    """The step a deciding approval settles goes with it, on this process's copy of the
+    instance; another process having moved the instance since (the copy is stale), the
+    step is taken on the instance as stored: settled once, named after the decider."""
+    iid, people = start(store, units, ["ann", "cid", "dan"], {"ratio": 0.6})
+    decide(store, people, "ann")
+    other = Store(db_url, secret=SECRET)
+    try:
+        other.suspend(iid, actor="root")
+        other.resume(iid, actor="root")
+    finally:
+        other.close()
+    decide(store, people, "cid")
+    assert state(store, iid) == "success" and store.get(iid).status == "completed"
+    done = [e["actor"] for e in store.history(iid)
+            if e["circle"] == "approve" and e["kind"] == "circle_succeeded"]
+    assert done == ["cid"]
+    assert [m["decision"] for m in (mail(store, people, n) for n in ("ann", "cid", "dan"))
+            ] == ["approved", "approved", None]
+
+
+def test_approvals_taken_at_once_that_together_settle_the_round_settle_it_once(
+        store, units):
+    """Two approvers of "all" decide at the same moment (two threads): each decision is
+    counted with the other's (the round's mails are held from the decision to its
+    commit), so the round is settled, once, by whichever came second."""
+    people = users(store, *PEOPLE)
+    store.put_template(approval_flow(["ann", "cid"], "all"))
+    for _ in range(4):
+        iid = store.start("expense", {}, people["bob"]).id
+        units.submit(iid, "claim", mark(store, iid, "claim"), {"amount": 120})
+        Worker(store).run_once()
+        outcomes = approved_at_once(store, people, iid, ("ann", "cid"))
+        assert len(outcomes) == 2 and all(isinstance(o, dict) for o in outcomes.values()), \
+            outcomes
+        assert state(store, iid) == "success", iid
+        done = [e for e in store.history(iid)
+                if e["circle"] == "approve" and e["kind"] == "circle_succeeded"]
+        assert len(done) == 1 and done[0]["actor"] in ("ann", "cid")
+
+
+def approved_at_once(store, people, iid, names) -> dict[str, object]:
+    """Each of `names` approves their mail of `iid`, all at the same moment (a thread
+    each): what each was answered."""
+    mails = {n: next(m for m in inbox(store, people, n) if m["instance"] == iid)["id"]
+             for n in names}
+    go, outcomes = threading.Barrier(len(names)), {}
+
+    def run(name):
+        go.wait()
+        try:
+            outcomes[name] = Mailbox(store).decide(mails[name], people[name], "approved")
+        except Exception as exc:  # noqa: BLE001 - the outcome is what is checked
+            outcomes[name] = exc
+    threads = [threading.Thread(target=run, args=(n,)) for n in names]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    return outcomes

@@ -12,9 +12,9 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from contextlib import nullcontext
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import psycopg
 from psycopg.pq import TransactionStatus
@@ -27,15 +27,18 @@ from bpflow.store.pg.pools import Connections, conninfo, planned
 from bpflow.store.pg.reads import framed_reads, read_rows
 from bpflow.store.pg.statements import BATCH
 from bpflow.store.pg.wire import Job, insert_job, save_job, send
-from bpflow.store.writing import LoopWriters, NewInstance, Write
+from bpflow.store.writing import LoopWriters, NewInstance, Tx, Write
 
 if TYPE_CHECKING:
     from bpflow.store.reads import Straight
 
+T = TypeVar("T")
+
 
 class PgDriver(Connections):
     """The store on PostgreSQL through psycopg. A migration's steps (`moved`) need their
-    compare-and-set answered before the rest: they go through SQLAlchemy (`fallback`)."""
+    compare-and-set answered before the rest: they go through SQLAlchemy (`fallback`), as
+    do transactions that decide as they go (`transact`)."""
 
     file: str | None = None
     reads_on_loop: bool = False  # a read waits for the server: on the loop's own connections
@@ -85,6 +88,9 @@ class PgDriver(Connections):
     def write(self, job: Job) -> Any:
         """Run a job on this thread's connection: its answer once committed."""
         return send(self._own(), [job])[0]
+
+    def transact(self, work: Callable[[Tx], T]) -> T:
+        return self.fallback.transact(work)
 
     async def run(self, job: Job) -> Any:
         """`write` for an event loop: its `PgLoopWriter` sends it with the jobs that

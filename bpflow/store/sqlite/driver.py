@@ -12,14 +12,14 @@ import asyncio
 import os
 import sqlite3
 import threading
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from bpflow.store import statements as sql
 from bpflow.store.connection import begin_immediate, sqlite_connect
 from bpflow.store.sqlite.forms import for_sqlite
 from bpflow.store.sqlite.loop import Job, LoopWriter
-from bpflow.store.writing import STEP_ORDER, LoopWriters, NewInstance, Write, step_rows
+from bpflow.store.writing import STEP_ORDER, LoopWriters, NewInstance, Tx, Write, step_rows
 
 if TYPE_CHECKING:
     from bpflow.store.reads import Straight
@@ -31,9 +31,32 @@ BATCH_INSERT = for_sqlite(sql.batch_insert)
 FOR_SQLITE = {statement: for_sqlite(statement) for statement in (
     sql.instance_insert, sql.circle_insert, sql.pinned_insert, sql.event_insert,
     sql.audience_insert, *STEP_ORDER, sql.circle_delete, sql.instance_moved,
-    sql.pinned_delete)}
+    sql.pinned_delete, *sql.mail_decision.values(), sql.mail_signed)}
 # a crowd's tables, in the order its rows are copied into the store's (`insert_many`)
 STAGED = ("instances", "instance_templates", "circle_states", "events", "task_audience")
+T = TypeVar("T")
+
+
+class SqliteTx:
+    """A write transaction on a connection of sqlite3 (`Tx`)."""
+
+    connection = None  # an instance is read as `rows` reads: no other writer can commit
+    locks = False  # BEGIN IMMEDIATE excludes every other writer
+
+    def __init__(self, conn: sqlite3.Connection):
+        self.conn = conn
+
+    def run(self, statement: Any, values: dict[str, Any]) -> int:
+        form = FOR_SQLITE[statement]
+        return self.conn.execute(form.sql, form.bind(values)).rowcount
+
+    def rows(self, read: Straight, values: dict[str, Any], lock: bool = False
+             ) -> list[Any]:
+        query = read.sqlite
+        return [query.row(r) for r in self.conn.execute(query.sql, query.bind(values))]
+
+    def save(self, writes: list[Write]) -> set[str]:
+        return SqliteDriver.save_job(writes)(self.conn)
 
 
 class SqliteDriver:
@@ -170,6 +193,10 @@ class SqliteDriver:
                 conn.execute("ROLLBACK")
             raise
         return value
+
+    def transact(self, work: Callable[[Tx], T]) -> T:
+        """`work(tx)` in a write transaction of this thread's connection (`write`)."""
+        return self.write(lambda conn: work(SqliteTx(conn)))
 
     async def run(self, job: Job) -> Any:
         """`write` for an event loop: awaits the commit without blocking the loop (the
