@@ -22,7 +22,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import delete, insert, select, update
+from sqlalchemy import delete, insert, select
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError
 
 from bpflow.store import statements as sql
@@ -100,10 +102,13 @@ class Templates(StoreParts):
         if not places:
             return
         values = {"positions": places, "updated_at": self.clock(), "updated_by": by}
-        if not conn.execute(update(layouts_t).where(
-                layouts_t.c.tenant == self._owner(), layouts_t.c.name == name
-        ).values(**values)).rowcount:
-            conn.execute(insert(layouts_t).values(tenant=self._owner(), name=name, **values))
+        # one statement, an upsert: two publishes of `name` at once (two processes) both
+        # write it, the later one's positions last, neither refused for the other's row
+        # (an update then an insert would let both insert, the second one failing)
+        upsert = (pg_insert if self.postgres else sqlite_insert)(layouts_t).values(
+            tenant=self._owner(), name=name, **values)
+        conn.execute(upsert.on_conflict_do_update(
+            index_elements=[layouts_t.c.tenant, layouts_t.c.name], set_=values))
 
     def layout(self, name: str) -> dict[str, Position]:
         """Where the designer last placed the circles of `name` (by path of uris; {} for
