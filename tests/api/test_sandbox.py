@@ -188,3 +188,45 @@ def test_a_sandbox_is_deleted_a_day_after_it_started(world):
     assert call("GET", here, None, "dee").status_code == 404
     assert store.get_many([iid]) == {}
     assert not any(n.startswith("~") for n in store.template_versions())
+
+
+def test_a_try_started_on_one_backend_is_driven_from_another(world, db_url):
+    """Scaled out (SPEC §14): two backends, each its own store, on one database. A try
+    started on one is driven from the other; tried again after an edit (its row
+    replaced, on SQLite perhaps under the same id), each backend runs the new body."""
+    store, call, _ = world
+    other = Store(db_url, secret=SECRET)
+    try:
+        there = Client(other, create_app(lambda: other))
+        first = {"name": "twice", "circles": [
+            {"uri": "ask", "box": {"form": [{"name": "n", "type": "integer"}]}},
+            {"uri": "ok", "deps": [["ask"]],
+             "box": {"action": {"type": "approval", "to": "ann"}}},
+            {"uri": "end", "deps": [["ok"]]}]}
+        draft_id = draft(call, first)
+        here = f"/api/drafts/{draft_id}/try"
+        assert call("POST", here, None, "dee").status_code == 201
+        move(there, here, "ask", "fill", {"values": {"n": 1}})  # the other backend
+        assert call("GET", here, None, "dee").json()["circles"]["ok"]["can"] == ["decide"]
+        # edited and tried again on this backend, once the other knows the first body
+        second = {**first, "circles": [
+            {"uri": "form", "box": {"form": [{"name": "m", "type": "string"}]}},
+            {"uri": "fin", "deps": [["form"]]}]}
+        r = call("PUT", f"/api/drafts/{draft_id}", json.dumps({"body": second}), "dee")
+        assert r.status_code == 200, r.text
+        assert call("POST", here, None, "dee").status_code == 201
+        for backend in (there, call):
+            assert set(backend("GET", here, None, "dee").json()["circles"]) == {"form", "fin"}
+        state = move(there, here, "form", "fill", {"values": {"m": "x"}})
+        assert state["status"] == "completed"
+        assert [(s["uri"], s["state"]) for s in state["path"]] == [("form", "success"),
+                                                                   ("fin", "success")]
+        # and back: the other backend starts the first body again, this one drives it
+        r = call("PUT", f"/api/drafts/{draft_id}", json.dumps({"body": first}), "dee")
+        assert there("POST", here, None, "dee").status_code == 201
+        assert move(call, here, "ask", "fill", {"values": {"n": 3}})["circles"]["ok"][
+            "can"] == ["decide"]
+        assert call("DELETE", here, None, "dee").status_code == 204
+        assert there("GET", here, None, "dee").status_code == 404
+    finally:
+        other.close()
