@@ -1056,8 +1056,9 @@ def send_back_step(store: Store, instance_id: str, cid: str, caller: Caller, com
                    to: str | None, check: Callable[[Instance], None] | None = None
                    ) -> tuple[Instance, list[str]]:
     """Return the work waiting at `cid` (one durable step; `check` asks who may, on the
-    instance as the step sees it): the instance as it left it and the tasks it sent
-    back, ready again with why."""
+    instance as the step sees it, and may ready it: a sandbox's approval is asked
+    there): the instance as it left it and the tasks it sent back, ready again with
+    why."""
     back: list[str] = []
 
     def op(engine, inst: Instance) -> Instance:

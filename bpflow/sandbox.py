@@ -11,8 +11,10 @@ The designer drives it here, circle by circle, each move one durable step:
 
 - `fill`: a ready form or confirmation is sent with the values given (checked as a
   person's would be; a form feeding an action stages them for it);
-- `decide`: an approval is approved, rejected or sent back by the designer (the result
-  an approval's mail would give, `bpflow.mailbox.conclude`);
+- `decide`: an approval is approved, rejected or sent back by the designer, with a
+  comment (the result an approval's mail would give, `bpflow.mailbox.conclude`; a
+  return as a real one, `bpflow.mailbox.send_back_step`, to any step
+  `return_targets` lists, `bpflow.moves.returns.described_targets`);
 - `answer`: an HTTP action gets the status and JSON body the designer gives (what an
   answer received would mean, `bpflow.actions.answered`; nothing is sent), a mail action
   is done without mailing anyone, a signal arrives with the data given;
@@ -34,13 +36,14 @@ from bpflow.access import Caller
 from bpflow.actions import answered
 from bpflow.errors import Conflict, NotFound, Refused
 from bpflow.interactions import Interactions
-from bpflow.mailbox import conclude
+from bpflow.mailbox import conclude, send_back_step
+from bpflow.moves.returns import described_targets
 from bpflow.store import Store
 from engine import nudges
-from engine.errors import VariableError
+from engine.errors import ReturnTargetError, VariableError
 from engine.instance import WAITING, Instance
 from engine.messages import N_
-from engine.phase import Phase, action_extra, box_phase, signal_wait
+from engine.phase import Phase, action_extra, approval, box_phase, signal_wait
 from engine.runtime import Engine
 
 log = logging.getLogger("bpflow.sandbox")
@@ -115,24 +118,43 @@ def fill(store: Store, caller: Caller, draft_id: int, uri: str,
 
 def decide(store: Store, caller: Caller, draft_id: int, uri: str, decision: str,
            comment: str = "", to: str | None = None) -> dict[str, Any]:
-    """Approve, reject or send back (`returned`, to `to` or the step before) a ready
-    approval, as its approvers would: nobody is asked or mailed."""
+    """Approve, reject or send back (`returned`: to `to`, any step `return_targets`
+    lists, else the step before) a ready approval, with a comment, as its approvers
+    would: nobody is asked or mailed."""
     if decision not in DECISIONS:
         raise Refused(N_("decision must be 'approved', 'rejected' or 'returned'"))
     if len(comment) > MAX_COMMENT:
         raise Refused(N_("a comment has at most %(n)s characters", n=MAX_COMMENT))
+    if to is not None and decision != "returned":
+        raise ReturnTargetError(N_("'to' goes with the decision 'returned' only"))
     inst = _instance(store, caller, draft_id)
     actor = caller.username
 
-    def op(engine: Engine, now: Instance) -> None:
-        _needs(engine, now, uri, DECIDE, N_("circle '%(uri)s' waits for no approval now"))
+    def deciding(now: Instance) -> None:
+        _needs(store.engine, now, uri, DECIDE, N_("circle '%(uri)s' waits for no approval now"))
         if decision == "returned":
-            engine.send_back(now, uri, "returned", actor, comment or None, to)
-        else:
-            conclude(engine, now, uri, decision, [{"approver": actor, "decision": decision,
-                                                   "comment": comment}], actor)
+            _asked(store.engine, now, uri, actor)
+    if decision == "returned":  # as a real return, in the same step as `deciding`
+        send_back_step(store, inst.id, uri, caller, comment, to, deciding)
+        return state(store, caller, draft_id)
+
+    def op(engine: Engine, now: Instance) -> None:
+        deciding(now)
+        conclude(engine, now, uri, decision, [{"approver": actor, "decision": decision,
+                                               "comment": comment}], actor)
     store.apply(inst.id, op)
     return state(store, caller, draft_id)
+
+
+def return_targets(store: Store, caller: Caller, draft_id: int, uri: str,
+                   lang: str | None = None) -> list[dict[str, str]]:
+    """Where a ready approval of the sandbox may be sent back to (`decide`'s `to`), as
+    for a real flow (`bpflow.moves.returns.described_targets`): each succeeded step
+    upstream, then `@start`, described in `lang`."""
+    inst = _instance(store, caller, draft_id)
+    _needs(store.engine, inst, uri, DECIDE, N_("circle '%(uri)s' waits for no approval now"))
+    _asked(store.engine, inst, uri, caller.username)  # on this copy only: nothing is kept
+    return described_targets(store.engine, inst, uri, lang)
 
 
 def answer(store: Store, caller: Caller, draft_id: int, uri: str, status: int | None = None,
@@ -253,6 +275,24 @@ def _can(engine: Engine, inst: Instance, cid: str) -> list[str]:
     if kind == "signal" and signal_wait(run) is not None:
         return [ANSWER]
     return []
+
+
+def _asked(engine: Engine, inst: Instance, uri: str, actor: str) -> None:
+    """A ready approval as the worker leaves it once its mail is out (its approvers
+    asked; here nobody is mailed), which is where a return starts from
+    (`engine.tasks.sendable`)."""
+    run = inst.circles[uri]
+    if approval(run) is not None:
+        return
+    action = inst.template.plan.nodes[uri].circle.box.action or {}
+    try:
+        to = engine.render(inst, uri, action.get("to"), action_extra(run))
+    except VariableError:
+        to = None
+    approvers = [to] if isinstance(to, str) else [str(n) for n in to] \
+        if isinstance(to, list) else []
+    engine.mark_pending(inst, uri, engine.bookmark(inst, uri), {"approval": {
+        "approvers": approvers, "quorum": action.get("quorum", "all"), "mails": []}}, actor)
 
 
 def _needs(engine: Engine, inst: Instance, uri: str, move: str, why: str) -> None:

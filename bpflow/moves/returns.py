@@ -22,6 +22,7 @@ from bpflow.store import Store
 from engine.instance import Instance
 from engine.messages import N_
 from engine.phase import approval
+from engine.runtime import Engine
 from engine.tasks import START, first_circles
 
 
@@ -51,6 +52,14 @@ def return_targets(store: Store, caller: Caller, iid: str, uri: str,
     visible(store, caller, iid)
     inst = store.get(iid)
     _allowed(store, caller, inst, uri)
+    return described_targets(store.engine, inst, uri, lang)
+
+
+def described_targets(engine: Engine, inst: Instance, uri: str,
+                      lang: str | None = None) -> list[dict[str, str]]:
+    """`return_targets`' list once the caller may see it (a draft's sandbox too, SPEC
+    §16): each target (`engine.tasks.return_targets`) with its step's description in
+    `lang` (else as written), its uri where it has none."""
     nodes = inst.template.plan.nodes
 
     def words(cid: str) -> str:
@@ -58,7 +67,7 @@ def return_targets(store: Store, caller: Caller, iid: str, uri: str,
         return (pick(text, lang) if lang else str(text or "")) or cid.rsplit(".", 1)[-1]
     return [{"to": to, "description": ", ".join(words(c) for c in first_circles(inst))
              if to == START else words(to)}
-            for to in store.engine.return_targets(inst, uri)]
+            for to in engine.return_targets(inst, uri)]
 
 
 def return_work(store: Store, caller: Caller, iid: str, uri: str, to: str | None = None,

@@ -172,10 +172,10 @@ class Instances(StoreParts):
         circle_rows: dict[str, list] = {}
         for r in circles:
             circle_rows.setdefault(r.instance_id, []).append(r)
-        self._read_templates({row.template_id for row in rows}, conn)
+        trows = self._read_templates({row.template_id for row in rows}, conn)
         out = {}
         for row in rows:
-            trow = self._template_rows[row.template_id]
+            trow = trows[row.template_id]
             template, _ = self._build(trow, dict(row.nested_versions))
             inst = Instance(
                 id=row.id, template=template, status=row.status, inputs=row.inputs,
@@ -189,12 +189,15 @@ class Instances(StoreParts):
                                  row.status in ACTIVE, batch=row.batch)
         return out
 
-    def _read_templates(self, ids: set[int], conn=None) -> None:
-        """Keep the template rows of `ids` this process has not read yet (versions never
-        change): all in one query, on `conn` or on a reading connection of its own."""
-        missing = ids - self._template_rows.keys()
+    def _read_templates(self, ids: set[int], conn=None) -> dict[int, Any]:
+        """The template rows of `ids`, all read in one query, on `conn` or on a reading
+        connection of its own: a version's once per process (versions never change), a
+        sandbox's each time (SPEC §16: a draft tried again replaces its row, perhaps
+        under the same id, from any process: the database is its truth)."""
+        rows = {tid: self._template_rows[tid] for tid in ids if tid in self._template_rows}
+        missing = ids - rows.keys()
         if not missing:
-            return
+            return rows
         query = select(templates_t).where(templates_t.c.id.in_(sorted(missing)))
         if conn is None:
             with self.reader() as reading:
@@ -202,7 +205,10 @@ class Instances(StoreParts):
         else:
             found = conn.execute(query).all()
         for trow in found:
-            self._template_rows[trow.id] = trow
+            rows[trow.id] = trow
+            if not trow.sandbox:
+                self._template_rows[trow.id] = trow
+        return rows
 
     # ------------------------------------------------------------------ rows
     def _version_row(self, name: str, version: int | None):

@@ -5,12 +5,17 @@ the names a template may have, so it is no version of any template and no lookup
 name finds it), and its instance is marked `sandbox` too: the store lists, counts and
 feeds none of them (`Store._listed`), its circles carry none of the columns tasks,
 people's lists and signals find circles by (`statements.snapshot`), and it is never due
-for the worker (`Leases.due_at`). One per key (a draft): a new start replaces it; the
+for the worker (`Leases.due_at`). The database is its truth: any process may start a
+sandbox and any other drive it (scaled out). Its row is read at each load, never kept
+by id (a new start replaces it, and on SQLite the new row may get the old one's id);
+its `digest` is a token new at each start, by which a process keeps the Template it
+built (`Templates._tried_template`). One per key (a draft): a new start replaces it; the
 worker deletes those older than a day (`bpflow.expiry`). Who may is `bpflow.sandbox`'s.
 """
 
 from __future__ import annotations
 
+import uuid
 from datetime import datetime
 from typing import Any
 
@@ -44,7 +49,7 @@ class Sandboxes(StoreParts):
         with self.db.begin() as conn:
             tid = conn.execute(insert(templates_t).values(
                 tenant=self._owner(), name=sandbox_name(key), version=1, body=body,
-                digest="", created_at=self.clock(), stop_at=None, sandbox=True
+                digest=uuid.uuid4().hex, created_at=self.clock(), stop_at=None, sandbox=True
             ).returning(templates_t.c.id)).scalar_one()
             row = conn.execute(select(templates_t).where(templates_t.c.id == tid)).one()
         try:
@@ -95,6 +100,4 @@ class Sandboxes(StoreParts):
         with self._lock:
             for iid in gone:
                 self._cache.pop(iid, None)
-        for tid in template_ids:
-            self._template_rows.pop(tid, None)
         return done

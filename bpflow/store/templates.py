@@ -22,7 +22,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import delete, insert, select, update
+from sqlalchemy import delete, insert, select
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError
 
 from bpflow.store import statements as sql
@@ -41,6 +43,7 @@ from engine.model import Template
 TEMPLATE_ID = {False: straight(sql.template_id), True: straight(sql.template_version_id)}
 RETIRED_TTL = 2.0  # seconds a start reuses this process's reading of the retired names
 LATEST_TTL = 2.0  # seconds a start reuses this process's lookup of a template's latest version
+TRIED_KEPT = 64  # sandboxes' Templates a process keeps (`_tried_template`)
 
 
 def digest(body: dict[str, Any]) -> str:
@@ -100,10 +103,13 @@ class Templates(StoreParts):
         if not places:
             return
         values = {"positions": places, "updated_at": self.clock(), "updated_by": by}
-        if not conn.execute(update(layouts_t).where(
-                layouts_t.c.tenant == self._owner(), layouts_t.c.name == name
-        ).values(**values)).rowcount:
-            conn.execute(insert(layouts_t).values(tenant=self._owner(), name=name, **values))
+        # one statement, an upsert: two publishes of `name` at once (two processes) both
+        # write it, the later one's positions last, neither refused for the other's row
+        # (an update then an insert would let both insert, the second one failing)
+        upsert = (pg_insert if self.postgres else sqlite_insert)(layouts_t).values(
+            tenant=self._owner(), name=name, **values)
+        conn.execute(upsert.on_conflict_do_update(
+            index_elements=[layouts_t.c.tenant, layouts_t.c.name], set_=values))
 
     def layout(self, name: str) -> dict[str, Position]:
         """Where the designer last placed the circles of `name` (by path of uris; {} for
@@ -253,24 +259,53 @@ class Templates(StoreParts):
         """The Template of a version row with nested templates at `pinned` versions; with
         None, at their latest versions, which are returned so an instance can pin them."""
         if pinned is None:
-            pinned = self._latest_pins(row.body, row.tenant)
-        key = (row.id, tuple(sorted(pinned.items())))
+            pinned = self._latest_pins(row.body, row.tenant, keep=not row.sandbox)
+        pins = tuple(sorted(pinned.items()))
+        if row.sandbox:
+            return self._tried_template(row, pinned, pins), dict(pinned)
+        key = (row.id, pins)
         template = self._templates.get(key)
         if template is None:
-            def resolve(name: str) -> dict[str, Any] | None:  # in the version's tenant
-                nested = self._template_row(name, pinned.get(name), row.tenant)
-                return nested.body if nested is not None else None
-
-            report = analyze(row.body, resolve)
-            if report.template is None:
-                raise DefinitionError(report.errors)
-            template = self._templates[key] = report.template
+            template = self._templates[key] = self._analysed(row, pinned)
         return template, dict(pinned)
 
-    def _latest_pins(self, body: dict[str, Any], tenant: str) -> dict[str, int]:
-        """Latest version of every template of `tenant` nested (transitively) in `body`."""
+    def _tried_template(self, row, pinned: dict[str, int],
+                        pins: tuple[tuple[str, int], ...]) -> Template:
+        """The Template of a sandbox's row (SPEC §16 "Try it"). Such a row is replaced at
+        each start, and on SQLite its id may be given again to the next row: the Template
+        is kept by the row's `digest`, a token new at each start, and only for the last
+        `TRIED_KEPT` sandboxes this process drove (what it forgets, it reads again)."""
+        key = (row.digest, pins)
+        with self._lock:
+            template = self._tried.get(key)
+            if template is not None:
+                self._tried.move_to_end(key)
+                return template
+        template = self._analysed(row, pinned)
+        with self._lock:
+            self._tried[key] = template
+            while len(self._tried) > TRIED_KEPT:
+                _, gone = self._tried.popitem(last=False)
+                self._evaluating.pop(id(gone), None)
+        return template
+
+    def _analysed(self, row, pinned: dict[str, int]) -> Template:
+        """The analysis of a version row's body, nested templates at `pinned` versions."""
+        def resolve(name: str) -> dict[str, Any] | None:  # in the version's tenant
+            nested = self._template_row(name, pinned.get(name), row.tenant)
+            return nested.body if nested is not None else None
+
+        report = analyze(row.body, resolve)
+        if report.template is None:
+            raise DefinitionError(report.errors)
+        return report.template
+
+    def _latest_pins(self, body: dict[str, Any], tenant: str,
+                     keep: bool = True) -> dict[str, int]:
+        """Latest version of every template of `tenant` nested (transitively) in `body`
+        (`keep`: remember `body`'s nested names, a stored version's)."""
         pins: dict[str, int] = {}
-        todo = list(self._nested(body))
+        todo = list(self._nested(body) if keep else nested_names(body))
         while todo:
             name = todo.pop()
             if name in pins:

@@ -303,7 +303,8 @@ def _try_input(f: rx.Var[TryField]) -> rx.Component:
                             weight="medium"), html_for=at),
         rx.cond(f.options.length() > 0,
                 rx.el.select(rx.el.option("", value=""),
-                             rx.foreach(f.options, lambda o: rx.el.option(o, value=o)),
+                             rx.foreach(f.options, lambda o, i: rx.el.option(
+                                 f.option_labels[i], value=o)),
                              name=f.name, id=at, default_value=f.default,
                              class_name="rt-reset try-select"),
                 rx.cond(f.type == "boolean",
@@ -335,14 +336,30 @@ def _try_moves() -> rx.Component:
                     rx.button(_("Send the form"), size="1", type="submit", id="try-fill"),
                     spacing="2", width="100%"), on_submit=S.try_fill, reset_on_submit=False,
                     width="100%", id="try-form"))),
-        rx.cond(t.decide, rx.hstack(
-            rx.button(_("Approve"), size="1", color_scheme="green",
-                      on_click=S.try_decide("approved"), id="try-approve"),
-            rx.button(_("Reject"), size="1", color_scheme="red",
-                      on_click=S.try_decide("rejected"), id="try-reject"),
-            rx.button(_("Send back"), size="1", variant="soft",
-                      on_click=S.try_decide("returned"), id="try-return"),
-            spacing="2", wrap="wrap")),
+        rx.cond(t.decide, rx.vstack(
+            rx.text_area(value=S.try_comment, on_change=S.set_try_comment,
+                         debounce_timeout=DEBOUNCE_MS,
+                         placeholder=_("Comment (optional; needed to send it back)"),
+                         rows="2", aria_label=_("Comment"), id="try-comment", width="100%"),
+            rx.hstack(
+                rx.button(_("Approve"), size="1", color_scheme="green",
+                          on_click=S.try_decide("approved"), id="try-approve"),
+                rx.button(_("Reject"), size="1", color_scheme="red",
+                          on_click=S.try_decide("rejected"), id="try-reject"),
+                rx.button(_("Send back"), size="1", variant="soft", color_scheme="amber",
+                          on_click=S.try_decide("returned"), id="try-return"),
+                rx.button(_("Return to…"), size="1", variant="soft", color_scheme="amber",
+                          on_click=S.try_ask_return, id="try-return-to"),
+                spacing="2", wrap="wrap"),
+            rx.cond(t.returning, rx.hstack(
+                rx.el.select(rx.foreach(S.try_targets, lambda g: rx.el.option(
+                    g.label, value=g.step)), value=S.try_target, on_change=S.set_try_target,
+                    id="try-return-target", class_name="rt-reset try-select",
+                    custom_attrs={"aria-label": _("Return to")}),
+                rx.button(_("Return it"), size="1", color_scheme="amber",
+                          on_click=S.try_return, id="try-return-it"),
+                spacing="2", align="center", width="100%")),
+            spacing="2", width="100%")),
         rx.cond(t.answer, rx.form(rx.vstack(
             rx.input(name="status", placeholder=_("HTTP status (200)"), size="1",
                      aria_label=_("HTTP status (200)"), id="try-status", width="100%"),

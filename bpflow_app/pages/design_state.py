@@ -23,6 +23,7 @@ from bpflow import drafts, sandbox
 from bpflow.access import Caller, require_designer
 from bpflow.backend import store_for
 from bpflow.errors import Forbidden, Unauthorized
+from bpflow.languages import pick
 from bpflow.limits import LimitError
 from bpflow_app import designhints as dh
 from bpflow_app import designview as dv
@@ -31,6 +32,7 @@ from bpflow_app.catalogs import N_, translate
 from bpflow_app.designhints import Pick, Timing
 from bpflow_app.designview import Problem
 from bpflow_app.flowview import STATE_WORDS
+from bpflow_app.pages.return_state import TargetView, target_views
 from bpflow_app.session import SessionState, expired
 from engine.boxes import ACTION_KEYS
 from engine.chain import MAX_STEPS, approval_chain
@@ -121,7 +123,8 @@ class TryField:
     label: str = ""
     type: str = "string"
     required: bool = False
-    options: list[str] = field(default_factory=list)
+    options: list[str] = field(default_factory=list)  # the values a choice stores
+    option_labels: list[str] = field(default_factory=list)  # as the reader sees them
     default: str = ""
 
 
@@ -135,6 +138,7 @@ class TryPanel:
     fill: bool = False
     confirm: bool = False  # its fill is a confirmation (accept or decline)
     decide: bool = False
+    returning: bool = False  # its "Send back to…" is open: the steps are listed
     answer: bool = False
     fire: bool = False
     fires_at: str = ""
@@ -207,6 +211,10 @@ class DesignState(SessionState):
     pick_errors: dict[str, str] = {}  # by picker: the name it could not take
     typed_errors: dict[str, str] = {}  # by control: the value it could not take
     said: str = ""  # what the last move of a form field did (read out by screen readers)
+    try_comment: str = ""  # the comment of a tried approval's decision
+    try_back: str = ""  # the tried approval whose "Send back to…" is open ("": none)
+    try_targets: list[TargetView] = []  # ... the steps it may go back to
+    try_target: str = ""  # ... the one chosen
     _undo: list[str] = []
     _redo: list[str] = []
 
@@ -783,6 +791,7 @@ class DesignState(SessionState):
                 self.trial = move(store_for(caller), caller)
             except (BpflowError, LimitError) as exc:
                 return rx.toast.error(self.explain(exc))
+            self.try_comment, self.try_back, self.try_targets = "", "", []
             return None
         return self._as_designer(step)
 
@@ -830,11 +839,51 @@ class DesignState(SessionState):
             store, caller, self.draft, uri, {"accept": accept}))
 
     @rx.event
+    def set_try_comment(self, value: str):
+        self.try_comment = value
+
+    @rx.event
     def try_decide(self, decision: str):
-        """Approve, reject or send back (`returned`) the selected approval."""
-        uri = self.selected
+        """Approve or reject the selected approval with the comment written (if any)."""
+        uri, comment = self.selected, self.try_comment.strip()
+        if decision == "returned":
+            return self._try_back(uri, None, comment)
         return self._trying(lambda store, caller: sandbox.decide(store, caller, self.draft,
-                                                                 uri, decision))
+                                                                 uri, decision, comment))
+
+    @rx.event
+    def try_ask_return(self):
+        """"Send back to…" of the selected approval: the steps it may go back to, as a
+        real flow's "Return to…" lists them (the nearest chosen)."""
+        uri = self.selected
+
+        def offer(caller: Caller) -> Any:
+            try:
+                found = sandbox.return_targets(store_for(caller), caller, self.draft, uri,
+                                               self._language())
+            except BpflowError as exc:
+                return rx.toast.error(self.explain(exc))
+            if not found:
+                return rx.toast.info(self.gettext("There is no earlier step to return it to"))
+            self.try_targets, self.try_target = target_views(found, self.gettext)
+            self.try_back = uri
+            return None
+        return self._as_designer(offer)
+
+    @rx.event
+    def set_try_target(self, value: str):
+        self.try_target = value
+
+    @rx.event
+    def try_return(self):
+        """Send the approval back to the step chosen, saying why."""
+        return self._try_back(self.try_back, self.try_target or None, self.try_comment.strip())
+
+    def _try_back(self, uri: str, to: str | None, comment: str) -> Any:
+        if not comment:  # as in the inbox: whoever gets it back reads what to amend
+            return rx.toast.error(self.gettext("Say what to amend: returning needs a comment"))
+        return self._trying(lambda store, caller: sandbox.decide(
+            store, caller, self.draft, uri, "returned", comment, to))
 
     @rx.event
     def try_answer(self, values: dict[str, Any]):
@@ -878,6 +927,7 @@ class DesignState(SessionState):
         if not isinstance(run, dict):
             return TryPanel()
         state = dv.trial_states({self.selected: run})[self.selected]
+        lang = self._language()
         circle = dv.find(self._raw(), self.selected) or {}
         box = circle.get("box") if isinstance(circle.get("box"), dict) else {}
         form = box.get("form") if isinstance(box.get("form"), list) else []
@@ -885,9 +935,10 @@ class DesignState(SessionState):
         return TryPanel(
             uri=self.selected, state=state, words=self.gettext(STATE_WORDS[state]),
             fill="fill" in can, confirm="fill" in can and "confirm" in box,
-            decide="decide" in can, answer="answer" in can, fire="fire" in can,
+            decide="decide" in can, returning="decide" in can and self.try_back == self.selected,
+            answer="answer" in can, fire="fire" in can,
             fires_at=str(run.get("fires_at") or ""),
-            fields=[_try_field(f) for f in form if isinstance(f, dict)
+            fields=[_try_field(f, lang) for f in form if isinstance(f, dict)
                     and isinstance(f.get("name"), str)],
             result="" if run.get("result") is None else json.dumps(run["result"],
                                                                    ensure_ascii=False),
@@ -975,16 +1026,16 @@ class DesignState(SessionState):
                     if p.element == self.selected and not p.warning])
 
 
-def _try_field(f: dict[str, Any]) -> TryField:
-    """A form field as Try it fills it (its label in the template's first language)."""
+def _try_field(f: dict[str, Any], lang: str) -> TryField:
+    """A form field as Try it fills it: its label and its options' labels in the
+    reader's language, as a flow's form shows them (`bpflow.languages.pick`)."""
     options = f.get("options") if isinstance(f.get("options"), list) else []
-    label = f.get("label")
-    if isinstance(label, dict):
-        label = next(iter(label.values()), "")
-    return TryField(name=f["name"], label=str(label or f["name"]),
+    values = [str(o.get("value", "")) if isinstance(o, dict) else str(o) for o in options]
+    return TryField(name=f["name"], label=pick(f.get("label"), lang) or f["name"],
                     type=str(f.get("type") or "string"), required=bool(f.get("required")),
-                    options=[str(o.get("value", "")) if isinstance(o, dict) else str(o)
-                             for o in options],
+                    options=values,
+                    option_labels=[(pick(o.get("label"), lang) if isinstance(o, dict) else "")
+                                   or v for o, v in zip(options, values, strict=True)],
                     default="" if f.get("default") is None else dv.value_text(f["default"]))
 
 

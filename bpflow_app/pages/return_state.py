@@ -9,6 +9,7 @@ instance, the inbox its mail), so nothing else is re-read here.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +30,18 @@ MAX_COMMENT = 2000
 class TargetView:
     step: str = ""  # a circle's uri, or "@start"
     label: str = ""  # the step as its people know it, in the reader's language
+
+
+def target_views(found: list[dict[str, str]], gettext: Callable[..., str]
+                 ) -> tuple[list[TargetView], str]:
+    """The steps `bpflow.moves.returns` lists (a real flow's or a tried draft's) as the
+    dialog offers them, and the one chosen at first: the step that asked, the nearest,
+    comes first in the people's mind."""
+    views = [TargetView(t["to"], gettext("The beginning (%(step)s)", step=t["description"])
+                        if t["to"] == START else t["description"]) for t in found]
+    nearest = found[-2]["to"] if len(found) > 1 and found[-1]["to"] == START \
+        else found[-1]["to"] if found else ""
+    return views, nearest
 
 
 class ReturnState(SessionState):
@@ -52,12 +65,7 @@ class ReturnState(SessionState):
                 return rx.toast.warning(self.explain(exc))
             if not found:
                 return rx.toast.info(self.gettext("There is no earlier step to return it to"))
-            self.targets = [TargetView(t["to"], self.gettext(
-                "The beginning (%(step)s)", step=t["description"]) if t["to"] == START
-                else t["description"]) for t in found]
-            # the step that asked comes first in the people's mind: the nearest one
-            self.target = found[-2]["to"] if len(found) > 1 and found[-1]["to"] == START \
-                else found[-1]["to"]
+            self.targets, self.target = target_views(found, self.gettext)
             self._where, self.returning, self.return_title = (iid, uri, int(mail or 0)), \
                 f"{iid} {uri}", title
             self.return_comment, self.return_error = "", ""

@@ -262,6 +262,7 @@ def test_every_answer_has_exactly_its_models_keys(store, short_path):
     call("admin", "POST", here, {}, expect=201)
     call("admin", "POST", f"{here}/circles/q/fill", {"values": {"to": "ann"}})
     call("admin", "POST", f"{here}/circles/q/answer", {})
+    call("admin", "GET", f"{here}/circles/ok/return-targets")
     call("admin", "POST", f"{here}/circles/ok/decide", {"decision": "approved"})
     call("admin", "POST", f"{here}/circles/w/fire")
     call("admin", "GET", here)

@@ -188,3 +188,91 @@ def test_a_sandbox_is_deleted_a_day_after_it_started(world):
     assert call("GET", here, None, "dee").status_code == 404
     assert store.get_many([iid]) == {}
     assert not any(n.startswith("~") for n in store.template_versions())
+
+
+def test_a_try_started_on_one_backend_is_driven_from_another(world, db_url):
+    """Scaled out (SPEC §14): two backends, each its own store, on one database. A try
+    started on one is driven from the other; tried again after an edit (its row
+    replaced, on SQLite perhaps under the same id), each backend runs the new body."""
+    store, call, _ = world
+    other = Store(db_url, secret=SECRET)
+    try:
+        there = Client(other, create_app(lambda: other))
+        first = {"name": "twice", "circles": [
+            {"uri": "ask", "box": {"form": [{"name": "n", "type": "integer"}]}},
+            {"uri": "ok", "deps": [["ask"]],
+             "box": {"action": {"type": "approval", "to": "ann"}}},
+            {"uri": "end", "deps": [["ok"]]}]}
+        draft_id = draft(call, first)
+        here = f"/api/drafts/{draft_id}/try"
+        assert call("POST", here, None, "dee").status_code == 201
+        move(there, here, "ask", "fill", {"values": {"n": 1}})  # the other backend
+        assert call("GET", here, None, "dee").json()["circles"]["ok"]["can"] == ["decide"]
+        # edited and tried again on this backend, once the other knows the first body
+        second = {**first, "circles": [
+            {"uri": "form", "box": {"form": [{"name": "m", "type": "string"}]}},
+            {"uri": "fin", "deps": [["form"]]}]}
+        r = call("PUT", f"/api/drafts/{draft_id}", json.dumps({"body": second}), "dee")
+        assert r.status_code == 200, r.text
+        assert call("POST", here, None, "dee").status_code == 201
+        for backend in (there, call):
+            assert set(backend("GET", here, None, "dee").json()["circles"]) == {"form", "fin"}
+        state = move(there, here, "form", "fill", {"values": {"m": "x"}})
+        assert state["status"] == "completed"
+        assert [(s["uri"], s["state"]) for s in state["path"]] == [("form", "success"),
+                                                                   ("fin", "success")]
+        # and back: the other backend starts the first body again, this one drives it
+        r = call("PUT", f"/api/drafts/{draft_id}", json.dumps({"body": first}), "dee")
+        assert there("POST", here, None, "dee").status_code == 201
+        assert move(call, here, "ask", "fill", {"values": {"n": 3}})["circles"]["ok"][
+            "can"] == ["decide"]
+        assert call("DELETE", here, None, "dee").status_code == 204
+        assert there("GET", here, None, "dee").status_code == 404
+    finally:
+        other.close()
+
+
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+def test_an_approval_is_sent_back_to_any_earlier_step_with_a_comment(world):
+    """As a real flow's (SPEC §15): the steps it may go back to, listed by their
+    descriptions in the reader's language, the return made to the one chosen, the
+    comment kept; nobody is mailed."""
+    store, call, _ = world
+    body = {"name": "chain", "circles": [
+        {"uri": "ask", "description": {"en": "Ask", "zh-CN": "申请"},
+         "box": {"form": [{"name": "n", "type": "integer"}]}},
+        {"uri": "check", "deps": [["ask"]], "box": {"form": [{"name": "ok", "type": "boolean"}]}},
+        {"uri": "sign", "deps": [["check"]],
+         "box": {"action": {"type": "approval", "to": ["ann", "bob"], "quorum": "any"}}},
+        {"uri": "end", "deps": [["sign"]]}]}
+    here = f"/api/drafts/{draft(call, body)}/try"
+    assert call("POST", here, None, "dee").status_code == 201
+    move(call, here, "ask", "fill", {"values": {"n": 1}})
+    r = call("GET", f"{here}/circles/sign/return-targets", None, "dee")
+    assert r.status_code == 409, r.text  # nothing to decide there yet
+    move(call, here, "check", "fill", {"values": {"ok": True}})
+    r = call("GET", f"{here}/circles/sign/return-targets", None, "dee",
+             headers={"Accept-Language": "zh-CN"})
+    assert r.status_code == 200, r.text
+    assert r.json() == [{"to": "ask", "description": "申请"},
+                        {"to": "check", "description": "check"},
+                        {"to": "@start", "description": "申请"}]
+    assert call("GET", f"{here}/circles/sign/return-targets", None, "dan").status_code == 404
+    move(call, here, "sign", "decide", {"decision": "returned", "to": "end"}, 422)
+    move(call, here, "sign", "decide", {"decision": "approved", "to": "ask"}, 422)
+    state = move(call, here, "sign", "decide",
+                 {"decision": "returned", "to": "ask", "comment": "the amount is wrong"})
+    assert state["circles"]["ask"]["can"] == ["fill"]
+    assert state["circles"]["check"]["state"] == state["circles"]["sign"]["state"] == "waiting"
+    assert [(s["uri"], s["state"]) for s in state["path"]][-3:] == [
+        ("ask", "waiting"), ("check", "waiting"), ("sign", "waiting")]
+    [back] = store.history(state["instance"], ["circle_returned"])
+    assert (back["actor"], back["data"]["comment"], back["data"]["back_to"]) == (
+        "dee", "the amount is wrong", ["ask"])
+    move(call, here, "ask", "fill", {"values": {"n": 2}})
+    move(call, here, "check", "fill", {"values": {"ok": True}})
+    state = move(call, here, "sign", "decide", {"decision": "approved", "comment": "fine now"})
+    assert state["status"] == "completed" and state["circles"]["sign"]["result"][
+        "decisions"] == [{"approver": "dee", "decision": "approved", "comment": "fine now"}]
+    assert [m for who in ("ann", "bob") for m in store.mail_page(
+        Caller.of(store.user(who)), None, None, 50, 0)] == []

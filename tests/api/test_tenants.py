@@ -527,6 +527,7 @@ ROWS += [  # drafts (SPEC §16): the other tenant's are not found, nor its templ
         ("/circles/a/decide", {"decision": "approved"}), ("/circles/a/answer", {}),
         ("/circles/a/fire", None))),
     ("GET", "/api/drafts/{v_draft}/try", None, ADMIN_ONLY_404),
+    ("GET", "/api/drafts/{v_draft}/try/circles/a/return-targets", None, ADMIN_ONLY_404),
     ("DELETE", "/api/drafts/{v_draft}/try", None, ADMIN_ONLY_404),
 ]
 ROWS += [  # last: an upload of the other tenant's template (same name, its body) is the

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+from bpflow.access import Caller
 from bpflow_app import designview as dv
 from bpflow_app.pages.design_state import DesignState
 from bpflow_app.pages.templates_state import TemplatesState
@@ -346,3 +347,63 @@ def test_a_draft_with_errors_is_not_tried_and_answers_are_checked(make_state, we
     run(state.try_answer({"status": "200", "body": '{"ok": true}'}))
     assert state.trial_status == "completed"
     assert state.trial["circles"]["http"]["state"] == "success"
+
+
+def test_trying_speaks_the_readers_language_comments_and_returns_to_any_step(
+        make_state, web_store):
+    """The try card as the real pages are: the form's labels in the reader's language
+    (not the template's first one), a comment with a decision, and an approval sent
+    back to any earlier step the real "Return to…" lists, saying why."""
+    state = _designer(make_state)
+    state.choice = "zh-CN"
+    state.set_json(json.dumps({"name": "leave", "circles": [
+        {"uri": "ask", "description": {"en": "Ask", "zh-CN": "申请"}, "box": {"form": [
+            {"name": "days", "type": "integer", "label": {"en": "Days", "zh-CN": "天数"}},
+            {"name": "kind", "type": "select", "options": [
+                {"value": "sick", "label": {"en": "Sick", "zh-CN": "病假"}}, "other"]}]}},
+        {"uri": "check", "deps": [["ask"]], "box": {"confirm": "Fine?"}},
+        {"uri": "sign", "deps": [["check"]],
+         "box": {"action": {"type": "approval", "to": "bob"}}},
+        {"uri": "done", "deps": [["sign"]]}]}))
+    run(state.try_it())
+    state.selected = "ask"
+    assert [(f.label, f.options, f.option_labels) for f in state.try_panel.fields] == [
+        ("天数", [], []), ("kind", ["sick", "other"], ["病假", "other"])]
+    state.choice = "en"
+    assert [f.label for f in state.try_panel.fields] == ["Days", "kind"]
+    run(state.try_fill({"days": "2", "kind": "sick"}))
+    state.selected = "check"
+    run(state.try_confirm(True))
+
+    state.selected = "sign"
+    assert state.try_panel.decide and not state.try_panel.returning
+    events = run(state.try_decide("returned"))  # sending back needs a comment
+    assert "needs a comment" in str(events)
+    assert state.trial["circles"]["sign"]["can"] == ["decide"]
+    state.choice = "zh-CN"
+    run(state.try_ask_return())
+    assert [(t.step, t.label) for t in state.try_targets] == [
+        ("ask", "申请"), ("check", "check"), ("@start", "开始（申请）")]
+    assert state.try_target == "check" and state.try_panel.returning  # the nearest
+    state.set_try_target("ask")
+    state.set_try_comment("  two days, not three  ")
+    run(state.try_return())
+    circles = state.trial["circles"]
+    assert circles["ask"]["can"] == ["fill"] and circles["check"]["state"] == "waiting"
+    assert not state.try_panel.decide and state.try_comment == "" and state.try_back == ""
+    [back] = web_store.history(state.trial["instance"], ["circle_returned"])
+    assert (back["data"]["comment"], back["data"]["back_to"]) == ("two days, not three",
+                                                                  ["ask"])
+
+    # again, then approved with a comment the result keeps
+    state.selected = "ask"
+    run(state.try_fill({"days": "2"}))
+    state.selected = "check"
+    run(state.try_confirm(True))
+    state.selected = "sign"
+    state.set_try_comment("ok")
+    run(state.try_decide("approved"))
+    assert state.trial_status == "completed"
+    assert state.trial["circles"]["sign"]["result"]["decisions"] == [
+        {"approver": "root", "decision": "approved", "comment": "ok"}]
+    assert web_store.mail_page(Caller.of(web_store.user("bob")), None, None, 50, 0) == []

@@ -216,21 +216,32 @@ def test_an_admin_builds_tries_and_publishes_the_expense_claim_a_user_starts(
         ("claim", None), ("approve", [["claim"]]), ("done", [["approve"]])]
     assert body["circles"][1]["box"]["action"]["to"] == "bob"
 
-    # tried: the claim filled, the approval approved, the path drawn
+    # tried: the claim filled, the approval returned to it with a comment, filled again,
+    # approved, the path drawn
     page.locator("#design-try").click()
     expect(page.locator("#design-trying")).to_be_visible()
-    expect(_node(page, "claim").locator('.dc-circle[data-state="ready"]')).to_be_visible()
-    _node(page, "claim").click()
-    page.locator("#try-field-amount").fill("120")
-    page.locator("#try-field-reason").fill("Train tickets")
-    page.locator("#try-fill").click()
-    expect(_node(page, "claim").locator('.dc-circle[data-state="success"]')).to_be_visible()
-    expect(_node(page, "approve").locator('.dc-circle[data-state="ready"]')).to_be_visible()
-    _node(page, "approve").click()
+
+    def fill_the_claim() -> None:
+        expect(_node(page, "claim").locator('.dc-circle[data-state="ready"]')).to_be_visible()
+        _node(page, "claim").click()
+        page.locator("#try-field-amount").fill("120")
+        page.locator("#try-field-reason").fill("Train tickets")
+        page.locator("#try-fill").click()
+        expect(_node(page, "approve").locator('.dc-circle[data-state="ready"]')
+               ).to_be_visible()
+        _node(page, "approve").click()
+    fill_the_claim()
+    page.locator("#try-comment").fill("Attach the tickets")
+    page.locator("#try-return-to").click()
+    expect(page.locator("#try-return-target")).to_have_value("claim")
+    page.locator("#try-return-it").click()
+    # the claim done, then it and the approval back to waiting
+    expect(page.locator("#try-path li")).to_have_count(3)
+    fill_the_claim()
     page.locator("#try-approve").click()
     expect(_node(page, "done").locator('.dc-circle[data-state="success"]')).to_be_visible()
     expect(page.locator("#try-status-badge")).to_have_text("completed")
-    expect(page.locator("#try-path li")).to_have_count(3)
+    expect(page.locator("#try-path li")).to_have_count(6)
     expect(page.locator(".react-flow__edge.dc-path")).to_have_count(2)
     screenshot(page, "design_claim_tried")
     page.locator("#design-stop-trying").click()

@@ -1,17 +1,28 @@
 """Trying a draft (SPEC §16 "Try it"): `/api/drafts/{id}/try` — `POST` starts the draft in
 its sandbox (replacing the one it had), `GET` reads its state, `DELETE` deletes it, and
 `POST /api/drafts/{id}/try/circles/{uri}/fill|decide|answer|fire` drive one circle. Each
-answers the sandbox's state. Each route is one call of `bpflow.sandbox`, which asks
+answers the sandbox's state; `GET …/circles/{uri}/return-targets` lists where an approval
+may be sent back to. Each route is one call of `bpflow.sandbox`, which asks
 `bpflow.access` who may (the draft's author and the tenant's admins)."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Path, Response
+from typing import Any
+
+from fastapi import APIRouter, Path, Request, Response
 
 from bpflow import sandbox
-from bpflow.api.deps import CallerDep, StoreDep
+from bpflow.api.deps import CallerDep, StoreDep, language_of
 from bpflow.api.errors import responses
-from bpflow.api.schemas import MAX_INT, AnswerIn, DecisionIn, FillIn, TryIn, TryOut
+from bpflow.api.schemas import (
+    MAX_INT,
+    AnswerIn,
+    DecisionIn,
+    FillIn,
+    ReturnTarget,
+    TryIn,
+    TryOut,
+)
 
 router = APIRouter(prefix="/api/drafts/{draft_id}/try", tags=["drafts"])
 DraftId = Path(ge=1, le=MAX_INT, description="the draft's id")
@@ -68,3 +79,12 @@ def fire(store: StoreDep, caller: CallerDep, draft_id: int = DraftId,
          uri: str = Uri) -> TryOut:
     """What the circle waits for the clock for (timer, timeout, retry, reminder) now."""
     return TryOut(**sandbox.fire(store, caller, draft_id, uri))
+
+
+@router.get("/circles/{uri}/return-targets", response_model=list[ReturnTarget],
+            responses=MOVES)
+def return_targets(request: Request, store: StoreDep, caller: CallerDep,
+                   draft_id: int = DraftId, uri: str = Uri) -> list[dict[str, Any]]:
+    """Where a ready approval may be sent back to (`decide`'s `to`), as for a real flow:
+    each succeeded step upstream, then `@start`."""
+    return sandbox.return_targets(store, caller, draft_id, uri, language_of(request.scope))
