@@ -453,7 +453,7 @@ def _chain_dialog() -> rx.Component:
 
 
 def _designer() -> rx.Component:
-    canvas = design_canvas(nodes=S.graph["nodes"], edges=S.graph["edges"], keys=canvas_keys(),
+    canvas = design_canvas(picture=S.graph, keys=canvas_keys(),
                            words=canvas_words(), label=_("Canvas of the flow"),
                            on_edit=S.edit, id="design-canvas")
     side = rx.cond(S.panel.uri != "", _circle_panel(),
