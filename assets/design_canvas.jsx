@@ -3,7 +3,7 @@
 // picture back. Node positions are kept here only while a node is dragged, so a drag is
 // smooth; the move is reported when it ends. `keys` maps a key ("Alt+1", "Control+z") to
 // the edit it reports.
-import { useCallback, useEffect, useMemo, useRef, useState } from "react";
+import { memo, useCallback, useEffect, useMemo, useRef, useState } from "react";
 import {
   Background, Controls, Handle, MarkerType, Panel, Position, ReactFlow, applyNodeChanges,
 } from "@xyflow/react";
@@ -40,7 +40,8 @@ function Junction({ data, selected }) {
   );
 }
 
-const NODE_TYPES = { circle: Circle, junction: Junction };
+// a node redrawn only when its own data or state changes
+const NODE_TYPES = { circle: memo(Circle), junction: memo(Junction) };
 const FIT = { padding: 0.2, maxZoom: 1 };
 
 function keyName(e) {

@@ -17,6 +17,7 @@ from bpflow_app.i18n import _, ngettext
 from bpflow_app.pages.design_state import (
     KIND_WORDS,
     ChainStep,
+    DesignJson,
     DesignState,
     FieldRow,
     KeyRow,
@@ -30,7 +31,7 @@ ICONS = {"form": "file-pen-line", "confirm": "circle-check", "http": "globe",
          "approval": "stamp", "mail": "mail", "timer": "timer", "signal": "radio",
          "flow": "workflow", "compute": "calculator", "marker": "circle-dot"}
 ONE = "minmax(0,1fr)"  # a grid of one column (on a phone, a tablet)
-DEBOUNCE_MS = 150  # typing in a field is analysed this long after the last key
+DEBOUNCE_MS = 100  # typing in a field is analysed this long after the last key
 TEMPLATE_WORDS = {"name": N_("Name"), "title": N_("Title"), "description": N_("Description"),
                   "inputs": N_("Inputs (JSON: name → type)"),
                   "starters": N_("Starters (roles, comma separated)"),
@@ -124,7 +125,7 @@ def _palette() -> rx.Component:
 def _json_view() -> rx.Component:
     return rx.vstack(
         rx.heading(_("JSON"), size="2", as_="h2"),
-        rx.text_area(value=S.json_text, on_change=S.set_json.debounce(DEBOUNCE_MS),
+        rx.text_area(value=DesignJson.json_text, on_change=S.set_json.debounce(DEBOUNCE_MS),
                      font_family="monospace", font_size="12px", rows="26", width="100%",
                      id="design-json", spell_check=False,
                      custom_attrs={"aria-label": _("The template as JSON"), **NO}),

@@ -166,7 +166,7 @@ class DesignState(SessionState):
     source: str = ""  # the template opened (empty: a new one)
     selected: str = ""  # a circle's uri, an arrow's or a junction's id ("" the template)
     problems: list[Problem] = []
-    json_text: str = ""
+    _json_text: str = ""  # the JSON view's (`DesignJson.json_text`)
     json_error: str = ""
     show_weak: bool = False
     loading: bool = True
@@ -239,7 +239,7 @@ class DesignState(SessionState):
             self.loading = False
             return rx.toast.error(self.explain(exc))
         self._show(caller, body)
-        self.json_text = dv.dumps(body)
+        self._json_text = dv.dumps(body)
         self.loading = False
         return None
 
@@ -302,7 +302,7 @@ class DesignState(SessionState):
         shown without waiting for the rest, bench/designer.py), then the JSON view's text
         and the draft kept."""
         yield None
-        self.json_text = dv.dumps(body) if typed is None else typed
+        self._json_text = dv.dumps(body) if typed is None else typed
         yield self._save(caller, body)
 
     def _travel(self, back: bool) -> Any:
@@ -565,7 +565,7 @@ class DesignState(SessionState):
     def set_json(self, text: str):
         """The JSON view edited: a body that parses replaces the canvas's; one that does
         not is kept in the view with the reason, the canvas as it was."""
-        self.json_text = text
+        self._json_text = text
         if len(text) > dv.MAX_BODY:
             self.json_error = self.gettext("The JSON is too large for a template")
             return None
@@ -835,6 +835,16 @@ class DesignState(SessionState):
             depends=", ".join(" | ".join(map(str, g)) for g in groups if isinstance(g, list)),
             errors=[p.message for p in self.problems
                     if p.element == self.selected and not p.warning])
+
+
+class DesignJson(DesignState):
+    """The JSON view's text in a state of its own, so that its change (the text of a
+    200-circle template is ~44 kB, sent after the analysis: `DesignState._then`) redraws
+    the view alone, not the whole page (bench/designer.py)."""
+
+    @rx.var
+    def json_text(self) -> str:
+        return self._json_text
 
 
 def _kept(body: dict[str, Any]) -> str:

@@ -9,7 +9,7 @@ import json
 from reflex_base.constants.state import FIELD_MARKER
 
 from bpflow_app import designview as dv
-from bpflow_app.pages.design_state import DesignState
+from bpflow_app.pages.design_state import DesignJson, DesignState
 from bpflow_app.pages.templates_state import TemplatesState
 from tests.app.helpers import run
 
@@ -28,7 +28,7 @@ def test_a_new_design_starts_empty_and_names_its_problems(make_state):
     state = _designer(make_state)
     assert state.allowed and state._body == {"name": "", "circles": []}
     assert state.errors > 0 and "schema" in _codes(state)
-    assert json.loads(state.json_text) == state._body
+    assert json.loads(state._json_text) == state._body
 
 
 def test_palette_circles_connected_form_a_valid_flow(make_state):
@@ -95,6 +95,22 @@ def test_the_page_is_sent_the_picture_whole_then_what_changed(make_state):
     assert _by_id(again["nodes"]) == held["nodes"]
 
 
+def test_the_json_view_follows_the_analysis_in_a_state_of_its_own(make_state):
+    state = _designer(make_state)
+    _sent(state)
+    steps = state.add("marker")
+    next(steps)  # the analysis and the picture are sent first
+    delta = state.get_delta()
+    state._clean()
+    assert state.get_full_name() in delta and DesignJson.get_full_name() not in delta
+    run(steps)  # then the JSON view's text, and the draft kept
+    delta = state.get_delta()
+    state._clean()
+    assert state.draft and "graph" + FIELD_MARKER not in delta[state.get_full_name()]
+    text = delta[DesignJson.get_full_name()]["json_text" + FIELD_MARKER]
+    assert json.loads(text) == state._body and state._body["circles"][0]["uri"] == "marker"
+
+
 def test_an_error_sits_on_the_circle_its_pointer_names(make_state):
     state = _designer(make_state)
     run(state.set_template("name", "trip"))
@@ -123,7 +139,7 @@ def test_undo_and_redo_walk_the_changes(make_state):
     assert state.can_redo
     run(state.redo())
     assert [c["uri"] for c in state._body["circles"]] == ["marker", "marker_2"]
-    assert not state.can_redo and json.loads(state.json_text) == state._body
+    assert not state.can_redo and json.loads(state._json_text) == state._body
 
 
 def test_an_or_arrow_is_a_junction_and_deleting_a_circle_drops_its_arrows(make_state):
