@@ -7,7 +7,8 @@ Rounds are interleaved: one types an expression comparing a number with a string
 appears), the next a good one (the error goes), so each round is a change to show. The
 time is measured in the page: the last keystroke's `input` event, a MutationObserver,
 then the next frame; the field's debounce (`pages/design.py`'s DEBOUNCE_MS) is in it, as a
-person waits for it too. The app is served as the browser tests serve it
+person waits for it too. Also measured: when the JSON view's text holds the change (it is
+sent after the analysis). The app is served as the browser tests serve it
 (`reflex run --env prod --single-port`, tests/browser/conftest.py), on its own SQLite
 database, with Debian's Chromium.
 
@@ -49,8 +50,9 @@ BAD, GOOD = "${start.amount} > 'a'", "${start.amount} > 1"  # a type error, then
 WATCH = """() => {
   const field = document.querySelector('#circle-when');
   field.addEventListener('input', () => { window.__last = performance.now(); });
-  window.__watch = (uri, bad) => {
+  window.__watch = (uri, bad, typed) => {
     window.__shown = undefined;
+    window.__json = undefined;
     const shown = () => {
       const mark = document.querySelector(`.react-flow__node[data-id="${uri}"] .dc-bad`);
       const listed = document.querySelector('.design-problem');
@@ -63,19 +65,29 @@ WATCH = """() => {
     });
     seen.observe(document.body, {childList: true, subtree: true, attributes: true,
                                  attributeFilter: ['class']});
+    // the JSON view in step: its text holds the expression typed (looked at each frame)
+    const json = () => {
+      if (document.querySelector('#design-json').value.includes(JSON.stringify(typed))) {
+        window.__json = performance.now();
+      } else {
+        requestAnimationFrame(json);
+      }
+    };
+    requestAnimationFrame(json);
   };
 }"""
 
 
-# Installed before the page's scripts: when the backend's last state delta arrived, to
-# tell the wait for the server (debounce, round trip, analysis) from the drawing.
+# Installed before the page's scripts: when the backend's state delta with the canvas's
+# picture (the analysis') arrived, to tell the wait for the server (debounce, round trip,
+# analysis) from the drawing.
 DELTAS = """(() => {
   const Socket = window.WebSocket;
   window.WebSocket = class extends Socket {
     constructor(...args) {
       super(...args);
       this.addEventListener('message', (e) => {
-        if (String(e.data).includes('"delta"')) window.__delta = performance.now();
+        if (String(e.data).includes('"graph_rx_state_"')) window.__delta = performance.now();
       });
     }
   };
@@ -133,19 +145,23 @@ def rounds(browser, base: str, store: Store, circles: int, count: int) -> dict[s
     field = page.locator("#circle-when")
     field.wait_for()
     page.evaluate(WATCH)
-    out: dict[str, list] = {"bad": [], "good": [], "answer": [], "drawn": []}
+    out: dict[str, list] = {"bad": [], "good": [], "answer": [], "drawn": [], "json": []}
     for i in range(count + 2):  # the first two warm the server and the browser
         bad = i % 2 == 0
-        page.evaluate("([uri, bad]) => window.__watch(uri, bad)", [uri, bad])
+        typed = BAD if bad else GOOD
+        page.evaluate("([uri, bad, typed]) => window.__watch(uri, bad, typed)",
+                      [uri, bad, typed])
         field.press("Control+a")
-        field.press_sequentially(BAD if bad else GOOD, delay=20)
-        page.wait_for_function("window.__shown !== undefined")
-        elapsed, answer = page.evaluate(
-            "[window.__shown - window.__last, window.__delta - window.__last]")
+        field.press_sequentially(typed, delay=20)
+        page.wait_for_function("window.__shown !== undefined && window.__json !== undefined")
+        elapsed, answer, json_view = page.evaluate(
+            "[window.__shown - window.__last, window.__delta - window.__last, "
+            "window.__json - window.__last]")
         if i >= 2:
             out["bad" if bad else "good"].append(elapsed)
             out["answer"].append(answer)  # the server's answer arrived
             out["drawn"].append(elapsed - answer)  # ... and then drawn
+            out["json"].append(json_view)  # the JSON view in step
     context.close()
     return out
 
@@ -180,6 +196,8 @@ def main() -> None:
               # included), and from then until drawn
               "keystroke_to_answer_ms": summary(found["answer"]),
               "answer_to_drawn_ms": summary(found["drawn"]),
+              # the JSON view's text in step (sent after the analysis)
+              "keystroke_to_json_view_ms": summary(found["json"]),
               "load_average_1m": round(os.getloadavg()[0], 2)}
     report["target_met"] = {f"p95_le_{TARGET_MS}":
                             report["keystroke_to_errors_ms"]["p95"] <= TARGET_MS}
