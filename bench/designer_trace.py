@@ -11,38 +11,14 @@ from __future__ import annotations
 import argparse
 import collections
 import json
-import os
-import signal
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.designer import BAD, GOOD, NAME, WATCH, prepare  # noqa: E402
-from bench.ui_latency import (  # noqa: E402
-    CHROMIUM,
-    CHROMIUM_ARGS,
-    OUT,
-    SECRET,
-    free_port,
-    serve,
-)
-from bpflow.auth import issue_token  # noqa: E402
+from bench.designer import DELTAS, opened, served, typed  # noqa: E402
 
-# each state delta marked in the trace, with its size
-MARKS = """(() => {
-  const Socket = window.WebSocket;
-  window.WebSocket = class extends Socket {
-    constructor(...args) {
-      super(...args);
-      this.addEventListener('message', (e) => {
-        const text = String(e.data);
-        if (text.includes('"delta"')) console.timeStamp(`delta ${text.length}`);
-      });
-    }
-  };
-})()"""
 PARTS = ("FunctionCall", "UpdateLayoutTree", "Layout", "PrePaint", "Paint", "Commit",
          "MinorGC", "MajorGC")
 
@@ -85,49 +61,20 @@ def main() -> None:
     parser.add_argument("--circles", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=4)
     args = parser.parse_args()
-    from playwright.sync_api import sync_playwright
 
-    OUT.mkdir(parents=True, exist_ok=True)
-    db, port = OUT / "designer-trace.db", free_port()
-    store = prepare(db, args.circles)
-    server = serve(db, port)
-    try:
-        with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-            context = browser.new_context(base_url=f"http://localhost:{port}",
-                                          viewport={"width": 1600, "height": 1000},
-                                          locale="en")
-            token = issue_token(store.user("root"), secret=SECRET.encode())
-            context.add_init_script(
-                f"window.localStorage.setItem('bpflow_token', {json.dumps(token)})")
-            context.add_init_script(MARKS)
-            page = context.new_page()
-            page.set_default_timeout(30_000)
-            page.goto(f"/design/{NAME}")
-            uri = f"c{args.circles // 2 - (args.circles // 2) % 4 + 2}"
-            page.locator(f'.react-flow__node[data-id="{uri}"]').click()
-            field = page.locator("#circle-when")
-            field.wait_for()
-            page.evaluate(WATCH)
-            field.evaluate("f => f.addEventListener('input', () => console.timeStamp('key'))")
-            for i in range(args.rounds + 2):  # the first two warm up
-                bad = i % 2 == 0
-                typed = BAD if bad else GOOD
-                if i == 2:
-                    browser.start_tracing(page=page, categories=[
-                        "devtools.timeline", "disabled-by-default-devtools.timeline"])
-                page.evaluate("([uri, bad, typed]) => window.__watch(uri, bad, typed)",
-                              [uri, bad, typed])
-                field.press("Control+a")
-                field.press_sequentially(typed, delay=20)
-                page.wait_for_function("window.__shown !== undefined && "
-                                       "window.__json !== undefined")
-            trace = json.loads(browser.stop_tracing())
-            browser.close()
-    finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        server.wait(30)
-        store.close()
+    def traced(browser, base: str, store) -> dict:
+        context, page, uri = opened(browser, base, store, args.circles, DELTAS)
+        page.locator("#circle-when").evaluate(
+            "f => f.addEventListener('input', () => console.timeStamp('key'))")
+        for i in range(args.rounds + 2):  # the first two warm up
+            if i == 2:
+                browser.start_tracing(page=page, categories=[
+                    "devtools.timeline", "disabled-by-default-devtools.timeline"])
+            typed(page, uri, i)
+        trace = json.loads(browser.stop_tracing())
+        context.close()
+        return trace
+    trace = served(args.circles, traced)
     tasks(trace["traceEvents"] if isinstance(trace, dict) else trace)
 
 
