@@ -3,7 +3,7 @@
 // picture back. Node positions are kept here only while a node is dragged, so a drag is
 // smooth; the move is reported when it ends. `keys` maps a key ("Alt+1", "Control+z") to
 // the edit it reports.
-import { useCallback, useEffect, useMemo, useRef, useState } from "react";
+import { memo, useCallback, useEffect, useMemo, useRef, useState } from "react";
 import {
   Background, Controls, Handle, MarkerType, Panel, Position, ReactFlow, applyNodeChanges,
 } from "@xyflow/react";
@@ -40,7 +40,8 @@ function Junction({ data, selected }) {
   );
 }
 
-const NODE_TYPES = { circle: Circle, junction: Junction };
+// a node redrawn only when its own data or state changes
+const NODE_TYPES = { circle: memo(Circle), junction: memo(Junction) };
 const FIT = { padding: 0.2, maxZoom: 1 };
 
 function keyName(e) {
@@ -66,36 +67,58 @@ function ariaConfig(words) {
     (moved || "{x}, {y}").replace("{x}", Math.round(x)).replace("{y}", Math.round(y)) };
 }
 
-// The server sends every node and edge at each change; those the change left as they were
-// keep their objects (with what React Flow measured of them), so React Flow redraws only
-// the changed ones: typing into a 200-circle flow stays quick (bench/designer.py).
-function keeper() {
-  let seen = new Map();  // id -> the server's node or edge as JSON
-  return (current, given) => {
-    const now = new Map((current || []).map((x) => [x.id, x]));
-    const next = new Map();
-    const out = (given || []).map((x) => {
-      const text = JSON.stringify(x);
-      next.set(x.id, text);
-      return seen.get(x.id) === text && now.has(x.id) ? now.get(x.id) : x;
-    });
-    seen = next;
-    return out;
-  };
+// The server sends the picture whole (`{version, nodes, edges}`: when the page opens, or
+// when the canvas asks for it), else as a change to the version the canvas holds
+// (`{version, base, nodes, edges, gone_nodes, gone_edges}`: the nodes and edges that
+// differ or are new, the ids of those gone; `designview.changed`): typing into a
+// 200-circle flow sends and redraws one node (bench/designer.py). Nodes and edges a
+// change leaves alone keep their objects (with what React Flow measured of them). A
+// change to another version than the one held (one was missed) asks for the whole.
+function patched(current, given, gone) {
+  const out = new Map((current || []).map((x) => [x.id, x]));
+  for (const id of gone || []) out.delete(id);
+  for (const x of given || []) out.set(x.id, x);
+  return [...out.values()];
 }
 
-export function DesignCanvas({ nodes, edges, keys, onEdit, label, words, ...rest }) {
-  const [local, setLocal] = useState(nodes || []);
-  const keepNodes = useRef(keeper());
-  useEffect(() => setLocal((ns) => keepNodes.current(ns, nodes)), [nodes]);
-  const keepEdges = useRef(keeper());
-  const lastEdges = useRef([]);
-  const shownEdges = useMemo(() => {
-    lastEdges.current = keepEdges.current(lastEdges.current, edges);
-    return lastEdges.current;
-  }, [edges]);
-
+export function DesignCanvas({ picture, keys, onEdit, label, words, ...rest }) {
   const report = useCallback((edit) => onEdit && onEdit(edit), [onEdit]);
+  const held = useRef({ version: undefined, nodes: [], edges: [] });
+  const drawn = useMemo(() => {
+    const was = held.current;
+    if (!picture) return was;
+    if (picture.base === undefined) {  // whole
+      held.current = { version: picture.version, nodes: picture.nodes || [],
+                       edges: picture.edges || [] };
+    } else if (picture.base === was.version && was.version !== undefined) {
+      held.current = { version: picture.version,
+                       nodes: patched(was.nodes, picture.nodes, picture.gone_nodes),
+                       edges: patched(was.edges, picture.edges, picture.gone_edges) };
+    } else if (picture.version !== was.version) {
+      held.current = { ...was, missed: picture.version };
+    }
+    return held.current;
+  }, [picture]);
+  useEffect(() => {  // a change missed: the whole picture again
+    if (drawn.missed !== undefined) report({ kind: "picture" });
+  }, [drawn, report]);
+
+  const [local, setLocal] = useState(drawn.nodes);
+  const lastNodes = useRef(drawn.nodes);
+  useEffect(() => {
+    if (lastNodes.current === drawn.nodes) return;
+    const before = lastNodes.current;
+    lastNodes.current = drawn.nodes;
+    // keep React Flow's own objects (measured, dragged) of the nodes the server left alone
+    setLocal((ns) => {
+      const mine = new Map(ns.map((n) => [n.id, n]));
+      const was = new Set(before);
+      return drawn.nodes.map((n) => (was.has(n) && mine.has(n.id) ? mine.get(n.id) : n));
+    });
+  }, [drawn]);
+  const nodes = drawn.nodes;
+  const shownEdges = drawn.edges;
+
   const [flow, setFlow] = useState(null);
   const box = useRef(null);
   useEffect(() => {  // the whole flow in view again when the canvas changes size

@@ -7,7 +7,8 @@ Rounds are interleaved: one types an expression comparing a number with a string
 appears), the next a good one (the error goes), so each round is a change to show. The
 time is measured in the page: the last keystroke's `input` event, a MutationObserver,
 then the next frame; the field's debounce (`pages/design.py`'s DEBOUNCE_MS) is in it, as a
-person waits for it too. The app is served as the browser tests serve it
+person waits for it too. Also measured: when the JSON view's text holds the change (it is
+sent after the analysis). The app is served as the browser tests serve it
 (`reflex run --env prod --single-port`, tests/browser/conftest.py), on its own SQLite
 database, with Debian's Chromium.
 
@@ -21,7 +22,9 @@ import json
 import os
 import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -49,8 +52,9 @@ BAD, GOOD = "${start.amount} > 'a'", "${start.amount} > 1"  # a type error, then
 WATCH = """() => {
   const field = document.querySelector('#circle-when');
   field.addEventListener('input', () => { window.__last = performance.now(); });
-  window.__watch = (uri, bad) => {
+  window.__watch = (uri, bad, text) => {
     window.__shown = undefined;
+    window.__json = undefined;
     const shown = () => {
       const mark = document.querySelector(`.react-flow__node[data-id="${uri}"] .dc-bad`);
       const listed = document.querySelector('.design-problem');
@@ -63,19 +67,33 @@ WATCH = """() => {
     });
     seen.observe(document.body, {childList: true, subtree: true, attributes: true,
                                  attributeFilter: ['class']});
+    // the JSON view in step: its text holds the expression typed (looked at each frame)
+    const json = () => {
+      if (document.querySelector('#design-json').value.includes(JSON.stringify(text))) {
+        window.__json = performance.now();
+      } else {
+        requestAnimationFrame(json);
+      }
+    };
+    requestAnimationFrame(json);
   };
 }"""
 
 
-# Installed before the page's scripts: when the backend's last state delta arrived, to
-# tell the wait for the server (debounce, round trip, analysis) from the drawing.
+# Installed before the page's scripts: when the backend's state delta with the canvas's
+# picture (the analysis') arrived, to tell the wait for the server (debounce, round trip,
+# analysis) from the drawing; and each delta marked, with its size, in a trace
+# (bench/designer_trace.py).
 DELTAS = """(() => {
   const Socket = window.WebSocket;
   window.WebSocket = class extends Socket {
     constructor(...args) {
       super(...args);
       this.addEventListener('message', (e) => {
-        if (String(e.data).includes('"delta"')) window.__delta = performance.now();
+        const text = String(e.data);
+        if (!text.includes('"delta"')) return;
+        console.timeStamp(`delta ${text.length}`);
+        if (text.includes('"graph_rx_state_"')) window.__delta = performance.now();
       });
     }
   };
@@ -116,12 +134,14 @@ def prepare(db: Path, circles: int) -> Store:
     return store
 
 
-def rounds(browser, base: str, store: Store, circles: int, count: int) -> dict[str, list]:
+def opened(browser, base: str, store: Store, circles: int, script: str):
+    """An admin's `/design/<NAME>` (`script` installed before the page's own), a compute
+    step in the middle selected, WATCH installed: (context, page, the step's uri)."""
     context = browser.new_context(base_url=base, viewport={"width": 1600, "height": 1000},
                                   locale="en")
     token = issue_token(store.user("root"), secret=SECRET.encode())
     context.add_init_script(f"window.localStorage.setItem('bpflow_token', {json.dumps(token)})")
-    context.add_init_script(DELTAS)
+    context.add_init_script(script)
     page = context.new_page()
     page.set_default_timeout(30_000)
     page.goto(f"/design/{NAME}")
@@ -130,24 +150,61 @@ def rounds(browser, base: str, store: Store, circles: int, count: int) -> dict[s
     node.wait_for()
     assert page.locator(".react-flow__node").count() == circles
     node.click()
-    field = page.locator("#circle-when")
-    field.wait_for()
+    page.locator("#circle-when").wait_for()
     page.evaluate(WATCH)
-    out: dict[str, list] = {"bad": [], "good": [], "answer": [], "drawn": []}
+    return context, page, uri
+
+
+def typed(page, uri: str, i: int) -> bool:
+    """Round `i`: an expression typed into the step's `when` (an error for an even `i`)
+    until the page shows what it makes of it, and its JSON view holds it; whether bad."""
+    bad = i % 2 == 0
+    text = BAD if bad else GOOD
+    page.evaluate("([uri, bad, text]) => window.__watch(uri, bad, text)", [uri, bad, text])
+    field = page.locator("#circle-when")
+    field.press("Control+a")
+    field.press_sequentially(text, delay=20)
+    page.wait_for_function("window.__shown !== undefined && window.__json !== undefined")
+    return bad
+
+
+def rounds(browser, base: str, store: Store, circles: int, count: int) -> dict[str, list]:
+    context, page, uri = opened(browser, base, store, circles, DELTAS)
+    out: dict[str, list] = {"bad": [], "good": [], "answer": [], "drawn": [], "json": []}
     for i in range(count + 2):  # the first two warm the server and the browser
-        bad = i % 2 == 0
-        page.evaluate("([uri, bad]) => window.__watch(uri, bad)", [uri, bad])
-        field.press("Control+a")
-        field.press_sequentially(BAD if bad else GOOD, delay=20)
-        page.wait_for_function("window.__shown !== undefined")
-        elapsed, answer = page.evaluate(
-            "[window.__shown - window.__last, window.__delta - window.__last]")
+        bad = typed(page, uri, i)
+        elapsed, answer, json_view = page.evaluate(
+            "[window.__shown - window.__last, window.__delta - window.__last, "
+            "window.__json - window.__last]")
         if i >= 2:
             out["bad" if bad else "good"].append(elapsed)
             out["answer"].append(answer)  # the server's answer arrived
             out["drawn"].append(elapsed - answer)  # ... and then drawn
+            out["json"].append(json_view)  # the JSON view in step
     context.close()
     return out
+
+
+def served(circles: int, work: Callable[[Any, str, Store], Any]) -> Any:
+    """`work(browser, base, store)` with the app served on a fresh database holding the
+    `circles`-circle template, in Chromium; what it gives."""
+    from playwright.sync_api import sync_playwright
+
+    OUT.mkdir(parents=True, exist_ok=True)
+    db, port = OUT / "designer.db", free_port()
+    store = prepare(db, circles)
+    server = serve(db, port)
+    try:
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            try:
+                return work(browser, f"http://localhost:{port}", store)
+            finally:
+                browser.close()
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(30)
+        store.close()
 
 
 def main() -> None:
@@ -155,22 +212,8 @@ def main() -> None:
     parser.add_argument("--circles", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=30)
     args = parser.parse_args()
-    from playwright.sync_api import sync_playwright
-
-    OUT.mkdir(parents=True, exist_ok=True)
-    db, port = OUT / "designer.db", free_port()
-    store = prepare(db, args.circles)
-    server = serve(db, port)
-    try:
-        with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-            found = rounds(browser, f"http://localhost:{port}", store, args.circles,
-                           args.rounds)
-            browser.close()
-    finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        server.wait(30)
-        store.close()
+    found = served(args.circles, lambda browser, base, store: rounds(
+        browser, base, store, args.circles, args.rounds))
     both = found["bad"] + found["good"]
     report = {"circles": args.circles, "debounce_ms": DEBOUNCE_MS,
               "keystroke_to_errors_ms": summary(both),
@@ -180,6 +223,8 @@ def main() -> None:
               # included), and from then until drawn
               "keystroke_to_answer_ms": summary(found["answer"]),
               "answer_to_drawn_ms": summary(found["drawn"]),
+              # the JSON view's text in step (sent after the analysis)
+              "keystroke_to_json_view_ms": summary(found["json"]),
               "load_average_1m": round(os.getloadavg()[0], 2)}
     report["target_met"] = {f"p95_le_{TARGET_MS}":
                             report["keystroke_to_errors_ms"]["p95"] <= TARGET_MS}

@@ -392,6 +392,29 @@ def _picture(body: dict[str, Any], problems: list[Problem], selected: str, show_
     return nodes, edges
 
 
+def changed(drawn: dict[str, Any], graph: dict[str, list[dict]]
+            ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The canvas's picture (`graph`: its nodes and edges) as the page is sent it, given
+    what the page was last sent (`drawn`, this function's second value then: the picture's
+    version, and its nodes and edges by id unless the next one is to be sent whole):
+    `{"version", "nodes", "edges"}` whole, or the nodes and edges that differ or are new
+    and the ids of those gone, `{"version", "base", "nodes", "edges", "gone_nodes",
+    "gone_edges"}`, for a canvas that holds version `base`."""
+    nodes = {n["id"]: n for n in graph["nodes"]}
+    edges = {e["id"]: e for e in graph["edges"]}
+    version = int(drawn.get("version") or 0) + 1
+    kept = {"version": version, "nodes": nodes, "edges": edges}
+    if "nodes" not in drawn:
+        return {"version": version, "nodes": list(nodes.values()),
+                "edges": list(edges.values())}, kept
+    was_nodes, was_edges = drawn["nodes"], drawn["edges"]
+    return {"version": version, "base": drawn["version"],
+            "nodes": [n for i, n in nodes.items() if was_nodes.get(i) != n],
+            "edges": [e for i, e in edges.items() if was_edges.get(i) != e],
+            "gone_nodes": [i for i in was_nodes if i not in nodes],
+            "gone_edges": [i for i in was_edges if i not in edges]}, kept
+
+
 def _position(ui: Any, auto: tuple[float, float]) -> tuple[float, float]:
     """Where a circle is drawn: its kept `ui` position if it has a good one."""
     if isinstance(ui, dict) and all(isinstance(ui.get(k), (int, float))

@@ -1,7 +1,8 @@
 """The designer's canvas: React Flow (`@xyflow/react`) in a small component of ours
-(`assets/design_canvas.jsx`), which draws the nodes and edges the server gives and
-reports each edit (`on_edit`) for the server to apply (SPEC §16). Only a dragged node's
-position lives in the browser, while it is dragged."""
+(`assets/design_canvas.jsx`), which draws the nodes and edges the server gives (whole, or
+what changed: `designview.changed`) and reports each edit (`on_edit`) for the server to
+apply (SPEC §16). Only a dragged node's position lives in the browser, while it is
+dragged."""
 
 from __future__ import annotations
 
@@ -18,8 +19,8 @@ class DesignCanvas(rx.Component):
     lib_dependencies: list[str] = [XYFLOW]  # noqa: RUF012 (Reflex reads a class list)
     tag = "DesignCanvas"
 
-    nodes: rx.Var[list[dict[str, Any]]]
-    edges: rx.Var[list[dict[str, Any]]]
+    # the nodes and edges: whole, or what changed from the version the canvas holds
+    picture: rx.Var[dict[str, Any]]
     # key ("Alt+1", "Control+z") -> the edit it reports
     keys: rx.Var[dict[str, dict[str, Any]]]
     label: rx.Var[str]  # the canvas's accessible name

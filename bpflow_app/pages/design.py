@@ -25,6 +25,8 @@ from bpflow_app.i18n import _, ngettext
 from bpflow_app.pages.design_state import (
     KIND_WORDS,
     ChainStep,
+    DesignJson,
+    DesignNames,
     DesignState,
     FieldRow,
     KeyRow,
@@ -38,7 +40,7 @@ ICONS = {"form": "file-pen-line", "confirm": "circle-check", "http": "globe",
          "approval": "stamp", "mail": "mail", "timer": "timer", "signal": "radio",
          "flow": "workflow", "compute": "calculator", "marker": "circle-dot"}
 ONE = "minmax(0,1fr)"  # a grid of one column (on a phone, a tablet)
-DEBOUNCE_MS = 150  # typing in a field is analysed this long after the last key
+DEBOUNCE_MS = 100  # typing in a field is analysed this long after the last key
 TEMPLATE_WORDS = {"name": N_("Name"), "title": N_("Title"), "description": N_("Description"),
                   "inputs": N_("Inputs (JSON: name → type)"),
                   "starters": N_("Starters (roles, comma separated)"),
@@ -131,7 +133,7 @@ def _palette() -> rx.Component:
 def _json_view() -> rx.Component:
     return rx.vstack(
         rx.heading(_("JSON"), size="2", as_="h2"),
-        rx.text_area(value=S.json_text, on_change=S.set_json.debounce(DEBOUNCE_MS),
+        rx.text_area(value=DesignJson.json_text, on_change=S.set_json.debounce(DEBOUNCE_MS),
                      font_family="monospace", font_size="12px", rows="26", width="100%",
                      id="design-json", spell_check=False,
                      custom_attrs={"aria-label": _("The template as JSON"), **NO}),
@@ -288,7 +290,8 @@ def _circle_panel() -> rx.Component:
             spacing="1", width="100%")),
         rx.cond(p.has_form | (p.kind == "form"), _form_builder()),
         rx.text(_("Depends on: %(deps)s", deps=p.depends), size="1", color_scheme="gray"),
-        rx.select(S.uris, placeholder=_("Add an arrow from…"), on_change=S.depend_on,
+        rx.select(DesignNames.uris, placeholder=_("Add an arrow from…"),
+                  on_change=S.depend_on,
                   size="1", value="", id="circle-depend",
                   custom_attrs={"aria-label": _("Add an arrow from…")}),
         people(), timing(DEBOUNCE_MS),
@@ -397,7 +400,8 @@ def _arrow_panel() -> rx.Component:
         rx.heading(_("Arrow"), size="3", as_="h2"),
         rx.text(_("An OR-arrow is satisfied when any one of its sources succeeds."), size="1",
                 color_scheme="gray"),
-        rx.select(S.uris, placeholder=_("Join into an OR-arrow with…"), on_change=S.join,
+        rx.select(DesignNames.uris, placeholder=_("Join into an OR-arrow with…"),
+                  on_change=S.join,
                   size="1", value="", id="arrow-join",
                   custom_attrs={"aria-label": _("Join into an OR-arrow with…")}),
         spacing="2", width="100%", id="arrow-panel")
@@ -508,7 +512,7 @@ def _chain_dialog() -> rx.Component:
 
 
 def _designer() -> rx.Component:
-    canvas = design_canvas(nodes=S.graph["nodes"], edges=S.graph["edges"], keys=canvas_keys(),
+    canvas = design_canvas(picture=S.graph, keys=canvas_keys(),
                            words=canvas_words(), label=_("Canvas of the flow"),
                            on_edit=S.edit, id="design-canvas")
     side = rx.cond(S.panel.uri != "", _circle_panel(),

@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import reflex as rx
+from reflex.istate.delta import Delta
+from reflex.state import _override_base_method
+from reflex_base.constants.state import FIELD_MARKER
 
 from bpflow import drafts, sandbox
 from bpflow.access import Caller, require_designer
@@ -188,11 +191,13 @@ def design_name(path: str) -> str:
 
 
 class DesignState(SessionState):
-    body: dict[str, Any] = {}
+    # the template being designed: kept on the server only (the page is sent what it
+    # shows of it: the canvas's picture, the panels, the JSON view's text)
+    _body: dict[str, Any] = {}
     source: str = ""  # the template opened (empty: a new one)
     selected: str = ""  # a circle's uri, an arrow's or a junction's id ("" the template)
     problems: list[Problem] = []
-    json_text: str = ""
+    _json_text: str = ""  # the JSON view's (`DesignJson.json_text`)
     json_error: str = ""
     show_weak: bool = False
     loading: bool = True
@@ -217,12 +222,16 @@ class DesignState(SessionState):
     try_target: str = ""  # ... the one chosen
     _undo: list[str] = []
     _redo: list[str] = []
+    # the canvas's picture as this page was last sent it (`get_delta`,
+    # `designview.changed`): its version, and its nodes and edges by id unless the next
+    # picture is to be sent whole
+    _drawn: dict[str, Any] = {}
 
     def _raw(self) -> dict[str, Any]:
         """The body itself, not Reflex's proxy of it: reading a 200-circle body through
         the proxy (a new proxy for every list and dict reached) costs far more than the
         analysis (bench/designer.py). Only read: changes go through `_change`."""
-        return getattr(self.body, "__wrapped__", self.body)
+        return getattr(self._body, "__wrapped__", self._body)
 
     # ------------------------------------------------------------ loading
     def _designer(self) -> Caller:
@@ -245,6 +254,7 @@ class DesignState(SessionState):
     @rx.event
     def load(self):
         self.loading = True
+        self._whole()  # a new page: its canvas is drawn whole
         if self._visitor() is None:
             return None
         name = design_name(self.router.url.path)
@@ -270,14 +280,15 @@ class DesignState(SessionState):
             return rx.toast.error(self.explain(exc))
         self._show(caller, body)
         self._people(caller)
+        self._json_text = dv.dumps(body)
         self.loading = False
         return None
 
     def _show(self, caller: Caller, body: dict[str, Any]) -> None:
-        """`body` as the current one: analysed, in the JSON view, the history's buttons."""
-        self.body = body
+        """`body` as the current one: analysed, the history's buttons (the JSON view's
+        text is the caller's to set: `_then`)."""
+        self._body = body
         self.problems = self._analyse(caller, body)
-        self.json_text = dv.dumps(body)
         self.can_undo, self.can_redo = bool(self._undo), bool(self._redo)
         if self.selected and not self._exists(self.selected):
             self.selected = ""
@@ -308,8 +319,10 @@ class DesignState(SessionState):
         return parsed is not None and dv.find(self._raw(), parsed[0]) is not None
 
     # ------------------------------------------------------------ changes
-    def _change(self, edit: Callable[[dict[str, Any]], str | None]) -> Any:
-        """Apply `edit` to a copy of the body; keep it (undoable) unless it says why not."""
+    def _change(self, edit: Callable[[dict[str, Any]], str | None],
+                typed: str | None = None) -> Any:
+        """Apply `edit` to a copy of the body; keep it (undoable) unless it says why not.
+        `typed`: the JSON view's text when the change was typed there."""
         def step(caller: Caller) -> Any:
             body = copy.deepcopy(self._raw())
             refused = edit(body)
@@ -317,12 +330,21 @@ class DesignState(SessionState):
                 return rx.toast.error(self.gettext(REFUSALS.get(refused, refused)))
             if body == self._raw():
                 return None
-            self._undo = [*self._undo[-(HISTORY - 1):], dv.dumps(self._raw())]
+            self._undo = [*self._undo[-(HISTORY - 1):], _kept(self._raw())]
             self._redo = []
             self.json_error = ""
             self._show(caller, body)
-            return self._save(caller, body)
+            return self._then(caller, body, typed)
         return self._as_designer(step)
+
+    def _then(self, caller: Caller, body: dict[str, Any], typed: str | None = None
+              ) -> Iterator[Any]:
+        """After a change: the page is sent the analysis and the picture first (its errors
+        shown without waiting for the rest, bench/designer.py), then the JSON view's text
+        and the draft kept."""
+        yield None
+        self._json_text = dv.dumps(body) if typed is None else typed
+        yield self._save(caller, body)
 
     def _travel(self, back: bool) -> Any:
         def step(caller: Caller) -> Any:
@@ -331,12 +353,12 @@ class DesignState(SessionState):
                 return None
             body = json.loads(source[-1])
             if back:
-                self._undo, self._redo = source[:-1], [*target, dv.dumps(self._raw())]
+                self._undo, self._redo = source[:-1], [*target, _kept(self._raw())]
             else:
-                self._redo, self._undo = source[:-1], [*target, dv.dumps(self._raw())]
+                self._redo, self._undo = source[:-1], [*target, _kept(self._raw())]
             self.json_error = ""
             self._show(caller, body)
-            return self._save(caller, body)
+            return self._then(caller, body)
         return self._as_designer(step)
 
     @rx.event
@@ -350,8 +372,13 @@ class DesignState(SessionState):
     @rx.event
     def edit(self, change: dict[str, Any]):
         """An edit the canvas reports: `{"kind": "select" | "move" | "connect" | "delete"
-        | "add" | "undo" | "redo" | "layout" | "weak", ...}`."""
+        | "add" | "undo" | "redo" | "layout" | "weak" | "picture", ...}` ("picture": the
+        canvas missed a change and asks for its whole picture)."""
         kind = change.get("kind")
+        if kind == "picture":
+            self._whole()
+            self.dirty_vars.add("graph")
+            return None
         if kind == "select":
             self.selected = str(change.get("id") or "")
             return None
@@ -714,7 +741,7 @@ class DesignState(SessionState):
     def set_json(self, text: str):
         """The JSON view edited: a body that parses replaces the canvas's; one that does
         not is kept in the view with the reason, the canvas as it was."""
-        self.json_text = text
+        self._json_text = text
         if len(text) > dv.MAX_BODY:
             self.json_error = self.gettext("The JSON is too large for a template")
             return None
@@ -729,9 +756,7 @@ class DesignState(SessionState):
         def replacing(body: dict[str, Any]) -> None:
             body.clear()
             body.update(parsed)
-        out = self._change(replacing)
-        self.json_text = text  # as typed (the canvas's change would reformat it)
-        return out
+        return self._change(replacing, typed=text)  # as typed, not reformatted
 
     # ------------------------------------------------------------ publishing
     @rx.event
@@ -945,6 +970,24 @@ class DesignState(SessionState):
             reason=str(run.get("reason") or ""))
 
     # ------------------------------------------------------------ what the page shows
+    def _whole(self) -> None:
+        """The canvas's next picture is sent whole."""
+        self._drawn = {"version": self._drawn.get("version", 0)}
+
+    @_override_base_method  # Reflex's way to override one of its state's methods
+    def get_delta(self) -> Delta:
+        """The changes sent to the page, the canvas's picture among them as what differs
+        from the picture the page was last sent (`designview.changed`): typing into a
+        200-circle flow sends the node that changed, not all of them (bench/designer.py)."""
+        delta = super().get_delta()
+        mine = delta.get(self.get_full_name())
+        key = "graph" + FIELD_MARKER
+        if mine and key in mine:
+            drawn = getattr(self._drawn, "__wrapped__", self._drawn)
+            mine[key], kept = dv.changed(drawn, mine[key])
+            self._drawn = kept
+        return delta
+
     @rx.var
     def errors(self) -> int:
         return sum(1 for p in self.problems if not p.warning)
@@ -979,10 +1022,6 @@ class DesignState(SessionState):
                                       if isinstance(s, str))
                 if isinstance(body.get("starters"), list) else "",
                 "stop_at": dv.value_text(body.get("stop_at"))}
-
-    @rx.var
-    def uris(self) -> list[str]:
-        return [c["uri"] for c in dv.circles(self._raw()) if isinstance(c.get("uri"), str)]
 
     @rx.var
     def arrow_selected(self) -> bool:
@@ -1024,6 +1063,31 @@ class DesignState(SessionState):
             depends=", ".join(" | ".join(map(str, g)) for g in groups if isinstance(g, list)),
             errors=[p.message for p in self.problems
                     if p.element == self.selected and not p.warning])
+
+
+class DesignJson(DesignState):
+    """The JSON view's text in a state of its own, so that its change (the text of a
+    200-circle template is ~44 kB, sent after the analysis: `DesignState._then`) redraws
+    the view alone, not the whole page (bench/designer.py)."""
+
+    @rx.var
+    def json_text(self) -> str:
+        return self._json_text
+
+
+class DesignNames(DesignState):
+    """The circles' names (the panels' *Add an arrow from…* and *Join into an OR-arrow
+    with…* lists, 200 items each for a 200-circle flow) in a state of their own: a change
+    that leaves them as they were redraws neither list (bench/designer.py)."""
+
+    @rx.var
+    def uris(self) -> list[str]:
+        return [c["uri"] for c in dv.circles(self._raw()) if isinstance(c.get("uri"), str)]
+
+
+def _kept(body: dict[str, Any]) -> str:
+    """A body as undo and redo keep it (compact: never shown)."""
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":"))
 
 
 def _try_field(f: dict[str, Any], lang: str) -> TryField:

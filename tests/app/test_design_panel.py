@@ -24,7 +24,7 @@ def _claim(make_state, circle: str = "approve") -> DesignState:
 
 
 def _circle(state: DesignState, uri: str) -> dict:
-    return next(c for c in state.body["circles"] if c["uri"] == uri)
+    return next(c for c in state._body["circles"] if c["uri"] == uri)
 
 
 def test_the_pickers_offer_the_names_of_the_designers_tenant_only(make_state, web_store):
@@ -49,9 +49,9 @@ def test_an_approver_is_picked_and_a_name_that_is_nobody_is_refused(make_state):
     assert "to" not in [r.key for r in state.panel.action]  # a picker, not a text
     run(state.pick("to", {"name": " bob "}))
     assert _circle(state, "approve")["box"]["action"]["to"] == ["${claim.manager}", "bob"]
-    before = state.body
+    before = state._body
     run(state.pick("to", {"name": "zed"}))
-    assert state.body == before and "zed" in state.extra.notes["to"]
+    assert state._body == before and "zed" in state.extra.notes["to"]
     run(state.pick("to", {"name": "alice"}))
     assert state.extra.notes["to"] == ""
     run(state.unpick("to", "${claim.manager}"))
@@ -62,7 +62,7 @@ def test_an_approver_is_picked_and_a_name_that_is_nobody_is_refused(make_state):
     assert "'to' must name a user" in state.extra.notes["to"]
     run(state.pick("to", {"name": "alice"}))
     # a name written in the JSON view that is nobody is shown as such
-    body = json.loads(state.json_text)
+    body = json.loads(state._json_text)
     _circle_of = next(c for c in body["circles"] if c["uri"] == "approve")
     _circle_of["box"]["action"]["to"] = ["alice", "nobody"]
     state.set_json(json.dumps(body))
@@ -112,7 +112,7 @@ def test_placeholder_names_come_from_upstream_and_a_suggestion_completes_them(ma
     state.set_circle("when", "${re")
     assert state.panel.when_hints == ["${review.accepted}", "${pay.reference}",
                                       "${claim.reason}"]  # starting with it, then holding it
-    assert dh.names(state.body, "done")[:3] == ["pay.reference", "review.accepted",
+    assert dh.names(state._body, "done")[:3] == ["pay.reference", "review.accepted",
                                                 "approve.approved"]
     state.set_template("inputs", '{"currency": "string"}')
     state.set_circle("when", "${work")

@@ -10,9 +10,13 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 
 import pytest
 from playwright.sync_api import expect
+
+from tests.app.helpers import WAIT_S
+from tests.conftest import settled
 
 pytestmark = pytest.mark.browser
 
@@ -30,8 +34,21 @@ def _drag(page, source, target) -> None:
     page.mouse.up()
 
 
-def _json(page) -> dict:
-    return json.loads(page.locator("#design-json").input_value())
+def _json(page, done: Callable[[dict], bool] = lambda body: True) -> dict:
+    """The JSON view's body once `done` holds of it (or as it is after WAIT_S): the view
+    follows each change just after the canvas and the problems, which are sent first."""
+    def holds(body: dict) -> bool:
+        try:
+            return done(body)
+        except (KeyError, IndexError, TypeError):
+            return False
+    return settled(lambda: json.loads(page.locator("#design-json").input_value()), holds,
+                   WAIT_S)
+
+
+def _shows(page, done: Callable[[dict], bool]) -> bool:
+    """Whether the JSON view comes to show what `done` expects."""
+    return done(_json(page, done))
 
 
 def test_an_admin_designs_checks_and_publishes_a_flow(page, sign_in, app_store,
@@ -53,7 +70,7 @@ def test_an_admin_designs_checks_and_publishes_a_flow(page, sign_in, app_store,
     _drag(page, _node(page, "form").locator(".react-flow__handle.source"),
           _node(page, "timer").locator(".react-flow__handle.target"))
     expect(page.locator("#design-error-count")).to_have_text("No problems")
-    assert _json(page)["circles"][1]["deps"] == [["form"]]
+    assert _shows(page, lambda body: body["circles"][1]["deps"] == [["form"]])
     expect(page.locator(".react-flow__edge")).to_have_count(1)
 
     # a wrong delay: the error on the timer and in the list, which selects it
@@ -76,7 +93,7 @@ def test_an_admin_designs_checks_and_publishes_a_flow(page, sign_in, app_store,
     expect(bad).to_have_count(0)
 
     # the JSON view: a syntax error stays there, a good body reaches the canvas
-    body = _json(page)
+    body = _json(page, lambda body: body["circles"][1]["box"]["action"]["delay"] == 30)
     assert body["circles"][1]["box"]["action"]["delay"] == 30
     page.locator("#design-json").fill('{"name": "outing", "circles": [')
     expect(page.locator("#design-json-error")).to_contain_text("Not valid JSON")
@@ -93,7 +110,7 @@ def test_an_admin_designs_checks_and_publishes_a_flow(page, sign_in, app_store,
     page.locator(".react-flow__pane").click(position={"x": 20, "y": 20})
     page.keyboard.press("Control+z")
     expect(_node(page, "done")).to_have_count(0)
-    assert "title" not in _json(page)
+    assert _shows(page, lambda body: "title" not in body)
     page.locator("#design-redo").click()
     expect(_node(page, "done")).to_be_visible()
 
@@ -166,7 +183,8 @@ def test_an_admin_builds_tries_and_publishes_the_expense_claim_a_user_starts(
     expect(page.locator("#form-said")).to_have_text("reason is now field 1 of 2")
     page.keyboard.press("Alt+ArrowDown")
     expect(page.locator("#field-name-1")).to_have_value("reason")
-    assert [f["name"] for f in _json(page)["circles"][0]["box"]["form"]] == ["amount", "reason"]
+    assert _shows(page, lambda body: [f["name"] for f in body["circles"][0]["box"]["form"]]
+                  == ["amount", "reason"])
 
     # the manager's approval, whose subject names the claim before any arrow leads there
     page.locator("#design-palette").get_by_role("button", name="Approval").click()
@@ -211,10 +229,9 @@ def test_an_admin_builds_tries_and_publishes_the_expense_claim_a_user_starts(
     _drag(page, _node(page, "approve").locator(".react-flow__handle.source"),
           _node(page, "done").locator(".react-flow__handle.target"))
     expect(page.locator("#design-error-count")).to_have_text("No problems")
-    body = _json(page)
-    assert [(c["uri"], c.get("deps")) for c in body["circles"]] == [
+    assert _shows(page, lambda body: [(c["uri"], c.get("deps")) for c in body["circles"]] == [
         ("claim", None), ("approve", [["claim"]]), ("done", [["approve"]])]
-    assert body["circles"][1]["box"]["action"]["to"] == "bob"
+        and body["circles"][1]["box"]["action"]["to"] == "bob")
 
     # tried: the claim filled, the approval returned to it with a comment, filled again,
     # approved, the path drawn
