@@ -24,6 +24,7 @@ from bpflow import operations
 from bpflow.access import Caller
 from bpflow.backend import store_for
 from bpflow.errors import BpflowError
+from bpflow.limits import MAX_STRING
 from bpflow.store import Store
 from bpflow_app.boxview import iso_text
 from bpflow_app.drawing import Drawing
@@ -87,6 +88,9 @@ def filter_of(form: dict[str, Any]) -> dict[str, Any]:
     """The filter a form's fields say (empty and malformed ones left out)."""
     f: dict[str, Any] = {k: str(form[k]).strip()[:400] for k in TEXT_KEYS
                          if str(form.get(k) or "").strip()}
+    if "reason" in f:  # compared whole by the store: as written (an incident's own, which
+        # may end in a newline or be longer than a typed filter), at most a string's limit
+        f["reason"] = str(form["reason"])[:MAX_STRING]
     if form.get("status") in STATUSES:
         f["status"] = form["status"]
     for key in ("version", "waiting_hours"):

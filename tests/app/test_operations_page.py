@@ -42,6 +42,25 @@ def test_an_admin_retries_an_incidents_instances_and_follows_the_results(make_st
     assert {web_store.get(i).status for i in failed} == {"running"}
 
 
+def test_an_incident_opens_all_its_instances_whatever_its_reason(make_state, web_store):
+    """A reason is matched whole: one ending in a newline (an HTTP answer's body) or longer
+    than a filter typed by hand still opens every instance of its incident."""
+    web_store.put_template(FLOW)
+    reasons = ["HTTP 503: down\n", "HTTP 500: " + "x" * 450, "  spaced  "]
+    for reason in reasons:
+        for _ in range(2):
+            inst = web_store.start("claim", {})
+            web_store.fail(inst.id, "a", web_store.engine.bookmark(inst, "a"), reason,
+                           actor="t")
+    state = make_state(OperationsState, user="root")
+    state.load()
+    assert sorted((i.reason, i.count) for i in state.incidents) == sorted(
+        (r, 2) for r in reasons)
+    for incident in list(state.incidents):
+        state.open_incident(incident.template, incident.circle, incident.reason)
+        assert state.total == 2, repr(incident.reason)
+
+
 def test_nothing_chosen_runs_nothing_and_a_user_sees_no_list(make_state, web_store):
     web_store.put_template(FLOW)
     web_store.start("claim", {})
