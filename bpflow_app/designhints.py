@@ -27,8 +27,9 @@ RESULT_KEYS = {"confirm": ("accepted",), "approval": ("approved", "decisions"),
                "auth": ("username", "roles")}
 BUILT_IN = ("user.username", "user.roles", "instance.id", "instance.template",
             "instance.version")  # docs/dsl.md "Variable roots"
-# an unfinished `${...` (no closing brace right after its name)
-OPEN = re.compile(r"\$\{([A-Za-z0-9_.-]*)(?![A-Za-z0-9_.-]*\})")
+# an unfinished `${...` (no closing brace right after its name); the name taken whole
+# (possessive: no backtracking into it, which made a long name cost its length squared)
+OPEN = re.compile(r"\$\{([A-Za-z0-9_.-]*+)(?!\})")
 WORD = re.compile(r"(?<![\w.$])([A-Za-z_]\w*)\Z")  # an expression's last word (a function)
 KEYWORDS = {"and", "or", "not", "true", "false", "null"}
 # the functions as they are written: `year()` (no argument), `len(` (one or more)

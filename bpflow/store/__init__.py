@@ -120,7 +120,7 @@ class Store(Templates, Users, Instances, Steps, Queries, MailRows, Leases, Tenan
         self.engine = Engine(derive(self.secret, "bookmarks"), clock)
         self.worker_actions = frozenset(worker_actions)
         self._templates: dict[tuple[int, tuple[tuple[str, int], ...]], Template] = {}
-        self._tried: OrderedDict[tuple[str, tuple[tuple[str, int], ...]], Template] = \
+        self._tried: OrderedDict[tuple[int, str, tuple[tuple[str, int], ...]], Template] = \
             OrderedDict()  # sandboxes' (Templates._tried_template)
         self._template_rows: dict[int, Any] = {}
         self._nested_cache: dict[int, tuple[Any, frozenset[str]]] = {}

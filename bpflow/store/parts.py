@@ -52,7 +52,7 @@ class StoreParts:
     _cache: OrderedDict[str, Loaded]
     _cache_size: int
     _templates: dict[tuple[int, tuple[tuple[str, int], ...]], Template]
-    _tried: OrderedDict[tuple[str, tuple[tuple[str, int], ...]], Template]
+    _tried: OrderedDict[tuple[int, str, tuple[tuple[str, int], ...]], Template]
     _template_rows: dict[int, Any]
     _nested_cache: dict[int, tuple[Any, frozenset[str]]]
     _evaluating: dict[int, tuple[Template, bool]]

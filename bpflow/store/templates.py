@@ -275,7 +275,7 @@ class Templates(StoreParts):
         each start, and on SQLite its id may be given again to the next row: the Template
         is kept by the row's `digest`, a token new at each start, and only for the last
         `TRIED_KEPT` sandboxes this process drove (what it forgets, it reads again)."""
-        key = (row.digest, pins)
+        key = (row.id, row.digest, pins)  # a row of before the token: its id tells it
         with self._lock:
             template = self._tried.get(key)
             if template is not None:
