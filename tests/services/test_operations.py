@@ -134,6 +134,18 @@ def test_incidents_group_failed_circles_by_template_circle_and_reason(store, adm
     assert total == 2 and {r["id"] for r in rows} == set(two)
 
 
+def test_the_triggers_know_the_statuses_the_reads_call_open():
+    """Migration 0023's triggers write the statuses not over as SQL of their own (a
+    migration stays as written): they must say what the store's reads say."""
+    import importlib
+    import re
+
+    from bpflow.store.operations import OPEN
+    migration = importlib.import_module(
+        "bpflow.store.migrations.versions.0023_failed_circles")
+    assert set(re.findall(r"'(\w+)'", migration.OPEN)) == set(OPEN)
+
+
 def test_incidents_follow_each_write_of_a_circle_or_an_instance(db_url, store, admin):
     """The failed circles' rows the incident groups are counted from (migration 0023's
     triggers) follow every write: a failed circle is an incident, still when its
