@@ -380,9 +380,9 @@ class Mailbox:
         approvers = {n for chain in seats for n in chain}
         decided = sorted((r for r in intact if r.decision in ("approved", "rejected")
                           and r.payload["approver"] in approvers),
-                         key=lambda r: (r.updated_at, r.id))
-        verdict = rounds.verdict(quorum, seats, [(r.payload["approver"], r.decision)
-                                                 for r in decided])
+                         key=lambda r: (r.updated_at or r.created_at, r.id))
+        # the verdict as `_settling` reads it first: the two never disagree
+        verdict = rounds.verdict(quorum, seats, _ordered(intact, seats))
         if verdict is None:
             return None
         newest = max(decided, key=lambda r: (r.updated_at, r.id), default=None)

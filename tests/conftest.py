@@ -44,9 +44,11 @@ accounts.SCRYPT_N = 2**10
 PG_URL = normalize_url(os.environ.get("BPFLOW_TEST_PG_URL",
                                       "postgresql://postgres@127.0.0.1:5432/test"))
 SECRET = b"store-test-secret"
-# The tests that start servers (the app, Reflex backends, workers, Chromium) run in one
-# pytest-xdist worker, one after the other, so their servers never share a `.web`, a
-# database or a port; the other tests go to whichever worker is free.
+# The tests that start servers run in two pytest-xdist workers, each chain one test after
+# the other: the browser tests (the app built in `.web`, Chromium) in one, the scaled-out
+# backends and workers of tests/scaled/ (no frontend: a web and a states folder of their
+# own, tests/scaled/conftest.py `server_env`) in another, so no two servers share a `.web`,
+# a database or a port; the other tests go to whichever worker is free.
 SERVERS = ("tests/browser/", "tests/scaled/")
 # Modules whose tests share one expensive run (a module fixture: mypy's first run over the
 # tree): their tests go to one worker together.
@@ -54,9 +56,9 @@ TOGETHER = ("tests/test_types.py",)
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    """xdist's `loadscope` scheduling with one scope for the tests of SERVERS (the largest
-    scope, so it starts first), one for each module of TOGETHER and one for each other
-    test. (Its `loadgroup` would do with
+    """xdist's `loadscope` scheduling with one scope for each folder of SERVERS (the
+    largest scopes, so they start first), one for each module of TOGETHER and one for each
+    other test. (Its `loadgroup` would do with
     `xdist_group` marks, but pytest 9.2 ignores the group xdist 3.8 writes into node ids.)"""
     if config.getvalue("dist") == "each":
         return None
@@ -65,7 +67,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     class ServersApart(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             if nodeid.startswith(SERVERS):
-                return "servers"
+                return next(folder for folder in SERVERS if nodeid.startswith(folder))
             return nodeid.split("::")[0] if nodeid.startswith(TOGETHER) else nodeid
 
     return ServersApart(config, log)

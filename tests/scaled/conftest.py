@@ -117,6 +117,11 @@ def server_env(url: str) -> dict[str, str]:
     env.setdefault("REFLEX_BUN_PATH", str(ROOT / ".tools/node_modules/bun/bin/bun.exe"))
     env.pop("REFLEX_FRONTEND_PORT", None)
     env.pop("REFLEX_BACKEND_PORT", None)
+    # a web and a states folder apart from the browser tests' app, which may run at the
+    # same time (a Reflex start empties its states folder; app_site gives its build a web
+    # folder of its own)
+    env.update(REFLEX_WEB_WORKDIR=str(OUTPUT / "backend-web"),
+               REFLEX_STATES_WORKDIR=str(OUTPUT / ".states"))
     env.update(DATABASE_URL=url, BPFLOW_SECRET=SECRET, REFLEX_REDIS_URL=REDIS_URL,
                BPFLOW_HOME=str(OUTPUT / ".bpflow"), BPFLOW_INPROCESS_WORKER="0",
                GRANIAN_WORKERS="1", PYTHONUNBUFFERED="1")
