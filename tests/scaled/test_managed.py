@@ -154,6 +154,15 @@ def wait_for(what: str, check, limit: float):
     pytest.fail(f"{what}: not within {limit:g} s (logs in {HOME})", pytrace=False)
 
 
+def leads(pid: int) -> bool:
+    """Whether `pid` leads its process group yet (supervisord names a program's pid as
+    soon as it has forked it, before the child makes its group)."""
+    try:
+        return os.getpgid(pid) == pid
+    except ProcessLookupError:
+        return False
+
+
 def alive(pid: int) -> bool:
     try:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
@@ -307,7 +316,7 @@ def test_a_backend_killed_three_times_in_5_s_leaves_the_port_answering(run):
     began, killed, kills, back = time.monotonic(), [], [], []
     for _ in range(3):
         doomed = wait_for("backend-1 started again", lambda: (
-            (p := pid("backend-1")) not in (0, *killed) and p), 5)
+            (p := pid("backend-1")) not in (0, *killed) and leads(p) and p), 5)
         os.killpg(doomed, signal.SIGKILL)  # its Granian process and its worker
         killed.append(doomed)
         kills.append(time.monotonic())
