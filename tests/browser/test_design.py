@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Callable
 
 import pytest
@@ -133,15 +134,27 @@ def test_an_admin_designs_checks_and_publishes_a_flow(page, sign_in, app_store,
         "form", "timer", "done"]
     screenshot(page, "design_published")
 
-    # the approval chain's quick form: the manager chosen in the request, then finance
+    # the approval chain's quick form, the day-one path of a team's admin: the manager
+    # chosen in the request, then finance, then bob; published in under two minutes
+    began = time.monotonic()
     page.locator("#design-chain").click()
     page.locator("#chain-add").click()
     page.locator("#chain-who-1").fill("finance")
+    page.locator("#chain-add").click()
+    page.locator("#chain-who-2").fill("bob")
     page.locator("#chain-make").click()
-    for uri in ("request", "approve_1", "approve_2", "done"):
+    for uri in ("request", "approve_1", "approve_2", "approve_3", "done"):
         expect(_node(page, uri)).to_be_visible()
     expect(page.locator("#design-error-count")).to_have_text("No problems")
     screenshot(page, "design_approval_chain")
+    page.locator("#design-publish").click()
+    page.get_by_role("alertdialog").get_by_role("button", name="Publish").click()
+    expect(page.get_by_text("Published outing version 2")).to_be_visible()
+    took = time.monotonic() - began
+    version, template = app_store.template("outing")
+    assert version == 2 and [c["uri"] for c in template.body["circles"]] == [
+        "request", "approve_1", "approve_2", "approve_3", "done"]
+    assert took < 120, f"the chain took {took:.0f} s from its form to published"
 
 
 def test_an_admin_builds_tries_and_publishes_the_expense_claim_a_user_starts(
