@@ -151,8 +151,8 @@ run-scaled: install bun $(WEB_STAMP)
 		--port $(PORT) $(if $(LEASE),--lease $(LEASE)) $(if $(POLL),--poll $(POLL))
 
 # TEST_WORKERS pytest-xdist workers (TEST_WORKERS=0: one process). The tests that start
-# servers (tests/browser/, tests/scaled/) are run by one worker, one after the other, while
-# the others share the rest (tests/conftest.py). The 25 slowest tests are listed at the end.
+# servers run as two chains, tests/browser/ in one worker and tests/scaled/ in another,
+# each one after the other, while the others share the rest (tests/conftest.py). The 25 slowest tests are listed at the end.
 # The suite must stay under 12 minutes on 2 cores (10 min 51 s on a fresh clone:
 # bench/RESULTS.md, "The test suite").
 test: install bun chromium fonts axe
