@@ -375,6 +375,22 @@ def processes():
     return ctx
 
 
+def raced(target: Callable[..., None], sides: dict[str, tuple]) -> dict[str, Any]:
+    """Run `target(*args, go, out)` for each side in a process of its own (`processes()`),
+    the sides meeting at the barrier `go` before each move; each puts `(side, results)` on
+    `out`. The results by side, once every process has exited cleanly."""
+    ctx = processes()
+    out, go = ctx.Queue(), ctx.Barrier(len(sides))
+    procs = [ctx.Process(target=target, args=(*args, go, out)) for args in sides.values()]
+    for p in procs:
+        p.start()
+    results = dict(out.get(timeout=240) for _ in procs)
+    for p in procs:
+        p.join(timeout=60)
+        assert p.exitcode == 0
+    return results
+
+
 def settled(read: Callable[[], Any], done: Callable[[Any], bool],
             wait_s: float = 30.0) -> Any:
     """What `read()` gives once `done` holds of it, or what it gives after `wait_s`.

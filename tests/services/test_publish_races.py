@@ -10,7 +10,7 @@ import pytest
 from bpflow import drafts
 from bpflow.access import Caller
 from bpflow.store import Store
-from tests.conftest import SECRET, processes
+from tests.conftest import SECRET, raced
 from tests.services.test_drafts import SIMPLE, moved, people
 
 ROUNDS = 12  # templates raced, one publish of each per side
@@ -58,16 +58,7 @@ def test_two_processes_publish_one_template_at_once(store, db_url, dan):
     ids = {side: [drafts.create_draft(store, who[side], placed(
         i, side, side == "dan" and dan == "changes")).id for i in range(ROUNDS)]
         for side in ("dee", "dan")}
-    ctx = processes()
-    out, go = ctx.Queue(), ctx.Barrier(2)
-    procs = [ctx.Process(target=one_side, args=(db_url, side, ids[side], go, out))
-             for side in ids]
-    for p in procs:
-        p.start()
-    results = dict(out.get(timeout=240) for _ in procs)
-    for p in procs:
-        p.join(timeout=60)
-        assert p.exitcode == 0
+    results = raced(one_side, {side: (db_url, side, ids[side]) for side in ids})
     for i in range(ROUNDS):
         got = {side: results[side][i] for side in ids}
         name = f"race-{i}"

@@ -10,7 +10,7 @@ from bpflow.interactions import Interactions
 from bpflow.mailbox import Mailbox
 from bpflow.store import Store
 from bpflow.worker import Worker
-from tests.conftest import SECRET, processes
+from tests.conftest import SECRET, raced
 from tests.services.helpers import approval_flow, mark, users
 from tests.services.test_rounds import PEOPLE, check_race
 
@@ -53,16 +53,7 @@ def test_two_processes_add_and_decide_once(db_url, store, where):
     by_instance = {m["instance"]: m["id"] for m in Mailbox(store).inbox(people["ann"],
                                                                         kind="approval")}
     mails = [by_instance[iid] for iid in iids]
-    ctx = processes()
-    out, go = ctx.Queue(), ctx.Barrier(2)
-    procs = [ctx.Process(target=one_side, args=(db_url, side, where, mails, go, out))
-             for side in ("add", "decide")]
-    for p in procs:
-        p.start()
-    results = dict(out.get(timeout=240) for _ in procs)
-    for p in procs:
-        p.join(timeout=60)
-        assert p.exitcode == 0
+    results = raced(one_side, {side: (db_url, side, where, mails) for side in ("add", "decide")})
     for i, iid in enumerate(iids):
         outcomes = {side: (Conflict("refused") if results[side][i] == "Conflict" else
                            RuntimeError(results[side][i]) if results[side][i] else {})
