@@ -27,7 +27,7 @@ from bpflow.errors import NotFound, Refused
 from bpflow.moves import flow
 from bpflow.moves.steps import Op
 from bpflow.store import Store
-from bpflow.store.public import COUNT_MAX, DONE, REFUSED
+from bpflow.store.public import COUNT_MAX, DONE, FOLD_MAX, FOLD_PRESSED, REFUSED
 from engine.errors import BpflowError
 from engine.instance import Instance
 from engine.messages import N_
@@ -145,8 +145,10 @@ def durations(store: Store, caller: Caller, name: str, version: int | None = Non
 
 # ----------------------------------------------------------------- the worker's
 def fold_waits(worker: Worker) -> int:
-    """The worker's duty folding new history into the durations (`Store.fold_waits`)."""
-    return worker.store.fold_waits()
+    """The worker's duty folding new history into the durations (`Store.fold_waits`): a
+    short fold while instances keep falling due (it holds the write lock while it runs),
+    the backlog caught up when they do not."""
+    return worker.store.fold_waits(FOLD_PRESSED if worker.pressed else FOLD_MAX)
 
 
 class Runner:

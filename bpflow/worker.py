@@ -16,6 +16,7 @@ import logging
 import os
 import socket
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -38,6 +39,7 @@ from engine.phase import Phase, action_extra, box_phase
 from engine.runtime import Engine
 
 log = logging.getLogger("bpflow.worker")
+DUTY_EVERY = 1.0  # seconds between two runs of a duty that can wait, while work falls due
 
 
 Handler = Callable[[ActionContext], Outcome]
@@ -68,6 +70,12 @@ class Worker:
         self.duties.append(Sweeper())  # uploads no form held within a day
         self.duties.append(operations.Runner())  # bulk operations (SPEC §18)
         self.duties.append(operations.fold_waits)  # the durations (SPEC §18)
+        # the duties that can wait while instances keep falling due: each runs at most
+        # once a DUTY_EVERY seconds then, so that due work is not late behind them
+        self.waiting: set[Callable[[Worker], int]] = {expire, operations.fold_waits}
+        self._ran: dict[Callable[[Worker], int], float] = {}
+        self.pressed = False  # instances fell due within DUTY_EVERY (the duties take less)
+        self._busy_at = -DUTY_EVERY  # when a round last found due instances
 
     def run_once(self, limit: int = 200) -> int:
         """Work through one batch of due instances; returns how many were claimed.
@@ -222,15 +230,26 @@ class Worker:
             except Exception:  # the database may be briefly unavailable: keep going
                 log.exception("worker batch failed")
                 busy = 0
-            busy += self.run_duties()
+            if busy:
+                self._busy_at = time.monotonic()
+            busy += self.run_duties(
+                pressed=time.monotonic() - self._busy_at < DUTY_EVERY)
             if not busy:
                 wake.wait(self._idle_wait(poll))
         self.store.on_due(None)
 
-    def run_duties(self) -> int:
-        """One round of every duty; a duty that fails is logged and tried next round."""
-        done = 0
+    def run_duties(self, pressed: bool = False) -> int:
+        """One round of every duty; a duty that fails is logged and tried next round.
+        `pressed` (instances fell due in the last DUTY_EVERY seconds): the duties that
+        can wait (`waiting`: expiry, the durations' fold) run only if DUTY_EVERY seconds
+        passed since they last did, and the fold takes a short chunk."""
+        done, now = 0, time.monotonic()
+        self.pressed = pressed
         for duty in self.duties:
+            if duty in self.waiting:
+                if pressed and now - self._ran.get(duty, -DUTY_EVERY) < DUTY_EVERY:
+                    continue
+                self._ran[duty] = now
             try:
                 done += duty(self)
             except Exception:

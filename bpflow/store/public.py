@@ -55,8 +55,10 @@ from bpflow.store.migrate import upgrade
 from bpflow.store.operations import COUNT_MAX, DONE, OPERATION_MAX, PENDING, REFUSED
 from bpflow.store.tables import circles_t, instances_t, mail_t, substitutes_t, users_t
 from bpflow.store.tenants import FRAME_TEMPLATE, TENANT_NAME, valid_tenant
+from bpflow.store.waits import FOLD_MAX, FOLD_PRESSED
 
 __all__ = [
+    "FOLD_MAX", "FOLD_PRESSED",
     # bulk operations (SPEC §18): an item's states, the lists' and operations' sizes
     "COUNT_MAX", "DONE", "OPERATION_MAX", "PENDING", "REFUSED",
     # errors, each one answer to the caller (the API's error map, the pages' messages)

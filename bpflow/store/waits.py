@@ -34,6 +34,7 @@ STEP = 1.1  # the ratio of a bucket's upper bound to its lower one
 LEAVING = ("circle_succeeded", "circle_failed")
 FOLDED = ("circle_ready", "circle_reset", "instance_completed", *LEAVING)
 FOLD_MAX = 5000  # history rows one fold reads
+FOLD_PRESSED = 500  # ... while the worker has due instances to take up
 WHOLE = ""  # the circle of an instance's own duration
 ALL_DAYS = "*"  # the day of the buckets counting every day (read without `since`)
 

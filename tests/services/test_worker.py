@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 from bpflow.store import Store
@@ -152,3 +153,61 @@ def test_timer_fires_through_the_worker(store):
     drain(worker, lambda: store.get(iid).status == "completed")
     result = store.get(iid).circles["t"].result
     assert result["fired_at"] >= result["due_at"]
+
+
+def test_duties_that_can_wait_step_aside_while_instances_fall_due(store, monkeypatch):
+    """While due instances keep the worker busy (`pressed`), expiry and the durations'
+    fold run at most once a DUTY_EVERY and the fold takes a short chunk; once the worker
+    is idle they run every round and the fold catches up."""
+    import bpflow.worker as worker_module
+    from bpflow import operations
+    monkeypatch.setattr(worker_module, "DUTY_EVERY", 0.2)
+    monkeypatch.setattr(operations, "FOLD_PRESSED", 3)
+    store.put_template({"name": "form", "circles": [
+        {"uri": "a", "box": {"form": [{"name": "x"}]}}]})
+    for _ in range(10):  # more history than two short folds read
+        store.start("form")
+    worker = Worker(store)
+    calls: list[bool] = []
+
+    def duty(w: Worker) -> int:
+        calls.append(w.pressed)
+        return 0
+    worker.duties.append(duty)
+    worker.waiting.add(duty)
+    folded: list[int] = []
+
+    def fold(w: Worker) -> int:
+        folded.append(operations.fold_waits(w))
+        return folded[-1]
+    worker.duties[worker.duties.index(operations.fold_waits)] = fold
+    worker.waiting.add(fold)
+    worker.run_duties(pressed=True)
+    worker.run_duties(pressed=True)  # within DUTY_EVERY: neither runs again
+    assert calls == [True] and folded == [3]
+    time.sleep(0.25)
+    worker.run_duties(pressed=True)
+    assert calls == [True, True] and folded == [3, 3]
+    worker.run_duties(pressed=False)  # idle: every round, the whole backlog
+    worker.run_duties(pressed=False)
+    assert calls == [True, True, False, False]
+    assert folded[2] > 3 and folded[3] == 0
+
+
+def test_a_busy_round_presses_the_duties_of_the_rounds_after_it(store, monkeypatch):
+    import bpflow.worker as worker_module
+    monkeypatch.setattr(worker_module, "DUTY_EVERY", 0.5)
+    store.put_template({"name": "nap", "circles": [
+        {"uri": "t", "box": {"action": {"type": "timer", "delay": 0.05}}}]})
+    worker, seen = Worker(store), []
+    worker.duties = [lambda w: seen.append(w.pressed) or 0]
+    store.start("nap")
+    stop_ = threading.Event()
+    thread = threading.Thread(target=worker.run_forever, args=(stop_, 0.02))
+    thread.start()
+    try:
+        wait_until(lambda: len(seen) >= 3 and seen[-1] is True, 5, "a pressed round")
+        wait_until(lambda: seen[-1] is False, 5, "the rounds after DUTY_EVERY idle")
+    finally:
+        stop_.set()
+        thread.join(5)
