@@ -724,7 +724,9 @@ def serve(kind: str, args: argparse.Namespace, workers: int = 0,
     /api/health within `args.startup` seconds; what it cannot run for (str), or None
     when it did not start. Stopped afterwards, every process of its tree."""
     port = free_port()
-    with (tempfile.TemporaryDirectory(dir=Path(__file__).parent) as name,
+    memory = getattr(args, "pin", False) and Path("/dev/shm").is_dir()
+    with (tempfile.TemporaryDirectory(dir="/dev/shm" if memory else Path(__file__).parent)
+          as name,
           database(kind, Path(name)) as url):
         tmp = Path(name)
         command = server_command(kind, port, tmp, getattr(args, "backends", 2), workers)
@@ -745,8 +747,11 @@ def serve(kind: str, args: argparse.Namespace, workers: int = 0,
         prepare_database(env, args.tenants, getattr(args, "approvers", ()))
         log_path = tmp / "server.log"
         with open(log_path, "w") as log:
+            pin = getattr(args, "pin", False)
             proc = subprocess.Popen(argv, env=env, cwd=folder, stdout=log,
-                                    stderr=subprocess.STDOUT, start_new_session=True)
+                                    stderr=subprocess.STDOUT, start_new_session=True,
+                                    preexec_fn=(lambda: os.sched_setaffinity(0, {0}))
+                                    if pin else None)
         try:
             if not wait_healthy(port, proc, args.startup):
                 print(f"\n== {kind}: did not serve /api/health within {args.startup:.0f} s;"
@@ -787,6 +792,8 @@ def metrics_ab(args: argparse.Namespace) -> int:
     """Metrics on and off in turns (`--metrics-ab`): the requests a second at saturation,
     and their ratio; 0 when on costs no more than METRICS_COST."""
     kind = args.servers[0]
+    if args.pin:  # the server on CPU 0 (its whole tree), this generator on CPU 1
+        os.sched_setaffinity(0, {1})
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     print(f"metrics on and off in turns on {kind}: {args.rounds} pair(s), the flow's closed"
           f" loop with {args.connections} connections for {args.saturation:g} s; load"
@@ -864,6 +871,10 @@ def main() -> int:
     parser.add_argument("--tenants", type=int, default=1,
                         help="spread the instances over this many tenants (default and"
                              " t1, t2, ...: each its own user and templates)")
+    parser.add_argument("--pin", action="store_true",
+                        help="with --metrics-ab: the server's processes on CPU 0 and"
+                             " this generator on CPU 1 (neither takes the other's CPU),"
+                             " the database in memory (/dev/shm: no disk's flush times)")
     parser.add_argument("--metrics-ab", action="store_true",
                         help="metrics on and off in turns on the first server: the"
                              " requests at saturation and their ratio")
