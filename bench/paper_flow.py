@@ -565,11 +565,11 @@ async def quiesce(http: Http, server: Server, limit: float = 120.0) -> None:
 
 
 async def read_back(http: Http, server: Server, completed: list[str],
-                    prefix: str = "") -> list[str]:
+                    prefix: str = "", flow: type[Flow] | None = None) -> list[str]:
     """Once the server is idle, the instances the load completed read back (`verify`) and
     said; the client closed. The ids not `completed`."""
     await quiesce(http, server)
-    bad = await verify(http, completed)
+    bad = await verify(http, completed, flow)
     http.close()
     print(f"{prefix}instances the load completed: {len(completed):,}; read back through the"
           f" API: {len(completed) - len(bad):,} completed"
@@ -577,8 +577,9 @@ async def read_back(http: Http, server: Server, completed: list[str],
     return bad
 
 
-async def verify(http: Http, ids: list[str]) -> list[str]:
+async def verify(http: Http, ids: list[str], flow: type[Flow] | None = None) -> list[str]:
     """The ids whose stored instance is not `completed` with every circle a success."""
+    flow = flow or Flow
     bad: list[str] = []
     queue = deque(ids)
 
@@ -586,7 +587,7 @@ async def verify(http: Http, ids: list[str]) -> list[str]:
         while queue:
             iid = queue.popleft()
             status, data = await http.call("GET", f"/api/instances/{iid}",
-                                           auth=Flow.auths[Flow.owners.get(iid, 0)])
+                                           auth=flow.auths[flow.owners.get(iid, 0)])
             inst = json.loads(data) if status == 200 else {}
             if inst.get("status") != "completed" or any(
                     c["state"] != "success" for c in inst["circles"].values()):
@@ -623,13 +624,13 @@ async def connect(server: Server, args: argparse.Namespace,
     if status != 200:
         raise SystemExit(f"sign-in failed: HTTP {status} {data[:200]!r}")
     http.auth = f"Authorization: Bearer {json.loads(data)['access_token']}\r\n"
-    Flow.auths, Flow.owners = [http.auth], {}
+    flow.auths, flow.owners = [http.auth], {}
     for k in range(1, args.tenants):
         status, data = await http.call("POST", "/api/auth/token",
                                        {"username": tenant_user(k), "password": PASSWORD})
         if status != 200:
             raise SystemExit(f"sign-in of {tenant_user(k)} failed: HTTP {status}")
-        Flow.auths.append(f"Authorization: Bearer {json.loads(data)['access_token']}\r\n")
+        flow.auths.append(f"Authorization: Bearer {json.loads(data)['access_token']}\r\n")
     warm = flow()
     await open_loop(http, warm, 50, 2, 0, args.timeout, server)
     return http, list(warm.completed)
@@ -718,12 +719,15 @@ def run_server(kind: str, args: argparse.Namespace) -> list[Figures] | None | st
 
 @contextlib.contextmanager
 def serve(kind: str, args: argparse.Namespace, workers: int = 0,
-          settings: dict[str, str] | None = None) -> Iterator[Server | str | None]:
+          settings: dict[str, str] | None = None, cpu: int = 0
+          ) -> Iterator[Server | str | None]:
     """The server `kind` on a fresh database (with the environment `settings` on top),
     prepared (`args.tenants`, and `args.approvers` if given) and answering
     /api/health within `args.startup` seconds; what it cannot run for (str), or None
     when it did not start. Stopped afterwards, every process of its tree."""
     port = free_port()
+    if getattr(args, "together", False):
+        args.pin = True  # each server on its CPU, the databases in memory
     memory = getattr(args, "pin", False) and Path("/dev/shm").is_dir()
     with (tempfile.TemporaryDirectory(dir="/dev/shm" if memory else Path(__file__).parent)
           as name,
@@ -750,7 +754,7 @@ def serve(kind: str, args: argparse.Namespace, workers: int = 0,
             pin = getattr(args, "pin", False)
             proc = subprocess.Popen(argv, env=env, cwd=folder, stdout=log,
                                     stderr=subprocess.STDOUT, start_new_session=True,
-                                    preexec_fn=(lambda: os.sched_setaffinity(0, {0}))
+                                    preexec_fn=(lambda: os.sched_setaffinity(0, {cpu}))
                                     if pin else None)
         try:
             if not wait_healthy(port, proc, args.startup):
@@ -788,6 +792,75 @@ async def saturate(server: Server, args: argparse.Namespace) -> Figures | None:
     return None if bad else figures
 
 
+async def together(servers: list[Server], args: argparse.Namespace) -> list[Figures] | None:
+    """The flow at `args.together_rate` requests a second on every server at the same time
+    (an open loop: on two CPUs a closed loop to both is bound by this generator, and gives
+    both the same rate), one flow class each, for their own users' tokens; None when an
+    instance is not read back completed."""
+    flows = [type(f"Flow{i}", (Flow,), {}) for i in range(len(servers))]
+    links = [await connect(s, args, f) for s, f in zip(servers, flows, strict=True)]
+    for (http, _), s in zip(links, servers, strict=True):
+        await quiesce(http, s)
+    works = [f() for f in flows]
+    figures = await asyncio.gather(*(
+        open_loop(http, w, args.together_rate, args.saturation, 0, args.timeout, s)
+        for (http, _), w, s in zip(links, works, servers, strict=True)))
+    bad = False
+    for (http, done), w, s, f, fig in zip(links, works, servers, flows, figures, strict=True):
+        print(line(w.name, fig, "max"), flush=True)
+        bad = bool(await read_back(http, s, done + w.completed, "  ", f)) or bad
+    return None if bad else list(figures)
+
+
+def metrics_together(args: argparse.Namespace) -> int:
+    """`--metrics-ab --together`: both servers at once, metrics on one and off on the
+    other, each on a CPU of its own (swapped round by round), the generator between
+    them, the same rate to both: the machine's moods of the moment fall on both alike.
+    The figure of each is what one CPU of its serves at saturation, 1 / its CPU seconds a
+    request (the server is CPU-bound: its database in memory)."""
+    kind = args.servers[0]
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"metrics on and off at the same time on {kind}: {args.rounds} round(s), the"
+          f" flow at {args.together_rate:g} req/s to each for {args.saturation:g} s; load"
+          f" average before: {load}")
+    print(HEADER)
+    pairs: list[dict[str, float]] = []
+    for i in range(args.rounds):
+        cpu_on, cpu_off = (0, 1) if i % 2 == 0 else (1, 0)
+        with (serve(kind, args, settings={"BPFLOW_METRICS": "1"}, cpu=cpu_on) as on,
+              serve(kind, args, settings={"BPFLOW_METRICS": "0"}, cpu=cpu_off) as off):
+            if not isinstance(on, Server) or not isinstance(off, Server):
+                return 2
+            print(f"round {i + 1}: metrics on (pid {on.pid}, CPU {cpu_on}), then off"
+                  f" (pid {off.pid}, CPU {cpu_off}):")
+            figures = asyncio.run(together([on, off], args))
+        if figures is None or any(f.errors for f in figures):
+            print("  errors or lost instances: no figure")
+            return 2
+        pairs.append({"on": 1 / figures[0].server_cpu, "off": 1 / figures[1].server_cpu})
+    print("(requests a CPU-second of the server: 1 / its CPU a request)")
+    return judge(pairs)
+
+
+def judge(pairs: list[dict[str, float]]) -> int:
+    """Print the pairs and their medians; 0 when on costs no more than METRICS_COST."""
+    on = statistics.median(p["on"] for p in pairs)
+    off = statistics.median(p["off"] for p in pairs)
+    ratios = [p["on"] / p["off"] for p in pairs]
+    print("\n== metrics on / off at saturation (req/s)")
+    for i, p in enumerate(pairs, 1):
+        print(f"  pair {i}: on {p['on']:7,.0f}  off {p['off']:7,.0f}  on/off"
+              f" {p['on'] / p['off']:.3f}")
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    met = on >= (1 - METRICS_COST) * off
+    print(f"median: on {on:,.0f}, off {off:,.0f}, on/off {on / off:.3f}"
+          f" (requests with metrics on: {(on / off - 1) * 100:+.1f} %), median of the pairs'"
+          f" ratios {statistics.median(ratios):.3f}; target: at most"
+          f" {METRICS_COST:.0%} fewer, " + ("met" if met else "NOT met")
+          + f"; load average after: {load}")
+    return 0 if met else 1
+
+
 def metrics_ab(args: argparse.Namespace) -> int:
     """Metrics on and off in turns (`--metrics-ab`): the requests a second at saturation,
     and their ratio; 0 when on costs no more than METRICS_COST."""
@@ -814,19 +887,7 @@ def metrics_ab(args: argparse.Namespace) -> int:
                 return 2
             got[mode] = figures.achieved
         pairs.append(got)
-    on = statistics.median(p["on"] for p in pairs)
-    off = statistics.median(p["off"] for p in pairs)
-    print("\n== metrics on / off at saturation (req/s)")
-    for i, p in enumerate(pairs, 1):
-        print(f"  pair {i}: on {p['on']:7,.0f}  off {p['off']:7,.0f}  on/off"
-              f" {p['on'] / p['off']:.3f}")
-    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
-    met = on >= (1 - METRICS_COST) * off
-    print(f"median: on {on:,.0f}, off {off:,.0f}, on/off {on / off:.3f}"
-          f" (requests with metrics on: {(on / off - 1) * 100:+.1f} %); target: at most"
-          f" {METRICS_COST:.0%} fewer, " + ("met" if met else "NOT met")
-          + f"; load average after: {load}")
-    return 0 if met else 1
+    return judge(pairs)
 
 
 def wait_healthy(port: int, proc: subprocess.Popen, limit: float) -> bool:
@@ -875,6 +936,11 @@ def main() -> int:
                         help="with --metrics-ab: the server's processes on CPU 0 and"
                              " this generator on CPU 1 (neither takes the other's CPU),"
                              " the database in memory (/dev/shm: no disk's flush times)")
+    parser.add_argument("--together", action="store_true",
+                        help="with --metrics-ab: both servers at the same time, each on a"
+                             " CPU of its own (swapped each round), databases in memory")
+    parser.add_argument("--together-rate", type=float, default=500.0,
+                        help="with --together: requests a second to each server")
     parser.add_argument("--metrics-ab", action="store_true",
                         help="metrics on and off in turns on the first server: the"
                              " requests at saturation and their ratio")
@@ -882,7 +948,7 @@ def main() -> int:
     args.rates = sorted(args.rates)
     print(f"{os.cpu_count()} CPUs shared by the server and this load generator")
     if args.metrics_ab:
-        return metrics_ab(args)
+        return metrics_together(args) if args.together else metrics_ab(args)
     # the servers take turns, round by round: the machine's noise of a moment falls on
     # them alike, not on all of one server's rounds
     rounds: dict[str, list[list[Figures] | None]] = {kind: [] for kind in args.servers}
