@@ -195,6 +195,7 @@ class Mailbox:
         if row is None or row.kind != "approval" or deciding is None:
             raise NotFound(N_("no approval mail %(id)s", id=mail_id))
         caller = deciding  # the addressee, or their substitute as "ann for bob"
+        decided = None  # the mail as the decision's transaction left it
         for _ in range(3):  # again on the new terms when signers were added or removed
             problem = self.check(row)
             if problem:
@@ -213,7 +214,7 @@ class Mailbox:
                 self._send_back(row, caller, comment, to)
                 break
             try:  # the step it settles, if any, goes with it (a quota refusing it: neither)
-                settled = self.store.record_decision(
+                settled, decided = self.store.record_decision(
                     mail_id, decision, comment, self._decision_signature,
                     signed=row.signature, by=caller.username,
                     then=partial(self._settling, row, caller.username))
@@ -236,7 +237,7 @@ class Mailbox:
         else:  # its round changed at every try
             raise Conflict(N_("approval %(id)s was decided concurrently", id=mail_id))
         self._confirm(row, caller, decision, comment)
-        return self.describe(self.store.mail(mail_id))
+        return self.describe(decided if decided is not None else self.store.mail(mail_id))
 
     def _decider(self, caller: Caller, row) -> Caller | None:
         """Who decides this mail for the caller (`access.deciding_as`: its addressee, or

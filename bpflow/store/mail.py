@@ -213,7 +213,8 @@ class MailRows(StoreParts):
 
     def record_decision(self, mail_id: int, decision: str, comment: str,
                         sign: Callable[[MailRow], str], signed: str | None = None,
-                        by: str | None = None, then: Settling | None = None) -> bool:
+                        by: str | None = None, then: Settling | None = None
+                        ) -> tuple[bool, MailRow | None]:
         """Store an undecided approval's decision, who took it (`by`: the addressee, or
         "ann for bob") and its signature (`sign(row)` of the row as decided); Conflict
         when someone decided it first, or (`signed`: the signature the decider read) when
@@ -226,14 +227,15 @@ class MailRows(StoreParts):
         and is written with the decision, one commit. True when it was, or there was
         none; False when it could not be (the copy was stale, or the step refused on
         it): the decision is stored and the caller takes the step on its own (`apply`).
-        An error of the step's write (a quota) stores nothing."""
+        An error of the step's write (a quota) stores nothing. With it, the mail as
+        the transaction left it, signed (with `then`; else None: read it again)."""
         now, here = self.clock(), self.tenant is not None
         key = {"id": mail_id, "tenant": self.tenant}
         values = {**key, "signature": signed, "decision": decision, "comment": comment or "",
                   "updated_at": now, "read_at": now, "decided_by": by}
         stepped: list[Any] = []  # the step written, and when its transaction began
 
-        def work(tx: Tx) -> tuple[MailRow, bool]:
+        def work(tx: Tx) -> tuple[MailRow, bool, MailRow | None]:
             began = time.perf_counter()
             if then is not None and tx.locks:  # the attempt's mails held to the end
                 for row in tx.rows(MAIL[here], key):
@@ -243,20 +245,22 @@ class MailRows(StoreParts):
             [fresh] = tx.rows(MAIL[here], key)
             tx.run(sql.mail_signed, {"id": mail_id, "decision_signature": sign(fresh)})
             if then is None:
-                return fresh, True
-            op = then(tx.rows(ATTEMPT[here], _attempt(fresh, self.tenant)))
+                return fresh, True, None
+            rows = tx.rows(ATTEMPT[here], _attempt(fresh, self.tenant))
+            decided = next((r for r in rows if r.id == mail_id), None)
+            op = then(rows)
             if op is None:
-                return fresh, True
+                return fresh, True, decided
             write = self._settled_with(tx, fresh.instance_id, op)
             if write is None:
-                return fresh, False
+                return fresh, False, decided
             stepped[:] = [write, began]
-            return fresh, True
-        fresh, done = self.driver.transact(work)
+            return fresh, True, decided
+        fresh, done, decided = self.driver.transact(work)
         self._told([fresh.recipient_id], fresh.tenant)
         if stepped:
             self._written([stepped[0]], time.perf_counter() - stepped[1])
-        return done
+        return done, decided
 
     def _settled_with(self, tx: Tx, instance_id: str, op: Op[Any]) -> Any:
         """The write of `op`'s step on the instance, written in `tx`; None when its copy
