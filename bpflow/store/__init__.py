@@ -199,6 +199,15 @@ class Store(Templates, Users, Instances, Steps, Queries, MailRows, Leases, Tenan
         """A connection for reads (SQLite: a deferred transaction, no write lock)."""
         return self.db.connect().execution_options(sqlite_begin="DEFERRED")
 
+    def _nothing_to_claim(self, query: Any) -> bool:
+        """Whether a claim's `query` finds no row, looked at on SQLite without the write
+        lock (a worker's every round asks; one that finds nothing then waits for no
+        writer). PostgreSQL's claims skip locked rows and never wait: False there."""
+        if self.postgres:
+            return False
+        with self.reader() as conn:
+            return conn.execute(query.limit(1)).first() is None
+
     def _rows(self, read: Straight, values: dict[str, Any]) -> list[Any]:
         """The rows of a small read (`reads`) for `values`, keyed by its parameters'
         names without `b_`, through the store's driver (sqlite3, psycopg or SQLAlchemy)."""

@@ -296,6 +296,8 @@ class Feed(StoreParts):
              .order_by(deliveries_t.c.next_at, deliveries_t.c.id).limit(limit))
         if self.postgres:
             q = q.with_for_update(of=deliveries_t, skip_locked=True)
+        if self._nothing_to_claim(q):
+            return []
         with self.db.begin() as conn:
             rows = [dict(r) for r in conn.execute(q).mappings()]
             if rows:

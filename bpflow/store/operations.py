@@ -283,6 +283,8 @@ class Operations(StoreParts):
              .order_by(o.created_at).limit(1))
         if self.postgres:
             q = q.with_for_update(skip_locked=True)
+        if self._nothing_to_claim(q):
+            return None
         with self.db.begin() as conn:
             op_id = conn.execute(q).scalar()
             if op_id is None:
