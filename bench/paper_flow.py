@@ -710,7 +710,7 @@ def run_server(kind: str, args: argparse.Namespace) -> list[Figures] | None | st
     with serve(kind, args) as server:
         if not isinstance(server, Server):
             return server
-        load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+        load = load_average()
         print(f"\n== {kind} (pid {server.pid}) on {server.store};"
               f" {args.connections} connections, {args.warmup:g} s warm-up +"
               f" {args.duration:g} s a rate; load average before: {load}")
@@ -726,9 +726,8 @@ def serve(kind: str, args: argparse.Namespace, workers: int = 0,
     /api/health within `args.startup` seconds; what it cannot run for (str), or None
     when it did not start. Stopped afterwards, every process of its tree."""
     port = free_port()
-    if getattr(args, "together", False):
-        args.pin = True  # each server on its CPU, the databases in memory
-    memory = getattr(args, "pin", False) and Path("/dev/shm").is_dir()
+    pin = getattr(args, "pin", False)  # on `cpu`, its database in memory (`--pin`)
+    memory = pin and Path("/dev/shm").is_dir()
     with (tempfile.TemporaryDirectory(dir="/dev/shm" if memory else Path(__file__).parent)
           as name,
           database(kind, Path(name)) as url):
@@ -751,7 +750,6 @@ def serve(kind: str, args: argparse.Namespace, workers: int = 0,
         prepare_database(env, args.tenants, getattr(args, "approvers", ()))
         log_path = tmp / "server.log"
         with open(log_path, "w") as log:
-            pin = getattr(args, "pin", False)
             proc = subprocess.Popen(argv, env=env, cwd=folder, stdout=log,
                                     stderr=subprocess.STDOUT, start_new_session=True,
                                     preexec_fn=(lambda: os.sched_setaffinity(0, {cpu}))
@@ -812,14 +810,22 @@ async def together(servers: list[Server], args: argparse.Namespace) -> list[Figu
     return None if bad else list(figures)
 
 
+SWITCH = {"on": {"BPFLOW_METRICS": "1"}, "off": {"BPFLOW_METRICS": "0"}}  # a server's
+
+
+def load_average() -> str:
+    """The machine's load averages (1, 5, 15 minutes), as the bench prints them."""
+    return ", ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
 def metrics_together(args: argparse.Namespace) -> int:
     """`--metrics-ab --together`: both servers at once, metrics on one and off on the
     other, each on a CPU of its own (swapped round by round), the generator between
     them, the same rate to both: the machine's moods of the moment fall on both alike.
     The figure of each is what one CPU of its serves at saturation, 1 / its CPU seconds a
     request (the server is CPU-bound: its database in memory)."""
-    kind = args.servers[0]
-    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    kind, args.pin = args.servers[0], True  # each server on its CPU, databases in memory
+    load = load_average()
     print(f"metrics on and off at the same time on {kind}: {args.rounds} round(s), the"
           f" flow at {args.together_rate:g} req/s to each for {args.saturation:g} s; load"
           f" average before: {load}")
@@ -827,8 +833,8 @@ def metrics_together(args: argparse.Namespace) -> int:
     pairs: list[dict[str, float]] = []
     for i in range(args.rounds):
         cpu_on, cpu_off = (0, 1) if i % 2 == 0 else (1, 0)
-        with (serve(kind, args, settings={"BPFLOW_METRICS": "1"}, cpu=cpu_on) as on,
-              serve(kind, args, settings={"BPFLOW_METRICS": "0"}, cpu=cpu_off) as off):
+        with (serve(kind, args, settings=SWITCH["on"], cpu=cpu_on) as on,
+              serve(kind, args, settings=SWITCH["off"], cpu=cpu_off) as off):
             if not isinstance(on, Server) or not isinstance(off, Server):
                 return 2
             print(f"round {i + 1}: metrics on (pid {on.pid}, CPU {cpu_on}), then off"
@@ -851,7 +857,7 @@ def judge(pairs: list[dict[str, float]]) -> int:
     for i, p in enumerate(pairs, 1):
         print(f"  pair {i}: on {p['on']:7,.0f}  off {p['off']:7,.0f}  on/off"
               f" {p['on'] / p['off']:.3f}")
-    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    load = load_average()
     met = on >= (1 - METRICS_COST) * off
     print(f"median: on {on:,.0f}, off {off:,.0f}, on/off {on / off:.3f}"
           f" (requests with metrics on: {(on / off - 1) * 100:+.1f} %), median of the pairs'"
@@ -867,7 +873,7 @@ def metrics_ab(args: argparse.Namespace) -> int:
     kind = args.servers[0]
     if args.pin:  # the server on CPU 0 (its whole tree), this generator on CPU 1
         os.sched_setaffinity(0, {1})
-    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    load = load_average()
     print(f"metrics on and off in turns on {kind}: {args.rounds} pair(s), the flow's closed"
           f" loop with {args.connections} connections for {args.saturation:g} s; load"
           f" average before: {load}")
@@ -876,8 +882,7 @@ def metrics_ab(args: argparse.Namespace) -> int:
     for i in range(args.rounds):
         got: dict[str, float] = {}
         for mode in (("on", "off") if i % 2 == 0 else ("off", "on")):
-            with serve(kind, args, settings={"BPFLOW_METRICS": "1" if mode == "on"
-                                             else "0"}) as server:
+            with serve(kind, args, settings=SWITCH[mode]) as server:
                 if not isinstance(server, Server):
                     return 2
                 print(f"pair {i + 1}, metrics {mode} (pid {server.pid}):")
