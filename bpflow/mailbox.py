@@ -22,6 +22,8 @@ from datetime import timedelta
 from functools import partial
 from typing import Any
 
+import orjson
+
 from bpflow import access, rounds
 from bpflow.access import Caller
 from bpflow.catalogs import translate
@@ -52,10 +54,24 @@ CLOSINGS = ("withdrawn", "removed", "transferred")
 quorum_verdict = rounds.quorum_verdict
 GUEST_LIMITS = {"name": 80, "subject": 200, "body": 5000}
 GUEST_RATE = (5, timedelta(minutes=10))  # messages per client per window
+VERIFIED_MAX = 20_000  # signatures a mailbox remembers verifying (`Mailbox._signed`)
 
 
 def canonical(value: Any) -> bytes:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def exact(value: Any) -> bytes | None:
+    """A JSON value written so that two values give the same text only when they are the
+    same value of the same types (1, 1.0 and true differ, as they do in `canonical`; a
+    dict's keys sorted), or None for a value that text would not keep exactly (a number
+    too large, NaN or infinity, a key that is no string): those are checked whole."""
+    try:
+        text = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+    except (TypeError, orjson.JSONEncodeError):
+        return None
+    # orjson writes NaN and infinity as null: kept only when the text reads back as the value
+    return text if orjson.loads(text) == value else None
 
 
 class Mailbox:
@@ -63,23 +79,51 @@ class Mailbox:
         self.store = store
         self.key = derive(store.secret, "approvals")
         self.guest_key = derive(store.secret, "guest-clients")
+        # what this mailbox verified already, so the mails of a round are not signed again
+        # at each of its decisions: (mail id, signature) -> the payload's `exact` text,
+        # and the values a decision's signature is over -> True (`_signed`)
+        self._verified: dict[Any, Any] = {}
 
     # ------------------------------------------------------------ signatures
     def sign(self, payload: dict[str, Any]) -> str:
         return hmac.new(self.key, canonical(payload), hashlib.sha256).hexdigest()
 
     def _decision_signature(self, row) -> str:
-        signed = {"mail": row.id, "signature": row.signature, "decision": row.decision,
-                  "comment": row.comment, "decided_at": row.updated_at.isoformat()
-                  if row.updated_at else None}
-        if getattr(row, "decided_by", None) is not None:  # kept since substitutes decide
-            signed["by"] = row.decided_by
-        return self.sign(signed)
+        """The signature of a decision (`_decision_signed`); one signed already by this
+        mailbox is remembered, and counts as verified (`_signed`)."""
+        signed = _decision_signed(row)
+        text = exact(signed)
+        if text is None:
+            return self.sign(signed)
+        signature = self._verified.get(("signing", text))
+        if signature is None:
+            signature = self.sign(signed)
+            self._remember(("signing", text), signature)
+            self._remember(("decision", signature), text)
+        return signature
+
+    def _remember(self, key: Any, value: Any) -> None:
+        if len(self._verified) >= VERIFIED_MAX:
+            self._verified.clear()
+        self._verified[key] = value
+
+    def _signed(self, key: Any, value: Any, signature: str) -> bool:
+        """Whether `signature` is the signature of `value`: HMAC'd the first time, then
+        remembered under `key` with the value's `exact` text, and taken as verified when
+        the same key comes with the same text (the same value, so the same signature)."""
+        text = exact(value)
+        if text is not None and self._verified.get((key, signature)) == text:
+            return True
+        if not hmac.compare_digest(self.sign(value), signature):
+            return False
+        if text is not None:
+            self._remember((key, signature), text)
+        return True
 
     def check(self, row) -> str | None:
         """Why this approval mail cannot be trusted, or None when it is intact."""
         payload = row.payload or {}
-        if not row.signature or not hmac.compare_digest(self.sign(payload), row.signature):
+        if not row.signature or not self._signed(row.id, payload, row.signature):
             return N_("the mail does not match its signature")
         columns = {"instance": row.instance_id, "circle": row.circle, "epoch": row.epoch,
                    "subject": row.subject, "body": row.body, "kind": row.kind,
@@ -89,8 +133,8 @@ class Mailbox:
             return N_("the mail was altered after it was signed")
         if row.decision is not None:
             if row.decision not in DECISIONS + CLOSINGS or not row.decision_signature or \
-                    not hmac.compare_digest(self._decision_signature(row),
-                                            row.decision_signature):
+                    not self._signed("decision", _decision_signed(row),
+                                     row.decision_signature):
                 return N_("the decision does not match its signature")
         return None
 
@@ -216,7 +260,7 @@ class Mailbox:
             try:  # the step it settles, if any, goes with it (a quota refusing it: neither)
                 settled, decided = self.store.record_decision(
                     mail_id, decision, comment, self._decision_signature,
-                    signed=row.signature, by=caller.username,
+                    asked=row, by=caller.username,
                     then=partial(self._settling, row, caller.username))
             except Conflict:
                 fresh = self.store.mail(mail_id)
@@ -310,7 +354,7 @@ class Mailbox:
                     "returned": N_("it was already returned"),
                     "transferred": N_("it was transferred to someone else")}.get(
                 row.decision, N_("it was already %(decision)s", decision=row.decision))
-        inst = self.store.get(row.instance_id)
+        inst = self.store.current(row.instance_id)
         if inst.status not in ACTIVE:
             return N_("the instance is %(status)s", status=word(inst.status))
         run = inst.circles.get(row.circle)
@@ -1016,6 +1060,17 @@ class Mailbox:
         self.store.mark_mail_read(mail_id)
 
 
+def _decision_signed(row) -> dict[str, Any]:
+    """What a decision's signature is over: the mail (its id and signature), the
+    decision, its comment, when and by whom it was taken."""
+    signed = {"mail": row.id, "signature": row.signature, "decision": row.decision,
+              "comment": row.comment, "decided_at": row.updated_at.isoformat()
+              if row.updated_at else None}
+    if getattr(row, "decided_by", None) is not None:  # kept since substitutes decide
+        signed["by"] = row.decided_by
+    return signed
+
+
 def _ordered_round(row) -> bool:
     """Whether a mail's round asks people in an order (a sequence, or signers added before
     or after someone): only then may someone have to wait, or be asked later."""
@@ -1076,11 +1131,13 @@ def send_back_step(store: Store, instance_id: str, cid: str, caller: Caller, com
 def signed_terms(rows: list[Any]) -> tuple[Any, rounds.Seats] | None:
     """The quorum and the seats the intact mails of one attempt were signed with; None
     when there are none, or they disagree."""
-    terms = {canonical([r.payload.get("quorum"), r.payload.get("approvers"),
-                        r.payload.get("seats")]) for r in rows}
+    terms = set()
+    for r in rows:
+        term = [r.payload.get("quorum"), r.payload.get("approvers"), r.payload.get("seats")]
+        terms.add(exact(term) or canonical(term))
     if len(terms) != 1:
         return None
-    quorum, approvers, seats = json.loads(terms.pop())
+    quorum, approvers, seats = orjson.loads(terms.pop())
     if quorum is None or not isinstance(approvers, list) or not approvers:
         return None
     return quorum, rounds.seats_of(approvers, seats)

@@ -28,7 +28,7 @@ from bpflow.store import statements as sql
 from bpflow.store.changes import Change
 from bpflow.store.errors import NotFound
 from bpflow.store.parts import StoreParts
-from bpflow.store.reads import Straight, by_ids
+from bpflow.store.reads import Straight, by_ids, straight
 from bpflow.store.tables import circles_t, instances_t, templates_t
 from bpflow.store.writing import NewInstance, Write
 from engine.instance import COMPLETED, TERMINATED, Event, Instance
@@ -42,6 +42,10 @@ INSTANCES = {False: by_ids(lambda ids: select(instances_t).where(ids(instances_t
              True: by_ids(lambda ids: select(instances_t).where(
                  ids(instances_t.c.id), instances_t.c.tenant == bindparam("b_tenant")))}
 CIRCLES = by_ids(lambda ids: select(circles_t).where(ids(circles_t.c.instance_id)))
+# an instance's lock_version (of every tenant's, of one): whether a copy is still current
+_VERSION = select(instances_t.c.lock_version).where(instances_t.c.id == bindparam("b_id"))
+VERSION = {False: straight(_VERSION),
+           True: straight(_VERSION.where(instances_t.c.tenant == bindparam("b_tenant")))}
 
 
 def _one(loaded: dict[str, Loaded], instance_id: str) -> Loaded:
@@ -81,6 +85,21 @@ class Instances(StoreParts):
         stale and must not be changed; use `apply` for that."""
         loaded = self._cached(instance_id)
         return loaded.inst if loaded is not None else self._peeked(self._load(instance_id))
+
+    def current(self, instance_id: str) -> Instance:
+        """The instance as stored now, to read and not change: this process's copy when
+        the stored row's `lock_version` is still the copy's (every write of an instance
+        moves it: one indexed read of a number), else read whole (and kept for `peek`)."""
+        with self._lock:
+            loaded = self._cache.get(instance_id)
+        if self._mine(loaded):
+            found = self._rows(VERSION[self.tenant is not None],
+                               {"id": instance_id, "tenant": self.tenant})
+            if not found:
+                raise NotFound(N_("no instance '%(id)s'", id=instance_id))
+            if found[0].lock_version == loaded.lock_version:
+                return loaded.inst
+        return self._peeked(self._load(instance_id))
 
     async def peek_async(self, instance_id: str) -> Instance:
         """`peek` for an event loop."""

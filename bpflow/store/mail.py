@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from sqlalchemy import and_, bindparam, exists, func, insert, or_, select, update
@@ -49,6 +50,11 @@ ATTEMPT = {False: straight(_ATTEMPT), True: straight(_ATTEMPT.where(_TENANT))}
 # what settles a round with its last decision (`record_decision`'s `then`): given the
 # attempt's mails as they are with it, the step to take in the same transaction, or None
 Settling = Callable[[list[Any]], "Op[Any] | None"]
+
+
+def _with(row: MailRow, **values: Any) -> MailRow:
+    """A mail row with some of its columns' values replaced (a copy)."""
+    return SimpleNamespace(**{**row._asdict(), **values})
 
 
 def _attempt(row: MailRow, tenant: str | None) -> dict[str, Any]:
@@ -212,50 +218,74 @@ class MailRows(StoreParts):
         return found
 
     def record_decision(self, mail_id: int, decision: str, comment: str,
-                        sign: Callable[[MailRow], str], signed: str | None = None,
+                        sign: Callable[[MailRow], str], asked: MailRow | None = None,
                         by: str | None = None, then: Settling | None = None
                         ) -> tuple[bool, MailRow | None]:
         """Store an undecided approval's decision, who took it (`by`: the addressee, or
         "ann for bob") and its signature (`sign(row)` of the row as decided); Conflict
-        when someone decided it first, or (`signed`: the signature the decider read) when
+        when someone decided it first, or (`asked`: the mail as its decider read it) when
         it was signed anew meanwhile.
 
         With `then`, in the same transaction: the approval mails of its attempt, read
         as they are with this decision (none of them changes until it ends: SQLite's
         write lock, PostgreSQL's row locks), are given to `then`, which gives the step
         they settle, or None; that step runs on the instance (the cached copy, else read)
-        and is written with the decision, one commit. True when it was, or there was
+        and is written with it, one commit. True when it was, or there was
         none; False when it could not be (the copy was stale, or the step refused on
         it): the decision is stored and the caller takes the step on its own (`apply`).
         An error of the step's write (a quota) stores nothing. With it, the mail as
-        the transaction left it, signed (with `then`; else None: read it again)."""
+        the transaction left it, signed (with `then`; else None: read it again).
+
+        With `asked` and `then`, the decision is signed ahead, over the row `asked` as
+        decided, and stored with its signature in one statement; the attempt's mails
+        read after it show the row as stored, signed again only if it reads back
+        otherwise."""
         now, here = self.clock(), self.tenant is not None
         key = {"id": mail_id, "tenant": self.tenant}
-        values = {**key, "signature": signed, "decision": decision, "comment": comment or "",
-                  "updated_at": now, "read_at": now, "decided_by": by}
+        values = {**key, "signature": asked.signature if asked is not None else None,
+                  "decision": decision, "comment": comment or "", "updated_at": now,
+                  "read_at": now, "decided_by": by}
         stepped: list[Any] = []  # the step written, and when its transaction began
+        ahead = asked is not None and then is not None
+        if ahead:
+            values["decision_signature"] = sign(_with(
+                asked, decision=decision, comment=values["comment"], updated_at=now,
+                read_at=now, decided_by=by))
 
         def work(tx: Tx) -> tuple[MailRow, bool, MailRow | None]:
             began = time.perf_counter()
             if then is not None and tx.locks:  # the attempt's mails held to the end
                 for row in tx.rows(MAIL[here], key):
                     tx.rows(ATTEMPT[here], _attempt(row, self.tenant), lock=True)
-            if tx.run(sql.mail_decision[here, signed is not None], values) != 1:
-                raise Conflict(N_("approval %(id)s was decided concurrently", id=mail_id))
-            [fresh] = tx.rows(MAIL[here], key)
-            tx.run(sql.mail_signed, {"id": mail_id, "decision_signature": sign(fresh)})
+            sealed = ahead and tx.run(sql.mail_decision_sealed[here], values) == 1
+            if not sealed:
+                if ahead or tx.run(sql.mail_decision[here, asked is not None], values) != 1:
+                    raise Conflict(N_("approval %(id)s was decided concurrently", id=mail_id))
+            rows = tx.rows(ATTEMPT[here], _attempt(asked, self.tenant)) if sealed else []
+            at = next((i for i, r in enumerate(rows) if r.id == mail_id), None)
+            if at is None:  # (not signed ahead; or its attempt's columns read otherwise)
+                [fresh] = tx.rows(MAIL[here], key)
+            else:
+                fresh = rows[at]
+            if not sealed or (signature := sign(fresh)) != fresh.decision_signature:
+                signature = sign(fresh)  # signed over the row as it reads back
+                tx.run(sql.mail_signed, {"id": mail_id, "decision_signature": signature})
+                fresh = _with(fresh, decision_signature=signature)
             if then is None:
                 return fresh, True, None
-            rows = tx.rows(ATTEMPT[here], _attempt(fresh, self.tenant))
-            decided = next((r for r in rows if r.id == mail_id), None)
+            if at is None:
+                rows = tx.rows(ATTEMPT[here], _attempt(fresh, self.tenant))
+                at = next((i for i, r in enumerate(rows) if r.id == mail_id), None)
+            if at is not None:
+                rows[at] = fresh
             op = then(rows)
             if op is None:
-                return fresh, True, decided
+                return fresh, True, fresh
             write = self._settled_with(tx, fresh.instance_id, op)
             if write is None:
-                return fresh, False, decided
+                return fresh, False, fresh
             stepped[:] = [write, began]
-            return fresh, True, decided
+            return fresh, True, fresh
         fresh, done, decided = self.driver.transact(work)
         self._told([fresh.recipient_id], fresh.tenant)
         if stepped:

@@ -157,21 +157,23 @@ template_version_id = select(templates_t.c.id).where(
 
 # an approval mail's decision (`MailRows.record_decision`): taken while it is undecided
 # and, when `signed` is matched, still signed as its decider read it; of this store's
-# tenant (`here`) or any (the view of every tenant); then the decision's signature
+# tenant (`here`) or any (the view of every tenant); then the decision's signature, or
+# (`sealed`) with it, signed ahead
 
 
-def _mail_decision(here: bool, signed: bool) -> Any:
+def _mail_decision(here: bool, signed: bool, sealed: bool = False) -> Any:
     query = update(mail_t).where(mail_t.c.id == b("b_id"), mail_t.c.decision.is_(None))
     if here:
         query = query.where(mail_t.c.tenant == b("b_tenant"))
     if signed:
         query = query.where(mail_t.c.signature == b("b_signature"))
     return query.values(_binds(("decision", "comment", "updated_at", "read_at",
-                                "decided_by")))
+                                "decided_by") + (("decision_signature",) if sealed else ())))
 
 
 mail_decision = {(here, signed): _mail_decision(here, signed)
                  for here in (False, True) for signed in (False, True)}
+mail_decision_sealed = {here: _mail_decision(here, True, sealed=True) for here in (False, True)}
 mail_signed = (update(mail_t).where(mail_t.c.id == b("b_id"))
                .values(decision_signature=b("b_decision_signature")))
 

@@ -11,8 +11,8 @@ from sqlalchemy import select, text, update
 
 from bpflow.errors import NotFound, RateLimited, Tampered
 from bpflow.forms import FormError
-from bpflow.mailbox import Mailbox, quorum_verdict
-from bpflow.store import Conflict
+from bpflow.mailbox import Mailbox, exact, quorum_verdict
+from bpflow.store import Conflict, Store
 from bpflow.worker import Worker
 from tests.services.helpers import mail_of, mark, start_approval, users
 
@@ -108,6 +108,55 @@ def test_tampered_decision_row_is_ignored_on_reentry(store, units):
     assert inst.circles["approve"].state == "waiting"  # the forged decision counts for nothing
     whys = [e["data"]["why"] for e in store.history(iid) if e["kind"] == "approval_refused"]
     assert "the decision does not match its signature" in whys
+
+
+def test_what_a_mailbox_verified_once_is_checked_again_once_edited(store, units):
+    """A mailbox remembers the signatures it verified, for the very same values only: an
+    edit after the first check is caught, one Python calls equal too (0 for false), and
+    an edited decision."""
+    iid, people = start_approval(store, units, ["ann", "cid"], "all")
+    mb = Mailbox(store)
+    mail_id = mail_of(store, people, "ann")["id"]
+    assert mb.check(store.mail(mail_id)) is None and mb.check(store.mail(mail_id)) is None
+    payload = store.mail(mail_id).payload
+    assert payload["epoch"] == 0
+    for epoch in (False, 0.0):  # == 0 in Python, not the value that was signed
+        with store.db.begin() as conn:
+            conn.execute(text("UPDATE mailbox SET payload = :p WHERE id = :i"),
+                         {"p": json.dumps({**payload, "epoch": epoch}), "i": mail_id})
+        assert mb.check(store.mail(mail_id)) == "the mail does not match its signature"
+    with store.db.begin() as conn:
+        conn.execute(text("UPDATE mailbox SET payload = :p WHERE id = :i"),
+                     {"p": json.dumps(payload), "i": mail_id})
+    mb.decide(mail_id, people["ann"], "approved", "fine")
+    assert mb.check(store.mail(mail_id)) is None
+    with store.db.begin() as conn:
+        conn.execute(text("UPDATE mailbox SET comment = 'fine!' WHERE id = :i"), {"i": mail_id})
+    assert mb.check(store.mail(mail_id)) == "the decision does not match its signature"
+
+
+def test_exact_texts_tell_apart_what_python_calls_equal():
+    assert len({exact(v) for v in (1, 1.0, True, "1", [1])}) == 5
+    assert exact({"b": 1, "a": [None]}) == exact({"a": [None], "b": 1})
+    for lossy in (float("nan"), float("inf"), [2 ** 70], {1: "a"}):
+        assert exact(lossy) is None  # checked whole, never remembered
+
+
+def test_a_decision_sees_a_suspension_made_by_another_process(db_url, store, units):
+    """The instance a decision finds open is this process's copy only while the stored
+    row is still the one it copied."""
+    iid, people = start_approval(store, units, ["ann", "cid"], "any")
+    mb = Mailbox(store)
+    mail = mail_of(store, people, "ann")
+    assert store.current(iid).status == "running"
+    other = Store(db_url, secret=store.secret)
+    try:
+        other.suspend(iid)
+    finally:
+        other.close()
+    assert store.current(iid).status == "suspended"
+    with pytest.raises(Conflict, match="the instance is suspended"):
+        mb.decide(mail["id"], people["ann"], "approved")
 
 
 def test_replayed_decision_is_refused(store, units):
