@@ -70,8 +70,9 @@ def exact(value: Any) -> bytes | None:
         text = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
     except (TypeError, orjson.JSONEncodeError):
         return None
-    # orjson writes NaN and infinity as null: kept only when the text reads back as the value
-    return text if orjson.loads(text) == value else None
+    # orjson writes NaN and infinity as null: a text with a null is kept only when it
+    # reads back as the value
+    return text if b"null" not in text or orjson.loads(text) == value else None
 
 
 class Mailbox:
@@ -125,11 +126,12 @@ class Mailbox:
         payload = row.payload or {}
         if not row.signature or not self._signed(row.id, payload, row.signature):
             return N_("the mail does not match its signature")
-        columns = {"instance": row.instance_id, "circle": row.circle, "epoch": row.epoch,
-                   "subject": row.subject, "body": row.body, "kind": row.kind,
-                   "recipient_id": row.recipient_id, "sender_id": row.sender_id}
-        if any(payload.get(k) != v for k, v in columns.items()) or \
-                row.sender_name != (payload.get("requester") or "bpflow"):
+        signed = payload.get
+        if (signed("instance"), signed("circle"), signed("epoch"), signed("subject"),
+                signed("body"), signed("kind"), signed("recipient_id"),
+                signed("sender_id")) != (row.instance_id, row.circle, row.epoch, row.subject,
+                                         row.body, row.kind, row.recipient_id, row.sender_id) \
+                or row.sender_name != (signed("requester") or "bpflow"):
             return N_("the mail was altered after it was signed")
         if row.decision is not None:
             if row.decision not in DECISIONS + CLOSINGS or not row.decision_signature or \
@@ -261,7 +263,8 @@ class Mailbox:
                 settled, decided = self.store.record_decision(
                     mail_id, decision, comment, self._decision_signature,
                     asked=row, by=caller.username,
-                    then=partial(self._settling, row, caller.username))
+                    then=partial(self._settling, row, caller.username),
+                    could=self._could_settle(row))
             except Conflict:
                 fresh = self.store.mail(mail_id)
                 if fresh is None or fresh.decision is not None or \
@@ -405,6 +408,22 @@ class Mailbox:
                 raise Conflict(N_("this approval request is no longer open"))
             return self._count(engine, inst, row.circle, rows, problems, by)
         return op
+
+    def _could_settle(self, row) -> Callable[[int, int], bool] | None:
+        """For the round of an intact mail counted by number (not "any", not in an
+        order, every addressee once): whether so many approvals and rejections could
+        give its verdict. Its verified decisions are never more than the mails hold, and
+        more of either only brings a verdict nearer, so a count of them that gives none
+        means no decision's check can (`record_decision`'s `could`). None: no such test."""
+        terms = signed_terms([row])
+        if terms is None or _ordered_round(row) or terms[0] == "any":
+            return None
+        quorum, seats = terms
+        names = [n for chain in seats for n in chain]
+        if len(set(names)) != len(names):
+            return None
+        return lambda yes, no: rounds.quorum_verdict(
+            quorum, len(seats), ["approved"] * yes + ["rejected"] * no) is not None
 
     def _count(self, engine: Engine, inst: Instance, circle: str, rows: list[Any],
                problems: list[str | None], by: str | None) -> str | None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from fractions import Fraction
+from functools import lru_cache
 from typing import Any
 
 from engine.boxes import quorum_problem as quorum_problem  # the analysis's check
@@ -95,7 +96,7 @@ def quorum_verdict(quorum: Any, approvers: int, decisions: list[str]) -> str | N
     if quorum == "any":
         return decisions[0] if decisions else None
     if isinstance(quorum, dict):
-        ratio = Fraction(str(quorum.get("ratio", 1)))
+        ratio = _ratio(quorum.get("ratio", 1))
         if yes >= ratio * approvers:
             return "approved"
         return "rejected" if approvers - no < ratio * approvers else None
@@ -107,12 +108,22 @@ def quorum_verdict(quorum: Any, approvers: int, decisions: list[str]) -> str | N
     return None
 
 
+def _ratio(ratio: Any) -> Fraction:
+    """A vote's ratio as an exact fraction (0.6 is 3/5, not the float nearest to it)."""
+    return _fraction(type(ratio).__name__, ratio)  # by type too: True == 1 as a key
+
+
+@lru_cache(maxsize=256)
+def _fraction(kind: str, ratio: Any) -> Fraction:
+    return Fraction(str(ratio))
+
+
 def needed(quorum: Any, seats: int) -> int:
     """How many seats must approve."""
     if quorum == "any":
         return 1
     if isinstance(quorum, dict):
-        ratio = Fraction(str(quorum.get("ratio", 1)))
+        ratio = _ratio(quorum.get("ratio", 1))
         return max(1, -(-ratio.numerator * seats // ratio.denominator))
     return seats if quorum in ("all", "sequence") else int(quorum)
 

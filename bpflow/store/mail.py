@@ -43,10 +43,20 @@ _TENANT = mail_t.c.tenant == bindparam("b_tenant")
 # tenant (the view of every tenant) or of this store's: reads on the decision's path
 _MAIL = select(mail_t).where(mail_t.c.id == bindparam("b_id"))
 MAIL = {False: straight(_MAIL), True: straight(_MAIL.where(_TENANT))}
-_ATTEMPT = select(mail_t).where(
-    mail_t.c.instance_id == bindparam("b_instance_id"), mail_t.c.circle == bindparam("b_circle"),
-    mail_t.c.epoch == bindparam("b_epoch"), mail_t.c.kind == "approval").order_by(mail_t.c.id)
+_OF_ATTEMPT = (mail_t.c.instance_id == bindparam("b_instance_id"),
+               mail_t.c.circle == bindparam("b_circle"),
+               mail_t.c.epoch == bindparam("b_epoch"), mail_t.c.kind == "approval")
+_ATTEMPT = select(mail_t).where(*_OF_ATTEMPT).order_by(mail_t.c.id)
 ATTEMPT = {False: straight(_ATTEMPT), True: straight(_ATTEMPT.where(_TENANT))}
+# how many of one attempt's approval mails are approved and rejected (not verified: at
+# most what counts), for a decision to tell that its round cannot settle yet
+_DECIDED = select(func.count().filter(mail_t.c.decision == "approved").label("approved"),
+                  func.count().filter(mail_t.c.decision == "rejected").label("rejected")
+                  ).where(*_OF_ATTEMPT)
+DECIDED = {False: straight(_DECIDED), True: straight(_DECIDED.where(_TENANT))}
+SEALED = {here: straight(sql.mail_decision_sealed[here]) for here in (False, True)}
+# whether a round could settle with at most so many approvals and rejections
+Could = Callable[[int, int], bool]
 # what settles a round with its last decision (`record_decision`'s `then`): given the
 # attempt's mails as they are with it, the step to take in the same transaction, or None
 Settling = Callable[[list[Any]], "Op[Any] | None"]
@@ -219,8 +229,8 @@ class MailRows(StoreParts):
 
     def record_decision(self, mail_id: int, decision: str, comment: str,
                         sign: Callable[[MailRow], str], asked: MailRow | None = None,
-                        by: str | None = None, then: Settling | None = None
-                        ) -> tuple[bool, MailRow | None]:
+                        by: str | None = None, then: Settling | None = None,
+                        could: Could | None = None) -> tuple[bool, MailRow | None]:
         """Store an undecided approval's decision, who took it (`by`: the addressee, or
         "ann for bob") and its signature (`sign(row)` of the row as decided); Conflict
         when someone decided it first, or (`asked`: the mail as its decider read it) when
@@ -239,7 +249,10 @@ class MailRows(StoreParts):
         With `asked` and `then`, the decision is signed ahead, over the row `asked` as
         decided, and stored with its signature in one statement; the attempt's mails
         read after it show the row as stored, signed again only if it reads back
-        otherwise."""
+        otherwise. With `could` too, the attempt's approvals and rejections are counted
+        first: when `could(approved, rejected)` says so many cannot settle the round,
+        its mails are not read nor given to `then` (verified decisions are never more
+        than the count), only the decided row is read back."""
         now, here = self.clock(), self.tenant is not None
         key = {"id": mail_id, "tenant": self.tenant}
         values = {**key, "signature": asked.signature if asked is not None else None,
@@ -257,27 +270,26 @@ class MailRows(StoreParts):
             if then is not None and tx.locks:  # the attempt's mails held to the end
                 for row in tx.rows(MAIL[here], key):
                     tx.rows(ATTEMPT[here], _attempt(row, self.tenant), lock=True)
-            sealed = ahead and tx.run(sql.mail_decision_sealed[here], values) == 1
-            if not sealed:
-                if ahead or tx.run(sql.mail_decision[here, asked is not None], values) != 1:
-                    raise Conflict(N_("approval %(id)s was decided concurrently", id=mail_id))
-            rows = tx.rows(ATTEMPT[here], _attempt(asked, self.tenant)) if sealed else []
-            at = next((i for i, r in enumerate(rows) if r.id == mail_id), None)
-            if at is None:  # (not signed ahead; or its attempt's columns read otherwise)
+            if ahead:
+                [fresh] = tx.rows(SEALED[here], values) or [None]
+            elif tx.run(sql.mail_decision[here, asked is not None], values) == 1:
                 [fresh] = tx.rows(MAIL[here], key)
             else:
-                fresh = rows[at]
-            if not sealed or (signature := sign(fresh)) != fresh.decision_signature:
-                signature = sign(fresh)  # signed over the row as it reads back
+                fresh = None
+            if fresh is None:
+                raise Conflict(N_("approval %(id)s was decided concurrently", id=mail_id))
+            if not ahead or (signature := sign(fresh)) != fresh.decision_signature:
+                signature = sign(fresh)  # over the row as it reads back
                 tx.run(sql.mail_signed, {"id": mail_id, "decision_signature": signature})
                 fresh = _with(fresh, decision_signature=signature)
             if then is None:
                 return fresh, True, None
-            if at is None:
-                rows = tx.rows(ATTEMPT[here], _attempt(fresh, self.tenant))
-                at = next((i for i, r in enumerate(rows) if r.id == mail_id), None)
-            if at is not None:
-                rows[at] = fresh
+            if could is not None:
+                [counted] = tx.rows(DECIDED[here], _attempt(fresh, self.tenant))
+                if not could(counted.approved, counted.rejected):
+                    return fresh, True, fresh  # cannot settle: the others left unread
+            rows = [fresh if r.id == mail_id else r
+                    for r in tx.rows(ATTEMPT[here], _attempt(fresh, self.tenant))]
             op = then(rows)
             if op is None:
                 return fresh, True, fresh

@@ -173,7 +173,8 @@ def _mail_decision(here: bool, signed: bool, sealed: bool = False) -> Any:
 
 mail_decision = {(here, signed): _mail_decision(here, signed)
                  for here in (False, True) for signed in (False, True)}
-mail_decision_sealed = {here: _mail_decision(here, True, sealed=True) for here in (False, True)}
+mail_decision_sealed = {here: _mail_decision(here, True, sealed=True).returning(*mail_t.c)
+                        for here in (False, True)}  # the row as stored given back
 mail_signed = (update(mail_t).where(mail_t.c.id == b("b_id"))
                .values(decision_signature=b("b_decision_signature")))
 
@@ -191,7 +192,7 @@ def row_maker(query: Select, convert: dict[type, Callable[[Any], Any]],
     """What makes a row a driver read for `query` into what SQLAlchemy would give: the
     columns by name, the value of each column whose type is a key of `convert` passed
     through its function (a read straight through sqlite3 or psycopg)."""
-    columns = list(query.selected_columns)
+    columns = list(query.exported_columns)  # a SELECT's columns, or what DML returns
     names = [c.key or "" for c in columns]  # every column a driver reads has its key
     # typeshed gives namedtuple() the type of a plain tuple class, without `_make`
     make = namedtuple("Row", names)._make  # type: ignore[attr-defined]  # noqa: PYI024

@@ -111,6 +111,24 @@ def test_a_vote_is_rejected_once_the_ratio_cannot_be_reached(store, units):
     assert state(store, iid) == "failure"
 
 
+def test_a_forged_decision_counted_by_a_vote_is_read_checked_and_refused(store, units):
+    """A decision that cannot settle its vote leaves the others' mails unread; one
+    written straight into the table makes the count enough, so they are read, checked,
+    and the forged one refused and recorded, counting for nothing."""
+    iid, people = start(store, units, ["ann", "cid", "dan", "eve", "fay"], {"ratio": 0.6})
+    decide(store, people, "ann")
+    forged = mail(store, people, "cid")["id"]
+    with store.db.begin() as conn:
+        conn.execute(text("UPDATE mailbox SET decision = 'approved' WHERE id = :i"),
+                     {"i": forged})
+    decide(store, people, "dan")  # 3 approvals by the table's count, 2 intact
+    assert state(store, iid) == "waiting"
+    whys = [e["data"] for e in store.history(iid) if e["kind"] == "approval_refused"]
+    assert {"mail": forged, "why": "the decision does not match its signature"} in whys
+    decide(store, people, "eve")
+    assert state(store, iid) == "success"
+
+
 # ----------------------------------------------------------------- add signers
 def test_signers_added_before_decide_first_then_the_mail_comes_back(store, units):
     iid, people = start(store, units, ["ann", "dan"], "sequence")

@@ -31,8 +31,7 @@ BATCH_INSERT = for_sqlite(sql.batch_insert)
 FOR_SQLITE = {statement: for_sqlite(statement) for statement in (
     sql.instance_insert, sql.circle_insert, sql.pinned_insert, sql.event_insert,
     sql.audience_insert, *STEP_ORDER, sql.circle_delete, sql.instance_moved,
-    sql.pinned_delete, *sql.mail_decision.values(), *sql.mail_decision_sealed.values(),
-    sql.mail_signed)}
+    sql.pinned_delete, *sql.mail_decision.values(), sql.mail_signed)}
 # a crowd's tables, in the order its rows are copied into the store's (`insert_many`)
 STAGED = ("instances", "instance_templates", "circle_states", "events", "task_audience")
 T = TypeVar("T")
