@@ -86,9 +86,10 @@ WALK_ALL_S = 600.0  # at most this long between walks of every object (and the t
 
 
 def settle_memory() -> None:
-    """Once the server has started: move what is loaded so far (modules, the app, the
-    templates) out of the garbage collector's sight, so a full collection walks only
-    what requests keep alive and its pause stays out of the latency tail; and after
+    """Once the server (or a `bpflow worker`) has started: move what is loaded so far
+    (modules, the app, the templates) out of the garbage collector's sight, so a full
+    collection walks only what requests keep alive and its pause stays out of the
+    latency tail (a worker's reminders: 120-190 ms pauses before); and after
     every full collection, what survived it too (`_after_collection`). And let a thread
     waiting for the GIL (the SQLite commit thread, coming back from the disk) get it
     within 1 ms rather than Python's default 5 ms while the event loop is busy: with 5

@@ -36,6 +36,7 @@ def run_worker(url: str | None, once: bool, poll: float, lease: float | None) ->
     import threading
 
     from bpflow import logs
+    from bpflow.backend import settle_memory
     from bpflow.heartbeat import lease_seconds
     from bpflow.store import Store
     from bpflow.worker import Worker
@@ -51,6 +52,7 @@ def run_worker(url: str | None, once: bool, poll: float, lease: float | None) ->
     if once:
         print(f"worked on {worker.run_once()} instance(s)")
         return EXIT_OK
+    settle_memory()  # its instance cache out of full collections' walks, as a server's
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())

@@ -129,3 +129,19 @@ def test_everything_is_walked_again_after_walk_all_s():
     finally:
         gc.enable()
         _resettle(saved)
+
+
+def test_a_worker_process_settles_its_memory_as_the_server_does(monkeypatch, tmp_path):
+    """`bpflow worker` keeps an instance cache as a server does: without the settings, a
+    full collection walked it and paused the worker's rounds 120-190 ms (reminders late,
+    bench/reminders.py)."""
+    from bpflow.cli import worker as cli_worker
+    from bpflow.worker import Worker
+    from tests.conftest import sqlite_database
+    calls = []
+    monkeypatch.setattr(backend, "settle_memory", lambda: calls.append("settled"))
+    monkeypatch.setattr(Worker, "run_forever",
+                        lambda self, stop=None, poll=0.5: calls.append("worked"))
+    monkeypatch.setenv("BPFLOW_SECRET", "a-worker-test-secret-of-32-bytes-at-least")
+    assert cli_worker.run_worker(sqlite_database(tmp_path / "w.db"), False, 0.1, None) == 0
+    assert calls == ["settled", "worked"]
