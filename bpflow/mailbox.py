@@ -4,10 +4,12 @@ An approval mail carries a payload (instance, circle, attempt, requester = the s
 shown, approver, approvers, quorum, subject, body, the data shown) and its signature; every
 column shown or used must match it. A decision is signed over the mail's signature, so
 altering either the mail or the decision row breaks a signature. Deciding re-checks the
-mail; in the decision's transaction, and when the flow re-enters (`settle`), every mail
-of the attempt is checked again and the quorum is counted with the approvers and quorum
-the mails were signed with (never the circle's unsigned state); the decision that settles
-the round takes its step in that transaction. A refused decision (altered mail, decided already, a
+mail; in the decision's transaction (unless the attempt's decisions, counted unverified,
+are too few to settle anything: `_could_settle`), and when the flow re-enters (`settle`),
+every mail of the attempt is checked again and the quorum is counted with the approvers
+and quorum the mails were signed with (never the circle's unsigned state); the decision
+that settles the round takes its step in that transaction. A mailbox remembers the
+signatures it verified, for the very same values only (`_signed`). A refused decision (altered mail, decided already, a
 request no longer open, an instance that cannot move) stores nothing and is recorded in
 the instance's history.
 """
