@@ -826,25 +826,39 @@ def metrics_together(args: argparse.Namespace) -> int:
     request (the server is CPU-bound: its database in memory)."""
     kind, args.pin = args.servers[0], True  # each server on its CPU, databases in memory
     load = load_average()
-    print(f"metrics on and off at the same time on {kind}: {args.rounds} round(s), the"
-          f" flow at {args.together_rate:g} req/s to each for {args.saturation:g} s; load"
-          f" average before: {load}")
+    arms = ("on", "on") if args.control else ("on", "off")
+    print(f"metrics {' and '.join(arms)} at the same time on {kind}: {args.rounds} round(s),"
+          f" the flow at {args.together_rate:g} req/s to each for {args.saturation:g} s;"
+          f" each arm on each CPU and in each place (started and sent to first or second)"
+          f" alike over every 4 rounds; load average before: {load}")
     print(HEADER)
     pairs: list[dict[str, float]] = []
     for i in range(args.rounds):
-        cpu_on, cpu_off = (0, 1) if i % 2 == 0 else (1, 0)
-        with (serve(kind, args, settings=SWITCH["on"], cpu=cpu_on) as on,
-              serve(kind, args, settings=SWITCH["off"], cpu=cpu_off) as off):
-            if not isinstance(on, Server) or not isinstance(off, Server):
-                return 2
-            print(f"round {i + 1}: metrics on (pid {on.pid}, CPU {cpu_on}), then off"
-                  f" (pid {off.pid}, CPU {cpu_off}):")
-            figures = asyncio.run(together([on, off], args))
+        cpus = (0, 1) if i % 2 == 0 else (1, 0)  # the first arm's CPU, the second's
+        order = (0, 1) if (i // 2) % 2 == 0 else (1, 0)  # which arm starts and goes first
+        with contextlib.ExitStack() as stack:
+            servers: list[Server | None] = [None, None]
+            for arm in order:
+                started = stack.enter_context(
+                    serve(kind, args, settings=SWITCH[arms[arm]], cpu=cpus[arm]))
+                if not isinstance(started, Server):
+                    return 2
+                servers[arm] = started
+            first, second = servers
+            assert first is not None and second is not None
+            print(f"round {i + 1}: metrics {arms[0]} (pid {first.pid}, CPU {cpus[0]}),"
+                  f" {arms[1]} (pid {second.pid}, CPU {cpus[1]}), the"
+                  f" {'first' if order[0] == 0 else 'second'} started and sent to first:")
+            ran = asyncio.run(together([first, second] if order == (0, 1) else [second, first],
+                                       args))
+        figures = None if ran is None else [ran[order.index(arm)] for arm in (0, 1)]
         if figures is None or any(f.errors for f in figures):
             print("  errors or lost instances: no figure")
             return 2
         pairs.append({"on": 1 / figures[0].server_cpu, "off": 1 / figures[1].server_cpu})
-    print("(requests a CPU-second of the server: 1 / its CPU a request)")
+    print("(requests a CPU-second of the server: 1 / its CPU a request"
+          + ("; a control: metrics on in both arms, 'off' is the second)" if args.control
+             else ")"))
     return judge(pairs)
 
 
@@ -946,6 +960,9 @@ def main() -> int:
                              " CPU of its own (swapped each round), databases in memory")
     parser.add_argument("--together-rate", type=float, default=500.0,
                         help="with --together: requests a second to each server")
+    parser.add_argument("--control", action="store_true",
+                        help="with --together: metrics on in both arms (an A/A control of"
+                             " the harness: its ratio should be 1)")
     parser.add_argument("--metrics-ab", action="store_true",
                         help="metrics on and off in turns on the first server: the"
                              " requests at saturation and their ratio")
@@ -956,15 +973,17 @@ def main() -> int:
         return metrics_together(args) if args.together else metrics_ab(args)
     # the servers take turns, round by round: the machine's noise of a moment falls on
     # them alike, not on all of one server's rounds
-    rounds: dict[str, list[list[Figures] | None]] = {kind: [] for kind in args.servers}
+    rounds: dict[str, list[list[Figures] | None] | None] = {kind: [] for kind in args.servers}
     for _ in range(args.rounds):
         for kind in [k for k in args.servers if rounds[k] is not None]:
             flows = run_server(kind, args)
             if isinstance(flows, str):  # cannot run here
                 rounds[kind] = None
             else:
-                rounds[kind].append(flows)
-    outcomes = [summary(kind, rounds[kind]) if rounds[kind] else False
+                kept = rounds[kind]
+                assert kept is not None
+                kept.append(flows)
+    outcomes = [summary(kind, kept) if (kept := rounds[kind]) else False
                 for kind in args.servers]
     return 0 if outcomes and outcomes[0] else 1
 
