@@ -82,9 +82,10 @@ class Mailbox:
         self.store = store
         self.key = derive(store.secret, "approvals")
         self.guest_key = derive(store.secret, "guest-clients")
-        # what this mailbox verified already, so the mails of a round are not signed again
-        # at each of its decisions: (mail id, signature) -> the payload's `exact` text,
-        # and the values a decision's signature is over -> True (`_signed`)
+        # what this mailbox verified or signed already, so the mails of a round are not
+        # signed again at each of its decisions (`_signed`, `_decision_signature`):
+        # (mail id, signature) -> the payload's `exact` text, ("decision", signature) ->
+        # the signed values' `exact` text, ("signing", that text) -> its signature
         self._verified: dict[Any, Any] = {}
 
     # ------------------------------------------------------------ signatures

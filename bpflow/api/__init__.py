@@ -40,7 +40,8 @@ __all__ = ["Api", "create_app"]
 @contextlib.asynccontextmanager
 async def _lifespan(app: FastAPI):  # served on its own (mounted in Reflex: the backend's)
     from bpflow import logs
-    from bpflow.backend import check_secret, settle_memory
+    from bpflow.backend import check_secret
+    from bpflow.memory import settle_memory
     if app.state.own_store:  # the process's app (`uvicorn --factory`), not one of a host's
         logs.setup("backend")
     check_secret()

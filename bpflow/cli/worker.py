@@ -36,8 +36,8 @@ def run_worker(url: str | None, once: bool, poll: float, lease: float | None) ->
     import threading
 
     from bpflow import logs
-    from bpflow.backend import settle_memory
     from bpflow.heartbeat import lease_seconds
+    from bpflow.memory import settle_memory
     from bpflow.store import Store
     from bpflow.worker import Worker
     try:

@@ -278,8 +278,8 @@ class MailRows(StoreParts):
                 fresh = None
             if fresh is None:
                 raise Conflict(N_("approval %(id)s was decided concurrently", id=mail_id))
-            if not ahead or (signature := sign(fresh)) != fresh.decision_signature:
-                signature = sign(fresh)  # over the row as it reads back
+            signature = sign(fresh)  # over the row as it reads back
+            if not ahead or signature != fresh.decision_signature:
                 tx.run(sql.mail_signed, {"id": mail_id, "decision_signature": signature})
                 fresh = _with(fresh, decision_signature=signature)
             if then is None:

@@ -1,4 +1,4 @@
-"""What the server's garbage-collector settings rely on (`bpflow.backend.settle_memory`):
+"""What the server's garbage-collector settings rely on (`bpflow.memory.settle_memory`):
 the survivors of every collection of the middle generation and of every full one are
 frozen, which frees no reference cycle among them until a later walk of everything, so
 the store's instances (read, stepped, cached, dropped) must form none; and the freezing
@@ -9,7 +9,7 @@ from __future__ import annotations
 import gc
 import threading
 
-from bpflow import backend
+from bpflow import memory
 from bpflow.store import Store
 from bpflow.store.migrate import upgrade
 from tests.conftest import SECRET, run_async
@@ -70,17 +70,17 @@ def test_instances_read_stepped_and_dropped_leave_no_cycles(tmp_path):
 def _unsettled():
     """The server's callback taken off (an app's lifespan in an earlier test may have
     added it), with its state, to be put back by `_resettle`."""
-    settled = [c for c in gc.callbacks if c is backend._after_collection]
+    settled = [c for c in gc.callbacks if c is memory._after_collection]
     for c in settled:
         gc.callbacks.remove(c)
     gc.unfreeze()
-    return settled, backend._walked_at, backend._walk_all
+    return settled, memory._walked_at, memory._walk_all
 
 
 def _resettle(saved) -> None:
-    settled, backend._walked_at, backend._walk_all = saved
-    while backend._after_collection in gc.callbacks:
-        gc.callbacks.remove(backend._after_collection)
+    settled, memory._walked_at, memory._walk_all = saved
+    while memory._after_collection in gc.callbacks:
+        gc.callbacks.remove(memory._after_collection)
     gc.callbacks.extend(settled)
     gc.unfreeze()
 
@@ -95,7 +95,7 @@ def test_survivors_of_a_full_or_a_middle_collection_are_frozen():
     saved = _unsettled()
     gc.disable()  # only the collections made here (the callbacks still run)
     try:
-        backend.settle_memory()
+        memory.settle_memory()
         kept = [[i] for i in range(10_000)]  # lists: always tracked
         gc.collect()  # a full collection: its survivors frozen afterwards
         assert _frozen(kept) == len(kept)
@@ -114,18 +114,18 @@ def test_everything_is_walked_again_after_walk_all_s():
     saved = _unsettled()
     gc.disable()
     try:
-        backend.settle_memory()
-        backend._walked_at -= backend.WALK_ALL_S + 1  # the last walk of all is due
+        memory.settle_memory()
+        memory._walked_at -= memory.WALK_ALL_S + 1  # the last walk of all is due
         kept = [[i] for i in range(10_000)]
         gc.collect(1)  # everything unfrozen for the next full collection
-        assert backend._walk_all and gc.get_freeze_count() == 0
+        assert memory._walk_all and gc.get_freeze_count() == 0
         more = [[i] for i in range(10_000)]
         gc.collect(1)  # meanwhile nothing is frozen
         assert gc.get_freeze_count() == 0
         gc.collect()  # the walk of everything; its survivors frozen again afterwards
-        assert not backend._walk_all
+        assert not memory._walk_all
         assert _frozen(kept + more) == len(kept) + len(more)
-        assert backend.time.monotonic() - backend._walked_at < 5
+        assert memory.time.monotonic() - memory._walked_at < 5
     finally:
         gc.enable()
         _resettle(saved)
@@ -139,7 +139,7 @@ def test_a_worker_process_settles_its_memory_as_the_server_does(monkeypatch, tmp
     from bpflow.worker import Worker
     from tests.conftest import sqlite_database
     calls = []
-    monkeypatch.setattr(backend, "settle_memory", lambda: calls.append("settled"))
+    monkeypatch.setattr(memory, "settle_memory", lambda: calls.append("settled"))
     monkeypatch.setattr(Worker, "run_forever",
                         lambda self, stop=None, poll=0.5: calls.append("worked"))
     monkeypatch.setenv("BPFLOW_SECRET", "a-worker-test-secret-of-32-bytes-at-least")
