@@ -9,9 +9,9 @@ are too few to settle anything: `_could_settle`), and when the flow re-enters (`
 every mail of the attempt is checked again and the quorum is counted with the approvers
 and quorum the mails were signed with (never the circle's unsigned state); the decision
 that settles the round takes its step in that transaction. A mailbox remembers the
-signatures it verified, for the very same values only (`_signed`). A refused decision (altered mail, decided already, a
-request no longer open, an instance that cannot move) stores nothing and is recorded in
-the instance's history.
+signatures it verified, for the very same values only (`_signed`). A refused decision
+(altered mail, decided already, a request no longer open, an instance that cannot move)
+stores nothing and is recorded in the instance's history.
 """
 
 from __future__ import annotations
