@@ -66,6 +66,8 @@ def create_app(store_factory: Callable[[], Store] | None = None) -> Api:
     app.state.tokens = None  # deps.tokens: made on first use
     app.max_body = limits.max_body()
     app.counted = metrics.enabled()
+    if app.counted:
+        metrics.start()
     app.max_upload = files.max_file_bytes() + UPLOAD_FORM  # the file and its form's fields
     for router in ROUTERS:  # any request may be refused by the guard (Api.__call__)
         app.include_router(router, responses=errors.responses(413, 422))

@@ -66,7 +66,8 @@ class Api(FastAPI):
         if scope["type"] != "http":
             await super().__call__(scope, receive, send)
             return
-        send = _secured(send, self._answer_headers())  # the API's and the pages' alike
+        status = [500]  # the answer's, as `_secured` passes it on (the metrics)
+        send = _secured(send, self._answer_headers(), status)  # the API's and the pages'
         path = scope.get("path", "")
         if path == METRICS_PATH:
             await self._metrics(scope, receive, send)
@@ -74,18 +75,14 @@ class Api(FastAPI):
         if not (path.startswith("/api/") or path == "/api"):
             await super().__call__(scope, receive, send)
             return
-        if not (self.counted or tracing.active()):
+        traced = tracing.active()
+        if not (self.counted or traced):
             await self._api(scope, receive, send)
             return
-        began, status = time.perf_counter(), [500]
-
-        async def counting(message) -> None:
-            if message["type"] == "http.response.start":
-                status[0] = message["status"]
-            await send(message)
-        if not tracing.active():  # counted only: no span to open (the usual case)
+        began = time.perf_counter()
+        if not traced:  # counted only: no span to open (the usual case)
             try:
-                await self._api(scope, receive, counting)
+                await self._api(scope, receive, send)
             finally:
                 metrics.request(getattr(scope.get("route"), "path", None)
                                 or metrics.UNMATCHED, scope["method"], status[0],
@@ -93,7 +90,7 @@ class Api(FastAPI):
             return
         with tracing.span("HTTP " + scope["method"]) as current:
             try:
-                await self._api(scope, receive, counting)
+                await self._api(scope, receive, send)
             finally:
                 route = getattr(scope.get("route"), "path", None) or metrics.UNMATCHED
                 if self.counted:
@@ -286,10 +283,12 @@ def _replay(body: bytes, receive):
     return again
 
 
-def _secured(send, headers: tuple[tuple[bytes, bytes], ...]):
-    """`send` with `headers` added to the start of the answer."""
+def _secured(send, headers: tuple[tuple[bytes, bytes], ...], status: list[int]):
+    """`send` with `headers` added to the start of the answer, whose status it puts in
+    `status[0]`."""
     async def secured(message):
         if message["type"] == "http.response.start":
+            status[0] = message["status"]
             message = {**message, "headers": [*message.get("headers", ()), *headers]}
         await send(message)
     return secured
