@@ -40,6 +40,7 @@ from urllib.parse import quote
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bpflow.memory import settle_memory  # noqa: E402
 from bpflow.security import derive  # noqa: E402
 from bpflow.store import Store  # noqa: E402
 from bpflow.store.public import upgrade  # noqa: E402
@@ -68,6 +69,7 @@ def durable_rate(folder: Path, transitions: int, tenants: int = 1, flows: int = 
     ids = [(views[n % len(views)], views[n % len(views)].start("chain").id)
            for n in range(transitions // STEPS + 1)]
     work = [(store, iid, f"s{i}") for i in range(STEPS) for store, iid in ids][:transitions]
+    settle_memory()  # as a server or a worker settles its memory once started
     start = time.perf_counter()
     if flows:
         asyncio.run(concurrently(work, key, flows))
@@ -98,6 +100,7 @@ def vote_decision_seconds(url: str, votes: int) -> float:
     mails = {name: {m["instance"]: m["id"] for m in mailbox.inbox(people[name], "approval",
                                                                   limit=votes)}
              for name in SIGNERS[:3]}
+    settle_memory()
     start = time.perf_counter()
     for iid in ids:
         for name in SIGNERS[:3]:

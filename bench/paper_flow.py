@@ -54,12 +54,20 @@ pairs, which goes first alternating pair by pair, each on a fresh server and dat
 2 s warm-up, then the flow's closed loop with `--connections` for `--saturation` seconds
 (the requests a second at saturation), every completed instance read back. The figure is
 the ratio of the medians, on / off, beside each pair's; exit status 0 when metrics on
-answer no more than 3 % fewer requests.
+answer no more than 3 % fewer requests. Fresh servers differ by several per cent from one
+another whatever the switch (an A/A control: bench/RESULTS.md), so `--together` runs both
+at once, each on its CPU, and `--within` (the figure judged since 2026-11-28) runs one server at
+saturation (its process tree on CPU 0, its database in memory, this generator on CPU 1)
+and switches its counting on and off window by window (`--windows` of `--window` s, ABBA
+BAAB; `SWITCH_HOOK`, a thread the bench puts in the server, does what `BPFLOW_METRICS`
+does at start), so both arms share the process, its memory's layout and the minute: each
+cycle of four windows is a pair, requests answered on / off; exit status 0 when the 95 %
+interval of the cycles' mean lies above 0.97. `--control` runs either as A/A.
 
     .venv/bin/python bench/paper_flow.py [--rates 100,500,1000] [--duration 10]
         [--warmup 2] [--connections 100] [--rounds 3] [--servers reflex,granian,uvicorn]
     .venv/bin/python bench/paper_flow.py --metrics-ab [--servers granian] [--rounds 4]
-        [--saturation 10]
+        [--saturation 10] [--together | --within [--windows 32] [--window 2]] [--control]
 """
 
 from __future__ import annotations
@@ -70,6 +78,7 @@ import contextlib
 import importlib.util
 import json
 import os
+import random
 import shutil
 import signal
 import socket
@@ -111,6 +120,48 @@ if os.environ.get("BENCH_GC_LOG"):
         if info["generation"] == 2 or ms >= 1:
             _log.write(f"{time.time():.3f} {info['generation']} {ms:.2f}\\n")
     gc.callbacks.append(_pause)
+"""
+# Added to the hook with `--metrics-ab --within`: a thread of the server that turns its
+# counting on or off as the file $BENCH_METRICS_SWITCH says ("on", "off"; looked at every
+# 10 ms in both states), exactly as BPFLOW_METRICS does at start: the API's `counted` and
+# the store's step hook; what was queued is folded first. It writes what it did to
+# $BENCH_METRICS_SWITCH.ack.
+SWITCH_HOOK = """
+import threading
+if os.environ.get("BENCH_METRICS_SWITCH"):
+    def _switcher(path=os.environ["BENCH_METRICS_SWITCH"]):
+        import sys
+        state, apps, seen = "on", None, None
+        while True:
+            time.sleep(0.01)
+            try:
+                mtime = os.stat(path).st_mtime_ns
+                if mtime == seen:
+                    continue
+                want = open(path).read().strip()
+            except OSError:
+                continue
+            backend = sys.modules.get("bpflow.backend")  # perhaps still being imported
+            store = getattr(backend, "_store", None)
+            if store is None:
+                continue
+            seen = mtime
+            if apps is None:
+                from bpflow.api.hot import Api
+                apps = [o for o in gc.get_objects() if isinstance(o, Api)]
+            if want != state:
+                from bpflow import metrics
+                getattr(metrics, "fold", lambda: None)()  # (code without the queues: none)
+                for app in apps:
+                    app.counted = want == "on"
+                store.on_steps(metrics._stepped if want == "on" else None)
+                state = want
+            with open(path + ".ack", "w") as ack:
+                ack.write(f"{want} {len(apps)}")
+    def _start_switcher():
+        threading.Thread(target=_switcher, daemon=True).start()
+    _start_switcher()
+    os.register_at_fork(after_in_child=_start_switcher)  # a server's forked workers
 """
 
 
@@ -739,7 +790,7 @@ def serve(kind: str, args: argparse.Namespace, workers: int = 0,
             return
         argv, extra, folder = command
         (tmp / "hook").mkdir()
-        (tmp / "hook" / "sitecustomize.py").write_text(GC_HOOK)
+        (tmp / "hook" / "sitecustomize.py").write_text(GC_HOOK + SWITCH_HOOK)
         gc_log = tmp / "gc.log"
         gc_log.touch()
         path = os.pathsep.join(p for p in (str(tmp / "hook"), extra.pop("PYTHONPATH", ""),
@@ -862,6 +913,121 @@ def metrics_together(args: argparse.Namespace) -> int:
     return judge(pairs)
 
 
+WITHIN_CYCLE = ("on", "off", "off", "on", "off", "on", "on", "off")  # ABBA BAAB
+
+
+async def within(server: Server, args: argparse.Namespace, switch: Path
+                 ) -> list[tuple[str, int, float]] | None:
+    """The flow's closed loop with `args.connections` on one server while its counting is
+    switched on and off (`WITHIN_CYCLE`, `args.windows` windows of `args.window` s, each
+    after `SETTLE` s for the switch to take and the requests begun before it to end): each
+    window's (arm, requests answered, server CPU seconds). None when an instance the load
+    completed is not read back completed, or the server did not switch."""
+    http, completed = await connect(server, args)
+    await quiesce(http, server)
+    loop = asyncio.get_running_loop()
+    work, answered, errors, stop = Flow(), [0], [0], [False]
+
+    async def client() -> None:
+        while not stop[0]:
+            problem = await attempt(http, work, True, loop.time() + args.timeout)
+            answered[0] += 1
+            errors[0] += problem is not None
+
+    clients = [asyncio.create_task(client()) for _ in range(args.connections)]
+    windows: list[tuple[str, int, float]] = []
+    try:
+        await asyncio.sleep(2.0)  # the loop's own warm-up
+        for k in range(args.windows):
+            arm = WITHIN_CYCLE[k % len(WITHIN_CYCLE)]
+            written = "on" if args.control else arm
+            switch.write_text(written)
+            ack = Path(f"{switch}.ack")
+            for _ in range(200):
+                if ack.exists() and ack.read_text().startswith(written + " "):
+                    break
+                await asyncio.sleep(0.01)
+            else:
+                print(f"  the server did not switch its metrics {written}")
+                return None
+            await asyncio.sleep(SETTLE)
+            n0, c0 = answered[0], tree_cpu(server.pid)
+            await asyncio.sleep(args.window)
+            windows.append((arm, answered[0] - n0, tree_cpu(server.pid) - c0))
+    finally:
+        stop[0] = True
+        await asyncio.gather(*clients)
+    if errors[0]:
+        print(f"  {errors[0]} errors")
+        return None
+    bad = await read_back(http, server, completed + work.completed, "  ")
+    return None if bad else windows
+
+
+SETTLE = 0.3
+
+
+def metrics_within(args: argparse.Namespace) -> int:
+    """`--metrics-ab --within`: on one server at saturation (its process tree on CPU 0,
+    its database in memory, this generator on CPU 1), the counting switched on and off
+    window by window (ABBA BAAB); a round's figure is the requests its on-windows
+    answered over its off-windows' (each cycle of four windows a pair), `--rounds`
+    rounds on fresh servers. The same process in both arms: its memory's layout, its
+    hash seed and the host's moods of the minute fall on both alike."""
+    kind, args.pin = args.servers[0], True
+    os.sched_setaffinity(0, {1})
+    print(("an A/A control: metrics on in every window (the 'off' ones too), " if args.control
+           else "") +
+          f"metrics switched on and off within one {kind} server: {args.rounds} round(s) of"
+          f" {args.windows} windows of {args.window:g} s (ABBA BAAB, {SETTLE:g} s after each"
+          f" switch not counted), the flow's closed loop with {args.connections}"
+          f" connections; load average before: {load_average()}")
+    cycles: list[float] = []
+    for i in range(args.rounds):
+        with tempfile.TemporaryDirectory(dir="/dev/shm") as tmp:
+            switch = Path(tmp) / "switch"
+            switch.write_text("on")
+            with serve(kind, args, settings={**SWITCH["on"],
+                                             "BENCH_METRICS_SWITCH": str(switch)}) as server:
+                if not isinstance(server, Server):
+                    return 2
+                windows = asyncio.run(within(server, args, switch))
+        if windows is None:
+            return 2
+        rates = {arm: sum(n for a, n, _ in windows if a == arm) /
+                 (args.window * sum(a == arm for a, _, _ in windows)) for arm in ("on", "off")}
+        cpu = {arm: sum(c for a, _, c in windows if a == arm) /
+               (args.window * sum(a == arm for a, _, _ in windows)) for arm in ("on", "off")}
+        mine, per_cpu = [], []
+        for k in range(0, len(windows) - 3, 4):
+            four = windows[k:k + 4]
+            on = sum(n for a, n, _ in four if a == "on")
+            off = sum(n for a, n, _ in four if a == "off")
+            mine.append(on / off)
+            per_cpu.append(on / sum(c for a, _, c in four if a == "on") /
+                           (off / sum(c for a, _, c in four if a == "off")))
+        cycles += mine
+        print("  cycles (requests on / off): " + ", ".join(f"{r:.3f}" for r in mine)
+              + "\n  the same a CPU-second of the server: "
+              + ", ".join(f"{r:.3f}" for r in per_cpu))
+        print(f"round {i + 1}: on {rates['on']:,.0f} req/s, off {rates['off']:,.0f} req/s"
+              f" (server CPUs busy {cpu['on']:.2f} / {cpu['off']:.2f}): on/off"
+              f" {rates['on'] / rates['off']:.4f}; cycles' median"
+              f" {statistics.median(mine):.4f}", flush=True)
+    ratio = statistics.median(cycles)
+    mean = statistics.fmean(cycles)
+    rng = random.Random(1)
+    boot = sorted(statistics.fmean(rng.choices(cycles, k=len(cycles))) for _ in range(5000))
+    low, high = boot[125], boot[4874]
+    met = low >= 1 - METRICS_COST
+    print(f"\n== metrics on / off within a server, {len(cycles)} cycles: median"
+          f" {ratio:.4f}, mean {mean:.4f} (requests with metrics on: {(mean - 1) * 100:+.2f}"
+          f" %), 95 % interval of the mean (bootstrap) {low:.4f}-{high:.4f}; target: at most"
+          f" {METRICS_COST:.0%} fewer, " + ("met" if met else "NOT met")
+          + f"; load average after: {load_average()}")
+    return 0 if met else 1
+
+
 def judge(pairs: list[dict[str, float]]) -> int:
     """Print the pairs and their medians; 0 when on costs no more than METRICS_COST."""
     on = statistics.median(p["on"] for p in pairs)
@@ -958,11 +1124,18 @@ def main() -> int:
     parser.add_argument("--together", action="store_true",
                         help="with --metrics-ab: both servers at the same time, each on a"
                              " CPU of its own (swapped each round), databases in memory")
+    parser.add_argument("--within", action="store_true",
+                        help="with --metrics-ab: one server at saturation, its counting"
+                             " switched on and off window by window (ABBA)")
+    parser.add_argument("--windows", type=int, default=32,
+                        help="with --within: windows a round (a multiple of 4)")
+    parser.add_argument("--window", type=float, default=2.0,
+                        help="with --within: seconds a window")
     parser.add_argument("--together-rate", type=float, default=500.0,
                         help="with --together: requests a second to each server")
     parser.add_argument("--control", action="store_true",
-                        help="with --together: metrics on in both arms (an A/A control of"
-                             " the harness: its ratio should be 1)")
+                        help="with --together or --within: metrics on in both arms (an"
+                             " A/A control of the harness: its ratio should be 1)")
     parser.add_argument("--metrics-ab", action="store_true",
                         help="metrics on and off in turns on the first server: the"
                              " requests at saturation and their ratio")
@@ -970,6 +1143,8 @@ def main() -> int:
     args.rates = sorted(args.rates)
     print(f"{os.cpu_count()} CPUs shared by the server and this load generator")
     if args.metrics_ab:
+        if args.within:
+            return metrics_within(args)
         return metrics_together(args) if args.together else metrics_ab(args)
     # the servers take turns, round by round: the machine's noise of a moment falls on
     # them alike, not on all of one server's rounds
