@@ -56,13 +56,13 @@ pairs, which goes first alternating pair by pair, each on a fresh server and dat
 the ratio of the medians, on / off, beside each pair's; exit status 0 when metrics on
 answer no more than 3 % fewer requests. Fresh servers differ by several per cent from one
 another whatever the switch (an A/A control: bench/RESULTS.md), so `--together` runs both
-at once, each on its CPU, and `--within` (the figure judged since 2026-11-28) runs one server at
-saturation (its process tree on CPU 0, its database in memory, this generator on CPU 1)
-and switches its counting on and off window by window (`--windows` of `--window` s, ABBA
-BAAB; `SWITCH_HOOK`, a thread the bench puts in the server, does what `BPFLOW_METRICS`
-does at start), so both arms share the process, its memory's layout and the minute: each
-cycle of four windows is a pair, requests answered on / off; exit status 0 when the 95 %
-interval of the cycles' mean lies above 0.97. `--control` runs either as A/A.
+at once, each on its CPU, and `--within` runs one server at saturation (its process tree
+on CPU 0, its database in memory, this generator on CPU 1) and switches its counting on
+and off window by window (`--windows` of `--window` s, ABBA BAAB; `SWITCH_HOOK`, a thread
+the bench puts in the server, does what `BPFLOW_METRICS` does at start), so both arms
+share the process, its memory's layout and the minute: each cycle of four windows is a
+pair, requests answered on / off; exit status 0 when the 95 % interval of the cycles'
+mean lies above 0.97. `--control` runs either as A/A.
 
     .venv/bin/python bench/paper_flow.py [--rates 100,500,1000] [--duration 10]
         [--warmup 2] [--connections 100] [--rounds 3] [--servers reflex,granian,uvicorn]
