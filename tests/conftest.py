@@ -434,3 +434,24 @@ def _fresh_sign_in_limit() -> Iterator[None]:
     SIGN_IN_FAILURES.clear()
     yield
     SIGN_IN_FAILURES.clear()
+
+
+@pytest.fixture(autouse=True)
+def _logging_put_back() -> Iterator[None]:
+    """A CLI run in-process (`main(["worker", ...])`) sets up the process's log lines on
+    stderr (`bpflow.logs.setup`); what it added is taken off after the test, so a later
+    test in the same process sees only its own stderr."""
+    import logging
+
+    from bpflow import logs
+    root = logging.getLogger()
+    named = ("bpflow", *logs.HTTP_LOGGERS)
+    before, levels = list(root.handlers), {n: logging.getLogger(n).level for n in named}
+    root_level = root.level
+    yield
+    for handler in [h for h in root.handlers
+                    if isinstance(h, logs._Lines) and h not in before]:
+        root.removeHandler(handler)
+        root.setLevel(root_level)
+        for name, level in levels.items():
+            logging.getLogger(name).setLevel(level)
