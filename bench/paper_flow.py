@@ -62,12 +62,17 @@ and off window by window (`--windows` of `--window` s, ABBA BAAB; `SWITCH_HOOK`,
 the bench puts in the server, does what `BPFLOW_METRICS` does at start), so both arms
 share the process, its memory's layout and the minute: each cycle of four windows is a
 pair, requests answered on / off; exit status 0 when the 95 % interval of the cycles'
-mean lies above 0.97. `--control` runs either as A/A.
+mean lies above 0.97. `--instructions` counts instead of timing (valgrind's callgrind,
+whose counts this machine's neighbours do not move): both arms at once, each under
+callgrind, the same `--flows` instances on each connection, the instructions a request
+of each between two marks (MARK_HOOK); exit status 0 when every round's off / on is at
+least 0.97. `--control` runs any of them as A/A.
 
     .venv/bin/python bench/paper_flow.py [--rates 100,500,1000] [--duration 10]
         [--warmup 2] [--connections 100] [--rounds 3] [--servers reflex,granian,uvicorn]
     .venv/bin/python bench/paper_flow.py --metrics-ab [--servers granian] [--rounds 4]
-        [--saturation 10] [--together | --within [--windows 32] [--window 2]] [--control]
+        [--saturation 10] [--together | --within [--windows 32] [--window 2]
+        | --instructions [--flows 3] [--keep DIR]] [--control]
 """
 
 from __future__ import annotations
@@ -163,6 +168,55 @@ if os.environ.get("BENCH_METRICS_SWITCH"):
     _start_switcher()
     os.register_at_fork(after_in_child=_start_switcher)  # a server's forked workers
 """
+
+
+# Added to the hook with `--metrics-ab --instructions`: a thread of the server, under
+# callgrind, that marks where the counted requests begin and end by calling a C function
+# nothing else in the server calls (`getloadavg`: callgrind zeroes its counts there,
+# `ctermid`: it writes them out), as the file $BENCH_MARK says ("zero", "dump"; looked
+# at every 0.2 s); it writes what it did to $BENCH_MARK.ack.<its pid>. With $BENCH_MARK_START (a
+# library of `START_C`), the server runs uninstrumented (fast) until the first "zero".
+MARK_HOOK = """
+if os.environ.get("BENCH_MARK"):
+    def _marker(path=os.environ["BENCH_MARK"]):
+        seen = None
+        while True:
+            time.sleep(0.2)
+            try:
+                mtime = os.stat(path).st_mtime_ns
+                if mtime == seen:
+                    continue
+                seen, want = mtime, open(path).read().strip()
+            except OSError:
+                continue
+            if want == "zero" and os.environ.get("BENCH_MARK_START"):
+                import ctypes  # instrumented from here on (CALLGRIND_START_INSTRUMENTATION)
+                ctypes.CDLL(os.environ["BENCH_MARK_START"]).bench_start()
+            os.getloadavg() if want == "zero" else os.ctermid()
+            with open(f"{path}.ack.{os.getpid()}", "w") as ack:
+                ack.write(want)
+    def _start_marker():
+        import threading
+        threading.Thread(target=_marker, daemon=True).start()
+    _start_marker()
+    os.register_at_fork(after_in_child=_start_marker)  # the server's forked worker
+"""
+CALLGRIND = ["valgrind", "--tool=callgrind", "--zero-before=getloadavg",
+             "--dump-before=ctermid", "--callgrind-out-file="]
+START_C = """#include <valgrind/callgrind.h>
+void bench_start(void) { CALLGRIND_START_INSTRUMENTATION; }
+"""
+
+
+def callgrind_starter(folder: Path) -> Path | None:
+    """START_C built as a shared library in `folder`, or None when it cannot be (no C
+    compiler, no valgrind headers): the server is then instrumented from its start."""
+    source, library = folder / "start.c", folder / "start.so"
+    source.write_text(START_C)
+    built = shutil.which("cc") and subprocess.run(
+        ["cc", "-shared", "-fPIC", "-O1", "-o", str(library), str(source)],
+        capture_output=True).returncode == 0
+    return library if built else None
 
 
 # ------------------------------------------------------------------ servers
@@ -472,6 +526,7 @@ class Server:
     store: str = ""  # what it stores on, said in the report
     log: Path | None = None  # its output
     url: str = ""  # its database's URL
+    folder: Path | None = None  # its round's folder (hook, log, database unless PostgreSQL)
 
 
 class Meter:
@@ -665,10 +720,11 @@ def line(label: str, f: Figures, target: str) -> str:
 
 
 async def connect(server: Server, args: argparse.Namespace,
-                  flow: type[Flow] = Flow) -> tuple[Http, list[str]]:
+                  flow: type[Flow] = Flow, warm: bool = True) -> tuple[Http, list[str]]:
     """A client of `args.connections` signed in as the users of the load (Flow.auths),
     and the server warmed by 2 s of `flow`s at 50/s (template loaded, code paths run,
-    connections open); the ids of the instances that warming completed."""
+    connections open) unless not `warm`; the ids of the instances that warming
+    completed."""
     http = Http(server.port, args.connections)
     status, data = await http.call("POST", "/api/auth/token",
                                    {"username": USER, "password": PASSWORD})
@@ -682,9 +738,11 @@ async def connect(server: Server, args: argparse.Namespace,
         if status != 200:
             raise SystemExit(f"sign-in of {tenant_user(k)} failed: HTTP {status}")
         flow.auths.append(f"Authorization: Bearer {json.loads(data)['access_token']}\r\n")
-    warm = flow()
-    await open_loop(http, warm, 50, 2, 0, args.timeout, server)
-    return http, list(warm.completed)
+    if not warm:
+        return http, []
+    warming = flow()
+    await open_loop(http, warming, 50, 2, 0, args.timeout, server)
+    return http, list(warming.completed)
 
 
 async def measure(server: Server, args: argparse.Namespace) -> list[Figures] | None:
@@ -770,12 +828,14 @@ def run_server(kind: str, args: argparse.Namespace) -> list[Figures] | None | st
 
 @contextlib.contextmanager
 def serve(kind: str, args: argparse.Namespace, workers: int = 0,
-          settings: dict[str, str] | None = None, cpu: int = 0
-          ) -> Iterator[Server | str | None]:
+          settings: dict[str, str] | None = None, cpu: int = 0,
+          wrap: list[str] | None = None) -> Iterator[Server | str | None]:
     """The server `kind` on a fresh database (with the environment `settings` on top),
     prepared (`args.tenants`, and `args.approvers` if given) and answering
     /api/health within `args.startup` seconds; what it cannot run for (str), or None
-    when it did not start. Stopped afterwards, every process of its tree."""
+    when it did not start. Stopped afterwards, every process of its tree. `wrap`: a
+    command the server runs under (its last argument a file name: the server's folder
+    is put before it)."""
     port = free_port()
     pin = getattr(args, "pin", False)  # on `cpu`, its database in memory (`--pin`)
     memory = pin and Path("/dev/shm").is_dir()
@@ -789,8 +849,15 @@ def serve(kind: str, args: argparse.Namespace, workers: int = 0,
             yield command
             return
         argv, extra, folder = command
+        if wrap:  # under callgrind: marked by MARK_HOOK, from its start if need be
+            starter = callgrind_starter(tmp)
+            extra["BENCH_MARK"] = str(tmp / "mark")
+            if starter:
+                extra["BENCH_MARK_START"] = str(starter)
+            argv = [*wrap[:-1], f"--instr-atstart={'no' if starter else 'yes'}",
+                    f"{wrap[-1]}{tmp}/cg.%p", *argv]
         (tmp / "hook").mkdir()
-        (tmp / "hook" / "sitecustomize.py").write_text(GC_HOOK + SWITCH_HOOK)
+        (tmp / "hook" / "sitecustomize.py").write_text(GC_HOOK + SWITCH_HOOK + MARK_HOOK)
         gc_log = tmp / "gc.log"
         gc_log.touch()
         path = os.pathsep.join(p for p in (str(tmp / "hook"), extra.pop("PYTHONPATH", ""),
@@ -813,7 +880,7 @@ def serve(kind: str, args: argparse.Namespace, workers: int = 0,
                 return
             store = ("SQLite (WAL, synchronous=FULL)" if url.startswith("sqlite") else
                      f"PostgreSQL (database {url.rsplit('/', 1)[1]})")
-            yield Server(port, proc.pid, gc_log, store, log_path, url)
+            yield Server(port, proc.pid, gc_log, store, log_path, url, tmp)
         finally:
             tree = process_tree(proc.pid)  # `scaled` starts its processes in their own groups
             os.killpg(proc.pid, signal.SIGTERM)
@@ -1028,6 +1095,134 @@ def metrics_within(args: argparse.Namespace) -> int:
     return 0 if met else 1
 
 
+async def requests_counted(http: Http, flow: type[Flow], clients: int, flows: int
+                           ) -> tuple[int, list[str]]:
+    """`clients` loops, each taking `flows` instances of `flow` through their five
+    requests one after the other, however long they take: the same requests in the same
+    mix whatever the server's speed. How many went wrong, and the instances completed."""
+    errors, completed = [0], []
+
+    async def client() -> None:
+        work = flow()
+        for _ in range(5 * flows):
+            errors[0] += await attempt(http, work, True, time.monotonic() + 3600) is not None
+        completed.extend(work.completed)
+
+    await asyncio.gather(*(client() for _ in range(clients)))
+    return errors[0], completed
+
+
+async def mark(server: Server, what: str) -> None:
+    """Have the server's MARK_HOOK call its marker ("zero" or "dump") in every process of
+    its tree (a forked worker, its parent), and wait for them all."""
+    assert server.folder is not None
+    path = server.folder / "mark"
+    path.write_text(what)
+    for _ in range(600):
+        await asyncio.sleep(0.1)
+        acks = [Path(f"{path}.ack.{pid}") for pid in process_tree(server.pid)]
+        if all(a.exists() and a.read_text() == what for a in acks):
+            return
+    raise SystemExit(f"the server (pid {server.pid}) did not mark '{what}'")
+
+
+def instructions_dumped(server: Server) -> int:
+    """The instructions in the last dump written by the server's busiest process (its
+    worker: the one that served the requests)."""
+    assert server.folder is not None
+    best = 0
+    for path in server.folder.glob("cg.*.*"):
+        for row in path.read_text(errors="replace").splitlines():
+            if row.startswith(("summary:", "totals:")):
+                print(f"  {path.name}: {int(row.split()[1]):,} instructions")
+                best = max(best, int(row.split()[1]))
+                break
+    return best
+
+
+async def instructions(server: Server, args: argparse.Namespace, flow: type[Flow]
+                       ) -> tuple[float, int] | None:
+    """The server's instructions a request over `args.flows` instances of the flow on
+    each of `args.connections` (after one each not counted), and the instances
+    completed; None when one of them is not read back completed."""
+    http, _ = await connect(server, args, flow, warm=False)
+    errors, warm = await requests_counted(http, flow, args.connections, 1)
+    await mark(server, "zero")
+    wrong, done = await requests_counted(http, flow, args.connections, args.flows)
+    await mark(server, "dump")
+    errors += wrong
+    counted = instructions_dumped(server)
+    if args.keep:  # the dumps, for callgrind_annotate
+        for dump in server.folder.glob("cg.*.*"):  # type: ignore[union-attr]
+            shutil.copy(dump, Path(args.keep) / f"{flow.__name__}-{dump.name}")
+    bad = await read_back(http, server, warm + done, "  ", flow)
+    if errors or bad or not counted or len(done) != args.flows * args.connections:
+        print(f"  errors: {errors}, instances completed: {len(done)}, not read back"
+              f" completed: {len(bad)}, instructions dumped: {counted}")
+        return None
+    return counted / (5 * len(done)), len(done)
+
+
+async def each_instructions(servers: list[Server], args: argparse.Namespace
+                            ) -> list[tuple[float, int] | None]:
+    """`instructions` of every server at once, a flow class (and users' tokens) each."""
+    flows = [type(f"Flow{k}", (Flow,), {}) for k in range(len(servers))]
+    return list(await asyncio.gather(*(instructions(s, args, f)
+                                       for s, f in zip(servers, flows, strict=True))))
+
+
+def metrics_instructions(args: argparse.Namespace) -> int:
+    """`--metrics-ab --instructions`: the servers' work counted in instructions (callgrind,
+    valgrind's simulated CPU), not in seconds, which this machine's neighbours move by
+    several per cent from one minute to the next: a count is the same whatever else the
+    machine does. Both arms run at once, each under callgrind on a fresh database, and
+    serve the same requests (`args.flows` flows on each connection); the figure is what
+    a request costs in each, off / on being the share of requests a CPU-bound server
+    answers with metrics on. What a count does not see: the cache's and the memory's
+    stalls, and the system calls' work in the kernel (the same in both arms: the
+    counting makes none on a request's path). The fold's thread wakes once a second of
+    wall time, which under callgrind is ~50 times fewer requests than at full speed: its
+    cost a wake-up is counted ~50 times too often."""
+    if shutil.which("valgrind") is None:
+        print("valgrind is not installed (Debian's package valgrind)")
+        return 2
+    kind = args.servers[0]
+    args.startup = max(args.startup, 900.0)  # imports under callgrind: minutes
+    arms = ("on", "on") if args.control else ("on", "off")
+    print(("an A/A control: metrics on in both arms; " if args.control else "")
+          + f"instructions a request with metrics {' and '.join(arms)}, {kind} under"
+          f" callgrind: {args.rounds} round(s) of {args.flows} flow(s) (five requests"
+          f" each) on each of {args.connections} connections after one not counted,"
+          f" both arms at once; load average before: {load_average()}")
+    pairs: list[dict[str, float]] = []
+    for i in range(args.rounds):
+        with contextlib.ExitStack() as stack:
+            servers = []
+            for arm in arms:
+                started = stack.enter_context(  # a hash seed a round, the same in both
+                    serve(kind, args, settings={**SWITCH[arm], "PYTHONHASHSEED": str(i)},
+                          wrap=CALLGRIND))
+                if not isinstance(started, Server):
+                    return 2
+                servers.append(started)
+            counted = asyncio.run(each_instructions(servers, args))
+        if any(c is None for c in counted):
+            return 2
+        (on, done_on), (off, done_off) = counted  # type: ignore[misc]
+        print(f"round {i + 1}: instructions a request, metrics {arms[0]} {on:,.0f},"
+              f" {arms[1]} {off:,.0f} (instances completed {done_on} / {done_off}):"
+              f" on / off {on / off:.4f}", flush=True)
+        pairs.append({"on": 1 / on, "off": 1 / off})
+    ratios = [p["on"] / p["off"] for p in pairs]
+    worst = min(ratios)
+    met = worst >= 1 - METRICS_COST
+    print(f"\n== requests a CPU-bound server answers with metrics on / off (the inverse of"
+          f" the instructions a request): rounds {', '.join(f'{r:.4f}' for r in ratios)};"
+          f" the lowest {worst:.4f} ({(worst - 1) * 100:+.2f} %); target: at most"
+          f" {METRICS_COST:.0%} fewer, " + ("met" if met else "NOT met"))
+    return 0 if met else 1
+
+
 def judge(pairs: list[dict[str, float]]) -> int:
     """Print the pairs and their medians; 0 when on costs no more than METRICS_COST."""
     on = statistics.median(p["on"] for p in pairs)
@@ -1136,6 +1331,12 @@ def main() -> int:
     parser.add_argument("--control", action="store_true",
                         help="with --together or --within: metrics on in both arms (an"
                              " A/A control of the harness: its ratio should be 1)")
+    parser.add_argument("--instructions", action="store_true",
+                        help="with --metrics-ab: both arms under callgrind, their"
+                             " instructions a request counted")
+    parser.add_argument("--flows", type=int, default=3,
+                        help="flows a connection counted a round with --instructions")
+    parser.add_argument("--keep", help="with --instructions: copy callgrind's dumps here")
     parser.add_argument("--metrics-ab", action="store_true",
                         help="metrics on and off in turns on the first server: the"
                              " requests at saturation and their ratio")
@@ -1145,6 +1346,8 @@ def main() -> int:
     if args.metrics_ab:
         if args.within:
             return metrics_within(args)
+        if args.instructions:
+            return metrics_instructions(args)
         return metrics_together(args) if args.together else metrics_ab(args)
     # the servers take turns, round by round: the machine's noise of a moment falls on
     # them alike, not on all of one server's rounds
