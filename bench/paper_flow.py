@@ -1329,8 +1329,9 @@ def main() -> int:
     parser.add_argument("--together-rate", type=float, default=500.0,
                         help="with --together: requests a second to each server")
     parser.add_argument("--control", action="store_true",
-                        help="with --together or --within: metrics on in both arms (an"
-                             " A/A control of the harness: its ratio should be 1)")
+                        help="with --together, --within or --instructions: metrics on in"
+                             " both arms (an A/A control of the harness: its ratio should"
+                             " be 1)")
     parser.add_argument("--instructions", action="store_true",
                         help="with --metrics-ab: both arms under callgrind, their"
                              " instructions a request counted")

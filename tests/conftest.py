@@ -449,9 +449,11 @@ def _logging_put_back() -> Iterator[None]:
     before, levels = list(root.handlers), {n: logging.getLogger(n).level for n in named}
     root_level = root.level
     yield
-    for handler in [h for h in root.handlers
-                    if isinstance(h, logs._Lines) and h not in before]:
+    added = [h for h in root.handlers if isinstance(h, logs._Lines) and h not in before]
+    if not added:
+        return
+    for handler in added:
         root.removeHandler(handler)
-        root.setLevel(root_level)
-        for name, level in levels.items():
-            logging.getLogger(name).setLevel(level)
+    root.setLevel(root_level)
+    for name, level in levels.items():
+        logging.getLogger(name).setLevel(level)

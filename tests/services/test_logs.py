@@ -46,17 +46,11 @@ def test_a_worker_names_itself_in_every_line_and_leaves_http_calls_out(tmp_path,
 
 @pytest.fixture
 def set_up(monkeypatch):
-    """`logs.setup` in this process, with the logging it changed put back afterwards."""
-    root, named = logging.getLogger(), ("bpflow", *logs.HTTP_LOGGERS)
-    handlers, levels = list(root.handlers), {n: logging.getLogger(n).level for n in named}
-    root_level = root.level
+    """`logs.setup` in this process; what it changed is put back after the test (the
+    autouse `_logging_put_back` of tests/conftest.py)."""
     monkeypatch.delenv(logs.PROCESS_ENV, raising=False)
     monkeypatch.delenv(logs.HTTP_ENV, raising=False)
-    yield logs.setup
-    root.handlers[:] = handlers
-    root.setLevel(root_level)
-    for name, level in levels.items():
-        logging.getLogger(name).setLevel(level)
+    return logs.setup
 
 
 def test_http_calls_are_logged_when_asked(set_up, monkeypatch, capsys, server):
