@@ -65,6 +65,8 @@ class Loaded:
     listed: bool = True  # whether its open tasks are in `task_audience` (it is active)
     kept_at: float = 0.0  # (monotonic) when it was read or written last
     batch: str | None = None  # the crowd it was started in (`instances.batch`)
+    # (status, due_at) as its row holds them at `lock_version`; None: not known
+    stored: tuple[str, Any] | None = None
 
 
 class Instances(StoreParts):
@@ -205,7 +207,8 @@ class Instances(StoreParts):
             out[row.id] = Loaded(inst, row.lock_version,
                                  {cid: sql.snapshot(run, inst.sandbox)
                                   for cid, run in inst.circles.items()},
-                                 row.status in ACTIVE, batch=row.batch)
+                                 row.status in ACTIVE, batch=row.batch,
+                                 stored=(row.status, row.due_at))
         return out
 
     def _read_templates(self, ids: set[int], conn=None) -> dict[int, Any]:
@@ -270,7 +273,8 @@ class Instances(StoreParts):
             [a for cid, d in circles.items()
              for a in sql.audience_rows(inst.id, tenant, cid, d)]
             if inst.status in ACTIVE else [])
-        return Loaded(inst, 1, circles, inst.status in ACTIVE, batch=batch), new
+        return Loaded(inst, 1, circles, inst.status in ACTIVE, batch=batch,
+                      stored=(inst.status, values["due_at"])), new
 
     def _step_write(self, loaded: Loaded, events: list[Event]) -> Write:
         """The rows of a step: the instance row's compare-and-set, the circles that
@@ -311,6 +315,7 @@ class Instances(StoreParts):
             w.loaded.lock_version += 1
             w.loaded.circles = w.circles
             w.loaded.listed = w.row["status"] in ACTIVE
+            w.loaded.stored = (w.row["status"], w.row["due_at"])
             self._keep(w.loaded)
             self._notify(w.row["due_at"])
         hook = self._step_hook[0]

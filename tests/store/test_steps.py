@@ -86,3 +86,44 @@ def test_a_naive_time_is_refused_by_the_sqlite_writer_as_by_sqlalchemy():
     from bpflow.store.sqlite.forms import sql_time
     with pytest.raises(ValueError, match="naive"):
         sql_time(datetime(2026, 1, 1))
+
+
+CHAIN = {"name": "chain", "kind": "linear", "circles": [
+    {"uri": f"s{i}", "box": {"form": [{"name": "v", "type": "integer"}]}} for i in range(3)]}
+
+
+def test_a_step_sets_the_status_and_due_time_only_when_it_changes_them(store, db_url):
+    """SQLite rewrites the entry of every index on a column an UPDATE sets, even to the
+    value it holds: a step that keeps the instance's status and due time leaves them out
+    of its compare-and-set; the step that completes the instance sets them. Either way
+    the row holds what the engine says, as another store reads it."""
+    if not db_url.startswith("sqlite"):
+        pytest.skip("SQLite's writer (PostgreSQL compares the values itself)")
+    from bpflow.store import Store
+    from tests.conftest import SECRET
+
+    store.put_template(CHAIN)
+    inst = store.start("chain", {}, {"id": None, "username": "ann"})
+
+    def step(uri: str) -> list[str]:
+        """The instance row's UPDATE of the step completing `uri`, as sent to SQLite."""
+        sent: list[str] = []
+        for conn in store.driver._conns:
+            conn.set_trace_callback(sent.append)
+        store.apply(inst.id, lambda e, i: e.complete(i, uri, e.bookmark(i, uri), {"v": 1}))
+        for conn in store.driver._conns:
+            conn.set_trace_callback(None)
+        return [s for s in sent if s.startswith("UPDATE instances")][:1]
+
+    step("s0")  # (the writer's connection made)
+    [kept] = step("s1")
+    assert "status=" not in kept and "due_at=" not in kept and "lock_version=" in kept
+    assert store.get(inst.id).status == "running"
+    [done] = step("s2")
+    assert "status='completed'" in done and "due_at=" in done
+    other = Store(db_url, secret=SECRET)
+    try:
+        assert other.get(inst.id).status == "completed"
+        assert other.get(inst.id).circles["s2"].state == "success"
+    finally:
+        other.close()

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from bpflow.store.reads import Straight
 
 CAS = for_sqlite(sql.cas)
+CAS_QUIET = for_sqlite(sql.cas_quiet)
 BATCH_INSERT = for_sqlite(sql.batch_insert)
 # every statement a start or a step runs after the compare-and-set (a migration's too:
 # `writing.moved_rows`)
@@ -130,16 +131,22 @@ class SqliteDriver:
 
     @staticmethod
     def save_job(writes: list[Write]) -> Job:
-        """Steps (`writing.step_rows`); the ids whose compare-and-set lost."""
-        steps = [(w.row["id"], CAS.bind(w.row),
+        """Steps (`writing.step_rows`); the ids whose compare-and-set lost. A step that
+        leaves the instance's status and due time as its row holds them (`Loaded.stored`:
+        the compare-and-set finds the row as that copy last read or wrote it) does not
+        set them (`CAS_QUIET`)."""
+        steps = [(w.row["id"],
+                  *((CAS_QUIET.sql, CAS_QUIET.bind(w.row))
+                    if w.loaded.stored == (w.row["status"], w.row["due_at"])
+                    else (CAS.sql, CAS.bind(w.row))),
                   [(FOR_SQLITE[s].sql, [FOR_SQLITE[s].bind(r) for r in rows])
                    for s, rows in step_rows(w) if rows])
                  for w in writes]
 
         def job(conn: sqlite3.Connection) -> set[str]:
             lost = set()
-            for iid, row, statements in steps:
-                if conn.execute(CAS.sql, row).rowcount != 1:
+            for iid, cas, row, statements in steps:
+                if conn.execute(cas, row).rowcount != 1:
                     lost.add(iid)
                     continue
                 for text, rows in statements:
