@@ -92,16 +92,17 @@ CHAIN = {"name": "chain", "kind": "linear", "circles": [
     {"uri": f"s{i}", "box": {"form": [{"name": "v", "type": "integer"}]}} for i in range(3)]}
 
 
-def test_a_step_sets_the_status_and_due_time_only_when_it_changes_them(store, db_url):
+def test_a_step_sets_the_status_and_due_time_only_when_it_changes_them(tmp_path):
     """SQLite rewrites the entry of every index on a column an UPDATE sets, even to the
     value it holds: a step that keeps the instance's status and due time leaves them out
     of its compare-and-set; the step that completes the instance sets them. Either way
-    the row holds what the engine says, as another store reads it."""
-    if not db_url.startswith("sqlite"):
-        pytest.skip("SQLite's writer (PostgreSQL compares the values itself)")
+    the row holds what the engine says, as another store reads it. (SQLite's writer
+    only: PostgreSQL compares the values itself.)"""
     from bpflow.store import Store
-    from tests.conftest import SECRET
+    from tests.conftest import SECRET, sqlite_database
 
+    db_url = sqlite_database(tmp_path / "steps.db")
+    store = Store(db_url, secret=SECRET)
     store.put_template(CHAIN)
     inst = store.start("chain", {}, {"id": None, "username": "ann"})
 
@@ -127,3 +128,4 @@ def test_a_step_sets_the_status_and_due_time_only_when_it_changes_them(store, db
         assert other.get(inst.id).circles["s2"].state == "success"
     finally:
         other.close()
+        store.close()
