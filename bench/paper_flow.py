@@ -126,6 +126,24 @@ if os.environ.get("BENCH_GC_LOG"):
             _log.write(f"{time.time():.3f} {info['generation']} {ms:.2f}\\n")
     gc.callbacks.append(_pause)
 """
+# In the hook before the two below: each new text of the file `path`, looked at every
+# `every` seconds, once `ready()` says the server can act on it (until then the text is
+# looked at again).
+WATCH_HOOK = """
+def _watched(path, every, ready=lambda: True):
+    seen = None
+    while True:
+        time.sleep(every)
+        try:
+            mtime = os.stat(path).st_mtime_ns
+            if mtime == seen or not ready():
+                continue
+            text = open(path).read().strip()
+        except OSError:
+            continue
+        seen = mtime
+        yield text
+"""
 # Added to the hook with `--metrics-ab --within`: a thread of the server that turns its
 # counting on or off as the file $BENCH_METRICS_SWITCH says ("on", "off"; looked at every
 # 10 ms in both states), exactly as BPFLOW_METRICS does at start: the API's `counted` and
@@ -136,21 +154,11 @@ import threading
 if os.environ.get("BENCH_METRICS_SWITCH"):
     def _switcher(path=os.environ["BENCH_METRICS_SWITCH"]):
         import sys
-        state, apps, seen = "on", None, None
-        while True:
-            time.sleep(0.01)
-            try:
-                mtime = os.stat(path).st_mtime_ns
-                if mtime == seen:
-                    continue
-                want = open(path).read().strip()
-            except OSError:
-                continue
-            backend = sys.modules.get("bpflow.backend")  # perhaps still being imported
-            store = getattr(backend, "_store", None)
-            if store is None:
-                continue
-            seen = mtime
+
+        def store():  # the backend's, None while it is still being imported
+            return getattr(sys.modules.get("bpflow.backend"), "_store", None)
+        state, apps = "on", None
+        for want in _watched(path, 0.01, lambda: store() is not None):
             if apps is None:
                 from bpflow.api.hot import Api
                 apps = [o for o in gc.get_objects() if isinstance(o, Api)]
@@ -159,7 +167,7 @@ if os.environ.get("BENCH_METRICS_SWITCH"):
                 getattr(metrics, "fold", lambda: None)()  # (code without the queues: none)
                 for app in apps:
                     app.counted = want == "on"
-                store.on_steps(metrics._stepped if want == "on" else None)
+                store().on_steps(metrics._stepped if want == "on" else None)
                 state = want
             with open(path + ".ack", "w") as ack:
                 ack.write(f"{want} {len(apps)}")
@@ -179,16 +187,7 @@ if os.environ.get("BENCH_METRICS_SWITCH"):
 MARK_HOOK = """
 if os.environ.get("BENCH_MARK"):
     def _marker(path=os.environ["BENCH_MARK"]):
-        seen = None
-        while True:
-            time.sleep(0.2)
-            try:
-                mtime = os.stat(path).st_mtime_ns
-                if mtime == seen:
-                    continue
-                seen, want = mtime, open(path).read().strip()
-            except OSError:
-                continue
+        for want in _watched(path, 0.2):
             if want == "zero" and os.environ.get("BENCH_MARK_START"):
                 import ctypes  # instrumented from here on (CALLGRIND_START_INSTRUMENTATION)
                 ctypes.CDLL(os.environ["BENCH_MARK_START"]).bench_start()
@@ -202,7 +201,7 @@ if os.environ.get("BENCH_MARK"):
     os.register_at_fork(after_in_child=_start_marker)  # the server's forked worker
 """
 CALLGRIND = ["valgrind", "--tool=callgrind", "--zero-before=getloadavg",
-             "--dump-before=ctermid", "--callgrind-out-file="]
+             "--dump-before=ctermid"]
 START_C = """#include <valgrind/callgrind.h>
 void bench_start(void) { CALLGRIND_START_INSTRUMENTATION; }
 """
@@ -829,13 +828,13 @@ def run_server(kind: str, args: argparse.Namespace) -> list[Figures] | None | st
 @contextlib.contextmanager
 def serve(kind: str, args: argparse.Namespace, workers: int = 0,
           settings: dict[str, str] | None = None, cpu: int = 0,
-          wrap: list[str] | None = None) -> Iterator[Server | str | None]:
+          callgrind: bool = False) -> Iterator[Server | str | None]:
     """The server `kind` on a fresh database (with the environment `settings` on top),
     prepared (`args.tenants`, and `args.approvers` if given) and answering
     /api/health within `args.startup` seconds; what it cannot run for (str), or None
-    when it did not start. Stopped afterwards, every process of its tree. `wrap`: a
-    command the server runs under (its last argument a file name: the server's folder
-    is put before it)."""
+    when it did not start. Stopped afterwards, every process of its tree. With
+    `callgrind`, under valgrind's callgrind, its counts marked by MARK_HOOK and written
+    to the round's folder (`cg.<pid>.<n>`)."""
     port = free_port()
     pin = getattr(args, "pin", False)  # on `cpu`, its database in memory (`--pin`)
     memory = pin and Path("/dev/shm").is_dir()
@@ -849,15 +848,16 @@ def serve(kind: str, args: argparse.Namespace, workers: int = 0,
             yield command
             return
         argv, extra, folder = command
-        if wrap:  # under callgrind: marked by MARK_HOOK, from its start if need be
+        if callgrind:  # instrumented from the first mark, or from its start if need be
             starter = callgrind_starter(tmp)
             extra["BENCH_MARK"] = str(tmp / "mark")
             if starter:
                 extra["BENCH_MARK_START"] = str(starter)
-            argv = [*wrap[:-1], f"--instr-atstart={'no' if starter else 'yes'}",
-                    f"{wrap[-1]}{tmp}/cg.%p", *argv]
+            argv = [*CALLGRIND, f"--instr-atstart={'no' if starter else 'yes'}",
+                    f"--callgrind-out-file={tmp}/cg.%p", *argv]
         (tmp / "hook").mkdir()
-        (tmp / "hook" / "sitecustomize.py").write_text(GC_HOOK + SWITCH_HOOK + MARK_HOOK)
+        (tmp / "hook" / "sitecustomize.py").write_text(
+            GC_HOOK + WATCH_HOOK + SWITCH_HOOK + MARK_HOOK)
         gc_log = tmp / "gc.log"
         gc_log.touch()
         path = os.pathsep.join(p for p in (str(tmp / "hook"), extra.pop("PYTHONPATH", ""),
@@ -1034,6 +1034,14 @@ async def within(server: Server, args: argparse.Namespace, switch: Path
 SETTLE = 0.3
 
 
+def a_second(windows: list[tuple[str, int, float]], column: int, window: float
+             ) -> dict[str, float]:
+    """Each arm's requests (`column` 1) or server CPU seconds (2) a second over its
+    windows of `window` seconds."""
+    return {arm: sum(float(w[column]) for w in windows if w[0] == arm)
+            / (window * sum(w[0] == arm for w in windows)) for arm in ("on", "off")}
+
+
 def metrics_within(args: argparse.Namespace) -> int:
     """`--metrics-ab --within`: on one server at saturation (its process tree on CPU 0,
     its database in memory, this generator on CPU 1), the counting switched on and off
@@ -1061,10 +1069,7 @@ def metrics_within(args: argparse.Namespace) -> int:
                 windows = asyncio.run(within(server, args, switch))
         if windows is None:
             return 2
-        rates = {arm: sum(n for a, n, _ in windows if a == arm) /
-                 (args.window * sum(a == arm for a, _, _ in windows)) for arm in ("on", "off")}
-        cpu = {arm: sum(c for a, _, c in windows if a == arm) /
-               (args.window * sum(a == arm for a, _, _ in windows)) for arm in ("on", "off")}
+        rates, cpu = (a_second(windows, column, args.window) for column in (1, 2))
         mine, per_cpu = [], []
         for k in range(0, len(windows) - 3, 4):
             four = windows[k:k + 4]
@@ -1134,8 +1139,9 @@ def instructions_dumped(server: Server) -> int:
     for path in server.folder.glob("cg.*.*"):
         for row in path.read_text(errors="replace").splitlines():
             if row.startswith(("summary:", "totals:")):
-                print(f"  {path.name}: {int(row.split()[1]):,} instructions")
-                best = max(best, int(row.split()[1]))
+                count = int(row.split()[1])
+                print(f"  {path.name}: {count:,} instructions")
+                best = max(best, count)
                 break
     return best
 
@@ -1152,8 +1158,8 @@ async def instructions(server: Server, args: argparse.Namespace, flow: type[Flow
     await mark(server, "dump")
     errors += wrong
     counted = instructions_dumped(server)
-    if args.keep:  # the dumps, for callgrind_annotate
-        for dump in server.folder.glob("cg.*.*"):  # type: ignore[union-attr]
+    if args.keep and server.folder is not None:  # the dumps, for callgrind_annotate
+        for dump in server.folder.glob("cg.*.*"):
             shutil.copy(dump, Path(args.keep) / f"{flow.__name__}-{dump.name}")
     bad = await read_back(http, server, warm + done, "  ", flow)
     if errors or bad or not counted or len(done) != args.flows * args.connections:
@@ -1201,7 +1207,7 @@ def metrics_instructions(args: argparse.Namespace) -> int:
             for arm in arms:
                 started = stack.enter_context(  # a hash seed a round, the same in both
                     serve(kind, args, settings={**SWITCH[arm], "PYTHONHASHSEED": str(i)},
-                          wrap=CALLGRIND))
+                          callgrind=True))
                 if not isinstance(started, Server):
                     return 2
                 servers.append(started)

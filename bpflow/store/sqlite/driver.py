@@ -135,13 +135,12 @@ class SqliteDriver:
         leaves the instance's status and due time as its row holds them (`Loaded.stored`:
         the compare-and-set finds the row as that copy last read or wrote it) does not
         set them (`CAS_QUIET`)."""
-        steps = [(w.row["id"],
-                  *((CAS_QUIET.sql, CAS_QUIET.bind(w.row))
-                    if w.loaded.stored == (w.row["status"], w.row["due_at"])
-                    else (CAS.sql, CAS.bind(w.row))),
+        steps = [(w.row["id"], cas.sql, cas.bind(w.row),
                   [(FOR_SQLITE[s].sql, [FOR_SQLITE[s].bind(r) for r in rows])
                    for s, rows in step_rows(w) if rows])
-                 for w in writes]
+                 for w in writes
+                 for cas in [CAS_QUIET if w.loaded.stored == (w.row["status"], w.row["due_at"])
+                             else CAS]]
 
         def job(conn: sqlite3.Connection) -> set[str]:
             lost = set()
