@@ -101,6 +101,39 @@ class ScriptsAfterStyles(rx.plugins.Plugin):
                 page.write_text(low, encoding="utf-8")
 
 
+class IconsTogether(rx.plugins.Plugin):
+    """The icons the pages name (lucide's, one module each) in one script of their own
+    instead of one file each: a page drew its 6 to 20 icons from as many requests of
+    under 1 KiB, each a round trip on a phone's line (bench/RESULTS.md, "Phones"). The
+    names are read from the compiled pages when the build starts, so the group holds
+    the icons some page imports and no other (lucide's other 1,600 stay apart)."""
+
+    GROUP = """
+            {
+              name: "icons",
+              test: (id) => PAGE_ICONS.has(
+                id.replace(/\\\\/g, "/").split("lucide-react/dist/esm/icons/")[1]),
+            },"""
+    PRELUDE = """import fs from "fs";
+// the lucide icons the compiled pages import (rxconfig.py, IconsTogether)
+const PAGE_ICONS = new Set(["app", "app_components"].filter((dir) => fs.existsSync(dir))
+  .flatMap((dir) => fs.readdirSync(dir, { recursive: true })
+    .filter((f) => /\\.(jsx?|tsx?)$/.test(f))
+    .flatMap((f) => [...fs.readFileSync(dir + "/" + f, "utf8")
+      .matchAll(/lucide-react\\/dist\\/esm\\/icons\\/([a-z0-9-]+\\.mjs)/g)].map((m) => m[1]))));
+"""
+
+    def pre_compile(self, **context) -> None:
+        context["add_modify_task"]("vite.config.js", self.grouped)
+
+    @classmethod
+    def grouped(cls, config: str) -> str:
+        anchor = "groups: ["
+        if anchor not in config or "PAGE_ICONS" in config:
+            return config
+        return cls.PRELUDE + config.replace(anchor, anchor + cls.GROUP, 1)
+
+
 config = rx.Config(
     app_name="bpflow_app",
     telemetry_enabled=False,
@@ -110,6 +143,7 @@ config = rx.Config(
             theme=rx.theme(appearance="light", accent_color="indigo", radius="large"),
         ),
         ScriptsAfterStyles(),
+        IconsTogether(),
     ],
     # The sticky badge would cover the bottom-right corner of every page.
     show_built_with_reflex=False,

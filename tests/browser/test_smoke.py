@@ -1,7 +1,11 @@
 """Smoke test: the app builds, serves, and its home page renders in a real Chromium."""
 
+import re
+
 import pytest
 from playwright.sync_api import expect
+
+from tests.browser.conftest import REPO_ROOT
 
 pytestmark = pytest.mark.browser
 
@@ -56,3 +60,17 @@ def test_the_api_docs_work_with_nothing_but_the_app(page, app_server, screenshot
     expect(page.locator(".opblock-tag-section").first).to_be_visible()  # from openapi.json
     screenshot(page, "smoke_api_docs")
     assert elsewhere == []
+
+
+def test_a_pages_icons_come_in_one_script(page) -> None:
+    """The icons a page draws are one script (rxconfig.py, `IconsTogether`), not a file
+    each: `/flows` preloads the icons' script and no file named after one of its icons."""
+    html = page.request.get("/flows").text()
+    scripts = [src.rsplit("/", 1)[-1] for src in
+               re.findall(r'<link rel="modulepreload"[^>]*href="([^"]+)"', html)]
+    compiled = (REPO_ROOT / ".web" / "app" / "routes" / "[flows]._index.jsx").read_text()
+    icons = set(re.findall(r"lucide-react/dist/esm/icons/([a-z0-9-]+)\.mjs", compiled))
+    assert {"workflow", "search", "chevron-left"} <= icons  # what the page draws
+    assert [s for s in scripts if s.startswith("icons-")], scripts
+    assert not [s for s in scripts if s.rsplit("-", 1)[0] in icons], scripts
+    assert len(scripts) < 20, scripts  # 24 before, 23 of them under 1 KiB each
