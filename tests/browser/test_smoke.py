@@ -74,3 +74,13 @@ def test_a_pages_icons_come_in_one_script(page) -> None:
     assert [s for s in scripts if s.startswith("icons-")], scripts
     assert not [s for s in scripts if s.rsplit("-", 1)[0] in icons], scripts
     assert len(scripts) < 20, scripts  # 24 before, 23 of them under 1 KiB each
+
+
+def test_no_page_draws_an_icon_chosen_by_the_state(app_server) -> None:
+    """An icon chosen by the state is lucide's dynamic icon, whose map of every icon puts
+    ~1,600 more files in the build: each branch draws a fixed icon instead."""
+    web = REPO_ROOT / ".web"
+    dynamic = [str(f.relative_to(web)) for folder in ("app", "app_components")
+               for f in (web / folder).rglob("*.js*") if "lucide-react/dynamic" in f.read_text()]
+    assert dynamic == []
+    assert len(list((web / "build" / "client" / "assets").glob("*.js"))) < 500
