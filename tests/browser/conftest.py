@@ -158,55 +158,54 @@ def app_server() -> Iterator[str]:
         return
 
     OUTPUT_DIR.mkdir(parents=True, exist_ok=True)
-    port = _free_port()
-    # The built frontend talks to the backend at localhost:PORT, so browse it there too.
-    base_url = f"http://localhost:{port}"
     _prepare_database()
-    command = [
-        sys.executable,
-        "-m",
-        "reflex",
-        "run",
-        "--env",
-        "prod",
-        "--single-port",
-        "--frontend-port",
-        str(port),
-        "--backend-port",
-        str(port),
-    ]
-    with SERVER_LOG.open("wb") as log:
-        log.write(f"$ {' '.join(command)}\n".encode())
-        log.flush()
-        process = subprocess.Popen(
-            command,
-            cwd=REPO_ROOT,
-            env=_server_env(),
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+    # a port taken between its choice and the server's bind (another test's server, or the
+    # local port of a connection going out) is chosen again, up to three times
+    for attempt in range(3):
+        base_url, process = _start_server(_free_port())
+        try:
+            _wait_until_it_answers(base_url, process)
+            break
+        except pytest.fail.Exception:
+            _stop(process)
+            if attempt == 2 or "already in use" not in _log_tail(SERVER_LOG):
+                raise
     try:
-        deadline = time.monotonic() + STARTUP_TIMEOUT_S
-        while not _answers(base_url + "/"):
-            if process.poll() is not None:
-                pytest.fail(
-                    f"reflex server exited with code {process.returncode} before answering "
-                    f"on {base_url}; last lines of {SERVER_LOG}:\n{_log_tail(SERVER_LOG)}",
-                    pytrace=False,
-                )
-            if time.monotonic() > deadline:
-                pytest.fail(
-                    f"reflex server did not answer on {base_url} within "
-                    f"{STARTUP_TIMEOUT_S:.0f} s; last lines of {SERVER_LOG}:\n"
-                    f"{_log_tail(SERVER_LOG)}",
-                    pytrace=False,
-                )
-            time.sleep(1)
         yield base_url
     finally:
         _stop(process)
+
+
+def _start_server(port: int) -> tuple[str, subprocess.Popen]:
+    # The built frontend talks to the backend at localhost:PORT, so browse it there too.
+    command = [sys.executable, "-m", "reflex", "run", "--env", "prod", "--single-port",
+               "--frontend-port", str(port), "--backend-port", str(port)]
+    with SERVER_LOG.open("wb") as log:
+        log.write(f"$ {' '.join(command)}\n".encode())
+        log.flush()
+        process = subprocess.Popen(command, cwd=REPO_ROOT, env=_server_env(),
+                                   stdin=subprocess.DEVNULL, stdout=log,
+                                   stderr=subprocess.STDOUT, start_new_session=True)
+    return f"http://localhost:{port}", process
+
+
+def _wait_until_it_answers(base_url: str, process: subprocess.Popen) -> None:
+    deadline = time.monotonic() + STARTUP_TIMEOUT_S
+    while not _answers(base_url + "/"):
+        if process.poll() is not None:
+            pytest.fail(
+                f"reflex server exited with code {process.returncode} before answering "
+                f"on {base_url}; last lines of {SERVER_LOG}:\n{_log_tail(SERVER_LOG)}",
+                pytrace=False,
+            )
+        if time.monotonic() > deadline:
+            pytest.fail(
+                f"reflex server did not answer on {base_url} within "
+                f"{STARTUP_TIMEOUT_S:.0f} s; last lines of {SERVER_LOG}:\n"
+                f"{_log_tail(SERVER_LOG)}",
+                pytrace=False,
+            )
+        time.sleep(1)
 
 
 @pytest.fixture(scope="session")

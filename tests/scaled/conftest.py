@@ -29,7 +29,7 @@ import time
 import urllib.error
 import urllib.request
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -156,6 +156,27 @@ def wait_for(urls: dict[str, subprocess.Popen], logs: dict[str, Path],
         time.sleep(0.3)
 
 
+def started(command: Callable[[int], list[str]], env: dict[str, str], log: Path,
+            paths: tuple[str, ...] = ("/api/health",),
+            host: str = "127.0.0.1") -> tuple[str, subprocess.Popen]:
+    """A server started on a free port and answering `paths`, with its base URL. A port
+    taken between its choice and the server's bind (by another test's server, or as the
+    local port of a connection going out) is chosen again, up to three times."""
+    for attempt in range(3):
+        port = free_port()
+        base = f"http://{host}:{port}"
+        process = spawn(command(port), env, log)
+        try:
+            for path in paths:
+                wait_for({base: process}, {base: log}, path)
+            return base, process
+        except pytest.fail.Exception:
+            stop(process)
+            if attempt == 2 or "already in use" not in log.read_text(errors="replace"):
+                raise
+    raise AssertionError("unreachable")
+
+
 @pytest.fixture(scope="module")
 def cluster(pg_available) -> Iterator[Cluster]:
     require_servers(pg_available)
@@ -163,19 +184,19 @@ def cluster(pg_available) -> Iterator[Cluster]:
     with pg_schema() as url:
         env = server_env(url)
         store = Store(url, secret=SECRET.encode())
-        a, b = (f"http://127.0.0.1:{free_port()}" for _ in range(2))
-        cluster = Cluster(store, a, b)
-        logs = {}
+        cluster = Cluster(store, "", "")
         try:
             # one after the other: a starting Reflex clears the disk state files of the
             # folder, and two at once raced on the same file
-            for name, base in (("a", a), ("b", b)):
-                logs[base] = OUTPUT / f"backend-{name}.log"
-                cluster.backends.append(spawn(
-                    [sys.executable, "-m", "reflex", "run", "--env", "prod", "--backend-only",
-                     "--backend-port", base.rsplit(":", 1)[1], "--loglevel", "info"],
-                    {**env, "BPFLOW_PROCESS": f"backend-{name}"}, logs[base]))
-                wait_for({base: cluster.backends[-1]}, logs)
+            for name in ("a", "b"):
+                base, process = started(
+                    lambda port: [sys.executable, "-m", "reflex", "run", "--env", "prod",
+                                  "--backend-only", "--backend-port", str(port),
+                                  "--loglevel", "info"],
+                    {**env, "BPFLOW_PROCESS": f"backend-{name}"},
+                    OUTPUT / f"backend-{name}.log")
+                cluster.backends.append(process)
+                setattr(cluster, name, base)
             for i in (1, 2):
                 cluster.workers.append(spawn(
                     [sys.executable, "-m", "bpflow.cli", "worker", "--poll", "0.1"],
@@ -230,22 +251,18 @@ def app_site(url: str, *, api: bool = True, workers: int = 1,
     try:
         base_api = None
         if api:
-            port = free_port()
-            base_api = f"http://127.0.0.1:{port}"
-            log = OUTPUT / f"{web}-backend-api.log"
-            processes.append(spawn([*reflex, "--backend-only", "--backend-port", str(port)],
-                                   env, log))
             # one after the other: a starting Reflex clears the folder's disk state files
-            wait_for({base_api: processes[-1]}, {base_api: log})
-        port = free_port()
-        base = f"http://localhost:{port}"
-        log = OUTPUT / f"{web}-backend-app.log"
-        processes.append(spawn([*reflex, "--single-port", "--frontend-port", str(port),
-                                "--backend-port", str(port)],
-                               {**env, "GRANIAN_WORKERS": str(workers)}, log))
-        wait_for({base: processes[-1]}, {base: log})
-        wait_for({base: processes[-1]}, {base: log}, "/")
-        yield AppSite(base, processes[-1], store, base_api)
+            base_api, process = started(
+                lambda port: [*reflex, "--backend-only", "--backend-port", str(port)], env,
+                OUTPUT / f"{web}-backend-api.log")
+            processes.append(process)
+        base, process = started(
+            lambda port: [*reflex, "--single-port", "--frontend-port", str(port),
+                          "--backend-port", str(port)],
+            {**env, "GRANIAN_WORKERS": str(workers)}, OUTPUT / f"{web}-backend-app.log",
+            paths=("/api/health", "/"), host="localhost")
+        processes.append(process)
+        yield AppSite(base, process, store, base_api)
     finally:
         for process in processes:
             stop(process)
