@@ -30,6 +30,8 @@ from bpflow_app.pages.not_found import not_found_page
 from bpflow_app.pages.operations import operations_page
 from bpflow_app.pages.operations_state import OperationsState
 from bpflow_app.pages.register import register_page
+from bpflow_app.pages.return_state import ReturnState
+from bpflow_app.pages.signers_state import SignersState
 from bpflow_app.pages.substitute import substitute_page
 from bpflow_app.pages.substitute_state import SubstituteState
 from bpflow_app.pages.tasks_state import TasksState
@@ -52,13 +54,16 @@ app.api_transformer = [app.api_transformer, cache_fingerprinted_assets,
 app.register_lifespan_task(lifespan)
 # Signed-in pages load on the server right after hydrating (on_load: no round trip
 # through the browser), the frame's load last; see frame_state.page_loads.
+# The pages with the approval card's dialogs draw them closed, after the page's data.
+APPROVAL_DIALOGS = (SignersState.close, ReturnState.cancel_return)
 app.add_page(outer_circle(flow_page), route=routes.FLOW, title=_("Flow · bpflow"),
-             on_load=page_loads(routes.FLOW, FlowState.load))
+             on_load=page_loads(routes.FLOW, FlowState.load, then=APPROVAL_DIALOGS))
 app.add_page(index, route=routes.HOME, title="bpflow", description=TAGLINE)
 app.add_page(outer_circle(flows_page), route=routes.FLOWS, title=_("My flows · bpflow"),
              on_load=page_loads(routes.FLOWS, FlowsState.load))
 app.add_page(outer_circle(inbox_page), route=routes.INBOX, title=_("Inbox · bpflow"),
-             on_load=page_loads(routes.INBOX, MailState.load, TasksState.load))
+             on_load=page_loads(routes.INBOX, MailState.load, TasksState.load,
+                                then=APPROVAL_DIALOGS))
 app.add_page(outer_circle(templates_page), route=routes.TEMPLATES, title=_("Templates · bpflow"),
              on_load=page_loads(routes.TEMPLATES, TemplatesState.load))
 app.add_page(outer_circle(design_page), route=routes.DESIGN, title=_("Design · bpflow"),

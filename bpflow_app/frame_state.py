@@ -190,10 +190,13 @@ class FrameState(SessionState):
 PAGE_LOADS: dict[str, tuple[Any, ...]] = {}
 
 
-def page_loads(route: str, *loads: Any) -> list[Any]:
+def page_loads(route: str, *loads: Any, then: tuple[Any, ...] = ()) -> list[Any]:
     """Register and return the on_load handlers of a signed-in page (`route` as given to
-    `add_page`, dynamic segments in brackets)."""
-    PAGE_LOADS[route] = (*loads, FrameState.load)
+    `add_page`, dynamic segments in brackets): the page's `loads`, the frame's, and `then`
+    what may wait until the page is drawn with its data (a dialog's state put back
+    closed: as a dialog's `on_mount` it was an event of its own that the server handled
+    before the page's loads, whenever the tab moved to the page)."""
+    PAGE_LOADS[route] = (*loads, FrameState.load, *then)
     return list(PAGE_LOADS[route])
 
 

@@ -68,5 +68,4 @@ def return_dialog() -> rx.Component:
                     spacing="3", justify="end", width="100%"),
                 spacing="2", width="100%", margin_top="12px"),
             on_submit=R.confirm_return, reset_on_submit=False),
-    ), open=R.returning != "", on_open_change=lambda _open: R.cancel_return,
-        on_mount=R.cancel_return)  # a page drawn anew shows no dialog left open
+    ), open=R.returning != "", on_open_change=lambda _open: R.cancel_return)

@@ -122,5 +122,4 @@ def signers_dialog() -> rx.Component:
         ),
         open=G.is_open,
         on_open_change=lambda _open: G.close,
-        on_mount=G.close,  # a page drawn anew: not left open by another page
     )

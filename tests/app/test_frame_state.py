@@ -144,14 +144,22 @@ def test_page_loads_find_nobody_signed_in_quietly(make_state):
 
 
 def test_each_signed_in_page_loads_on_the_server_and_the_frame_last():
+    """The page's loads, then the frame's; the approval dialogs of the flow page and the
+    inbox put back closed after them (not as `on_mount` events the server handled before
+    the page's data)."""
     import bpflow_app.bpflow_app  # noqa: F401  (registers the pages)
     from bpflow_app.pages.flow_state import FlowState
+    from bpflow_app.pages.flows_state import FlowsState
     from bpflow_app.pages.mail_state import MailState
+    from bpflow_app.pages.return_state import ReturnState
+    from bpflow_app.pages.signers_state import SignersState
     from bpflow_app.pages.tasks_state import TasksState
 
+    dialogs = (SignersState.close, ReturnState.cancel_return)
     assert frame_state.loads_for("/inbox") == (MailState.load, TasksState.load,
-                                               FrameState.load)
-    assert frame_state.loads_for("/flow/[id]") == (FlowState.load, FrameState.load)
+                                               FrameState.load, *dialogs)
+    assert frame_state.loads_for("/flow/[id]") == (FlowState.load, FrameState.load, *dialogs)
+    assert frame_state.loads_for("/flows") == (FlowsState.load, FrameState.load)
     assert frame_state.loads_for("/404") == (FrameState.load,)
     assert set(frame_state.PAGE_LOADS) == {"/flows", "/flow/[id]", "/inbox", "/templates",
                                            "/users", "/webhooks", "/account", "/substitute",
@@ -166,9 +174,12 @@ def test_a_new_session_loads_the_page_it_comes_up_on(make_state, web_store):
     import bpflow_app.bpflow_app  # noqa: F401  (registers the pages)
     from bpflow.auth import issue_token
     from bpflow_app.pages.mail_state import MailState
+    from bpflow_app.pages.return_state import ReturnState
+    from bpflow_app.pages.signers_state import SignersState
     from bpflow_app.pages.tasks_state import TasksState
 
-    inbox = [MailState.load, TasksState.load, FrameState.load]
+    inbox = [MailState.load, TasksState.load, FrameState.load, SignersState.close,
+             ReturnState.cancel_return]
     sign = make_state(SignInState, path="/inbox")
     events = run(sign.sign_in({"username": "bob", "password": "bob-password"}))
     assert len(events) == 1  # the toast: the page's loads come with the frame
