@@ -23,17 +23,14 @@ Every test under tests/browser/ is marked ``browser`` (``pytest -m "not browser"
 from __future__ import annotations
 
 import os
-import signal
-import socket
 import subprocess
 import sys
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.scaled import conftest as scaled
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 OUTPUT_DIR = REPO_ROOT / "test-output" / "browser"
@@ -74,42 +71,12 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.browser)
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
-def _log_tail(path: Path, lines: int = 60) -> str:
-    try:
-        text = path.read_text(errors="replace")
-    except OSError as exc:
-        return f"(no server log at {path}: {exc})"
-    return "\n".join(text.splitlines()[-lines:])
 
 
-def _answers(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=5) as response:
-            return response.status == 200
-    except (urllib.error.URLError, OSError):
-        return False
 
 
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    """End the server and every process it started (it leads its own process group)."""
-    if process.poll() is not None:
-        return
-    for sig, wait_s in ((signal.SIGTERM, 20), (signal.SIGKILL, 10)):
-        try:
-            os.killpg(process.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            process.wait(timeout=wait_s)
-            return
-        except subprocess.TimeoutExpired:
-            continue
 
 
 DB_FILE = OUTPUT_DIR / "bpflow-test.db"
@@ -159,53 +126,16 @@ def app_server() -> Iterator[str]:
 
     OUTPUT_DIR.mkdir(parents=True, exist_ok=True)
     _prepare_database()
-    # a port taken between its choice and the server's bind (another test's server, or the
-    # local port of a connection going out) is chosen again, up to three times
-    for attempt in range(3):
-        base_url, process = _start_server(_free_port())
-        try:
-            _wait_until_it_answers(base_url, process)
-            break
-        except pytest.fail.Exception:
-            _stop(process)
-            if attempt == 2 or "already in use" not in _log_tail(SERVER_LOG):
-                raise
+    # The built frontend talks to the backend at localhost:PORT, so browse it there too
+    # (a port taken before the server binds it is chosen again: `scaled.started`).
+    base_url, process = scaled.started(
+        lambda port: [sys.executable, "-m", "reflex", "run", "--env", "prod", "--single-port",
+                      "--frontend-port", str(port), "--backend-port", str(port)],
+        _server_env(), SERVER_LOG, paths=("/",), host="localhost", timeout=STARTUP_TIMEOUT_S)
     try:
         yield base_url
     finally:
-        _stop(process)
-
-
-def _start_server(port: int) -> tuple[str, subprocess.Popen]:
-    # The built frontend talks to the backend at localhost:PORT, so browse it there too.
-    command = [sys.executable, "-m", "reflex", "run", "--env", "prod", "--single-port",
-               "--frontend-port", str(port), "--backend-port", str(port)]
-    with SERVER_LOG.open("wb") as log:
-        log.write(f"$ {' '.join(command)}\n".encode())
-        log.flush()
-        process = subprocess.Popen(command, cwd=REPO_ROOT, env=_server_env(),
-                                   stdin=subprocess.DEVNULL, stdout=log,
-                                   stderr=subprocess.STDOUT, start_new_session=True)
-    return f"http://localhost:{port}", process
-
-
-def _wait_until_it_answers(base_url: str, process: subprocess.Popen) -> None:
-    deadline = time.monotonic() + STARTUP_TIMEOUT_S
-    while not _answers(base_url + "/"):
-        if process.poll() is not None:
-            pytest.fail(
-                f"reflex server exited with code {process.returncode} before answering "
-                f"on {base_url}; last lines of {SERVER_LOG}:\n{_log_tail(SERVER_LOG)}",
-                pytrace=False,
-            )
-        if time.monotonic() > deadline:
-            pytest.fail(
-                f"reflex server did not answer on {base_url} within "
-                f"{STARTUP_TIMEOUT_S:.0f} s; last lines of {SERVER_LOG}:\n"
-                f"{_log_tail(SERVER_LOG)}",
-                pytrace=False,
-            )
-        time.sleep(1)
+        scaled.stop(process)
 
 
 @pytest.fixture(scope="session")
@@ -305,7 +235,6 @@ def scaled_site(pg_available) -> Iterator[object]:
     behind its port and an API-only backend before it, on a PostgreSQL schema of its own
     and Reflex's Redis state manager (tests/scaled/conftest.py, `app_site`)."""
     from tests.conftest import pg_schema
-    from tests.scaled import conftest as scaled
 
     scaled.require_servers(pg_available)
     with pg_schema() as url, scaled.app_site(url, api=True, workers=2,

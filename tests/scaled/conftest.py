@@ -137,10 +137,10 @@ def spawn(command: list[str], env: dict[str, str], log: Path) -> subprocess.Pope
 
 
 def wait_for(urls: dict[str, subprocess.Popen], logs: dict[str, Path],
-             path: str = "/api/health") -> None:
+             path: str = "/api/health", timeout: float = STARTUP_S) -> None:
     """Until every base URL answers `path`; a process that exits fails the test with its
     log's tail."""
-    deadline = time.monotonic() + STARTUP_S
+    deadline = time.monotonic() + timeout
     pending = dict(urls)
     while pending:
         for url, process in list(pending.items()):
@@ -151,14 +151,14 @@ def wait_for(urls: dict[str, subprocess.Popen], logs: dict[str, Path],
                 pytest.fail(f"backend {url} exited with {process.returncode}:\n"
                             + "\n".join(tail), pytrace=False)
         if pending and time.monotonic() > deadline:
-            pytest.fail(f"backends {sorted(pending)} did not answer within {STARTUP_S:.0f} s "
+            pytest.fail(f"backends {sorted(pending)} did not answer within {timeout:.0f} s "
                         f"(logs in {OUTPUT})", pytrace=False)
         time.sleep(0.3)
 
 
 def started(command: Callable[[int], list[str]], env: dict[str, str], log: Path,
-            paths: tuple[str, ...] = ("/api/health",),
-            host: str = "127.0.0.1") -> tuple[str, subprocess.Popen]:
+            paths: tuple[str, ...] = ("/api/health",), host: str = "127.0.0.1",
+            timeout: float = STARTUP_S) -> tuple[str, subprocess.Popen]:
     """A server started on a free port and answering `paths`, with its base URL. A port
     taken between its choice and the server's bind (by another test's server, or as the
     local port of a connection going out) is chosen again, up to three times."""
@@ -168,7 +168,7 @@ def started(command: Callable[[int], list[str]], env: dict[str, str], log: Path,
         process = spawn(command(port), env, log)
         try:
             for path in paths:
-                wait_for({base: process}, {base: log}, path)
+                wait_for({base: process}, {base: log}, path, timeout)
             return base, process
         except pytest.fail.Exception:
             stop(process)

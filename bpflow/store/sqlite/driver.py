@@ -135,12 +135,14 @@ class SqliteDriver:
         leaves the instance's status and due time as its row holds them (`Loaded.stored`:
         the compare-and-set finds the row as that copy last read or wrote it) does not
         set them (`CAS_QUIET`)."""
-        steps = [(w.row["id"], cas.sql, cas.bind(w.row),
-                  [(FOR_SQLITE[s].sql, [FOR_SQLITE[s].bind(r) for r in rows])
-                   for s, rows in step_rows(w) if rows])
-                 for w in writes
-                 for cas in [CAS_QUIET if w.loaded.stored == (w.row["status"], w.row["due_at"])
-                             else CAS]]
+        def step(w: Write) -> tuple[str, str, Any, list[tuple[str, list[Any]]]]:
+            quiet = w.loaded.stored == (w.row["status"], w.row["due_at"])
+            cas = CAS_QUIET if quiet else CAS
+            return (w.row["id"], cas.sql, cas.bind(w.row),
+                    [(FOR_SQLITE[s].sql, [FOR_SQLITE[s].bind(r) for r in rows])
+                     for s, rows in step_rows(w) if rows])
+
+        steps = [step(w) for w in writes]
 
         def job(conn: sqlite3.Connection) -> set[str]:
             lost = set()
