@@ -101,3 +101,27 @@ def test_a_browser_asking_for_chinese_gets_the_sign_in_page_in_chinese(browser, 
         expect(page.locator("html")).to_have_attribute("lang", "zh-CN")
     finally:
         context.close()
+
+
+def test_times_follow_the_language_with_one_formatter_per_language(app_store, new_page):
+    """The times of a list are drawn in the page's language, each kind of formatter made
+    once per language for the whole page (making one costs more than formatting many
+    values: a list of 25 mails made 50 of them at each draw)."""
+    app_store.add_user("hanmei", "hanmei-pass-1", ["user"])
+    for _ in range(3):
+        app_store.start("reimbursement", {}, app_store.user("hanmei"))
+    page = new_page()
+    page.goto("/flows")
+    page.get_by_label("Username").fill("hanmei")
+    page.get_by_label("Password").fill("hanmei-pass-1")
+    page.get_by_role("button", name="Sign in").click()
+    times = page.locator("main time")
+    expect(times).to_have_count(3)
+    expect(times.first).to_contain_text(re.compile(r"now|second|minute"))
+    made = "[globalThis.__bpflowRelativeTimeFormat?.size, globalThis.__bpflowDateTimeFormat?.size]"
+    assert page.evaluate(made) == [1, 1]
+
+    _choose(page, "zh-CN")
+    expect(times.first).to_contain_text(re.compile("现在|秒|分钟"))
+    expect(times.first).to_have_attribute("title", re.compile("年"))
+    assert page.evaluate(made) == [2, 2]  # one more each, for Chinese
