@@ -32,12 +32,24 @@ def _nav_link(label: rx.Var, href: str, icon: str, badge: rx.Var | None = None) 
     if badge is not None:
         inner.append(rx.cond(badge > 0, rx.badge(badge, color_scheme="red", radius="full",
                                                  variant="solid", id=f"nav-{icon}-badge")))
-    # Each page's code is its own file: the router fetches the other pages' files once
-    # the link is on the screen (after the page is painted, so that the page's own first
-    # paint does not share the line with them), so going to one does not wait for its code.
+    # Each page's code is its own file, which the router fetches ahead (`PREFETCH`), so
+    # going to a page does not wait for its code.
     return rx.link(rx.hstack(*inner, spacing="1", align="center"), href=href,
                    underline="none", color_scheme="gray", high_contrast=True,
-                   custom_attrs={"prefetch": "viewport"})
+                   custom_attrs={"prefetch": PREFETCH})
+
+
+# When the router fetches the linked pages' code. On a first visit (the page's own
+# scripts came over the network), once the link is on the screen: after the page is
+# painted, so that its first paint does not share the line with them (a phone's first
+# load: bench/lighthouse.py). When the browser had the app's files already (its scripts
+# came from its cache; they are immutable), as soon as the link is drawn: the others
+# are in the cache too, and a click soon after the page shows does not wait for them
+# (bench/ui_latency.py, the inbox opened in the app). Decided once per page load.
+PREFETCH = rx.Var(
+    "((globalThis.__bpflowCached ??= performance.getEntriesByType('resource').some("
+    "(e) => e.name.endsWith('.js') && e.transferSize === 0 && e.decodedBodySize > 0))"
+    " ? 'render' : 'viewport')", _var_type=str)
 
 
 def _links() -> list[rx.Component]:

@@ -84,3 +84,31 @@ def test_no_page_draws_an_icon_chosen_by_the_state(app_server) -> None:
                for f in (web / folder).rglob("*.js*") if "lucide-react/dynamic" in f.read_text()]
     assert dynamic == []
     assert len(list((web / "build" / "client" / "assets").glob("*.js"))) < 500
+
+
+# In the page: whether the inbox's code was asked for (React Router's modulepreload link)
+# in the same drawing that put the header on the screen.
+HEADER_AND_PREFETCH = """(() => {
+  const seen = new MutationObserver(() => {
+    if (!document.querySelector('#user-menu')) return;
+    seen.disconnect();
+    window.__inboxCodeWithHeader =
+      !!document.querySelector('link[rel="modulepreload"][href*="_inbox_"]');
+  });
+  seen.observe(document, {childList: true, subtree: true});
+})()"""
+
+
+def test_a_returning_visit_asks_for_the_linked_pages_code_with_the_page(page, sign_in):
+    """On a first visit the header's links fetch the other pages' code once they are on
+    the screen (after the page's first paint: a phone's first load); when the app's
+    scripts came from the browser's cache, with the page itself, so that a click on the
+    Inbox right away does not wait for its code (bench/ui_latency.py)."""
+    page.context.add_init_script(HEADER_AND_PREFETCH)
+    sign_in(page, "alice")
+    assert page.evaluate("[globalThis.__bpflowCached, window.__inboxCodeWithHeader]") == \
+        [False, False]
+    page.goto("/flows")
+    page.locator("#user-menu").wait_for()
+    assert page.evaluate("[globalThis.__bpflowCached, window.__inboxCodeWithHeader]") == \
+        [True, True]
