@@ -29,10 +29,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "bench"))
-
-import ui_latency as bench  # noqa: E402
-
 TOKEN = """import sys
 from bpflow.auth import issue_token
 from bpflow.store import Store
@@ -42,8 +38,7 @@ print(issue_token(store.user("boss"), secret=sys.argv[2].encode()))"""
 
 def serve(tree: str, db: str) -> None:
     """Prepare `db` with the code of `tree` (on PYTHONPATH) and serve it from there."""
-    sys.path.insert(0, str(Path(tree) / "bench"))
-    sys.modules.pop("ui_latency", None)
+    sys.path[:0] = [str(Path(tree) / "bench"), tree]
     import ui_latency as arm  # that tree's bench: its schema, its build
     arm.OUT.mkdir(parents=True, exist_ok=True)
     arm.prepare(Path(db), 5, 10_000).close()
@@ -56,10 +51,10 @@ def serve(tree: str, db: str) -> None:
         server.terminate()
 
 
-def token(db: str, tree: str) -> str:
+def token(db: str, tree: str, secret: str) -> str:
     return subprocess.run(
-        [sys.executable, "-c", TOKEN, f"sqlite:///{db}", bench.SECRET], check=True,
-        capture_output=True, text=True, env={"PYTHONPATH": tree, "PATH": "/usr/bin"},
+        [sys.executable, "-c", TOKEN, f"sqlite:///{db}", secret], check=True,
+        capture_output=True, text=True, env={"PYTHONPATH": tree, "PATH": "/usr/bin"}, cwd=tree,
     ).stdout.strip()
 
 
@@ -73,12 +68,14 @@ def main() -> None:
     args = parser.parse_args()
     if args.serve:
         return serve(*args.serve)
+    sys.path.insert(0, str(ROOT / "bench"))
+    import ui_latency as bench  # this tree's bench drives the browser
     from playwright.sync_api import sync_playwright
     bench.LANG = args.lang
     arms = {}
     for spec in args.arm:
         name, url, db, tree = spec.split("=")
-        arms[name] = (url, token(db, tree))
+        arms[name] = (url, token(db, tree, bench.SECRET))
 
     def signed_in(browser, base: str, session: str, _name: str):
         context = browser.new_context(base_url=base, viewport={"width": 1280, "height": 800},
