@@ -159,9 +159,13 @@ def serve(db: Path, port: int) -> subprocess.Popen:
 
 def signed_in(browser, base: str, store: Store, name: str):
     """A browser context whose localStorage already holds `name`'s session."""
+    return with_session(browser, base, issue_token(store.user(name), secret=SECRET.encode()))
+
+
+def with_session(browser, base: str, token: str):
+    """A browser context whose localStorage already holds the session `token`."""
     context = browser.new_context(base_url=base, viewport={"width": 1280, "height": 800},
                                   locale=LANG)
-    token = issue_token(store.user(name), secret=SECRET.encode())
     context.add_init_script(f"window.localStorage.setItem('bpflow_token', {json.dumps(token)})")
     return context
 

@@ -77,13 +77,9 @@ def main() -> None:
         name, url, db, tree = spec.split("=")
         arms[name] = (url, token(db, tree, bench.SECRET))
 
-    def signed_in(browser, base: str, session: str, _name: str):
-        context = browser.new_context(base_url=base, viewport={"width": 1280, "height": 800},
-                                      locale=bench.LANG)
-        context.add_init_script(
-            f"window.localStorage.setItem('bpflow_token', {json.dumps(session)})")
-        return context
-    bench.signed_in = signed_in  # the arm's token, not one of this tree's store
+    # the arm's token (issued by its own code), not one of this tree's store
+    bench.signed_in = lambda browser, base, session, _name: bench.with_session(
+        browser, base, session)
 
     kinds = ("app", "page_load", "page_load_answer", "new_tab", "new_tab_answer")
     out = {name: {kind: [] for kind in kinds} for name in arms}

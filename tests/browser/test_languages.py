@@ -38,6 +38,13 @@ def _choose(page, code: str) -> float:
     return times["shown"] - times["click"]
 
 
+def _sign_in(page, name: str) -> None:
+    """Sign in through the page's form (the users of these tests: password `<name>-pass-1`)."""
+    page.get_by_label("Username").fill(name)
+    page.get_by_label("Password").fill(f"{name}-pass-1")
+    page.get_by_role("button", name="Sign in").click()
+
+
 def test_the_menu_turns_the_guest_page_chinese_keeping_what_was_typed(page, screenshot):
     page.goto("/guest")
     expect(page.get_by_role("heading", name="Leave a message")).to_be_visible()
@@ -70,9 +77,7 @@ def test_the_headers_choice_stays_with_the_account(browser, app_server, app_stor
     app_store.add_user("lilei", "lilei-pass-1", ["user"])
     page = new_page()
     page.goto("/flows")
-    page.get_by_label("Username").fill("lilei")
-    page.get_by_label("Password").fill("lilei-pass-1")
-    page.get_by_role("button", name="Sign in").click()
+    _sign_in(page, "lilei")
     expect(page.locator("#user-menu")).to_contain_text("lilei")
     expect(page.get_by_role("link", name="My flows")).to_be_visible()
 
@@ -84,9 +89,7 @@ def test_the_headers_choice_stays_with_the_account(browser, app_server, app_stor
 
     elsewhere = new_page()  # another browser, English: Chinese once lilei signs in
     elsewhere.goto("/flows")
-    elsewhere.get_by_label("Username").fill("lilei")
-    elsewhere.get_by_label("Password").fill("lilei-pass-1")
-    elsewhere.get_by_role("button", name="Sign in").click()
+    _sign_in(elsewhere, "lilei")
     expect(elsewhere.get_by_role("link", name="我的流程")).to_be_visible()
     expect(elsewhere.locator("html")).to_have_attribute("lang", "zh-CN")
 
@@ -112,9 +115,7 @@ def test_times_follow_the_language_with_one_formatter_per_language(app_store, ne
         app_store.start("reimbursement", {}, app_store.user("hanmei"))
     page = new_page()
     page.goto("/flows")
-    page.get_by_label("Username").fill("hanmei")
-    page.get_by_label("Password").fill("hanmei-pass-1")
-    page.get_by_role("button", name="Sign in").click()
+    _sign_in(page, "hanmei")
     times = page.locator("main time")
     expect(times).to_have_count(3)
     expect(times.first).to_contain_text(re.compile(r"now|second|minute"))
