@@ -23,12 +23,7 @@ from supervisor.datatypes import RestartUnconditionally
 
 from bpflow import scaled, supervision
 from tests.conftest import PG_URL
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+from tests.servers import free_port
 
 
 def test_each_backend_and_worker_is_a_program_named_in_its_environment():

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -16,6 +15,7 @@ from bpflow.api import create_app
 from bpflow.store import Store
 from tests.api.helpers import hostile_store
 from tests.conftest import SECRET
+from tests.servers import free_port
 
 PEOPLE = {"admin": ["admin"], "alice": ["user"], "bob": ["user"], "ann": ["approver"]}
 
@@ -30,11 +30,6 @@ class Api:
         headers = {"Authorization": f"Bearer {self.tokens[who]}"} if who else {}
         return httpx.Client(base_url=self.url, headers=headers, timeout=30)
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture

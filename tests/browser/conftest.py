@@ -30,6 +30,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import servers
 from tests.scaled import conftest as scaled
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -127,15 +128,15 @@ def app_server() -> Iterator[str]:
     OUTPUT_DIR.mkdir(parents=True, exist_ok=True)
     _prepare_database()
     # The built frontend talks to the backend at localhost:PORT, so browse it there too
-    # (a port taken before the server binds it is chosen again: `scaled.started`).
-    base_url, process = scaled.started(
+    # (a port taken before the server binds it is chosen again: `servers.started`).
+    base_url, process = servers.started(
         lambda port: [sys.executable, "-m", "reflex", "run", "--env", "prod", "--single-port",
                       "--frontend-port", str(port), "--backend-port", str(port)],
         _server_env(), SERVER_LOG, paths=("/",), host="localhost", timeout=STARTUP_TIMEOUT_S)
     try:
         yield base_url
     finally:
-        scaled.stop(process)
+        servers.stop(process)
 
 
 @pytest.fixture(scope="session")

@@ -39,17 +39,8 @@ from sqlalchemy import text
 
 from bpflow.store import Store
 from tests.conftest import pg_schema
-from tests.scaled.conftest import (
-    OUTPUT,
-    ROOT,
-    SECRET,
-    STARTUP_S,
-    answers,
-    free_port,
-    require_servers,
-    server_env,
-    stop,
-)
+from tests.scaled.conftest import OUTPUT, SECRET, require_servers, server_env
+from tests.servers import ROOT, STARTUP_S, answers, free_port, stop
 from tests.services.helpers import FAILING, failed, retried_exactly_once
 
 HOME = OUTPUT / "managed"

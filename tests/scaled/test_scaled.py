@@ -15,7 +15,8 @@ import pytest
 from sqlalchemy import text
 
 from tests.http_server import LocalServer
-from tests.scaled.conftest import LEASE_S, Cluster, kill
+from tests.scaled.conftest import LEASE_S, Cluster
+from tests.servers import kill
 from tests.services.test_worker import wait_until
 
 STORM = {"name": "storm", "circles": [

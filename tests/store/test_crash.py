@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -22,6 +21,7 @@ import httpx
 from bpflow.auth import issue_token
 from bpflow.store import Store
 from bpflow.store.migrate import upgrade
+from tests.servers import free_port
 
 SECRET = "crash-test-secret-of-at-least-32-bytes"
 STEPS = 5
@@ -33,17 +33,12 @@ KILLS = 20 if SOAK else 2
 CLIENTS = 8
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 class Server:
     """The API app served by granian (as Reflex serves it) in its own process."""
 
     def __init__(self, url: str, home: Path):
-        self.port = _free_port()
+        self.port = free_port()
         self.env = {**os.environ, "DATABASE_URL": url, "BPFLOW_SECRET": SECRET,
                     "BPFLOW_HOME": str(home), "BPFLOW_INPROCESS_WORKER": "0"}
         self.proc: subprocess.Popen | None = None
