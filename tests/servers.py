@@ -78,8 +78,9 @@ def wait_for(urls: dict[str, subprocess.Popen], logs: dict[str, Path],
                 pytest.fail(f"backend {url} exited with {process.returncode}:\n"
                             + "\n".join(tail), pytrace=False)
         if pending and time.monotonic() > deadline:
+            files = ", ".join(str(logs[u]) for u in sorted(pending))
             pytest.fail(f"backends {sorted(pending)} did not answer within {timeout:.0f} s "
-                        f"(logs in {next(iter(logs.values())).parent})", pytrace=False)
+                        f"(logs: {files})", pytrace=False)
         time.sleep(0.3)
 
 

@@ -31,7 +31,6 @@ class Api:
         return httpx.Client(base_url=self.url, headers=headers, timeout=30)
 
 
-
 @pytest.fixture
 def api(db_url) -> Iterator[Api]:
     store = Store(db_url, secret=SECRET)

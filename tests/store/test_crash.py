@@ -33,7 +33,6 @@ KILLS = 20 if SOAK else 2
 CLIENTS = 8
 
 
-
 class Server:
     """The API app served by granian (as Reflex serves it) in its own process."""
 
