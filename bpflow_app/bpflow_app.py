@@ -9,6 +9,7 @@ from bpflow_app import routes
 from bpflow_app.asset_cache import cache_fingerprinted_assets, pages_without_redirect
 from bpflow_app.components.connection import connection_overlay
 from bpflow_app.components.frame import outer_circle
+from bpflow_app.components.when import warm_up
 from bpflow_app.frame_state import page_loads
 from bpflow_app.i18n import _
 from bpflow_app.pages.account import account_page
@@ -44,7 +45,12 @@ from bpflow_app.pages.webhooks_state import WebhooksState
 
 # The Radix theme is configured in rxconfig.py (RadixThemesPlugin).
 app = rx.App(api_transformer=create_app(), stylesheets=["/styles.css"],  # REST API: /api
-             toaster=rx.toast.provider(custom_attrs={"containerAriaLabel": _("Notifications")}))
+             head_components=[warm_up()],  # the times' formatters made while idle
+             # `dir` given: else sonner asks the browser for the page's direction at each
+             # of its redraws, which makes it compute every style of the page at once (both
+             # languages read left to right)
+             toaster=rx.toast.provider(dir="ltr",
+                                       custom_attrs={"containerAriaLabel": _("Notifications")}))
 # The overlay says in the reader's language when the server cannot be reached.
 app.app_wraps[(5, "Overlay")] = lambda stateful: connection_overlay() if stateful else None
 # Fingerprinted frontend files are cached for good (wrapped around the REST API above);

@@ -6,13 +6,21 @@ page's language (`LangState.lang`) and the browser's own time zone with
 `Intl.RelativeTimeFormat`. The server never guesses a zone, and nothing is computed per
 language on the server: a change of language redraws the times at once, as every text.
 The exact time is the `<time>` element's `datetime` and its tooltip.
+
+A page's first `Intl` formatter costs 15-40 ms in Chromium (its ICU data is set up then):
+`warm_up` makes the page's formatters while the browser is idle during the page load
+(waiting for its scripts or for the server's first answer), so that drawing the first
+list of times does not pay for it.
 """
 
 from __future__ import annotations
 
+import json
+
 import reflex as rx
 from reflex.vars.base import VarData
 
+from bpflow import languages
 from bpflow_app.i18n import LangState
 
 
@@ -21,16 +29,29 @@ def _js(expr: str, *vars_: rx.Var) -> rx.Var:
                   _var_data=VarData.merge(*[v._get_all_var_data() for v in vars_]))
 
 
-DATE_TIME = "{dateStyle: 'medium', timeStyle: 'short'}"
-AUTO = "{numeric: 'auto'}"
+# the formatters a page makes: Intl's kind -> its options
+FORMATTERS = {"DateTimeFormat": "{dateStyle: 'medium', timeStyle: 'short'}",
+              "RelativeTimeFormat": "{numeric: 'auto'}", "NumberFormat": "{}"}
 
 
-def _formatter(kind: str, lang: rx.Var, options: str) -> str:
-    """JavaScript giving the page's one `Intl.<kind>` of the language and options: a
+def _formatter(kind: str, lang: rx.Var | str) -> str:
+    """JavaScript giving the page's one `Intl.<kind>` of the language (`FORMATTERS`): a
     formatter is made once per language (making one takes longer than formatting many
     values; a list of 25 mails made 50 each time it was drawn) and kept on the page."""
-    return (f"((m, k) => m.get(k) ?? m.set(k, new Intl.{kind}({lang!s}, {options})).get(k))"
+    made = f"new Intl.{kind}({lang!s}, {FORMATTERS[kind]})"
+    return (f"((m, k) => m.get(k) ?? m.set(k, {made}).get(k))"
             f"(globalThis.__bpflow{kind} ??= new Map(), {lang!s})")
+
+
+def warm_up() -> rx.Component:
+    """A script for the page's head: once the browser is idle, the formatters of
+    `FORMATTERS` in every language are made and kept where `clock`, `ago` and `number`
+    find them (the first is what costs)."""
+    made = "; ".join(_formatter(kind, "lang") for kind in FORMATTERS)
+    codes = json.dumps(list(languages.LANGUAGES))
+    return rx.el.script(  # in the document's head: run as the page is read
+        f"(() => {{ const warm = () => {{ for (const lang of {codes}) {{ try {{ {made}; }}"
+        " catch (e) {} } }; setTimeout(warm); })();")
 
 
 def clock(iso: rx.Var | str) -> rx.Var:
@@ -38,7 +59,7 @@ def clock(iso: rx.Var | str) -> rx.Var:
     16:20`, `Nov 27, 2026, 4:20 PM`."""
     iso = rx.Var.create(iso)
     lang = LangState.lang
-    return _js(f"(({iso!s}) ? {_formatter('DateTimeFormat', lang, DATE_TIME)}"
+    return _js(f"(({iso!s}) ? {_formatter('DateTimeFormat', lang)}"
                f".format(new Date({iso!s})) : '')", iso, lang)
 
 
@@ -48,7 +69,7 @@ def ago(iso: rx.Var | str) -> rx.Var:
     iso = rx.Var.create(iso)
     lang = LangState.lang
     return _js(
-        f"(({iso!s}) ? ((s) => {{ const f = {_formatter('RelativeTimeFormat', lang, AUTO)};"
+        f"(({iso!s}) ? ((s) => {{ const f = {_formatter('RelativeTimeFormat', lang)};"
         " const a = Math.abs(s);"
         " return a < 60 ? f.format(Math.round(s), 'second')"
         " : a < 3600 ? f.format(Math.round(s / 60), 'minute')"
@@ -63,7 +84,7 @@ def number(n: rx.Var | int | float) -> rx.Var:
     """A number with the reader's grouping and decimal signs."""
     n = rx.Var.create(n)
     lang = LangState.lang
-    return _js(f"{_formatter('NumberFormat', lang, '{}')}.format(Number({n!s}))", n, lang)
+    return _js(f"{_formatter('NumberFormat', lang)}.format(Number({n!s}))", n, lang)
 
 
 def when(iso: rx.Var | str, *, relative: bool = False, **props) -> rx.Component:
