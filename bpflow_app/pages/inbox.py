@@ -256,8 +256,9 @@ def _task(t: rx.Var[TaskView], mine: bool) -> rx.Component:
                 rx.el.p(t.description, class_name="mail-subject", custom_attrs=NO),
                 rx.cond(t.summary != "", rx.el.p(t.summary, class_name="mail-meta task-about",
                                                  custom_attrs=NO)),
+                # underlined: in a line of text its colour alone does not tell it apart
                 rx.el.p(rx.link(title, href=t.href, size="1", class_name="task-flow",
-                                custom_attrs=NO),
+                                underline="always", custom_attrs=NO),
                         " · ", rx.el.span(waits, class_name="task-waits"),
                         class_name="mail-meta"),
                 rx.el.p(rich(N_("Ready %(when)s"), when=lambda: when(t.ready, relative=True)),
