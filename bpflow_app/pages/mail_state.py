@@ -90,7 +90,8 @@ class MailState(SessionState):
         if self.kind in KINDS:
             if self.total != counts[self.kind]["total"]:
                 self.total = counts[self.kind]["total"]
-            self.page = min(self.page, self.pages - 1)
+            if self.page > self.pages - 1:
+                self.page = self.pages - 1
             rows = Mailbox(store).inbox(caller, kind=self.kind, limit=PAGE_SIZE,
                                         offset=self.page * PAGE_SIZE)
             mails = [with_round(mail_view(m, True, self.gettext), store, caller,
@@ -98,7 +99,8 @@ class MailState(SessionState):
                      mail_view(m, False, self.gettext) for m in rows]
             if mails != self.mails:
                 self.mails = mails
-        self.loading = False
+        if self.loading:  # (a var set is sent, and redraws the list, even when unchanged)
+            self.loading = False
         return counts
 
     @rx.event

@@ -69,10 +69,13 @@ class TasksState(SessionState):
             self._fetch_tasks(caller)
         else:
             self._count(caller)
-        self.loading = False
+        if self.loading:
+            self.loading = False
 
     def _count(self, caller: Caller) -> None:
-        self.task_count = store_for(caller).tasks(caller, "all", None, 1, 0)[1]
+        count = store_for(caller).tasks(caller, "all", None, 1, 0)[1]
+        if count != self.task_count:  # (a var set is sent, even when unchanged)
+            self.task_count = count
 
     def _fetch_tasks(self, caller: Caller) -> None:
         """Both lists' pages as they are now; only what changed is set (and sent)."""

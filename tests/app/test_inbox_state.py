@@ -471,3 +471,18 @@ def test_a_new_approval_is_pushed_to_the_open_inbox(make_state, web_store, monke
         root = root.parent_state
     frame = root.get_substate(FrameState.get_full_name().split(".")[1:])
     assert frame.unread == 1
+
+
+def test_reading_the_inbox_again_unchanged_sets_nothing(make_state, claim):
+    """What the inbox reads again while it follows changes sets only what changed: a var
+    set is sent to the browser, which draws the whole list again, even when its value
+    is the one it had (the page's first load sent the list twice)."""
+    inbox = make_state(MailState, user="bob")
+    run(inbox.load())
+    tasks = make_state(TasksState, user="bob")
+    tasks._fetch(tasks._visitor())  # the Tasks tab's badge, read first
+    tasks.dirty_vars.clear()
+    inbox.dirty_vars.clear()
+    inbox._read(inbox._visitor())
+    tasks._fetch(tasks._visitor())
+    assert inbox.dirty_vars == set() and tasks.dirty_vars == set()
