@@ -45,7 +45,7 @@ from bpflow_app.pages.webhooks_state import WebhooksState
 
 # The Radix theme is configured in rxconfig.py (RadixThemesPlugin).
 app = rx.App(api_transformer=create_app(), stylesheets=["/styles.css"],  # REST API: /api
-             head_components=[warm_up()],  # the times' formatters made while idle
+             head_components=[warm_up()],  # the times' formatters made as it loads
              # `dir` given: else sonner asks the browser for the page's direction at each
              # of its redraws, which makes it compute every style of the page at once (both
              # languages read left to right)

@@ -8,9 +8,10 @@ language on the server: a change of language redraws the times at once, as every
 The exact time is the `<time>` element's `datetime` and its tooltip.
 
 A page's first `Intl` formatter costs 15-40 ms in Chromium (its ICU data is set up then):
-`warm_up` makes the page's formatters while the browser is idle during the page load
-(waiting for its scripts or for the server's first answer), so that drawing the first
-list of times does not pay for it.
+`warm_up` makes the page's formatters in a task of its own as soon as the document is
+read, while the page's scripts are still coming, so that drawing the first list of times
+after the server's answer does not pay for it (on the browser's idle callback they were
+made after the hydration's request, sometimes after the answer: bench/RESULTS.md).
 """
 
 from __future__ import annotations
@@ -44,9 +45,9 @@ def _formatter(kind: str, lang: rx.Var | str) -> str:
 
 
 def warm_up() -> rx.Component:
-    """A script for the page's head: once the browser is idle, the formatters of
-    `FORMATTERS` in every language are made and kept where `clock`, `ago` and `number`
-    find them (the first is what costs)."""
+    """A script for the page's head: in a task of its own once the document is read, the
+    formatters of `FORMATTERS` in every language are made and kept where `clock`, `ago`
+    and `number` find them (the first is what costs)."""
     made = "; ".join(_formatter(kind, "lang") for kind in FORMATTERS)
     codes = json.dumps(list(languages.LANGUAGES))
     return rx.el.script(  # in the document's head: run as the page is read
