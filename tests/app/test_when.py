@@ -12,7 +12,7 @@ import subprocess
 import pytest
 
 from bpflow import languages
-from bpflow_app.components.when import ago, clock, number, warm_up
+from bpflow_app.components.when import FORMATTERS, ago, clock, number, warm_up
 from bpflow_app.i18n import LangState
 
 pytestmark = pytest.mark.skipif(shutil.which("node") is None, reason="no node")
@@ -31,7 +31,7 @@ def test_the_head_script_makes_the_formatters_the_page_uses() -> None:
     shown = {"clock": str(clock(AT)), "ago": str(ago(AT)), "number": str(number(1234.5))}
     program = f"""
 {script}
-const kinds = ["DateTimeFormat", "RelativeTimeFormat", "NumberFormat"];
+const kinds = {json.dumps(list(FORMATTERS))};
 setTimeout(() => {{
   const made = Object.fromEntries(kinds.map((k) => [k, new Map(globalThis["__bpflow" + k])]));
   const out = {{made: Object.fromEntries(kinds.map((k) => [k, [...made[k].keys()]])), shown: {{}}}};
@@ -48,7 +48,7 @@ setTimeout(() => {{
 }});
 """
     out = _node(program)
-    for kind in ("DateTimeFormat", "RelativeTimeFormat", "NumberFormat"):
+    for kind in FORMATTERS:
         assert out["made"][kind] == list(languages.LANGUAGES)
     assert out["same"] is True
     for got in out["shown"].values():

@@ -36,5 +36,5 @@ def test_a_server_failing_for_another_reason_fails_at_once(monkeypatch, tmp_path
     monkeypatch.setattr(servers, "free_port", lambda: tries.append(1) or 1)  # not ours
     with pytest.raises(pytest.fail.Exception):
         servers.started(lambda port: [sys.executable, "-c", "raise SystemExit(3)"], {},
-                       tmp_path / "server.log", paths=("/",))
+                        tmp_path / "server.log", paths=("/",))
     assert len(tries) == 1
