@@ -84,6 +84,26 @@ class RadixThemes(rx.plugins.RadixThemesPlugin):
         return sorted(found)
 
 
+class PagesInEachLanguage(rx.plugins.Plugin):
+    """Every page prerendered in each language, the one asked for served (SPEC §17): the
+    initial state's `lang` read from `<html lang>`, and each page drawn again in the other
+    languages after the build (bpflow_app/prerender.py, which says why). Listed before the
+    plugins that rewrite the built pages, so that these see the drawings too."""
+
+    def pre_compile(self, **context) -> None:
+        from bpflow_app.prerender import initial_language
+
+        context["add_modify_task"]("utils/context.jsx", initial_language)
+
+    def post_build(self, **context) -> None:
+        from reflex.utils import prerequisites
+
+        from bpflow_app.prerender import draw_in_languages, runtime_of_build
+
+        draw_in_languages(Path(context["static_dir"]), prerequisites.get_web_dir(),
+                          runtime_of_build())
+
+
 class ScriptsAfterStyles(rx.plugins.Plugin):
     """Every page's head preloads its ~20 script modules (`<link rel=modulepreload>`) at
     high priority, so on a slow line they share it with the stylesheet, which is all the
@@ -142,6 +162,7 @@ config = rx.Config(
         RadixThemes(
             theme=rx.theme(appearance="light", accent_color="indigo", radius="large"),
         ),
+        PagesInEachLanguage(),
         ScriptsAfterStyles(),
         IconsTogether(),
     ],

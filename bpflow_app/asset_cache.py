@@ -11,14 +11,23 @@ the whole app (the REST API, the event socket and the pages; bpflow_app/bpflow_a
   before anything is drawn (0.6 s on a phone, by Lighthouse's mobile preset;
   bench/RESULTS.md). A page's path without its trailing slash is served that page
   directly, under the address the browser asked for.
+- Pages in the reader's language. The build draws each page in every language
+  (bpflow_app/prerender.py); a page is served drawn in the language its reader's pages
+  are in, so that it is not English until it has hydrated.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from pathlib import Path
 
+from starlette.datastructures import Headers
+from starlette.requests import cookie_parser
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from bpflow import languages
+from bpflow_app import prerender
 
 IMMUTABLE = b"public, max-age=31536000, immutable"
 
@@ -58,32 +67,91 @@ def frontend_build_dir() -> Path | None:
     return (prerequisites.get_web_dir() / constants.Dirs.STATIC / path).resolve()
 
 
+def routable_pages() -> Callable[[str], str | None] | None:
+    """Which paths are pages of the app without HTML of their own (`/flow/<id>`): the
+    matcher Reflex's static mount serves its page shell by (`get_frontend_mount`, from
+    the routes the build wrote), or None without a build."""
+    from reflex.utils import exec as rx_exec
+
+    router = rx_exec.get_routes_manifest_router()
+    if router is None:
+        return None
+    return functools.partial(rx_exec._match_routable_page, router)
+
+
+def language_of(scope: Scope) -> str:
+    """The language a request's page is drawn in: the page's last (the `bpflow_lang`
+    cookie the pages keep), else the best `Accept-Language` asks for, else English — as
+    `LangState.lang` decides once the page is connected (bpflow_app/prerender.py)."""
+    headers = Headers(scope=scope)
+    kept = cookie_parser(headers.get("cookie", "")).get(prerender.COOKIE)
+    return languages.known(kept) or languages.best(headers.get("accept-language"))
+
+
 def pages_without_redirect(app: ASGIApp,
-                           build_dir: Callable[[], Path | None] = frontend_build_dir
-                           ) -> ASGIApp:
-    """ASGI middleware: a GET or HEAD of `/route` whose page the build holds as
-    `route/index.html` is passed on as `/route/` (which the static mount answers with
-    the page), instead of being redirected there."""
-    root: list[Path | None] = []  # looked up at the first request (the build is done then)
+                           build_dir: Callable[[], Path | None] = frontend_build_dir,
+                           routes: Callable[[], Callable[[str], str | None] | None]
+                           = routable_pages) -> ASGIApp:
+    """ASGI middleware for a GET or HEAD of a page:
+
+    - `/route`, whose page the build holds as `route/index.html`, is passed on as
+      `/route/` (which the static mount answers with the page), instead of being
+      redirected there;
+    - in a language other than English (`language_of`), the page drawn in it is passed
+      on instead (`_lang/<code>/route/`; for a page without HTML of its own, the page
+      shell drawn in it), when the build has it. Such answers say they vary by cookie
+      and language."""
+    found: list[tuple[Path | None, Callable[[str], str | None] | None]] = []  # at the
+    # first request (the build is done then)
 
     async def wrapped(scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["method"] in ("GET", "HEAD"):
-            scope = _as_directory(scope, root)
+            page = _page(scope)
+            if page is not None:
+                await app(page, receive, _varying(send))
+                return
         await app(scope, receive, send)
 
-    def _as_directory(scope: Scope, root: list[Path | None]) -> Scope:
+    def _page(scope: Scope) -> Scope | None:
+        """The request as the static mount is to see it, if it is one of a page."""
         path: str = scope["path"]
         name = path.rsplit("/", 1)[-1]
-        if (not name or "." in name or path.startswith(("/api/", "/_"))
+        if ("." in name or path.startswith(("/api/", "/_"))
                 or ".." in path.split("/")):
-            return scope  # a directory already, a file, the API or Reflex's endpoints
-        if not root:
-            root.append(build_dir())
-        if root[0] is None or not (root[0] / path.lstrip("/") / "index.html").is_file():
-            return scope
-        scope = {**scope, "path": path + "/"}
-        if scope.get("raw_path"):
-            scope["raw_path"] = scope["raw_path"] + b"/"
-        return scope
+            return None  # a file, the API, Reflex's endpoints
+        if not found:
+            found.append((build_dir(), routes()))
+        root, routable = found[0]
+        if root is None:
+            return None
+        rel = path.strip("/")
+        lang = language_of(scope)
+        drawn = root / prerender.VARIANTS / lang
+        if (root / rel / "index.html").is_file():
+            if lang != languages.DEFAULT and (drawn / rel / "index.html").is_file():
+                return _at(scope, f"/{prerender.VARIANTS}/{lang}/{rel}/".replace("//", "/"))
+            return _at(scope, path if path.endswith("/") else path + "/")
+        if (lang != languages.DEFAULT and (drawn / prerender.SPA_FALLBACK).is_file()
+                and routable is not None and routable(path)):
+            return _at(scope, f"/{prerender.VARIANTS}/{lang}/{prerender.SPA_FALLBACK}")
+        return None
 
     return wrapped
+
+
+def _at(scope: Scope, path: str) -> Scope:
+    """The request for another path of the build (the address bar keeps the one asked)."""
+    return {**scope, "path": path, "raw_path": path.encode()}
+
+
+def _varying(send: Send) -> Send:
+    """`send`, with `Vary: Cookie, Accept-Language` added to the answer's start (a page
+    depends on them)."""
+    async def varying(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            headers = [(k, v) for k, v in message.get("headers", []) if k.lower() != b"vary"]
+            vary = [v for k, v in message.get("headers", []) if k.lower() == b"vary"]
+            message = {**message, "headers": [
+                *headers, (b"vary", b", ".join([*vary, b"Cookie, Accept-Language"]))]}
+        await send(message)
+    return varying

@@ -15,6 +15,7 @@ raised, from the same catalogs the API answers with), a message a service gave a
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from typing import Any
@@ -24,6 +25,7 @@ from reflex.vars.base import VarData
 
 from bpflow import languages
 from bpflow_app.catalogs import CATALOGS, PLACEHOLDER, Text, explain, say, translate
+from bpflow_app.prerender import COOKIE
 
 PLURAL_N = re.compile(r"\bn\b")  # the number in a plural rule
 
@@ -157,13 +159,19 @@ def rich(message: str, **parts: Callable[[], rx.Component]) -> rx.Component:
 
 
 class DocumentLang(rx.Fragment):
-    """Keeps `<html lang>` at the page's language (the built page says `en`)."""
+    """Keeps `<html lang>` at the page's language, and the `bpflow_lang` cookie with it,
+    by which the server picks the language of the next page it sends
+    (bpflow_app/prerender.py). A year; `SameSite=Lax`; read by the server only to choose
+    among the pages it has drawn."""
 
     def add_hooks(self) -> list[str | rx.Var]:
         lang = LangState.lang
         js = str(lang)
+        cookie = f"; path=/; max-age={365 * 24 * 3600}; samesite=lax"
         return [rx.Var(
-            f"useEffect(() => {{ document.documentElement.lang = {js}; }}, [{js}])",
+            f"useEffect(() => {{ document.documentElement.lang = {js}; "
+            f"document.cookie = {json.dumps(COOKIE + '=')} + {js} + {json.dumps(cookie)}; "
+            f"}}, [{js}])",
             _var_data=VarData.merge(lang._get_all_var_data(),
                                     VarData(imports={"react": ["useEffect"]})))]
 

@@ -10,6 +10,7 @@ import pytest
 from playwright.sync_api import expect
 
 from bpflow import languages
+from bpflow_app import routes
 from tests.browser.untranslated import untranslated
 
 pytestmark = pytest.mark.browser
@@ -103,6 +104,46 @@ def test_a_browser_asking_for_chinese_gets_the_sign_in_page_in_chinese(browser, 
         expect(page.get_by_role("heading", name="登录")).to_be_visible()
         expect(page.get_by_label("用户名")).to_be_visible()
         expect(page.locator("html")).to_have_attribute("lang", "zh-CN")
+    finally:
+        context.close()
+
+
+def test_a_page_is_sent_drawn_in_its_readers_language(browser, app_server):
+    """The server sends each page drawn in the reader's language (bpflow_app/prerender.py):
+    a browser asking for Chinese gets Chinese HTML, which hydrates as drawn (no error, no
+    redraw when the backend's answer says the same language); a choice in the menu is kept
+    in a cookie, by which the next page comes in that language whatever the browser asks."""
+    context = browser.new_context(base_url=app_server, locale="zh-CN")
+    try:
+        page = context.new_page()
+        errors: list[str] = []
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        for path, text in (("/", "用圆圈和箭头画出的业务流程。"), ("/guest", "发送留言"),
+                           ("/flows", "加载中…"), ("/flow/1", None)):
+            sent = page.goto(path)
+            html = sent.text()
+            assert html.startswith('<!DOCTYPE html><html lang="zh-CN"'), path
+            assert "Cookie" in sent.headers["vary"] and "Accept-Language" in sent.headers["vary"]
+            if text is not None:
+                assert text in html, path
+            expect(page.locator("html")).to_have_attribute("lang", "zh-CN")
+        expect(page.get_by_role("heading", name="登录")).to_be_visible()
+        assert errors == []  # a page drawn otherwise than it hydrates is an error
+        for path in [v for k, v in vars(routes).items()  # every page with HTML of its own
+                     if k.isupper() and v.startswith("/") and "[" not in v]:
+            html = context.request.get(path).text()
+            assert html.startswith('<!DOCTYPE html><html lang="zh-CN"'), path
+            assert "Loading…" not in html and "Notifications" not in html, path
+
+        page.goto("/guest")
+        _choose(page, "en")
+        expect(page.get_by_role("heading", name="Leave a message")).to_be_visible()
+        assert {c["name"]: c["value"] for c in context.cookies()}["bpflow_lang"] == "en"
+        sent = page.goto("/")
+        assert sent.text().startswith('<!DOCTYPE html><html lang="en"')
+        assert "Business flows drawn as circles and arrows." in sent.text()
+        assert errors == []
     finally:
         context.close()
 
