@@ -41,7 +41,7 @@ WEB_STAMP := .web/reflex.json
 REFLEX_RUN = $(VENV)/bin/reflex run --env prod --single-port --frontend-port $(PORT) \
 	--backend-port $(PORT)
 
-.PHONY: help venv install bun chromium fonts axe lighthouse db run run-scaled test soak bench \
+.PHONY: help venv install bun chromium fonts axe caddy lighthouse db run run-scaled test soak bench \
 	lint messages clean distclean
 
 help:
@@ -63,6 +63,7 @@ help:
 	@echo "make chromium   install Debian's chromium if $(CHROMIUM) is missing"
 	@echo "make fonts      install Debian's fonts-noto-cjk (Chinese pages in the browser tests)"
 	@echo "make axe        install axe-core $(AXE_VERSION) under $(AXE_DIR)/ (accessibility tests)"
+	@echo "make caddy      install Debian's caddy (the deployment's web entry point, its tests)"
 	@echo "make clean      remove build output (.web, .states, test-output)"
 
 venv install: $(INSTALL_STAMP)
@@ -111,6 +112,16 @@ fonts:
 				&& $$sudo apt-get install -y --no-install-recommends fonts-noto-cjk; }; \
 	fi
 
+# The web entry point of the deployment recipes (deploy/Caddyfile), run by its tests.
+caddy:
+	@if ! command -v caddy >/dev/null; then \
+		if [ "$$(id -u)" = 0 ]; then sudo=; else sudo=sudo; fi; \
+		export DEBIAN_FRONTEND=noninteractive; \
+		$$sudo apt-get install -y --no-install-recommends caddy \
+			|| { $$sudo apt-get update \
+				&& $$sudo apt-get install -y --no-install-recommends caddy; }; \
+	fi
+
 # A prefix of its own (bun's install under .tools/ is left as it is); installed again when
 # AXE_VERSION changes.
 axe:
@@ -155,7 +166,7 @@ run-scaled: install bun $(WEB_STAMP)
 # each one after the other, while the others share the rest (tests/conftest.py). The 25 slowest tests are listed at the end.
 # The suite must stay under 12 minutes on 2 cores (10 min 51 s on a fresh clone:
 # bench/RESULTS.md, "The test suite").
-test: install bun chromium fonts axe
+test: install bun chromium fonts axe caddy
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --durations=25
 
 # Two soaks, one after the other: the crash test (20 kills of the server under load) and

@@ -324,10 +324,13 @@ def test_the_proxy_sends_every_backend_path_to_the_backends():
 
 def test_the_pages_with_a_parameter_get_the_single_page_fallback():
     from bpflow_app import routes
-    routed = re.search(r"@routed \{\s*path (.*)", caddyfile()).group(1).split()
     with_parameter = [v for v in vars(routes).values() if isinstance(v, str) and "[" in v]
     assert with_parameter
-    assert {p.split("[")[0] + "*" for p in with_parameter} == set(routed)
+    # in each language: @routed (English), @drawn_routed (the others)
+    routed = re.findall(r"@(?:drawn_)?routed \{\s*(?:not vars .*\s*)?path (.*)", caddyfile())
+    assert len(routed) == 2
+    for paths in routed:
+        assert {p.split("[")[0] + "*" for p in with_parameter} == set(paths.split())
 
 
 @pytest.mark.skipif(shutil.which("caddy") is None, reason="caddy is not installed")
@@ -338,6 +341,55 @@ def test_caddy_accepts_the_caddyfile(tmp_path):
                            "--adapter", "caddyfile"], env=env, capture_output=True,
                           text=True, timeout=60)
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+@pytest.mark.skipif(shutil.which("caddy") is None, reason="caddy is not installed")
+def test_caddy_serves_each_page_in_its_readers_language(tmp_path):
+    """The web entry point picks a page's drawing as the app's own server does
+    (bpflow_app/prerender.py; tests/app/test_asset_cache.py): by the pages' cookie, else a
+    browser whose first language is Chinese; English otherwise or when not drawn."""
+    import httpx
+
+    from tests.servers import free_port, spawn, stop, wait_for
+
+    static = tmp_path / "client"
+    files = {"index.html": "home", "flows.html": "flows", "flows/index.html": "flows",
+             "guest.html": "guest", "guest/index.html": "guest", "404.html": "not found",
+             "__spa-fallback.html": "shell", "assets/app-1.js": "js",
+             "_lang/zh-CN/index.html": "home zh", "_lang/zh-CN/flows/index.html": "flows zh",
+             "_lang/zh-CN/__spa-fallback.html": "shell zh"}
+    for rel, text in files.items():
+        (static / rel).parent.mkdir(parents=True, exist_ok=True)
+        (static / rel).write_text(text)
+    base = f"http://127.0.0.1:{free_port()}"
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "BPFLOW_STATIC": str(static),
+           "BPFLOW_UPSTREAMS": "127.0.0.1:9", "BPFLOW_LISTEN": base}  # http: no TLS
+    log = tmp_path / "caddy.log"
+    process = spawn(["caddy", "run", "--config", str(DEPLOY / "Caddyfile"), "--adapter",
+                     "caddyfile"], env, log)
+    try:
+        wait_for({base: process}, {base: log}, "/", timeout=30)
+
+        def page(path: str, **headers: str) -> str:
+            answer = httpx.get(base + path, headers=headers)
+            assert answer.status_code == 200, (path, headers, answer.status_code)
+            return answer.text
+
+        zh = {"cookie": "bpflow_lang=zh-CN"}
+        assert page("/flows", **zh) == "flows zh"
+        assert page("/", **zh) == "home zh"
+        assert page("/flows", **{"accept-language": "zh-CN,zh;q=0.9,en;q=0.8"}) == "flows zh"
+        assert page("/flows", cookie="bpflow_lang=en", **{"accept-language": "zh-CN"}) == "flows"
+        assert page("/flows", **{"accept-language": "en-US,zh;q=0.5"}) == "flows"
+        assert page("/flows") == "flows"
+        assert page("/guest", **zh) == "guest"  # not drawn in Chinese
+        assert page("/flow/12", **zh) == "shell zh"
+        assert page("/flow/12") == "shell"
+        assert page("/assets/app-1.js", **zh) == "js"
+        vary = httpx.get(base + "/flows", headers=zh).headers.get_list("vary")
+        assert "Cookie, Accept-Language" in vary
+    finally:
+        stop(process)
 
 
 # ---- systemd ------------------------------------------------------------------------
