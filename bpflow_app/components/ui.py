@@ -1,5 +1,5 @@
 """Small shared pieces: state badges in the drawing's colours, page headings, empty
-states."""
+states, tab panels."""
 
 from __future__ import annotations
 
@@ -69,3 +69,14 @@ def empty_state(icon: str, title: str, text: str | rx.Var = "",
 def section(title: str | rx.Var, *children: rx.Component, **props) -> rx.Component:
     return rx.card(rx.vstack(rx.heading(title, size="4", as_="h2"), *children, spacing="3",
                              width="100%"), width="100%", **props)
+
+
+def tab_panel(*children: rx.Component, id: str, tab_id: rx.Var | str,
+              **props) -> rx.Component:
+    """The panel of the tab shown (`rx.tabs.root`'s triggers given `id`s and
+    `aria-controls=id`): a plain element named by its tab, `tab_id`. Radix's tab content
+    mounts through `Presence`, whose check of the node's animation makes the browser compute
+    every style of the page at once: 10-20 ms of a page's first draw, and of each change
+    of tab (bench/RESULTS.md, "Sixth look")."""
+    return rx.el.div(*children, role="tabpanel", id=id, tab_index=0,
+                     custom_attrs={"aria-labelledby": tab_id}, width="100%", **props)

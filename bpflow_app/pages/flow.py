@@ -19,7 +19,7 @@ from bpflow_app.components.files import comment_thread, files_list, uploads
 from bpflow_app.components.nudges import copies_card, copy_dialog, nudge_bar
 from bpflow_app.components.returning import return_button, return_dialog
 from bpflow_app.components.signers import signers_dialog
-from bpflow_app.components.ui import empty_state, state_badge
+from bpflow_app.components.ui import empty_state, state_badge, tab_panel
 from bpflow_app.components.when import when
 from bpflow_app.flowview import STATE_WORDS, CircleInfo, HistoryRow
 from bpflow_app.i18n import LangState, _, ngettext, rich
@@ -29,6 +29,7 @@ from bpflow_app.pages.mail_state import MailState
 
 S = FlowState
 TECH = S.intervention  # the technical view is on (only admins can turn it on)
+TAB_ID, PANEL_ID = "flow-tab-", "flow-panel"  # a tab's id is TAB_ID and its value
 
 # an instance's status as the page says it
 STATUS_WORDS = {"running": N_("running"), "completed": N_("completed"),
@@ -342,6 +343,12 @@ def _circle_row(c: rx.Var[CircleInfo]) -> rx.Component:
     )
 
 
+def _tab(label: rx.Var, value: str) -> rx.Component:
+    """A tab of the flow page (its panel: the one panel, of the tab shown)."""
+    return rx.tabs.trigger(label, value=value, id=TAB_ID + value,
+                           custom_attrs={"aria-controls": PANEL_ID})
+
+
 def _table(headers: list[rx.Var], body: rx.Component) -> rx.Component:
     return rx.box(rx.table.root(
         rx.table.header(rx.table.row(*[rx.table.column_header_cell(h) for h in headers])),
@@ -399,17 +406,18 @@ def _content() -> rx.Component:
               "controls it."),
             icon="eye", color_scheme="gray", width="100%", id="read-only")),
         rx.tabs.root(
-            rx.tabs.list(rx.tabs.trigger(_("Flow"), value="flow"),
-                         rx.tabs.trigger(_("History"), value="history"),
-                         rx.cond(TECH, rx.tabs.trigger(_("Steps (technical)"),
-                                                       value="circles"))),
-            rx.tabs.content(_flow_tab(), value="flow", padding_top="16px"),
-            rx.tabs.content(_history(), value="history", padding_top="16px", id="history"),
-            rx.tabs.content(
-                rx.cond(TECH, _table([_("Step id"), _("Step"), _("State"),
-                                      _("Result or reason"), _("Failures")],
-                                     rx.table.body(rx.foreach(S.circle_rows, _circle_row)))),
-                value="circles", padding_top="16px"),
+            rx.tabs.list(_tab(_("Flow"), "flow"), _tab(_("History"), "history"),
+                         rx.cond(TECH, _tab(_("Steps (technical)"), "circles"))),
+            tab_panel(
+                rx.match(
+                    S.tab,
+                    ("history", rx.box(_history(), id="history")),
+                    ("circles", rx.cond(TECH, _table(
+                        [_("Step id"), _("Step"), _("State"), _("Result or reason"),
+                         _("Failures")],
+                        rx.table.body(rx.foreach(S.circle_rows, _circle_row))))),
+                    _flow_tab()),
+                id=PANEL_ID, tab_id=TAB_ID + S.tab, padding_top="16px"),
             value=S.tab, on_change=S.set_tab, width="100%",
         ),
         files_list(S.files),

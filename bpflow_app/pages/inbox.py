@@ -14,7 +14,7 @@ from bpflow_app.catalogs import N_
 from bpflow_app.components.names import NO, by, data, named
 from bpflow_app.components.returning import return_button, return_dialog
 from bpflow_app.components.signers import add_button, round_lines, signers_dialog
-from bpflow_app.components.ui import empty_state, page_header, row_badge
+from bpflow_app.components.ui import empty_state, page_header, row_badge, tab_panel
 from bpflow_app.components.when import when
 from bpflow_app.i18n import _, rich
 from bpflow_app.inboxview import TASKS, MailView, TaskView
@@ -46,12 +46,8 @@ def _tab(kind: str, label: str, icon: str, count: rx.Var[int] | None = None,
 
 
 def _panel(*children: rx.Component) -> rx.Component:
-    """The tab panel of the tab shown: a plain element named by its tab (Radix's tab
-    content mounts through an animation check that makes the browser compute every style
-    of the page at once, ~10-20 ms of a new tab's first inbox: bench/RESULTS.md)."""
-    return rx.el.div(*children, role="tabpanel", id=PANEL_ID, tab_index=0,
-                     custom_attrs={"aria-labelledby": TAB_ID + S.kind},
-                     width="100%", padding_top="12px")
+    """The tab panel of the tab shown (`ui.tab_panel`)."""
+    return tab_panel(*children, id=PANEL_ID, tab_id=TAB_ID + S.kind, padding_top="12px")
 
 
 def _signed(m: rx.Var[MailView]) -> rx.Component:

@@ -29,6 +29,11 @@ def test_or_junction_weak_edges_and_tabs(page, sign_in, screenshot) -> None:
 
     page.get_by_role("tab", name="Steps (technical)").click()
     expect(page.get_by_role("button", name="reserved", exact=True)).to_be_visible()
-    page.get_by_role("tab", name="History").click()
-    expect(page.locator("#history")).to_contain_text("root started the flow")
+    history = page.get_by_role("tab", name="History")
+    history.click()
+    expect(history).to_have_attribute("data-state", "active")
+    panel = page.locator(f'[id="{history.get_attribute("aria-controls")}"]')
+    expect(panel).to_have_attribute("role", "tabpanel")  # the tab controls its panel
+    expect(panel).to_have_attribute("aria-labelledby", history.get_attribute("id"))
+    expect(panel.locator("#history")).to_contain_text("root started the flow")
     expect(page.locator("#history")).to_contain_text("instance started")  # the event
