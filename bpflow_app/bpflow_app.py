@@ -9,7 +9,7 @@ from bpflow_app import routes
 from bpflow_app.asset_cache import cache_fingerprinted_assets, pages_without_redirect
 from bpflow_app.components.connection import connection_overlay
 from bpflow_app.components.frame import outer_circle
-from bpflow_app.components.when import warm_up
+from bpflow_app.components.when import formats
 from bpflow_app.frame_state import page_loads
 from bpflow_app.i18n import _
 from bpflow_app.pages.account import account_page
@@ -45,7 +45,7 @@ from bpflow_app.pages.webhooks_state import WebhooksState
 
 # The Radix theme is configured in rxconfig.py (RadixThemesPlugin).
 app = rx.App(api_transformer=create_app(), stylesheets=["/styles.css"],  # REST API: /api
-             head_components=[warm_up()],  # the times' formatters made as it loads
+             head_components=[formats()],  # how times and numbers are shown
              # `dir` given: else sonner asks the browser for the page's direction at each
              # of its redraws, which makes it compute every style of the page at once (both
              # languages read left to right)

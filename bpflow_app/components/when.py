@@ -1,28 +1,40 @@
 """Times and numbers in the reader's locale and time zone (SPEC §17).
 
 The server sends a time as ISO 8601 (UTC, with its offset); the browser shows it in the
-page's language (`LangState.lang`) and the browser's own time zone with
-`Intl.DateTimeFormat`, and a relative time ("3 minutes ago", "3分钟前") with
-`Intl.RelativeTimeFormat`. The server never guesses a zone, and nothing is computed per
-language on the server: a change of language redraws the times at once, as every text.
-The exact time is the `<time>` element's `datetime` and its tooltip.
+page's language (`LangState.lang`) and the browser's own time zone: a date and time as
+the locale's medium date with its short time (`Nov 27, 2026, 4:20 PM`, `2026年11月27日
+16:20`), a relative time in CLDR's words (`3 minutes ago`, `yesterday`, `3分钟前`), a
+number with the locale's grouping and decimal signs. The server never guesses a zone, and
+nothing is computed per language on the server: a change of language redraws the times at
+once, as every text. The exact time is the `<time>` element's `datetime` and its tooltip.
 
-A page's first `Intl` formatter costs 15-40 ms in Chromium (its ICU data is set up then):
-`warm_up` makes the page's formatters in a task of its own as soon as the document is
-read, while the page's scripts are still coming, so that drawing the first list of times
-after the server's answer does not pay for it (on the browser's idle callback they were
-made after the hydration's request, sometimes after the answer: bench/RESULTS.md).
+The patterns and words are CLDR's, taken from Babel's locale data when the app is
+compiled (`_table`), and put in every page's head by `formats()` with the few lines that
+apply them; a time's fields are the browser's `Date`'s, in its own zone. Not `Intl`:
+Chromium sets ICU's data up at a page's first `Intl` formatter, 15-40 ms of a new tab's
+main thread that the old pages never paid (bench/RESULTS.md); reading a `Date` in the
+local zone costs nothing of the kind. `Intl` is the reference these are tested against
+(tests/app/test_when.py, in Node, whose `Intl` is the browser's).
 """
 
 from __future__ import annotations
 
 import json
+import re
+from functools import cache
 
 import reflex as rx
+from babel import Locale
+from babel.plural import to_javascript
 from reflex.vars.base import VarData
 
 from bpflow import languages
 from bpflow_app.i18n import LangState
+
+UNITS = ("second", "minute", "hour", "day", "month", "year")  # of a relative time
+# the fields of a date or time pattern the page's script can show (CLDR's letters)
+FIELDS = ("y", "M", "MM", "MMM", "d", "dd", "h", "hh", "H", "HH", "m", "mm", "a")
+_PATTERN = re.compile(r"'((?:[^']|'')+)'|''|([A-Za-z])\2*|[^'A-Za-z]+")
 
 
 def _js(expr: str, *vars_: rx.Var) -> rx.Var:
@@ -30,62 +42,137 @@ def _js(expr: str, *vars_: rx.Var) -> rx.Var:
                   _var_data=VarData.merge(*[v._get_all_var_data() for v in vars_]))
 
 
-# the formatters a page makes: Intl's kind -> its options
-FORMATTERS = {"DateTimeFormat": "{dateStyle: 'medium', timeStyle: 'short'}",
-              "RelativeTimeFormat": "{numeric: 'auto'}", "NumberFormat": "{}"}
+def _parts(pattern: str) -> list[str | list[str]]:
+    """A CLDR date pattern as the script reads it: literal texts, and `[field]`s."""
+    parts: list[str | list[str]] = []
+    for m in _PATTERN.finditer(pattern):
+        if m.group(2):
+            field = m.group(0)
+            if field not in FIELDS:
+                raise ValueError(f"the pattern {pattern!r} has a field ({field}) the "
+                                 "page's script does not show")
+            parts.append([field])
+        else:  # a quoted text, a quote (''), or text between fields
+            text = m.group(1) if m.group(1) is not None else m.group(0)
+            parts.append(text.replace("''", "'"))
+    return parts
 
 
-def _formatter(kind: str, lang: rx.Var | str) -> str:
-    """JavaScript giving the page's one `Intl.<kind>` of the language (`FORMATTERS`): a
-    formatter is made once per language (making one takes longer than formatting many
-    values; a list of 25 mails made 50 each time it was drawn) and kept on the page."""
-    made = f"new Intl.{kind}({lang!s}, {FORMATTERS[kind]})"
-    return (f"((m, k) => m.get(k) ?? m.set(k, {made}).get(k))"
-            f"(globalThis.__bpflow{kind} ??= new Map(), {lang!s})")
+def _table(code: str) -> str:
+    """What the page's script needs of one language, as JavaScript (an object): CLDR's
+    patterns and words for it, from Babel's locale data."""
+    locale = Locale.parse(code.replace("-", "_"))
+    date = locale.date_formats["medium"].pattern
+    # CLDR puts a narrow no-break space before AM/PM; browsers' ICU keeps a plain one (as
+    # Chromium's and Node's Intl show it, for the pages written for it)
+    time = locale.time_formats["short"].pattern.replace("\u202f", " ")
+    both = locale.datetime_formats["medium"].replace("{1}", "\0D").replace("{0}", "\0T")
+    clock: list[str | list[str]] = []
+    for piece in re.split(r"(\0D|\0T)", both):
+        clock += _parts(date) if piece == "\0D" else _parts(time) if piece == "\0T" \
+            else _parts(piece) if piece else []
+    decimal = locale.decimal_formats[None]
+    if tuple(decimal.grouping) != (3, 3):
+        raise ValueError(f"{code}: grouping {decimal.grouping} (the script groups by 3)")
+    symbols = locale.number_symbols[locale.default_numbering_system]
+    fields = locale._data["date_fields"]
+    relative = {unit: {"past": dict(fields[unit]["past"]), "future": dict(fields[unit]["future"]),
+                       "words": {str(k): v for k, v in fields[unit].get("relative", {}).items()}}
+                for unit in UNITS}
+    periods = locale.day_periods["format"]["abbreviated"]
+    data = {"clock": clock, "months": [locale.months["format"]["abbreviated"][m]
+                                       for m in range(1, 13)],
+            "am": periods["am"], "pm": periods["pm"], "relative": relative,
+            "group": symbols["group"], "decimal": symbols["decimal"],
+            "minus": symbols["minusSign"], "nan": symbols["nan"], "inf": symbols["infinity"]}
+    return json.dumps(data, ensure_ascii=False)[:-1] + \
+        f', "plural": {to_javascript(locale.plural_form)}}}'
 
 
-def warm_up() -> rx.Component:
-    """A script for the page's head: in a task of its own once the document is read, the
-    formatters of `FORMATTERS` in every language are made and kept where `clock`, `ago`
-    and `number` find them (the first is what costs)."""
-    made = "; ".join(_formatter(kind, "lang") for kind in FORMATTERS)
-    codes = json.dumps(list(languages.LANGUAGES))
-    return rx.el.script(  # in the document's head: run as the page is read
-        f"(() => {{ const warm = () => {{ for (const lang of {codes}) {{ try {{ {made}; }}"
-        " catch (e) {} } }; setTimeout(warm); })();")
+# The page's formatting, given the tables: `globalThis.__bpflowFormat.clock(lang, iso)`,
+# `.ago(lang, iso)`, `.number(lang, n)` (an unknown language: the default's).
+_SCRIPT = """(() => {
+const T = %(tables)s;
+const pad = (n) => String(n).padStart(2, "0");
+const hour12 = (d) => d.getHours() %% 12 || 12;
+const F = {y: (d) => String(d.getFullYear()), M: (d) => String(d.getMonth() + 1),
+  MM: (d) => pad(d.getMonth() + 1), MMM: (d, t) => t.months[d.getMonth()],
+  d: (d) => String(d.getDate()), dd: (d) => pad(d.getDate()),
+  h: (d) => String(hour12(d)), hh: (d) => pad(hour12(d)),
+  H: (d) => String(d.getHours()), HH: (d) => pad(d.getHours()),
+  m: (d) => String(d.getMinutes()), mm: (d) => pad(d.getMinutes()),
+  a: (d, t) => (d.getHours() < 12 ? t.am : t.pm)};
+const table = (lang) => T[lang] ?? T[%(default)s];
+const number = (t, n) => {
+  const x = Number(n);
+  if (Number.isNaN(x)) return t.nan;
+  if (!Number.isFinite(x)) return (x < 0 ? t.minus : "") + t.inf;
+  let [i, f] = Math.abs(x).toFixed(3).split(".");
+  f = f.replace(/0+$/, "");
+  i = i.replace(/\\B(?=(\\d{3})+(?!\\d))/g, t.group);
+  return (x < 0 && (i !== "0" || f) ? t.minus : "") + i + (f ? t.decimal + f : "");
+};
+const UNITS = [[60, 1, "second"], [3600, 60, "minute"], [86400, 3600, "hour"],
+  [2592000, 86400, "day"], [31536000, 2592000, "month"], [Infinity, 31536000, "year"]];
+globalThis.__bpflowFormat = {
+  clock: (lang, iso) => {
+    const d = iso ? new Date(iso) : null;
+    if (!d || Number.isNaN(d.getTime())) return "";
+    const t = table(lang);
+    return t.clock.map((p) => (typeof p === "string" ? p : F[p[0]](d, t))).join("");
+  },
+  ago: (lang, iso) => {
+    const s = iso ? (new Date(iso) - Date.now()) / 1000 : NaN;
+    if (Number.isNaN(s)) return "";
+    const [, size, unit] = UNITS.find(([below]) => Math.abs(s) < below);
+    const v = Math.round(s / size), t = table(lang), u = t.relative[unit];
+    const word = u.words[String(v === 0 ? 0 : v)];
+    if (word !== undefined) return word;
+    const forms = v < 0 ? u.past : u.future, n = Math.abs(v);
+    return (forms[t.plural(n)] ?? forms.other).replace("{0}", number(t, n));
+  },
+  number: (lang, n) => number(table(lang), n),
+};
+})();"""
+
+
+@cache
+def script() -> str:
+    """The page's formatting (`_SCRIPT`) with every language's table."""
+    tables = "{" + ", ".join(f"{json.dumps(code)}: {_table(code)}"
+                             for code in languages.LANGUAGES) + "}"
+    return _SCRIPT % {"tables": tables, "default": json.dumps(languages.DEFAULT)}
+
+
+def formats() -> rx.Component:
+    """The script for every page's head that defines how its times and numbers are shown
+    (`clock`, `ago`, `number` call it): run as the document is read, before the page's
+    own scripts."""
+    return rx.el.script(script())
+
+
+def _call(kind: str, value: rx.Var) -> rx.Var:
+    """The page's `kind` formatting of `value` in the reader's language (nothing where the
+    script is not: the build's prerendering, which draws no data)."""
+    lang = LangState.lang
+    return _js(f"(globalThis.__bpflowFormat?.{kind}({lang!s}, {value!s}) ?? '')", value, lang)
 
 
 def clock(iso: rx.Var | str) -> rx.Var:
     """A time (`iso`, empty for none) as its reader reads a date and time: `2026年11月27日
     16:20`, `Nov 27, 2026, 4:20 PM`."""
-    iso = rx.Var.create(iso)
-    lang = LangState.lang
-    return _js(f"(({iso!s}) ? {_formatter('DateTimeFormat', lang)}"
-               f".format(new Date({iso!s})) : '')", iso, lang)
+    return _call("clock", rx.Var.create(iso))
 
 
 def ago(iso: rx.Var | str) -> rx.Var:
     """How long ago (or how long until) a time is, in the reader's words: `3 minutes ago`,
     `in 2 hours`, `3分钟前`. Counted when the element is drawn."""
-    iso = rx.Var.create(iso)
-    lang = LangState.lang
-    return _js(
-        f"(({iso!s}) ? ((s) => {{ const f = {_formatter('RelativeTimeFormat', lang)};"
-        " const a = Math.abs(s);"
-        " return a < 60 ? f.format(Math.round(s), 'second')"
-        " : a < 3600 ? f.format(Math.round(s / 60), 'minute')"
-        " : a < 86400 ? f.format(Math.round(s / 3600), 'hour')"
-        " : a < 2592000 ? f.format(Math.round(s / 86400), 'day')"
-        " : a < 31536000 ? f.format(Math.round(s / 2592000), 'month')"
-        " : f.format(Math.round(s / 31536000), 'year'); })"
-        f"((new Date({iso!s}) - Date.now()) / 1000) : '')", iso, lang)
+    return _call("ago", rx.Var.create(iso))
 
 
 def number(n: rx.Var | int | float) -> rx.Var:
     """A number with the reader's grouping and decimal signs."""
-    n = rx.Var.create(n)
-    lang = LangState.lang
-    return _js(f"{_formatter('NumberFormat', lang)}.format(Number({n!s}))", n, lang)
+    return _call("number", rx.Var.create(n))
 
 
 def when(iso: rx.Var | str, *, relative: bool = False, **props) -> rx.Component:

@@ -32,7 +32,7 @@ def _count_js() -> str:
             " if (!out || !box) return; const n = [...box.value].length;"
             f" out.dataset.over = String(n > {GUEST_LIMITS['body']});"
             f" out.textContent = ({_counter_text()!s}).replace({COUNTED!r},"
-            " n.toLocaleString('en')); })")
+            " globalThis.__bpflowFormat?.number('en', n) ?? String(n)); })")
 
 
 class _Recount(rx.Fragment):
