@@ -99,8 +99,10 @@ def pages_without_redirect(app: ASGIApp,
       redirected there;
     - in a language other than English (`language_of`), the page drawn in it is passed
       on instead (`_lang/<code>/route/`; for a page without HTML of its own, the page
-      shell drawn in it), when the build has it. Such answers say they vary by cookie
-      and language."""
+      shell drawn in it; for a path that is no page, that shell with status 404, where
+      the app then says "Page not found"), when the build has it.
+
+    Every page's answer says it varies by cookie and language."""
     found: list[tuple[Path | None, Callable[[str], str | None] | None]] = []  # at the
     # first request (the build is done then)
 
@@ -108,12 +110,13 @@ def pages_without_redirect(app: ASGIApp,
         if scope["type"] == "http" and scope["method"] in ("GET", "HEAD"):
             page = _page(scope)
             if page is not None:
-                await app(page, receive, _varying(send))
+                await app(page[0], receive, _varying(send, page[1]))
                 return
         await app(scope, receive, send)
 
-    def _page(scope: Scope) -> Scope | None:
-        """The request as the static mount is to see it, if it is one of a page."""
+    def _page(scope: Scope) -> tuple[Scope, int | None] | None:
+        """The request as the static mount is to see it, and the status to answer with
+        (None: the mount's), if it asks for a page."""
         path: str = scope["path"]
         name = path.rsplit("/", 1)[-1]
         if ("." in name or path.startswith(("/api/", "/_"))
@@ -127,16 +130,27 @@ def pages_without_redirect(app: ASGIApp,
         rel = path.strip("/")
         lang = language_of(scope)
         drawn = root / prerender.VARIANTS / lang
-        if (root / rel / "index.html").is_file():
-            if lang != languages.DEFAULT and (drawn / rel / "index.html").is_file():
-                return _at(scope, f"/{prerender.VARIANTS}/{lang}/{rel}/".replace("//", "/"))
-            return _at(scope, path if path.endswith("/") else path + "/")
-        if (lang != languages.DEFAULT and (drawn / prerender.SPA_FALLBACK).is_file()
-                and routable is not None and routable(path)):
-            return _at(scope, f"/{prerender.VARIANTS}/{lang}/{prerender.SPA_FALLBACK}")
-        return None
+        other = lang != languages.DEFAULT
+        shell = f"/{prerender.VARIANTS}/{lang}/{prerender.SPA_FALLBACK}"
+        if _is_file(root / rel / "index.html"):
+            if other and _is_file(drawn / rel / "index.html"):
+                return _at(scope, f"/{prerender.VARIANTS}/{lang}/{rel}/".replace("//", "/")), None
+            return _at(scope, path if path.endswith("/") else path + "/"), None
+        if not (other and _is_file(drawn / prerender.SPA_FALLBACK)):
+            return scope, None
+        if routable is not None and routable(path):
+            return _at(scope, shell), None
+        return _at(scope, shell), 404
 
     return wrapped
+
+
+def _is_file(path: Path) -> bool:
+    """Whether the build holds this file (a name too long for the system: no)."""
+    try:
+        return path.is_file()
+    except OSError:
+        return False
 
 
 def _at(scope: Scope, path: str) -> Scope:
@@ -144,14 +158,16 @@ def _at(scope: Scope, path: str) -> Scope:
     return {**scope, "path": path, "raw_path": path.encode()}
 
 
-def _varying(send: Send) -> Send:
+def _varying(send: Send, status: int | None = None) -> Send:
     """`send`, with `Vary: Cookie, Accept-Language` added to the answer's start (a page
-    depends on them)."""
+    depends on them), and its status made `status` if one is given."""
     async def varying(message: Message) -> None:
         if message["type"] == "http.response.start":
             headers = [(k, v) for k, v in message.get("headers", []) if k.lower() != b"vary"]
             vary = [v for k, v in message.get("headers", []) if k.lower() == b"vary"]
             message = {**message, "headers": [
                 *headers, (b"vary", b", ".join([*vary, b"Cookie, Accept-Language"]))]}
+            if status is not None:
+                message["status"] = status
         await send(message)
     return varying

@@ -71,10 +71,16 @@ def section(title: str | rx.Var, *children: rx.Component, **props) -> rx.Compone
                              width="100%"), width="100%", **props)
 
 
+def tab_names(tab_id: str, panel_id: str) -> dict:
+    """The props of a tab trigger (`rx.tabs.trigger(..., **tab_names(...))`) whose panel is
+    the `tab_panel` of `panel_id`: its own id, and the panel it controls."""
+    return {"id": tab_id, "custom_attrs": {"aria-controls": panel_id}}
+
+
 def tab_panel(*children: rx.Component, id: str, tab_id: rx.Var | str,
               **props) -> rx.Component:
-    """The panel of the tab shown (`rx.tabs.root`'s triggers given `id`s and
-    `aria-controls=id`): a plain element named by its tab, `tab_id`. Radix's tab content
+    """The panel of the tab shown (the triggers given `tab_names(..., id)`): a plain
+    element named by its tab, `tab_id`. Radix's tab content
     mounts through `Presence`, whose check of the node's animation makes the browser compute
     every style of the page at once: 10-20 ms of a page's first draw, and of each change
     of tab (bench/RESULTS.md, "Sixth look")."""

@@ -25,6 +25,7 @@ from functools import cache
 
 import reflex as rx
 from babel import Locale
+from babel.numbers import format_decimal
 from babel.plural import to_javascript
 from reflex.vars.base import VarData
 
@@ -58,10 +59,15 @@ def _parts(pattern: str) -> list[str | list[str]]:
     return parts
 
 
+def _locale(code: str) -> Locale:
+    """Babel's locale of one of our languages."""
+    return Locale.parse(code.replace("-", "_"))
+
+
 def _table(code: str) -> str:
     """What the page's script needs of one language, as JavaScript (an object): CLDR's
     patterns and words for it, from Babel's locale data."""
-    locale = Locale.parse(code.replace("-", "_"))
+    locale = _locale(code)
     date = locale.date_formats["medium"].pattern
     # CLDR puts a narrow no-break space before AM/PM; browsers' ICU keeps a plain one (as
     # Chromium's and Node's Intl show it, for the pages written for it)
@@ -74,7 +80,10 @@ def _table(code: str) -> str:
     decimal = locale.decimal_formats[None]
     if tuple(decimal.grouping) != (3, 3):
         raise ValueError(f"{code}: grouping {decimal.grouping} (the script groups by 3)")
-    symbols = locale.number_symbols[locale.default_numbering_system]
+    if locale.default_numbering_system != "latn":
+        raise ValueError(f"{code}: digits of {locale.default_numbering_system} (the script "
+                         "writes 0-9)")
+    symbols = locale.number_symbols["latn"]
     fields = locale._data["date_fields"]
     relative = {unit: {"past": dict(fields[unit]["past"]), "future": dict(fields[unit]["future"]),
                        "words": {str(k): v for k, v in fields[unit].get("relative", {}).items()}}
@@ -103,14 +112,18 @@ const F = {y: (d) => String(d.getFullYear()), M: (d) => String(d.getMonth() + 1)
   m: (d) => String(d.getMinutes()), mm: (d) => pad(d.getMinutes()),
   a: (d, t) => (d.getHours() < 12 ? t.am : t.pm)};
 const table = (lang) => T[lang] ?? T[%(default)s];
+const digits = (a) => {  // a >= 0 in decimal digits, to 3 places: [integer, fraction]
+  if (a < 1e21) { const [i, f] = a.toFixed(3).split("."); return [i, f.replace(/0+$/, "")]; }
+  const [m, e] = String(a).split("e+"), [i, f = ""] = m.split(".");
+  return [i + f + "0".repeat(Number(e) - f.length), ""];
+};
 const number = (t, n) => {
   const x = Number(n);
   if (Number.isNaN(x)) return t.nan;
-  if (!Number.isFinite(x)) return (x < 0 ? t.minus : "") + t.inf;
-  let [i, f] = Math.abs(x).toFixed(3).split(".");
-  f = f.replace(/0+$/, "");
-  i = i.replace(/\\B(?=(\\d{3})+(?!\\d))/g, t.group);
-  return (x < 0 && (i !== "0" || f) ? t.minus : "") + i + (f ? t.decimal + f : "");
+  const sign = x < 0 || Object.is(x, -0) ? t.minus : "";
+  if (!Number.isFinite(x)) return sign + t.inf;
+  const [i, f] = digits(Math.abs(x));
+  return sign + i.replace(/\\B(?=(\\d{3})+(?!\\d))/g, t.group) + (f ? t.decimal + f : "");
 };
 const UNITS = [[60, 1, "second"], [3600, 60, "minute"], [86400, 3600, "hour"],
   [2592000, 86400, "day"], [31536000, 2592000, "month"], [Infinity, 31536000, "year"]];
@@ -171,7 +184,17 @@ def ago(iso: rx.Var | str) -> rx.Var:
 
 
 def number(n: rx.Var | int | float) -> rx.Var:
-    """A number with the reader's grouping and decimal signs."""
+    """A number with the reader's grouping and decimal signs. A number known when the page
+    is compiled is written out in each language (Babel's `format_decimal`, as the script
+    writes it), so that the build's prerendered page shows it as the browser will."""
+    if isinstance(n, int | float) and not isinstance(n, bool):
+        lang = LangState.lang
+        shown = json.dumps(format_decimal(n, locale=_locale(languages.DEFAULT)))
+        for code in languages.LANGUAGES:
+            if code != languages.DEFAULT:
+                text = json.dumps(format_decimal(n, locale=_locale(code)))
+                shown = f"({lang!s} === {json.dumps(code)} ? {text} : {shown})"
+        return _js(shown, lang)
     return _call("number", rx.Var.create(n))
 
 

@@ -19,7 +19,7 @@ from bpflow_app.components.files import comment_thread, files_list, uploads
 from bpflow_app.components.nudges import copies_card, copy_dialog, nudge_bar
 from bpflow_app.components.returning import return_button, return_dialog
 from bpflow_app.components.signers import signers_dialog
-from bpflow_app.components.ui import empty_state, state_badge, tab_panel
+from bpflow_app.components.ui import empty_state, state_badge, tab_names, tab_panel
 from bpflow_app.components.when import when
 from bpflow_app.flowview import STATE_WORDS, CircleInfo, HistoryRow
 from bpflow_app.i18n import LangState, _, ngettext, rich
@@ -345,8 +345,7 @@ def _circle_row(c: rx.Var[CircleInfo]) -> rx.Component:
 
 def _tab(label: rx.Var, value: str) -> rx.Component:
     """A tab of the flow page (its panel: the one panel, of the tab shown)."""
-    return rx.tabs.trigger(label, value=value, id=TAB_ID + value,
-                           custom_attrs={"aria-controls": PANEL_ID})
+    return rx.tabs.trigger(label, value=value, **tab_names(TAB_ID + value, PANEL_ID))
 
 
 def _table(headers: list[rx.Var], body: rx.Component) -> rx.Component:

@@ -14,7 +14,7 @@ from bpflow_app.catalogs import N_
 from bpflow_app.components.names import NO, by, data, named
 from bpflow_app.components.returning import return_button, return_dialog
 from bpflow_app.components.signers import add_button, round_lines, signers_dialog
-from bpflow_app.components.ui import empty_state, page_header, row_badge, tab_panel
+from bpflow_app.components.ui import empty_state, page_header, row_badge, tab_names, tab_panel
 from bpflow_app.components.when import when
 from bpflow_app.i18n import _, rich
 from bpflow_app.inboxview import TASKS, MailView, TaskView
@@ -41,7 +41,7 @@ def _tab(kind: str, label: str, icon: str, count: rx.Var[int] | None = None,
                   rx.cond(count > 0, rx.badge(count, color_scheme=color, radius="full",
                                               variant="solid", class_name=badge_class)),
                   spacing="2", align="center"),
-        value=kind, id=f"{TAB_ID}{kind}", custom_attrs={"aria-controls": PANEL_ID},
+        value=kind, **tab_names(TAB_ID + kind, PANEL_ID),
     )
 
 

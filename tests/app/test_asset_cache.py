@@ -148,9 +148,16 @@ def test_a_page_without_html_of_its_own_gets_the_shell_drawn_in_its_language(bui
     http = client(build)
     answer = http.get("/flow/12", cookie="bpflow_lang=zh-CN")
     assert (answer.status_code, answer.text) == (200, "<title>shell zh</title>")
-    assert http.get("/flow/12").text == "<title>not found</title>"  # Reflex's own shell
-    # not a page of the app: the static mount's 404, in any language
-    assert http.get("/nowhere", cookie="bpflow_lang=zh-CN").status_code == 404
+    english = http.get("/flow/12")
+    assert english.text == "<title>not found</title>"  # Reflex's own shell
+    assert "cookie" in english.headers["vary"].lower()  # a cache keeps the two apart
+    # not a page of the app: 404, the shell in the reader's language (the app says so)
+    nowhere = http.get("/nowhere", cookie="bpflow_lang=zh-CN")
+    assert (nowhere.status_code, nowhere.text) == (404, "<title>shell zh</title>")
+    assert http.head("/nowhere/else").status_code == 404
+    assert http.get("/nowhere").status_code == 404
+    assert http.get("/" + "x" * 300).status_code == 404  # a name too long for a file
+    assert http.get("/" + "x" * 300, cookie="bpflow_lang=zh-CN").status_code == 404
     # the drawings themselves, and files, are served as they are
     assert http.get("/_lang/zh-CN/flows/").text == "<title>flows zh</title>"
     assert http.get("/assets/root-abc123.js", cookie="bpflow_lang=zh-CN").text == "export {}"

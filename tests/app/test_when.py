@@ -11,6 +11,7 @@ import shutil
 import subprocess
 
 import pytest
+import reflex as rx
 
 from bpflow import languages
 from bpflow_app.components.when import _parts, ago, clock, number, script
@@ -29,7 +30,8 @@ SECONDS = [0, -0.4, 0.4, -1, 1, -5, -59, -59.6, -61, -89, -90, 120, -3599, -3601
            -86399, -86401, -86400 * 2, 86400 * 2, -86400 * 29, -86400 * 31, 86400 * 45,
            -86400 * 364, -86400 * 366, 86400 * 800, -86400 * 365 * 1500]
 NUMBERS = [0, 1, 12, 999, 1000, 1234.5, 5000, 10000, 123456789, -42, -1234.56, 0.5,
-           3.14159, 1e9, 2 ** 53]
+           3.14159, 1e9, 2 ** 53, -0.0, -0.0004, 0.0004, 999.9996, 1e21, 1.5e21,
+           1.2345678901234567e25, -3e22, float("nan"), float("inf"), float("-inf")]
 
 
 def _node(program: str, tz: str = "Asia/Shanghai") -> dict:
@@ -72,12 +74,13 @@ console.log(JSON.stringify(out));
 def test_the_pages_expressions_call_it_in_the_readers_language() -> None:
     state, _sep, field = str(LangState.lang).rpartition(".")
     shown = {"clock": str(clock(AT)), "ago": str(ago(AT)), "number": str(number(1234.5)),
-             "none": str(clock(""))}
+             "none": str(clock("")), "known": str(number(1234567)),
+             "counted": str(number(rx.Var("7000.25", _var_type=float)))}
     program = f"""
 const out = {{}};
 const draw = (lang) => {{ const {state} = {{{field}: lang}};
   return {{clock: {shown["clock"]}, ago: {shown["ago"]}, number: {shown["number"]},
-           none: {shown["none"]}}}; }};
+           none: {shown["none"]}, known: {shown["known"]}, counted: {shown["counted"]}}}; }};
 out.before = draw("en");  // the build's prerendering: no script, no text
 {script()}
 Date.now = () => Date.parse("{NOW}") + 2 * 86400 * 1000;
@@ -86,11 +89,16 @@ out.unknown = draw("fr");
 console.log(JSON.stringify(out));
 """
     out = _node(program)
-    assert out["before"] == {"clock": "", "ago": "", "number": "", "none": ""}
+    # the build's prerendering: no script, no time; numbers known beforehand are written
+    # out as the script writes them (no page drawn otherwise than it hydrates)
+    assert out["before"] == {"clock": "", "ago": "", "number": "1,234.5", "none": "",
+                             "known": "1,234,567", "counted": ""}
     assert out["en"] == {"clock": "Nov 28, 2026, 12:20 AM", "ago": "2 days ago",
-                         "number": "1,234.5", "none": ""}
+                         "number": "1,234.5", "none": "", "known": "1,234,567",
+                         "counted": "7,000.25"}
     assert out["zh-CN"] == {"clock": "2026年11月28日 00:20", "ago": "前天",
-                            "number": "1,234.5", "none": ""}
+                            "number": "1,234.5", "none": "", "known": "1,234,567",
+                         "counted": "7,000.25"}
     assert out["unknown"] == out["en"]  # a language without a table: the default's
 
 
