@@ -88,7 +88,7 @@ def _filled(text: str, values: dict[str, Any]) -> rx.Var:
     return rx.Var.create("".join(pieces))
 
 
-def _by_language(texts: dict[str, rx.Var]) -> rx.Var:
+def by_language(texts: dict[str, rx.Var]) -> rx.Var:
     """The Var showing `texts[LangState.lang]` (the default language's for any other)."""
     shown = texts[languages.DEFAULT]
     for code, text in texts.items():
@@ -100,7 +100,7 @@ def _by_language(texts: dict[str, rx.Var]) -> rx.Var:
 def _(message: str, **values: Any) -> rx.Var:
     """A page's text in the reader's language, `%(name)s` filled from `values` (plain
     values or Vars)."""
-    return _by_language({code: _filled(lang.forms(message)[0], values)
+    return by_language({code: _filled(lang.forms(message)[0], values)
                          for code, lang in CATALOGS.items()})
 
 
@@ -116,7 +116,7 @@ def ngettext(singular: str, plural: str, n: int | rx.Var, **values: Any) -> rx.V
     """A page's text whose form depends on a number `n` (`%(n)s` in the text), in the
     reader's language."""
     if not isinstance(n, rx.Var):
-        return _by_language({code: rx.Var.create(translate(code, singular, plural, n,
+        return by_language({code: rx.Var.create(translate(code, singular, plural, n,
                                                             **values))
                              for code in CATALOGS})
     texts: dict[str, rx.Var] = {}
@@ -129,7 +129,7 @@ def ngettext(singular: str, plural: str, n: int | rx.Var, **values: Any) -> rx.V
             index = _plural_index(rule, n)
             texts[code] = rx.match(index, *[(i, f) for i, f in enumerate(forms[:-1])],
                                    forms[-1])
-    return _by_language(texts)
+    return by_language(texts)
 
 
 def _pieces(text: str, parts: dict[str, Callable[[], rx.Component]]) -> rx.Component:

@@ -86,30 +86,26 @@ def draw_in_languages(static_dir: Path, web_dir: Path, runtime: list[str]) -> di
     Raises if the runtime fails; a page whose English drawing differs from the build's is
     left out, with a warning."""
     static_dir, web_dir = static_dir.resolve(), web_dir.resolve()
-    pages = prerendered(static_dir)
     script = web_dir / SCRIPT.name
     shutil.copyfile(SCRIPT, script)  # in .web/, where the bundle's packages resolve
     env = {**os.environ, "IS_RR_BUILD_REQUEST": "yes"}  # React Router's own prerendering
-    drawn: dict[str, list[str]] = {}
-    same: set[str] | None = None
-    for code in [languages.DEFAULT, *[c for c in languages.LANGUAGES if c != languages.DEFAULT]]:
-        out = static_dir if code == languages.DEFAULT else static_dir / VARIANTS / code
+
+    def draw(code: str, out: Path, pages: dict[str, str]) -> dict[str, list[str]]:
         run = subprocess.run([*runtime, script.name, code, str(static_dir), str(out),
                               json.dumps(pages)],
                              cwd=web_dir, env=env, capture_output=True, text=True, timeout=300)
         if run.returncode != 0:
             raise RuntimeError(f"drawing the pages in {code} failed:\n{run.stderr[-4000:]}")
-        result = json.loads(run.stdout.strip().splitlines()[-1])
-        if code == languages.DEFAULT:  # checked against the build, not written
-            same = set(result["same"])
-            for path in sorted(set(pages) - same):
-                log.warning("the page %s drawn again differs from the build's: it is "
-                            "served in English until it hydrates", path)
-            continue
-        drawn[code] = sorted(p for p in result["written"] if same is not None and p in same)
-        for path in set(result["written"]) - set(drawn[code]):
-            (out / pages[path]).unlink()
-    return drawn
+        return json.loads(run.stdout.strip().splitlines()[-1])
+
+    pages = prerendered(static_dir)
+    same = set(draw(languages.DEFAULT, static_dir, pages)["same"])  # compared, not written
+    for path in sorted(set(pages) - same):
+        log.warning("the page %s drawn again differs from the build's: it is served in "
+                    "English until it hydrates", path)
+    kept = {path: file for path, file in pages.items() if path in same}
+    return {code: sorted(draw(code, static_dir / VARIANTS / code, kept)["written"])
+            for code in languages.LANGUAGES if code != languages.DEFAULT}
 
 
 def runtime_of_build() -> list[str]:

@@ -30,7 +30,8 @@ from babel.plural import to_javascript
 from reflex.vars.base import VarData
 
 from bpflow import languages
-from bpflow_app.i18n import LangState
+from bpflow.catalogs import folder
+from bpflow_app.i18n import LangState, by_language
 
 UNITS = ("second", "minute", "hour", "day", "month", "year")  # of a relative time
 # the fields of a date or time pattern the page's script can show (CLDR's letters)
@@ -61,7 +62,7 @@ def _parts(pattern: str) -> list[str | list[str]]:
 
 def _locale(code: str) -> Locale:
     """Babel's locale of one of our languages."""
-    return Locale.parse(code.replace("-", "_"))
+    return Locale.parse(folder(code))
 
 
 def _table(code: str) -> str:
@@ -188,13 +189,8 @@ def number(n: rx.Var | int | float) -> rx.Var:
     is compiled is written out in each language (Babel's `format_decimal`, as the script
     writes it), so that the build's prerendered page shows it as the browser will."""
     if isinstance(n, int | float) and not isinstance(n, bool):
-        lang = LangState.lang
-        shown = json.dumps(format_decimal(n, locale=_locale(languages.DEFAULT)))
-        for code in languages.LANGUAGES:
-            if code != languages.DEFAULT:
-                text = json.dumps(format_decimal(n, locale=_locale(code)))
-                shown = f"({lang!s} === {json.dumps(code)} ? {text} : {shown})"
-        return _js(shown, lang)
+        return by_language({code: rx.Var.create(format_decimal(n, locale=_locale(code)))
+                            for code in languages.LANGUAGES})
     return _call("number", rx.Var.create(n))
 
 
